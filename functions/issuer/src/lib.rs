@@ -1,0 +1,99 @@
+//! The `issuer` function: mints upload handles and links for programs that
+//! are not MCP clients (`POST /uploads`), and in local mode is the object
+//! store's upload endpoint (`PUT /uploads/{token}`).
+
+use std::io;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::routing::{post, put};
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use http::{HeaderMap, header};
+use serde::Serialize;
+use sluice::error::JsonBody;
+use sluice::service::{UploadRequest, UploadTicket};
+use sluice::{ApiError, Caller, FileId, Method, Scope, Sha256, Sluice};
+
+/// The issuer's routes.
+pub fn router(state: Sluice) -> Router {
+    Router::new()
+        .route(
+            "/uploads",
+            post(request_upload).fallback(|| async { ApiError::MethodNotAllowed("POST") }),
+        )
+        .route(
+            "/uploads/{token}",
+            put(upload).fallback(|| async { ApiError::MethodNotAllowed("PUT") }),
+        )
+        .with_state(state)
+}
+
+async fn request_upload(
+    State(sluice): State<Sluice>,
+    caller: Caller,
+    JsonBody(req): JsonBody<UploadRequest>,
+) -> Result<Json<UploadTicket>, ApiError> {
+    caller.require(Scope::FilesWrite)?;
+    sluice.issue_upload(&caller.sub, req).map(Json)
+}
+
+/// What a successful upload answers.
+#[derive(Debug, Serialize)]
+struct Uploaded {
+    file_id: FileId,
+    size: u64,
+    sha256: Sha256,
+}
+
+/// Streams the body into the store, enforcing the size and digest the link
+/// pins. Refusals that can be decided from the headers come before any byte
+/// of the body is read.
+async fn upload(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Uploaded>, ApiError> {
+    let link = sluice.verify_link(&token, Method::Put)?;
+    let file = link.file;
+    if let Some(value) = headers.get(header::CONTENT_LENGTH) {
+        let len: u64 = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| ApiError::BadRequest("Content-Length is not a number".into()))?;
+        if len > file.size {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "the body is {len} bytes but this link accepts exactly {}; nothing was stored",
+                file.size
+            )));
+        }
+        if len < file.size {
+            return Err(ApiError::BadRequest(format!(
+                "the body is {len} bytes but this link accepts exactly {}; nothing was stored",
+                file.size
+            )));
+        }
+    }
+    let stream = body.into_data_stream().map_err(io::Error::other).boxed();
+    match sluice
+        .store()
+        .put(&file.object_key(), file.size, file.sha256, stream)
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload stored");
+            Ok(Json(Uploaded {
+                file_id: file.id,
+                size: file.size,
+                sha256: file.sha256,
+            }))
+        }
+        Err(e) => {
+            tracing::info!(file_id = %file.id, jti = %link.jti, error = %e, "upload refused");
+            Err(e.into())
+        }
+    }
+}

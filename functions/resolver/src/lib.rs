@@ -1,0 +1,129 @@
+//! The `resolver` function: redeems single-use download links
+//! (`GET /links/{token}`) and handles that a backend received raw
+//! (`POST /resolve`).
+
+use axum::Json;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use futures_util::TryStreamExt as _;
+use http::{HeaderValue, StatusCode, header};
+use serde::Deserialize;
+use sluice::error::JsonBody;
+use sluice::ledger::Spend;
+use sluice::service::DownloadTicket;
+use sluice::store::verified;
+use sluice::{ApiError, Caller, FileMeta, Method, Scope, Sha256, Sluice};
+
+/// Files up to this size are read and verified whole before the first byte is
+/// sent, so a mismatch is a clean 409. Larger files stream with their last
+/// chunk held back until they verify.
+pub const VERIFY_WHOLE_BYTES: u64 = 1024 * 1024;
+
+/// The resolver's routes.
+pub fn router(state: Sluice) -> Router {
+    Router::new()
+        .route(
+            "/links/{token}",
+            get(download)
+                // HEAD must not run the GET handler: that would spend the link.
+                .head(|| async { ApiError::MethodNotAllowed("GET") })
+                .fallback(|| async { ApiError::MethodNotAllowed("GET") }),
+        )
+        .route(
+            "/resolve",
+            post(resolve).fallback(|| async { ApiError::MethodNotAllowed("POST") }),
+        )
+        .with_state(state)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolveRequest {
+    handle: String,
+}
+
+/// A backend (or the handle's owner) turns a handle into the file's pinned
+/// description and a single-use download link.
+async fn resolve(
+    State(sluice): State<Sluice>,
+    caller: Caller,
+    JsonBody(req): JsonBody<ResolveRequest>,
+) -> Result<Json<DownloadTicket>, ApiError> {
+    if !caller.scopes.contains(&Scope::FilesResolve) {
+        caller.require(Scope::FilesRead)?;
+    }
+    let file = sluice.redeem_handle(&caller, &req.handle)?;
+    sluice.issue_download(&file).await.map(Json)
+}
+
+/// Redeems a download link: verify → find the object → spend → stream,
+/// verifying size and digest on the way out.
+async fn download(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+) -> Result<Response, ApiError> {
+    let link = sluice.verify_link(&token, Method::Get)?;
+    let file = &link.file;
+    let key = file.object_key();
+    let info = sluice.store().head(&key).await?.ok_or(ApiError::NotFound)?;
+    if info.size != file.size || info.sha256.is_some_and(|d| d != file.sha256) {
+        tracing::warn!(file_id = %file.id, jti = %link.jti, "stored object does not match its link");
+        return Err(mismatch());
+    }
+
+    let body = if file.size <= VERIFY_WHOLE_BYTES {
+        let stream = sluice.store().get(&key).await?.ok_or(ApiError::NotFound)?;
+        let bytes: Vec<Bytes> = stream.try_collect().await.map_err(ApiError::internal)?;
+        let bytes = bytes.concat();
+        if bytes.len() as u64 != file.size || Sha256::of(&bytes) != file.sha256 {
+            tracing::warn!(file_id = %file.id, jti = %link.jti, "stored object does not match its link");
+            return Err(mismatch());
+        }
+        spend(&sluice, &link.jti, link.expires_at).await?;
+        Body::from(bytes)
+    } else {
+        spend(&sluice, &link.jti, link.expires_at).await?;
+        let stream = sluice.store().get(&key).await?.ok_or(ApiError::NotFound)?;
+        Body::from_stream(verified(stream, file.size, file.sha256))
+    };
+    tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "download started");
+    Ok((StatusCode::OK, download_headers(file), body).into_response())
+}
+
+async fn spend(sluice: &Sluice, jti: &str, expires_at: i64) -> Result<(), ApiError> {
+    match sluice.ledger().spend(jti, expires_at).await? {
+        Spend::Fresh => Ok(()),
+        Spend::AlreadySpent => {
+            tracing::info!(jti, "spent link presented again");
+            Err(ApiError::NotFound)
+        }
+    }
+}
+
+fn mismatch() -> ApiError {
+    ApiError::Conflict("the stored file does not match this link; it was not sent".into())
+}
+
+fn download_headers(file: &FileMeta) -> [(header::HeaderName, HeaderValue); 5] {
+    let value = |s: &str| {
+        HeaderValue::from_str(s)
+            .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"))
+    };
+    [
+        (header::CONTENT_TYPE, value(&file.content_type)),
+        (header::CONTENT_LENGTH, HeaderValue::from(file.size)),
+        (
+            header::CONTENT_DISPOSITION,
+            value(&sluice::filename::content_disposition(&file.filename)),
+        ),
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        (
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ),
+    ]
+}

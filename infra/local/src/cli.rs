@@ -1,0 +1,123 @@
+//! The `sluice` command line: `sluice` (serve) and `sluice token`.
+
+use std::process::ExitCode;
+
+use sluice::runtime::{self, StartError};
+use sluice::{Config, Scope};
+
+const USAGE: &str = "\
+sluice: move files between AI clients and storage without the bytes passing through the model.
+
+Usage:
+  sluice                                   serve every route on SLUICE_HOST:SLUICE_PORT (127.0.0.1:8787)
+  sluice token [--user U] [--scope S]...   print a bearer token for this data directory
+                                           (default user 'dev', scopes files:read files:write)
+
+Configuration comes from SLUICE_* environment variables; see the README.";
+
+/// Runs the command line; returns the process exit code.
+pub fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let config = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match args.first().map(String::as_str) {
+        None | Some("serve") => serve(config),
+        Some("token") => token(&config, &args[1..]),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => {
+            eprintln!("sluice: unknown command {other:?}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn default_scopes() -> Vec<Scope> {
+    vec![Scope::FilesRead, Scope::FilesWrite]
+}
+
+fn token(config: &Config, args: &[String]) -> Result<(), StartError> {
+    let mut user = "dev".to_owned();
+    let mut scopes = Vec::new();
+    let mut it = args.iter();
+    let usage = |msg: String| StartError::Io {
+        what: format!("{msg}\n\n{USAGE}"),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+    };
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--user" => {
+                user = it
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| usage("--user needs a value".into()))?
+            }
+            "--scope" => {
+                // `--scope a b c` and `--scope a --scope b` both work.
+                let mut any = false;
+                for value in it.clone().take_while(|v| !v.starts_with("--")) {
+                    any = true;
+                    let scope = Scope::parse(value).ok_or_else(|| {
+                        usage(format!(
+                            "unknown scope {value:?}; known: {}",
+                            Scope::ALL.map(|s| s.as_str()).join(" ")
+                        ))
+                    })?;
+                    scopes.push(scope);
+                    it.next();
+                }
+                if !any {
+                    return Err(usage("--scope needs a value".into()));
+                }
+            }
+            other => return Err(usage(format!("unknown argument {other:?}"))),
+        }
+    }
+    if scopes.is_empty() {
+        scopes = default_scopes();
+    }
+    let keys = runtime::local_keyring(config)?;
+    let access = runtime::access_verifier(config, keys);
+    println!("{}", access.mint(&user, &scopes, config.dev_token_ttl));
+    Ok(())
+}
+
+fn serve(config: Config) -> Result<(), StartError> {
+    runtime::init_tracing(&config);
+    let rt = tokio::runtime::Runtime::new().map_err(|source| StartError::Io {
+        what: "starting the async runtime".into(),
+        source,
+    })?;
+    rt.block_on(async move {
+        let (listener, url) = runtime::bind(&config).await?;
+        let (sluice, store) = runtime::local_sluice(&config, url.clone())?;
+        let base = sluice.base_url().to_owned();
+        let dev = sluice.access().mint("dev", &default_scopes(), config.dev_token_ttl);
+        // The first line is machine-readable: scripts and tests wait for it.
+        println!("sluice listening on {base}");
+        println!("data directory: {}", config.data_dir.display());
+        println!("dev bearer token (user 'dev', files:read files:write):\n  {dev}");
+        println!("upload from a shell:\n  curl -sS -H 'Authorization: Bearer {dev}' -H 'Content-Type: application/json' \\\n    -d '{{\"filename\":\"a.txt\",\"size\":3,\"sha256\":\"…\"}}' {base}/uploads");
+        tokio::spawn(crate::sweep_forever(store, config.handle_ttl, config.link_ttl));
+        runtime::serve(listener, crate::app(sluice), runtime::shutdown_signal())
+            .await
+            .map_err(|source| StartError::Io {
+                what: "serving".into(),
+                source,
+            })
+    })
+}

@@ -1,0 +1,38 @@
+//! sluice on one machine: the `mcp`, `issuer` and `resolver` routers mounted
+//! on one listener over the local backends (a directory of objects and an
+//! SQLite ledger), plus the `sluice` command line.
+
+mod cli;
+
+pub use cli::main;
+
+use std::time::Duration;
+
+use axum::Router;
+use sluice::Sluice;
+use sluice::store::LocalStore;
+
+/// Every function's routes on one router.
+pub fn app(state: Sluice) -> Router {
+    Router::new()
+        .merge(sluice_mcp::router(state.clone()))
+        .merge(sluice_issuer::router(state.clone()))
+        .merge(sluice_resolver::router(state))
+}
+
+/// Deletes expired objects every minute. Objects live as long as the handle
+/// that names them, plus a margin for downloads issued just before expiry.
+pub async fn sweep_forever(store: LocalStore, handle_ttl: Duration, link_ttl: Duration) {
+    let max_age = handle_ttl + link_ttl + Duration::from_secs(60);
+    let mut tick = tokio::time::interval(Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        let store = store.clone();
+        match tokio::task::spawn_blocking(move || store.sweep(max_age)).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => tracing::info!(removed = n, "expired objects swept"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "sweep failed"),
+            Err(e) => tracing::warn!(error = %e, "sweep task failed"),
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! `sluice`: run everything locally, or mint a bearer token.
+
+fn main() -> std::process::ExitCode {
+    sluice_local::main()
+}

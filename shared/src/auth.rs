@@ -1,0 +1,229 @@
+//! Bearer authentication: who is calling, and with which scopes.
+//!
+//! Tokens are JWTs validated for issuer, audience and expiry. Locally minted
+//! development tokens are HS256 under a key derived for that purpose alone,
+//! so a handle or link token can never pass as a bearer token.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use axum::extract::{FromRef, FromRequestParts};
+use http::request::Parts;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::keys::{Keyring, Purpose};
+use crate::service::Sluice;
+use crate::token::{self, TokenError};
+
+const TYP: &str = "at+jwt";
+
+/// A permission a bearer token can carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Scope {
+    /// Download the caller's own files.
+    FilesRead,
+    /// Upload files.
+    FilesWrite,
+    /// Run upstream actions.
+    ActionsExecute,
+    /// Resolve any user's handle: for backends that receive handles raw.
+    FilesResolve,
+}
+
+impl Scope {
+    /// Every scope.
+    pub const ALL: [Scope; 4] = [
+        Scope::FilesRead,
+        Scope::FilesWrite,
+        Scope::ActionsExecute,
+        Scope::FilesResolve,
+    ];
+
+    /// The scope's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::FilesRead => "files:read",
+            Scope::FilesWrite => "files:write",
+            Scope::ActionsExecute => "actions:execute",
+            Scope::FilesResolve => "files:resolve",
+        }
+    }
+
+    /// Parses a scope name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|scope| scope.as_str() == s)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's subject: the owner of the files this caller creates.
+    pub sub: String,
+    /// Scopes granted; unknown scope names are dropped.
+    pub scopes: BTreeSet<Scope>,
+}
+
+impl Caller {
+    /// Fails with `403 insufficient_scope` unless the caller has `scope`.
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        if self.scopes.contains(&scope) {
+            Ok(())
+        } else {
+            Err(ApiError::InsufficientScope(scope))
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Claims {
+    iss: String,
+    aud: String,
+    sub: String,
+    #[serde(default)]
+    scope: String,
+    iat: i64,
+    exp: i64,
+}
+
+/// Validates bearer tokens, and mints them for local development.
+#[derive(Debug, Clone)]
+pub struct AccessVerifier {
+    keys: Keyring,
+    issuer: String,
+    audience: String,
+}
+
+impl AccessVerifier {
+    /// A verifier for tokens from `issuer` for `audience`.
+    pub fn new(keys: Keyring, issuer: String, audience: String) -> Self {
+        Self {
+            keys,
+            issuer,
+            audience,
+        }
+    }
+
+    /// Validates a bearer token.
+    pub fn verify(&self, token: &str) -> Result<Caller, TokenError> {
+        let claims: Claims = token::verify_with(&self.keys, Purpose::DevBearer, TYP, token, |v| {
+            v.set_issuer(&[&self.issuer]);
+            v.set_audience(&[&self.audience]);
+            v.validate_aud = true;
+            v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        })?;
+        Ok(Caller {
+            sub: claims.sub,
+            scopes: claims
+                .scope
+                .split_whitespace()
+                .filter_map(Scope::parse)
+                .collect(),
+        })
+    }
+
+    /// Mints a development bearer token for `sub` with `scopes`.
+    pub fn mint(&self, sub: &str, scopes: &[Scope], ttl: std::time::Duration) -> String {
+        let now = crate::time::now_unix();
+        let claims = Claims {
+            iss: self.issuer.clone(),
+            aud: self.audience.clone(),
+            sub: sub.to_owned(),
+            scope: scopes
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
+            iat: now,
+            exp: now + ttl.as_secs() as i64,
+        };
+        token::sign(&self.keys, Purpose::DevBearer, TYP, &claims)
+    }
+}
+
+impl<S> FromRequestParts<S> for Caller
+where
+    S: Send + Sync,
+    Sluice: FromRef<S>,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let sluice = Sluice::from_ref(state);
+        let header = parts
+            .headers
+            .get(http::header::AUTHORIZATION)
+            .ok_or(ApiError::Unauthorized("a bearer token is required"))?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|h| {
+                let (scheme, rest) = h.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+            })
+            .ok_or(ApiError::Unauthorized(
+                "the Authorization header must be 'Bearer <token>'",
+            ))?;
+        sluice.access().verify(token).map_err(|e| {
+            tracing::debug!(reason = %e, "bearer token refused");
+            ApiError::Unauthorized("the bearer token is not valid here")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::token::tests::ring;
+
+    fn verifier() -> AccessVerifier {
+        AccessVerifier::new(ring("k1", 1), "iss".into(), "aud".into())
+    }
+
+    #[test]
+    fn a_minted_token_verifies_with_its_scopes() {
+        let v = verifier();
+        let t = v.mint(
+            "alice",
+            &[Scope::FilesRead, Scope::FilesWrite],
+            std::time::Duration::from_secs(60),
+        );
+        let caller = v.verify(&t).unwrap();
+        assert_eq!(caller.sub, "alice");
+        assert!(caller.require(Scope::FilesWrite).is_ok());
+        assert!(matches!(
+            caller.require(Scope::ActionsExecute),
+            Err(ApiError::InsufficientScope(Scope::ActionsExecute))
+        ));
+    }
+
+    #[test]
+    fn another_issuer_or_audience_is_refused() {
+        let t = verifier().mint("alice", &[], std::time::Duration::from_secs(60));
+        let other_aud = AccessVerifier::new(ring("k1", 1), "iss".into(), "other".into());
+        assert_eq!(other_aud.verify(&t), Err(TokenError::WrongAudience));
+        let other_iss = AccessVerifier::new(ring("k1", 1), "other".into(), "aud".into());
+        assert_eq!(other_iss.verify(&t), Err(TokenError::WrongAudience));
+    }
+
+    #[test]
+    fn a_handle_is_not_a_bearer_token() {
+        use crate::token::Handle;
+        let keys = ring("k1", 1);
+        let handle = Handle {
+            file: crate::token::handle::tests::sample_file(),
+            expires_at: crate::time::now_unix() + 60,
+        }
+        .encode(&keys);
+        let jwt = handle.strip_prefix(crate::token::HANDLE_PREFIX).unwrap();
+        assert_eq!(verifier().verify(jwt), Err(TokenError::WrongType));
+    }
+}

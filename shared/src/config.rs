@@ -1,0 +1,299 @@
+//! Configuration: read from the environment once, at start, into a typed
+//! struct. Every refusal names the variable. Nothing else reads the environment.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::keys::{KeyId, MasterSecret};
+
+/// Why the configuration was refused. The message names the variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}: {reason}")]
+pub struct ConfigError {
+    /// The environment variable at fault.
+    pub var: &'static str,
+    /// What is wrong with its value.
+    pub reason: String,
+}
+
+/// Every variable [`Config::from_env`] reads, for documentation and for the
+/// deployment template's drift test.
+pub const VARIABLES: &[&str] = &[
+    "SLUICE_HOST",
+    "SLUICE_PORT",
+    "SLUICE_PUBLIC_URL",
+    "SLUICE_DATA_DIR",
+    "SLUICE_MASTER_SECRET",
+    "SLUICE_KEY_ID",
+    "SLUICE_PREVIOUS_MASTER_SECRET",
+    "SLUICE_PREVIOUS_KEY_ID",
+    "SLUICE_HANDLE_TTL_SECS",
+    "SLUICE_LINK_TTL_SECS",
+    "SLUICE_UPLOAD_TTL_SECS",
+    "SLUICE_MAX_UPLOAD_BYTES",
+    "SLUICE_QUOTA_BYTES",
+    "SLUICE_AUTH_ISSUER",
+    "SLUICE_AUTH_AUDIENCE",
+    "SLUICE_DEV_TOKEN_TTL_SECS",
+    "SLUICE_LOG",
+];
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on (`SLUICE_HOST`, default `127.0.0.1`).
+    pub host: IpAddr,
+    /// Port to listen on (`SLUICE_PORT`, default 8787; 0 picks a free one).
+    pub port: u16,
+    /// The origin clients reach sluice at (`SLUICE_PUBLIC_URL`); by default
+    /// the address it listens on.
+    pub public_url: Option<Url>,
+    /// Where local objects, the ledger and the generated secret live
+    /// (`SLUICE_DATA_DIR`, default `./.sluice`).
+    pub data_dir: PathBuf,
+    /// The master secret (`SLUICE_MASTER_SECRET`, at least 32 bytes). Local
+    /// mode generates and keeps one in the data directory when unset.
+    pub master_secret: Option<MasterSecret>,
+    /// The master secret's id (`SLUICE_KEY_ID`, default `k1`).
+    pub key_id: KeyId,
+    /// The secret being rotated out, still accepted for verification
+    /// (`SLUICE_PREVIOUS_MASTER_SECRET` with `SLUICE_PREVIOUS_KEY_ID`).
+    pub previous: Option<(KeyId, MasterSecret)>,
+    /// How long a handle is redeemable (`SLUICE_HANDLE_TTL_SECS`, default 45 min).
+    pub handle_ttl: Duration,
+    /// How long a download link is valid (`SLUICE_LINK_TTL_SECS`, default 5 min).
+    pub link_ttl: Duration,
+    /// How long an upload link is valid (`SLUICE_UPLOAD_TTL_SECS`, default 15 min).
+    pub upload_ttl: Duration,
+    /// The largest file accepted (`SLUICE_MAX_UPLOAD_BYTES`, default 5 GiB,
+    /// S3's limit for one PUT).
+    pub max_upload_bytes: u64,
+    /// Total bytes the local store may hold (`SLUICE_QUOTA_BYTES`, default 20 GiB).
+    pub quota_bytes: u64,
+    /// The `iss` bearer tokens must carry (`SLUICE_AUTH_ISSUER`, default `sluice-local`).
+    pub auth_issuer: String,
+    /// The `aud` bearer tokens must carry (`SLUICE_AUTH_AUDIENCE`, default `sluice`).
+    pub auth_audience: String,
+    /// Lifetime of locally minted bearer tokens (`SLUICE_DEV_TOKEN_TTL_SECS`, default 30 days).
+    pub dev_token_ttl: Duration,
+    /// The tracing filter (`SLUICE_LOG`, default `info`).
+    pub log: String,
+}
+
+impl Config {
+    /// Reads and validates the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_vars(std::env::vars())
+    }
+
+    /// Reads and validates the given variables (the environment, in production).
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let env: HashMap<String, String> = vars
+            .into_iter()
+            .filter(|(k, v)| k.starts_with("SLUICE_") && !v.is_empty())
+            .collect();
+        let get = |var: &'static str| env.get(var).map(String::as_str);
+
+        let previous = match (
+            get("SLUICE_PREVIOUS_KEY_ID"),
+            get("SLUICE_PREVIOUS_MASTER_SECRET"),
+        ) {
+            (None, None) => None,
+            (Some(id), Some(secret)) => Some((
+                KeyId::new(id).map_err(|e| invalid("SLUICE_PREVIOUS_KEY_ID", e))?,
+                MasterSecret::new(secret)
+                    .map_err(|e| invalid("SLUICE_PREVIOUS_MASTER_SECRET", e))?,
+            )),
+            (None, Some(_)) => {
+                return Err(invalid(
+                    "SLUICE_PREVIOUS_KEY_ID",
+                    "must be set with SLUICE_PREVIOUS_MASTER_SECRET",
+                ));
+            }
+            (Some(_), None) => {
+                return Err(invalid(
+                    "SLUICE_PREVIOUS_MASTER_SECRET",
+                    "must be set with SLUICE_PREVIOUS_KEY_ID",
+                ));
+            }
+        };
+        let key_id = KeyId::new(get("SLUICE_KEY_ID").unwrap_or("k1"))
+            .map_err(|e| invalid("SLUICE_KEY_ID", e))?;
+        if previous.as_ref().is_some_and(|(id, _)| *id == key_id) {
+            return Err(invalid(
+                "SLUICE_PREVIOUS_KEY_ID",
+                "must differ from SLUICE_KEY_ID",
+            ));
+        }
+
+        Ok(Self {
+            host: match get("SLUICE_HOST") {
+                None => IpAddr::from([127, 0, 0, 1]),
+                Some(h) => h.parse().map_err(|_| {
+                    invalid("SLUICE_HOST", "must be an IP address such as 127.0.0.1")
+                })?,
+            },
+            port: match get("SLUICE_PORT") {
+                None => 8787,
+                Some(p) => p
+                    .parse()
+                    .map_err(|_| invalid("SLUICE_PORT", "must be a port number from 0 to 65535"))?,
+            },
+            public_url: get("SLUICE_PUBLIC_URL")
+                .map(|u| origin_url("SLUICE_PUBLIC_URL", u))
+                .transpose()?,
+            data_dir: PathBuf::from(get("SLUICE_DATA_DIR").unwrap_or(".sluice")),
+            master_secret: get("SLUICE_MASTER_SECRET")
+                .map(|s| MasterSecret::new(s).map_err(|e| invalid("SLUICE_MASTER_SECRET", e)))
+                .transpose()?,
+            key_id,
+            previous,
+            handle_ttl: secs(&get, "SLUICE_HANDLE_TTL_SECS", 45 * 60)?,
+            link_ttl: secs(&get, "SLUICE_LINK_TTL_SECS", 5 * 60)?,
+            upload_ttl: secs(&get, "SLUICE_UPLOAD_TTL_SECS", 15 * 60)?,
+            max_upload_bytes: positive(&get, "SLUICE_MAX_UPLOAD_BYTES", 5 << 30)?,
+            quota_bytes: positive(&get, "SLUICE_QUOTA_BYTES", 20 << 30)?,
+            auth_issuer: get("SLUICE_AUTH_ISSUER")
+                .unwrap_or("sluice-local")
+                .to_owned(),
+            auth_audience: get("SLUICE_AUTH_AUDIENCE").unwrap_or("sluice").to_owned(),
+            dev_token_ttl: secs(&get, "SLUICE_DEV_TOKEN_TTL_SECS", 30 * 24 * 3600)?,
+            log: get("SLUICE_LOG").unwrap_or("info").to_owned(),
+        })
+    }
+}
+
+fn invalid(var: &'static str, reason: impl ToString) -> ConfigError {
+    ConfigError {
+        var,
+        reason: reason.to_string(),
+    }
+}
+
+fn positive<'a>(
+    get: &impl Fn(&'static str) -> Option<&'a str>,
+    var: &'static str,
+    default: u64,
+) -> Result<u64, ConfigError> {
+    match get(var) {
+        None => Ok(default),
+        Some(v) => match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(invalid(
+                var,
+                format!("must be a positive whole number, got {v:?}"),
+            )),
+        },
+    }
+}
+
+fn secs<'a>(
+    get: &impl Fn(&'static str) -> Option<&'a str>,
+    var: &'static str,
+    default: u64,
+) -> Result<Duration, ConfigError> {
+    positive(get, var, default).map(Duration::from_secs)
+}
+
+/// An `http`/`https` origin with an optional path prefix, no query or fragment.
+fn origin_url(var: &'static str, value: &str) -> Result<Url, ConfigError> {
+    let url = Url::parse(value).map_err(|e| invalid(var, format!("not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        return Err(invalid(
+            var,
+            "must be an http:// or https:// URL with a host",
+        ));
+    }
+    if url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(invalid(
+            var,
+            "must not carry credentials, a query or a fragment",
+        ));
+    }
+    Ok(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn defaults_need_no_variables() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.port, 8787);
+        assert_eq!(c.handle_ttl, Duration::from_secs(2700));
+        assert_eq!(c.link_ttl, Duration::from_secs(300));
+        assert!(c.master_secret.is_none());
+        assert_eq!(c.key_id.as_str(), "k1");
+    }
+
+    #[test]
+    fn each_bad_value_is_refused_naming_its_variable() {
+        let cases: &[(&str, &str)] = &[
+            ("SLUICE_MASTER_SECRET", "too short"),
+            ("SLUICE_PORT", "99999"),
+            ("SLUICE_HOST", "localhost:80"),
+            ("SLUICE_HANDLE_TTL_SECS", "0"),
+            ("SLUICE_LINK_TTL_SECS", "-5"),
+            ("SLUICE_MAX_UPLOAD_BYTES", "lots"),
+            ("SLUICE_QUOTA_BYTES", "0"),
+            ("SLUICE_PUBLIC_URL", "ftp://example.com"),
+            ("SLUICE_PUBLIC_URL", "not a url"),
+            ("SLUICE_PUBLIC_URL", "https://user:pw@example.com"),
+            ("SLUICE_KEY_ID", "has space"),
+        ];
+        for (var, value) in cases {
+            let err = config(&[(var, value)]).unwrap_err();
+            assert_eq!(err.var, *var, "{var}={value}");
+            assert!(err.to_string().starts_with(var));
+        }
+    }
+
+    #[test]
+    fn a_previous_key_needs_both_halves_and_a_new_id() {
+        let secret = "x".repeat(32);
+        assert_eq!(
+            config(&[("SLUICE_PREVIOUS_MASTER_SECRET", &secret)])
+                .unwrap_err()
+                .var,
+            "SLUICE_PREVIOUS_KEY_ID"
+        );
+        assert_eq!(
+            config(&[
+                ("SLUICE_PREVIOUS_MASTER_SECRET", &secret),
+                ("SLUICE_PREVIOUS_KEY_ID", "k1")
+            ])
+            .unwrap_err()
+            .var,
+            "SLUICE_PREVIOUS_KEY_ID"
+        );
+        let c = config(&[
+            ("SLUICE_MASTER_SECRET", &"y".repeat(32)),
+            ("SLUICE_KEY_ID", "k2"),
+            ("SLUICE_PREVIOUS_MASTER_SECRET", &secret),
+            ("SLUICE_PREVIOUS_KEY_ID", "k1"),
+        ])
+        .unwrap();
+        assert_eq!(c.previous.unwrap().0.as_str(), "k1");
+    }
+
+    #[test]
+    fn the_secret_never_appears_in_an_error() {
+        let err = config(&[("SLUICE_MASTER_SECRET", "hunter2-hunter2")]).unwrap_err();
+        assert!(!err.to_string().contains("hunter2"));
+    }
+}

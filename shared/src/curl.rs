@@ -1,0 +1,104 @@
+//! Ready-to-run `curl` lines. They are run by a shell the model controls, so
+//! every argument is POSIX single-quoted, and no line ever carries a credential:
+//! the link itself is the (single-use, short-lived) authority.
+
+/// Quotes `s` for a POSIX shell: `'…'`, with each `'` written as `'\''`.
+pub fn shell_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        if c == '\'' {
+            out.push_str("'\\''");
+        } else {
+            out.push(c);
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// A path argument that curl cannot take for an option or for stdin (`-`).
+fn path_arg(name: &str) -> String {
+    if name.starts_with('-') {
+        shell_quote(&format!("./{name}"))
+    } else {
+        shell_quote(name)
+    }
+}
+
+/// `curl` that PUTs the local file `local_file` to `url` with exactly `headers`,
+/// and fails loudly on any non-2xx.
+pub fn upload_command<'a>(
+    url: &str,
+    headers: impl IntoIterator<Item = (&'a str, &'a str)>,
+    local_file: &str,
+) -> String {
+    let mut line = String::from("curl --fail-with-body -sS -X PUT");
+    for (name, value) in headers {
+        line.push_str(" -H ");
+        line.push_str(&shell_quote(&format!("{name}: {value}")));
+    }
+    line.push_str(" --upload-file ");
+    line.push_str(&path_arg(local_file));
+    line.push(' ');
+    line.push_str(&shell_quote(url));
+    line
+}
+
+/// `curl` that downloads `url` (following a redirect) into `out_name` in the
+/// current directory, and fails loudly on any non-2xx.
+pub fn download_command(url: &str, out_name: &str) -> String {
+    format!(
+        "curl --fail-with-body -sSL -o {} {}",
+        path_arg(out_name),
+        shell_quote(url)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn sh_echo(arg: &str) -> String {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf '%s' {}", shell_quote(arg)))
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn quoting_survives_a_real_shell() {
+        for s in [
+            "rapport final;v2 (été).pdf",
+            "it's.txt",
+            "$(touch pwned) `x` \"q\" \\ *",
+            "",
+            "'''",
+        ] {
+            assert_eq!(sh_echo(s), s);
+        }
+    }
+
+    #[test]
+    fn upload_line_sends_the_headers_and_the_file() {
+        let line = upload_command(
+            "http://h/uploads/t",
+            [("Content-Type", "text/plain")],
+            "it's.txt",
+        );
+        assert_eq!(
+            line,
+            "curl --fail-with-body -sS -X PUT -H 'Content-Type: text/plain' \
+             --upload-file 'it'\\''s.txt' 'http://h/uploads/t'"
+        );
+    }
+
+    #[test]
+    fn names_that_look_like_options_are_made_paths() {
+        assert!(download_command("http://h/l", "-").contains(" -o './-' "));
+        assert!(upload_command("u", [], "-rf").contains("--upload-file './-rf'"));
+    }
+}

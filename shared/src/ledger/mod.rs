@@ -1,0 +1,38 @@
+//! The ledger of spent single-use tokens.
+//!
+//! A link token is spent by recording its `jti`; recording is atomic, so of
+//! any number of concurrent redemptions, on any replica, exactly one wins.
+//! Records are durable and kept until the token's own expiry, after which the
+//! token is refused anyway.
+
+mod sqlite;
+
+pub use sqlite::SqliteLedger;
+
+use std::fmt;
+
+/// The outcome of spending a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spend {
+    /// This call spent it: go ahead.
+    Fresh,
+    /// It was spent before: refuse.
+    AlreadySpent,
+}
+
+/// Why the ledger could not answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LedgerError {
+    /// The backing database failed.
+    #[error("ledger backend failed: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Records spent token ids.
+#[async_trait::async_trait]
+pub trait Ledger: Send + Sync + fmt::Debug {
+    /// Spends `jti`, keeping the record at least until `expires_at` (epoch
+    /// seconds). Atomic: exactly one caller ever gets [`Spend::Fresh`].
+    async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError>;
+}

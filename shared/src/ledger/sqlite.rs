@@ -1,0 +1,111 @@
+//! The local ledger: one SQLite file in WAL mode, safe to share between
+//! processes on the same data directory.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+
+use super::{Ledger, LedgerError, Spend};
+
+/// How long a writer waits for another process's lock before failing.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Spends between two sweeps of expired records.
+const SWEEP_EVERY: u64 = 1024;
+
+/// A spent-token ledger in an SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteLedger {
+    conn: Arc<Mutex<State>>,
+}
+
+#[derive(Debug)]
+struct State {
+    conn: Connection,
+    spends: u64,
+}
+
+fn backend(e: impl std::error::Error + Send + Sync + 'static) -> LedgerError {
+    LedgerError::Backend(Box::new(e))
+}
+
+impl SqliteLedger {
+    /// Opens (creating if needed) the ledger at `path`.
+    pub fn open(path: &Path) -> Result<Self, LedgerError> {
+        let conn = Connection::open(path).map_err(backend)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+        // WAL lets readers and one writer share the file across processes;
+        // FULL sync makes each spend durable before it is acknowledged.
+        let _: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+            .map_err(backend)?;
+        conn.execute_batch(
+            "PRAGMA synchronous = FULL;
+             CREATE TABLE IF NOT EXISTS spent (
+                 jti TEXT PRIMARY KEY NOT NULL,
+                 expires_at INTEGER NOT NULL
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS spent_expiry ON spent (expires_at);",
+        )
+        .map_err(backend)?;
+        let ledger = Self {
+            conn: Arc::new(Mutex::new(State { conn, spends: 0 })),
+        };
+        ledger.sweep_now()?;
+        Ok(ledger)
+    }
+
+    /// Removes records of tokens that expired more than a minute ago.
+    fn sweep_now(&self) -> Result<usize, LedgerError> {
+        let state = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        sweep(&state.conn)
+    }
+
+    /// Whether `jti` is recorded as spent (for tests and diagnostics).
+    pub fn is_spent(&self, jti: &str) -> Result<bool, LedgerError> {
+        let state = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        state
+            .conn
+            .query_row("SELECT 1 FROM spent WHERE jti = ?1", [jti], |_| Ok(()))
+            .optional()
+            .map(|r| r.is_some())
+            .map_err(backend)
+    }
+}
+
+fn sweep(conn: &Connection) -> Result<usize, LedgerError> {
+    conn.execute(
+        "DELETE FROM spent WHERE expires_at < ?1",
+        [crate::time::now_unix() - 60],
+    )
+    .map_err(backend)
+}
+
+#[async_trait::async_trait]
+impl Ledger for SqliteLedger {
+    async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError> {
+        let conn = self.conn.clone();
+        let jti = jti.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut state = conn.lock().unwrap_or_else(|p| p.into_inner());
+            let inserted = state
+                .conn
+                .execute(
+                    "INSERT INTO spent (jti, expires_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING",
+                    params![jti, expires_at],
+                )
+                .map_err(backend)?;
+            state.spends += 1;
+            if state.spends.is_multiple_of(SWEEP_EVERY) {
+                sweep(&state.conn)?;
+            }
+            Ok(if inserted == 1 {
+                Spend::Fresh
+            } else {
+                Spend::AlreadySpent
+            })
+        })
+        .await
+        .map_err(backend)?
+    }
+}

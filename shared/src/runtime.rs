@@ -1,0 +1,239 @@
+//! Process wiring shared by every binary: logging, the local backends, the
+//! master secret of a local data directory, and serving a router until a
+//! shutdown signal.
+
+use std::future::Future;
+use std::io;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use axum::Router;
+use tokio::net::TcpListener;
+use url::Url;
+
+use crate::auth::AccessVerifier;
+use crate::config::Config;
+use crate::keys::{Keyring, MasterSecret};
+use crate::ledger::SqliteLedger;
+use crate::service::{Parts, Sluice};
+use crate::store::LocalStore;
+
+/// The file in a data directory that keeps its generated master secret.
+pub const SECRET_FILE: &str = "master.key";
+
+/// Why a process could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The configuration was refused.
+    #[error("configuration: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    /// The data directory or listener could not be set up.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The ledger could not be opened.
+    #[error("ledger: {0}")]
+    Ledger(#[from] crate::ledger::LedgerError),
+}
+
+fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> StartError {
+    let what = what.into();
+    move |source| StartError::Io { what, source }
+}
+
+/// Starts logging with the configured filter. Tokens are never logged whole:
+/// only their `jti`.
+pub fn init_tracing(config: &Config) {
+    let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .try_init();
+}
+
+/// The master secret of a local data directory: the configured one, or the
+/// one generated on first run and kept (mode 0600) in [`SECRET_FILE`].
+pub fn local_secret(config: &Config) -> Result<MasterSecret, StartError> {
+    if let Some(secret) = &config.master_secret {
+        return Ok(secret.clone());
+    }
+    let dir = &config.data_dir;
+    std::fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
+    let path = dir.join(SECRET_FILE);
+    match std::fs::read(&path) {
+        Ok(bytes) => MasterSecret::new(trim_newline(bytes)).map_err(|e| StartError::Io {
+            what: format!("reading {}", path.display()),
+            source: io::Error::new(io::ErrorKind::InvalidData, e),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => create_secret(&path),
+        Err(e) => Err(io_error(format!("reading {}", path.display()))(e)),
+    }
+}
+
+fn trim_newline(mut bytes: Vec<u8>) -> Vec<u8> {
+    while bytes.last().is_some_and(|b| b.is_ascii_whitespace()) {
+        bytes.pop();
+    }
+    bytes
+}
+
+/// Writes a fresh secret without overwriting one a concurrent first run made.
+fn create_secret(path: &Path) -> Result<MasterSecret, StartError> {
+    use std::io::Write as _;
+    let secret = crate::token::random_id::<32>();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(mut f) => {
+            f.write_all(secret.as_bytes())
+                .and_then(|()| f.sync_all())
+                .map_err(io_error(format!("writing {}", path.display())))?;
+            Ok(MasterSecret::new(secret).expect("43 bytes is long enough"))
+        }
+        // Another process created it first: use theirs.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let bytes =
+                std::fs::read(path).map_err(io_error(format!("reading {}", path.display())))?;
+            MasterSecret::new(trim_newline(bytes)).map_err(|e| StartError::Io {
+                what: format!("reading {}", path.display()),
+                source: io::Error::new(io::ErrorKind::InvalidData, e),
+            })
+        }
+        Err(e) => Err(io_error(format!("creating {}", path.display()))(e)),
+    }
+}
+
+/// The keyring of a local data directory.
+pub fn local_keyring(config: &Config) -> Result<Keyring, StartError> {
+    Ok(Keyring::new(
+        (config.key_id.clone(), local_secret(config)?),
+        config.previous.clone(),
+    ))
+}
+
+/// Bearer-token validation for `config`.
+pub fn access_verifier(config: &Config, keys: Keyring) -> AccessVerifier {
+    AccessVerifier::new(
+        keys,
+        config.auth_issuer.clone(),
+        config.auth_audience.clone(),
+    )
+}
+
+/// Assembles sluice on the local backends (a directory and an SQLite ledger).
+pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalStore), StartError> {
+    let keys = local_keyring(config)?;
+    let store = LocalStore::open(&config.data_dir, config.quota_bytes).map_err(io_error(
+        format!("opening the store in {}", config.data_dir.display()),
+    ))?;
+    let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
+    let sluice = Sluice::new(Parts {
+        access: access_verifier(config, keys.clone()),
+        keys,
+        store: Arc::new(store.clone()),
+        ledger: Arc::new(ledger),
+        public_url,
+        handle_ttl: config.handle_ttl,
+        link_ttl: config.link_ttl,
+        upload_ttl: config.upload_ttl,
+        max_upload_bytes: config.max_upload_bytes,
+    });
+    Ok((sluice, store))
+}
+
+/// Binds the configured address and works out the public URL: the configured
+/// one, or the address actually bound (which matters when the port is 0).
+pub async fn bind(config: &Config) -> Result<(TcpListener, Url), StartError> {
+    let listener = TcpListener::bind((config.host, config.port))
+        .await
+        .map_err(io_error(format!(
+            "listening on {}:{}",
+            config.host, config.port
+        )))?;
+    let addr = listener
+        .local_addr()
+        .map_err(io_error("reading the bound address"))?;
+    let url = match &config.public_url {
+        Some(url) => url.clone(),
+        None => Url::parse(&format!("http://{addr}/")).expect("a socket address makes a valid URL"),
+    };
+    Ok((listener, url))
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then drains.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}
+
+/// `main` for a function binary run outside Lambda: configuration from the
+/// environment, the local backends, one router, served until a signal.
+pub fn main_with(router: fn(Sluice) -> Router) -> ExitCode {
+    let config = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_tracing(&config);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("sluice: starting the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let (listener, url) = bind(&config).await?;
+        let (sluice, _) = local_sluice(&config, url.clone())?;
+        println!("listening on {url}");
+        serve(listener, router(sluice), shutdown_signal())
+            .await
+            .map_err(io_error("serving"))
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sluice: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! SHA-256 digests as a value type, and the streaming verifier that checks a
+//! byte stream against a pinned size and digest.
+
+use std::fmt;
+use std::str::FromStr;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use bytes::Bytes;
+use sha2::Digest as _;
+
+/// A SHA-256 digest. Parsed from 64 hex digits (any case) or base64; always
+/// written as lowercase hex.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Sha256([u8; 32]);
+
+/// Why a string is not a SHA-256 digest.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DigestError {
+    /// Neither 64 hex digits nor the base64 of 32 bytes.
+    #[error("sha256 must be 64 hex digits (or the base64 of 32 bytes), got {len} characters")]
+    Length {
+        /// Length of the string that was given.
+        len: usize,
+    },
+    /// The right length, but a character outside the alphabet.
+    #[error("sha256 has a character that is not a hex digit")]
+    NotHex,
+    /// The right length for base64, but not valid base64.
+    #[error("sha256 is not valid base64")]
+    NotBase64,
+}
+
+impl Sha256 {
+    /// The digest of `data`.
+    pub fn of(data: &[u8]) -> Self {
+        Self(sha2::Sha256::digest(data).into())
+    }
+
+    /// Wraps raw digest bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The raw digest bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Parses 64 hex digits, upper or lower case.
+    pub fn from_hex(s: &str) -> Result<Self, DigestError> {
+        if s.len() != 64 {
+            return Err(DigestError::Length { len: s.len() });
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in s.as_bytes().chunks_exact(2).enumerate() {
+            let hi = hex_value(pair[0]).ok_or(DigestError::NotHex)?;
+            let lo = hex_value(pair[1]).ok_or(DigestError::NotHex)?;
+            out[i] = hi << 4 | lo;
+        }
+        Ok(Self(out))
+    }
+
+    /// Parses the base64 (standard, or URL-safe without padding) of 32 bytes.
+    pub fn from_base64(s: &str) -> Result<Self, DigestError> {
+        let bytes = STANDARD
+            .decode(s)
+            .or_else(|_| URL_SAFE_NO_PAD.decode(s))
+            .map_err(|_| DigestError::NotBase64)?;
+        let bytes: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| DigestError::Length { len: s.len() })?;
+        Ok(Self(bytes))
+    }
+
+    /// Parses either form: 64 characters are hex, anything else is tried as base64.
+    pub fn parse(s: &str) -> Result<Self, DigestError> {
+        let s = s.trim();
+        match s.len() {
+            64 => Self::from_hex(s),
+            43 | 44 => Self::from_base64(s),
+            len => Err(DigestError::Length { len }),
+        }
+    }
+
+    /// Lowercase hex, as every output shows it.
+    pub fn to_hex(&self) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut s = String::with_capacity(64);
+        for b in self.0 {
+            s.push(DIGITS[usize::from(b >> 4)] as char);
+            s.push(DIGITS[usize::from(b & 0xf)] as char);
+        }
+        s
+    }
+
+    /// Standard base64 with padding, the form of `x-amz-checksum-sha256`.
+    pub fn to_base64(&self) -> String {
+        STANDARD.encode(self.0)
+    }
+
+    /// URL-safe base64 without padding: the shortest form, used inside tokens.
+    pub fn to_base64url(&self) -> String {
+        URL_SAFE_NO_PAD.encode(self.0)
+    }
+}
+
+fn hex_value(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        b'A'..=b'F' => Some(c - b'A' + 10),
+        _ => None,
+    }
+}
+
+impl fmt::Display for Sha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+impl fmt::Debug for Sha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Sha256({})", self.to_hex())
+    }
+}
+
+impl FromStr for Sha256 {
+    type Err = DigestError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+impl serde::Serialize for Sha256 {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Sha256 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// How a byte stream failed to match the size and digest it was pinned to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Mismatch {
+    /// More bytes arrived than were declared.
+    #[error("the body is longer than the declared {expected} bytes")]
+    TooLong {
+        /// The declared size.
+        expected: u64,
+    },
+    /// The stream ended early.
+    #[error("the body is {actual} bytes, {expected} were declared")]
+    TooShort {
+        /// The declared size.
+        expected: u64,
+        /// What arrived.
+        actual: u64,
+    },
+    /// The size was right, the digest was not.
+    #[error("the body's sha256 is {actual}, {expected} was declared")]
+    Digest {
+        /// The declared digest.
+        expected: Sha256,
+        /// The digest of what arrived.
+        actual: Sha256,
+    },
+}
+
+/// Hashes and counts a stream, checking it against a pinned size and digest.
+#[derive(Clone)]
+pub struct Verifier {
+    size: u64,
+    sha256: Sha256,
+    seen: u64,
+    hasher: sha2::Sha256,
+}
+
+impl fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Verifier")
+            .field("size", &self.size)
+            .field("sha256", &self.sha256)
+            .field("seen", &self.seen)
+            .finish()
+    }
+}
+
+impl Verifier {
+    /// A verifier for a stream of exactly `size` bytes whose digest is `sha256`.
+    pub fn new(size: u64, sha256: Sha256) -> Self {
+        Self {
+            size,
+            sha256,
+            seen: 0,
+            hasher: sha2::Sha256::new(),
+        }
+    }
+
+    /// Takes in the next piece of the stream. Fails as soon as the stream is
+    /// longer than declared, so a caller can stop reading.
+    pub fn update(&mut self, data: &[u8]) -> Result<(), Mismatch> {
+        self.seen += data.len() as u64;
+        if self.seen > self.size {
+            return Err(Mismatch::TooLong {
+                expected: self.size,
+            });
+        }
+        self.hasher.update(data);
+        Ok(())
+    }
+
+    /// Bytes taken in so far.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Checks the size and digest once the stream has ended.
+    pub fn finish(self) -> Result<(), Mismatch> {
+        if self.seen != self.size {
+            return Err(Mismatch::TooShort {
+                expected: self.size,
+                actual: self.seen,
+            });
+        }
+        let actual = Sha256(self.hasher.finalize().into());
+        if actual != self.sha256 {
+            return Err(Mismatch::Digest {
+                expected: self.sha256,
+                actual,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A [`Verifier`] that holds back the latest chunk, so that a reader who is
+/// handed chunks as they are released never receives the whole stream unless
+/// its size and digest verified.
+#[derive(Debug)]
+pub struct HoldBack {
+    verifier: Verifier,
+    held: Option<Bytes>,
+}
+
+impl HoldBack {
+    /// Holds back against the given size and digest.
+    pub fn new(size: u64, sha256: Sha256) -> Self {
+        Self {
+            verifier: Verifier::new(size, sha256),
+            held: None,
+        }
+    }
+
+    /// Takes the next chunk and releases the one before it, if any.
+    pub fn push(&mut self, chunk: Bytes) -> Result<Option<Bytes>, Mismatch> {
+        if chunk.is_empty() {
+            return Ok(None);
+        }
+        self.verifier.update(&chunk)?;
+        Ok(self.held.replace(chunk))
+    }
+
+    /// Ends the stream: releases the final chunk only if everything verified.
+    pub fn finish(self) -> Result<Option<Bytes>, Mismatch> {
+        self.verifier.finish()?;
+        Ok(self.held)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // FIPS 180-2 test vector.
+    const ABC_HEX: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    const EMPTY_HEX: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+    #[test]
+    fn digests_match_published_vectors() {
+        assert_eq!(Sha256::of(b"abc").to_hex(), ABC_HEX);
+        assert_eq!(Sha256::of(b"").to_hex(), EMPTY_HEX);
+    }
+
+    #[test]
+    fn hex_parses_in_any_case_and_prints_lowercase() {
+        let upper = Sha256::parse(&ABC_HEX.to_uppercase()).unwrap();
+        assert_eq!(upper, Sha256::of(b"abc"));
+        assert_eq!(upper.to_string(), ABC_HEX);
+    }
+
+    #[test]
+    fn base64_forms_parse_to_the_same_digest() {
+        let d = Sha256::of(b"abc");
+        assert_eq!(
+            d.to_base64(),
+            "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="
+        );
+        assert_eq!(Sha256::parse(&d.to_base64()).unwrap(), d);
+        assert_eq!(Sha256::parse(&d.to_base64url()).unwrap(), d);
+    }
+
+    #[test]
+    fn malformed_digests_are_refused_with_a_reason() {
+        assert_eq!(Sha256::parse("abc"), Err(DigestError::Length { len: 3 }));
+        assert_eq!(Sha256::parse(&"g".repeat(64)), Err(DigestError::NotHex));
+        assert_eq!(Sha256::parse(&"!".repeat(44)), Err(DigestError::NotBase64));
+    }
+
+    #[test]
+    fn verifier_accepts_the_exact_stream() {
+        let mut v = Verifier::new(3, Sha256::of(b"abc"));
+        v.update(b"a").unwrap();
+        v.update(b"bc").unwrap();
+        assert_eq!(v.finish(), Ok(()));
+    }
+
+    #[test]
+    fn verifier_refuses_long_short_and_wrong_streams() {
+        let mut v = Verifier::new(3, Sha256::of(b"abc"));
+        assert_eq!(v.update(b"abcd"), Err(Mismatch::TooLong { expected: 3 }));
+
+        let mut v = Verifier::new(3, Sha256::of(b"abc"));
+        v.update(b"ab").unwrap();
+        assert_eq!(
+            v.finish(),
+            Err(Mismatch::TooShort {
+                expected: 3,
+                actual: 2
+            })
+        );
+
+        let mut v = Verifier::new(3, Sha256::of(b"abc"));
+        v.update(b"abd").unwrap();
+        assert!(matches!(v.finish(), Err(Mismatch::Digest { .. })));
+    }
+
+    #[test]
+    fn hold_back_releases_the_last_chunk_only_when_verified() {
+        let mut h = HoldBack::new(6, Sha256::of(b"abcdef"));
+        assert_eq!(h.push(Bytes::from_static(b"abc")).unwrap(), None);
+        assert_eq!(
+            h.push(Bytes::from_static(b"def")).unwrap(),
+            Some(Bytes::from_static(b"abc"))
+        );
+        assert_eq!(h.finish().unwrap(), Some(Bytes::from_static(b"def")));
+
+        let mut h = HoldBack::new(6, Sha256::of(b"abcdef"));
+        h.push(Bytes::from_static(b"abc")).unwrap();
+        h.push(Bytes::from_static(b"deX")).unwrap();
+        assert!(matches!(h.finish(), Err(Mismatch::Digest { .. })));
+    }
+
+    #[test]
+    fn hold_back_of_an_empty_stream_verifies_the_empty_digest() {
+        let h = HoldBack::new(0, Sha256::of(b""));
+        assert_eq!(h.finish().unwrap(), None);
+    }
+}

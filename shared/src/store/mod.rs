@@ -1,0 +1,115 @@
+//! The object store: where file bytes live.
+//!
+//! Two implementations: [`LocalStore`] (a directory) and, in aws mode, S3.
+//! Both guarantee what the handlers rely on: an object becomes visible only
+//! complete and verified, a key is written at most once, and reads stream.
+
+mod local;
+
+pub use local::LocalStore;
+
+use std::fmt;
+use std::io;
+
+use bytes::Bytes;
+use futures_util::stream::BoxStream;
+
+use crate::file::ObjectKey;
+use crate::sha::{Mismatch, Sha256};
+
+/// A stream of chunks: an upload body, or an object being read.
+pub type ByteStream = BoxStream<'static, io::Result<Bytes>>;
+
+/// What the store knows about an object without reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Size in bytes.
+    pub size: u64,
+    /// The digest, where the store records one (S3's checksum); `None` where
+    /// the bytes must be hashed to know it.
+    pub sha256: Option<Sha256>,
+    /// When the object was written, seconds since the Unix epoch.
+    pub created_at: i64,
+}
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Storing `needed` more bytes would pass the quota.
+    #[error("the store is full: {used} of {quota} bytes used, {needed} more requested")]
+    QuotaExceeded {
+        /// Bytes already stored.
+        used: u64,
+        /// The configured quota.
+        quota: u64,
+        /// The size of the refused object.
+        needed: u64,
+    },
+    /// An object is already stored under this key.
+    #[error("an object is already stored under this key")]
+    AlreadyExists,
+    /// The body did not match its pinned size or digest; nothing was stored.
+    #[error(transparent)]
+    Mismatch(#[from] Mismatch),
+    /// Reading the request body failed (the client went away); nothing was stored.
+    #[error("the upload body could not be read: {0}")]
+    Body(#[source] io::Error),
+    /// The storage itself failed.
+    #[error("storage failed: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Where file bytes live. Keys are written once; readers stream.
+#[async_trait::async_trait]
+pub trait ObjectStore: Send + Sync + fmt::Debug {
+    /// Size (and digest, if recorded) of the object, or `None` if absent.
+    async fn head(&self, key: &ObjectKey) -> Result<Option<ObjectInfo>, StoreError>;
+
+    /// Stores `body` under `key` if it is exactly `size` bytes with digest
+    /// `sha256` and nothing is stored there yet. Room is checked before the
+    /// body is read; on any failure nothing is left behind.
+    async fn put(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+        body: ByteStream,
+    ) -> Result<(), StoreError>;
+
+    /// The object's bytes as a stream, or `None` if absent.
+    async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError>;
+}
+
+/// Passes `stream` through, checking it against `size` and `sha256`, and
+/// holding the latest chunk back: the final chunk is released only once the
+/// whole stream verified, otherwise the stream ends in an error (which cuts
+/// an HTTP response short, so the client never holds a complete wrong file).
+pub fn verified(stream: ByteStream, size: u64, sha256: Sha256) -> ByteStream {
+    use futures_util::StreamExt as _;
+    let state = Some((stream, crate::sha::HoldBack::new(size, sha256)));
+    futures_util::stream::unfold(state, |state| async move {
+        let (mut stream, mut hold) = state?;
+        loop {
+            match stream.next().await {
+                Some(Ok(chunk)) => match hold.push(chunk) {
+                    Ok(Some(release)) => return Some((Ok(release), Some((stream, hold)))),
+                    Ok(None) => continue,
+                    Err(m) => return Some((Err(io::Error::other(m)), None)),
+                },
+                Some(Err(e)) => return Some((Err(e), None)),
+                None => {
+                    return match hold.finish() {
+                        Ok(Some(last)) => Some((Ok(last), None)),
+                        Ok(None) => None,
+                        Err(m) => {
+                            tracing::warn!(error = %m, "object failed verification while streaming");
+                            Some((Err(io::Error::other(m)), None))
+                        }
+                    };
+                }
+            }
+        }
+    })
+    .boxed()
+}

@@ -1,0 +1,233 @@
+//! Handles and link tokens: JWTs signed with HS256 under a per-purpose key.
+//!
+//! Verification pins the algorithm, checks the header's `typ` (so one kind of
+//! token is never redeemed as another), looks the key up by `kid` (current or
+//! previous), and allows no clock leeway. Each way a token can be bad is its
+//! own [`TokenError`] variant; the HTTP edge folds them into one answer.
+
+pub(crate) mod handle;
+mod link;
+
+pub use handle::{Handle, PREFIX as HANDLE_PREFIX};
+pub use link::{LinkToken, Method};
+
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::keys::{Keyring, Purpose};
+
+/// Why a token was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenError {
+    /// Nothing was given.
+    #[error("the token is empty")]
+    Empty,
+    /// Not a JWT at all, or cut short.
+    #[error("the token is malformed")]
+    Malformed,
+    /// A token of another kind (a link where a handle belongs, a bearer token…).
+    #[error("the token is of another kind")]
+    WrongType,
+    /// Signed with a key id this instance does not have.
+    #[error("the token was signed with an unknown key")]
+    UnknownKey,
+    /// The signature does not verify: the token was altered, or signed elsewhere.
+    #[error("the token's signature does not verify")]
+    BadSignature,
+    /// Past its expiry.
+    #[error("the token has expired")]
+    Expired,
+    /// A bearer token for another issuer or audience.
+    #[error("the token was issued by another issuer or for another audience")]
+    WrongAudience,
+}
+
+/// Signs `claims` as a JWT of type `typ` with the current key for `purpose`.
+pub(crate) fn sign<C: Serialize>(
+    keys: &Keyring,
+    purpose: Purpose,
+    typ: &str,
+    claims: &C,
+) -> String {
+    let (kid, key) = keys.signing_key(purpose);
+    let header = Header {
+        typ: Some(typ.to_owned()),
+        kid: Some(kid.as_str().to_owned()),
+        ..Header::new(Algorithm::HS256)
+    };
+    jsonwebtoken::encode(&header, claims, &EncodingKey::from_secret(key))
+        .expect("HS256 signing of serializable claims cannot fail")
+}
+
+/// Verifies a JWT of type `typ` for `purpose` and returns its claims.
+/// The claims must carry `exp`.
+pub(crate) fn verify<C: DeserializeOwned>(
+    keys: &Keyring,
+    purpose: Purpose,
+    typ: &str,
+    token: &str,
+) -> Result<C, TokenError> {
+    verify_with(keys, purpose, typ, token, |_| {})
+}
+
+/// [`verify`], with further checks (issuer, audience) set on the validation.
+pub(crate) fn verify_with<C: DeserializeOwned>(
+    keys: &Keyring,
+    purpose: Purpose,
+    typ: &str,
+    token: &str,
+    configure: impl FnOnce(&mut Validation),
+) -> Result<C, TokenError> {
+    if token.is_empty() {
+        return Err(TokenError::Empty);
+    }
+    let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
+    if header.alg != Algorithm::HS256 {
+        return Err(TokenError::WrongType);
+    }
+    if header.typ.as_deref() != Some(typ) {
+        return Err(TokenError::WrongType);
+    }
+    let kid = header.kid.ok_or(TokenError::UnknownKey)?;
+    let key = keys
+        .verifying_key(purpose, &kid)
+        .ok_or(TokenError::UnknownKey)?;
+    let mut validation = Validation::new(Algorithm::HS256);
+    validation.leeway = 0;
+    validation.validate_aud = false;
+    validation.set_required_spec_claims(&["exp"]);
+    configure(&mut validation);
+    jsonwebtoken::decode::<C>(token, &DecodingKey::from_secret(key), &validation)
+        .map(|data| data.claims)
+        .map_err(|e| match e.kind() {
+            ErrorKind::InvalidSignature => TokenError::BadSignature,
+            ErrorKind::ExpiredSignature => TokenError::Expired,
+            ErrorKind::InvalidIssuer
+            | ErrorKind::InvalidAudience
+            | ErrorKind::MissingRequiredClaim(_) => TokenError::WrongAudience,
+            _ => TokenError::Malformed,
+        })
+}
+
+/// A random, URL-safe identifier of `N` bytes of entropy.
+pub(crate) fn random_id<const N: usize>() -> String {
+    use base64::Engine as _;
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::keys::{KeyId, MasterSecret};
+
+    pub(crate) fn ring(id: &str, byte: u8) -> Keyring {
+        Keyring::new(
+            (
+                KeyId::new(id).unwrap(),
+                MasterSecret::new(vec![byte; 32]).unwrap(),
+            ),
+            None,
+        )
+    }
+
+    #[derive(Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Claims {
+        x: u32,
+        exp: i64,
+    }
+
+    fn later() -> i64 {
+        crate::time::now_unix() + 60
+    }
+
+    #[test]
+    fn a_signed_token_verifies() {
+        let keys = ring("k1", 1);
+        let claims = Claims { x: 7, exp: later() };
+        let t = sign(&keys, Purpose::Link, "t", &claims);
+        assert_eq!(verify::<Claims>(&keys, Purpose::Link, "t", &t), Ok(claims));
+    }
+
+    #[test]
+    fn each_defect_has_its_own_error() {
+        let keys = ring("k1", 1);
+        let t = sign(&keys, Purpose::Link, "t", &Claims { x: 7, exp: later() });
+
+        assert_eq!(
+            verify::<Claims>(&keys, Purpose::Link, "t", ""),
+            Err(TokenError::Empty)
+        );
+        let cut = &t[..t.len() / 2];
+        assert_eq!(
+            verify::<Claims>(&keys, Purpose::Link, "t", cut),
+            Err(TokenError::Malformed)
+        );
+        assert_eq!(
+            verify::<Claims>(&keys, Purpose::Link, "other", &t),
+            Err(TokenError::WrongType)
+        );
+        assert_eq!(
+            verify::<Claims>(&ring("k9", 1), Purpose::Link, "t", &t),
+            Err(TokenError::UnknownKey)
+        );
+        assert_eq!(
+            verify::<Claims>(&ring("k1", 2), Purpose::Link, "t", &t),
+            Err(TokenError::BadSignature)
+        );
+        // Same kid and typ, but the key of another purpose.
+        assert_eq!(
+            verify::<Claims>(&keys, Purpose::Handle, "t", &t),
+            Err(TokenError::BadSignature)
+        );
+
+        let expired = sign(&keys, Purpose::Link, "t", &Claims { x: 7, exp: 1 });
+        assert_eq!(
+            verify::<Claims>(&keys, Purpose::Link, "t", &expired),
+            Err(TokenError::Expired)
+        );
+    }
+
+    #[test]
+    fn a_changed_payload_breaks_the_signature() {
+        use base64::Engine as _;
+        let keys = ring("k1", 1);
+        let t = sign(&keys, Purpose::Link, "t", &Claims { x: 7, exp: later() });
+        let parts: Vec<&str> = t.split('.').collect();
+        let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(format!(r#"{{"x":8,"exp":{}}}"#, later()));
+        let tampered = format!("{}.{}.{}", parts[0], forged, parts[2]);
+        assert_eq!(
+            verify::<Claims>(&keys, Purpose::Link, "t", &tampered),
+            Err(TokenError::BadSignature)
+        );
+    }
+
+    #[test]
+    fn the_none_algorithm_is_refused() {
+        use base64::Engine as _;
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let t = format!(
+            "{}.{}.",
+            b64(r#"{"alg":"none","typ":"t","kid":"k1"}"#),
+            b64(&format!(r#"{{"x":7,"exp":{}}}"#, later()))
+        );
+        assert!(verify::<Claims>(&ring("k1", 1), Purpose::Link, "t", &t).is_err());
+    }
+
+    #[test]
+    fn random_ids_are_url_safe_and_distinct() {
+        let a = random_id::<16>();
+        let b = random_id::<16>();
+        assert_eq!(a.len(), 22);
+        assert_ne!(a, b);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+        );
+    }
+}
