@@ -1,1 +1,12 @@
+//! End-to-end tests, built as one binary so the workspace links once.
+//! Each test starts the real `sluice` binary on port 0 and drives it with
+//! curl, running the exact command lines the server returns.
 
+mod util;
+
+mod concurrency;
+mod download;
+mod refusals;
+mod restart;
+mod roundtrip;
+mod upload;

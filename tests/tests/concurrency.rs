@@ -1,0 +1,60 @@
+//! Single use under contention: many concurrent redemptions, exactly one wins.
+
+use std::sync::{Arc, Barrier};
+
+use crate::util::{Server, bytes, request, stored_objects};
+
+/// Runs `n` requests at once (released together by a barrier) and returns
+/// their statuses.
+pub fn concurrently(n: usize, f: impl Fn(usize) -> u16 + Send + Sync + 'static) -> Vec<u16> {
+    let barrier = Arc::new(Barrier::new(n));
+    let f = Arc::new(f);
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let barrier = barrier.clone();
+            let f = f.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                f(i)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+fn count(statuses: &[u16], status: u16) -> usize {
+    statuses.iter().filter(|s| **s == status).count()
+}
+
+#[test]
+fn of_32_concurrent_gets_of_one_link_exactly_one_succeeds() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let data = bytes(64 * 1024, 1);
+    let ticket = server.upload(&token, "a.bin", &data);
+    let url = server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let statuses = concurrently(32, move |_| request("GET", &url, &[], None).status);
+    assert_eq!(count(&statuses, 200), 1, "{statuses:?}");
+    assert_eq!(count(&statuses, 404), 31, "{statuses:?}");
+}
+
+#[test]
+fn of_8_concurrent_puts_to_one_link_exactly_one_succeeds() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let data = bytes(2 * 1024 * 1024, 2);
+    let ticket = server.request_upload(&token, "a.bin", &data);
+    let url = ticket["upload"]["url"].as_str().unwrap().to_owned();
+    let data = Arc::new(data);
+    let body = data.clone();
+    let statuses = concurrently(8, move |_| request("PUT", &url, &[], Some(&body)).status);
+    assert_eq!(count(&statuses, 200), 1, "{statuses:?}");
+    assert_eq!(count(&statuses, 409), 7, "{statuses:?}");
+    let objects = stored_objects(&server.data_dir);
+    assert_eq!(objects.len(), 1);
+    assert_eq!(std::fs::read(&objects[0]).unwrap(), *data);
+    assert!(crate::util::files_under(&server.data_dir.join("tmp")).is_empty());
+}

@@ -1,0 +1,129 @@
+//! `GET /links/{token}`: single use, the right headers, and verification of
+//! the stored bytes on the way out.
+
+use sluice::token::{Handle, LinkToken, Method};
+
+use crate::util::{Server, bytes, config_for, out_text, request, sh, stored_objects};
+
+/// Uploads `data` as alice and returns (handle, download URL).
+fn uploaded(server: &Server, name: &str, data: &[u8]) -> (String, String) {
+    let token = server.token("alice", &[]);
+    let ticket = server.upload(&token, name, data);
+    let handle = ticket["handle"].as_str().unwrap().to_owned();
+    let url = server.download_ticket(&token, &handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (handle, url)
+}
+
+#[test]
+fn a_link_works_once() {
+    let (server, _dir) = Server::start();
+    let data = bytes(100, 1);
+    let (_, url) = uploaded(&server, "a.bin", &data);
+    let first = request("GET", &url, &[], None);
+    assert_eq!(first.status, 200);
+    assert_eq!(first.body, data);
+    let second = request("GET", &url, &[], None);
+    assert_eq!(second.status, 404);
+}
+
+#[test]
+fn a_download_carries_safe_headers() {
+    let (server, _dir) = Server::start();
+    let (_, url) = uploaded(&server, "rapport final;v2 (été).pdf", b"%PDF-1.7");
+    let reply = request("GET", &url, &[], None);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/pdf"));
+    assert_eq!(reply.header("content-length"), Some("8"));
+    assert_eq!(reply.header("cache-control"), Some("no-store"));
+    assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(
+        reply.header("content-disposition"),
+        Some(
+            "attachment; filename=\"rapport final_v2 (_t_).pdf\"; \
+             filename*=UTF-8''rapport%20final_v2%20%28%C3%A9t%C3%A9%29.pdf"
+        )
+    );
+}
+
+#[test]
+fn a_small_corrupted_object_is_a_409_before_any_byte_and_the_link_is_not_spent() {
+    let (server, _dir) = Server::start();
+    let data = bytes(4096, 2);
+    let (_, url) = uploaded(&server, "a.bin", &data);
+    let object = stored_objects(&server.data_dir).pop().unwrap();
+    let mut corrupt = data.clone();
+    corrupt[10] ^= 0xff;
+    std::fs::write(&object, &corrupt).unwrap();
+
+    let reply = request("GET", &url, &[], None);
+    assert_eq!(reply.status, 409, "{}", reply.text());
+    assert!(!reply.body.windows(16).any(|w| w == &corrupt[..16]));
+
+    // Repaired, the same link still works: the refusal did not spend it.
+    std::fs::write(&object, &data).unwrap();
+    let reply = request("GET", &url, &[], None);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body, data);
+}
+
+#[test]
+fn a_large_corrupted_object_is_cut_short_so_no_complete_wrong_file_arrives() {
+    let (server, _dir) = Server::start();
+    let data = bytes(3 * 1024 * 1024, 3);
+    let (_, url) = uploaded(&server, "big.bin", &data);
+    let object = stored_objects(&server.data_dir).pop().unwrap();
+    let mut corrupt = data.clone();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0xff;
+    std::fs::write(&object, &corrupt).unwrap();
+
+    let work = tempfile::tempdir().unwrap();
+    let out = sh(
+        &format!("curl --fail-with-body -sS -o got {}", sluice::curl::shell_quote(&url)),
+        work.path(),
+    );
+    assert!(!out.status.success(), "{}", out_text(&out));
+    let got = std::fs::metadata(work.path().join("got")).map(|m| m.len()).unwrap_or(0);
+    assert!(got < data.len() as u64, "received {got} bytes");
+}
+
+#[test]
+fn a_link_to_an_object_not_yet_uploaded_is_404_and_not_spent() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let data = b"later";
+    let ticket = server.request_upload(&token, "later.txt", data);
+    let handle = ticket["handle"].as_str().unwrap();
+    // The resolver refuses to issue a link for a file not uploaded yet…
+    let reply = server.resolve(&token, handle);
+    assert_eq!(reply.status, 409);
+    assert!(reply.message().contains("not been uploaded"), "{}", reply.message());
+
+    // …and a link minted anyway finds nothing, without being spent.
+    let keys = sluice::runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
+    let file = Handle::decode(&keys, handle).unwrap().file;
+    let link = LinkToken::new(Method::Get, file, sluice::time::now_unix() + 60);
+    let url = format!("{}/links/{}", server.base, link.encode(&keys));
+    assert_eq!(request("GET", &url, &[], None).status, 404);
+    let put = request("PUT", ticket["upload"]["url"].as_str().unwrap(), &[], Some(data));
+    assert_eq!(put.status, 200);
+    let reply = request("GET", &url, &[], None);
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body, data);
+}
+
+#[test]
+fn the_download_line_fails_loudly_on_a_spent_link() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let ticket = server.upload(&token, "x.txt", b"x");
+    let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+    let line = download["curl"].as_str().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    assert!(sh(line, work.path()).status.success());
+    let again = sh(line, work.path());
+    assert!(!again.status.success(), "{}", out_text(&again));
+}

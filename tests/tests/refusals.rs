@@ -1,0 +1,167 @@
+//! Bad input gets a clear status and message, and tokens of one kind are
+//! never accepted as another (DESIGN.md, "Bad input and what it gets").
+
+use sluice::token::{Handle, LinkToken, Method};
+
+use crate::util::{Server, bytes, config_for, post_json, request, stored_objects};
+
+/// Uploads a file as alice; returns (alice's token, handle, a download URL).
+fn setup(server: &Server) -> (String, String, String) {
+    let token = server.token("alice", &[]);
+    let ticket = server.upload(&token, "a.txt", b"hello");
+    let handle = ticket["handle"].as_str().unwrap().to_owned();
+    let url = server.download_ticket(&token, &handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (token, handle, url)
+}
+
+#[test]
+fn every_bad_link_token_gets_the_same_404() {
+    let (server, _dir) = Server::start();
+    let (token, handle, url) = setup(&server);
+    let keys = sluice::runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
+    let file = Handle::decode(&keys, &handle).unwrap().file;
+    let base = format!("{}/links/", server.base);
+    let good = url.strip_prefix(&base).unwrap().to_owned();
+
+    let mut tampered = good.clone().into_bytes();
+    let mid = tampered.len() / 2;
+    tampered[mid] = if tampered[mid] == b'A' { b'B' } else { b'A' };
+    let expired = LinkToken::new(Method::Get, file.clone(), 1).encode(&keys);
+    let other_dir = tempfile::tempdir().unwrap();
+    let other_keys = sluice::runtime::local_keyring(&config_for(other_dir.path())).unwrap();
+    let other_instance =
+        LinkToken::new(Method::Get, file.clone(), sluice::time::now_unix() + 60).encode(&other_keys);
+    let upload_link = LinkToken::new(Method::Put, file, sluice::time::now_unix() + 60).encode(&keys);
+    let handle_jwt = handle.strip_prefix("$uploadedFile:").unwrap().to_owned();
+
+    let cases = [
+        ("tampered", String::from_utf8(tampered).unwrap()),
+        ("truncated", good[..good.len() - 10].to_owned()),
+        ("expired", expired),
+        ("unknown", "nonsense".to_owned()),
+        ("other instance", other_instance),
+        ("upload link", upload_link),
+        ("handle", handle_jwt),
+        ("bearer token", token),
+    ];
+    let mut bodies = Vec::new();
+    for (what, t) in cases {
+        let reply = request("GET", &format!("{base}{t}"), &[], None);
+        assert_eq!(reply.status, 404, "{what}");
+        bodies.push(reply.body);
+    }
+    assert!(bodies.windows(2).all(|w| w[0] == w[1]), "404 bodies differ");
+
+    // None of them spent the real link.
+    assert_eq!(request("GET", &url, &[], None).status, 200);
+    let spent = request("GET", &url, &[], None);
+    assert_eq!(spent.status, 404);
+    assert_eq!(spent.body, bodies[0]);
+}
+
+#[test]
+fn a_wrong_method_on_a_link_is_405_with_allow_and_does_not_spend_it() {
+    let (server, _dir) = Server::start();
+    let (_, _, url) = setup(&server);
+    for method in ["POST", "PUT", "DELETE", "HEAD"] {
+        let reply = request(method, &url, &[], None);
+        assert_eq!(reply.status, 405, "{method}");
+        assert_eq!(reply.header("allow"), Some("GET"), "{method}");
+    }
+    assert_eq!(request("GET", &url, &[], None).status, 200);
+
+    let upload = request("GET", &format!("{}/uploads/x", server.base), &[], None);
+    assert_eq!(upload.status, 405);
+    assert_eq!(upload.header("allow"), Some("PUT"));
+}
+
+#[test]
+fn uploads_need_a_valid_bearer_token_with_the_write_scope() {
+    let (server, _dir) = Server::start();
+    let url = format!("{}/uploads", server.base);
+    let body = serde_json::json!({"filename": "a", "size": 1, "sha256": sluice::Sha256::of(b"a").to_hex()});
+
+    let missing = post_json(&url, None, &body);
+    assert_eq!(missing.status, 401);
+    assert!(missing.header("www-authenticate").unwrap().starts_with("Bearer"));
+
+    let read_only = server.token("alice", &["files:read"]);
+    let reply = post_json(&url, Some(&read_only), &body);
+    assert_eq!(reply.status, 403);
+    assert!(reply.header("www-authenticate").unwrap().contains("insufficient_scope"));
+    assert!(reply.message().contains("files:write"));
+
+    let other_dir = tempfile::tempdir().unwrap();
+    let foreign = crate::util::token_for(other_dir.path(), "alice", &["files:write"]);
+    assert_eq!(post_json(&url, Some(&foreign), &body).status, 401);
+}
+
+#[test]
+fn a_handle_or_link_token_is_never_a_bearer_token() {
+    let (server, _dir) = Server::start();
+    let (_, handle, url) = setup(&server);
+    let body = serde_json::json!({"filename": "a", "size": 1, "sha256": sluice::Sha256::of(b"a").to_hex()});
+    let uploads = format!("{}/uploads", server.base);
+    let link_jwt = url.rsplit('/').next().unwrap();
+    for t in [handle.as_str(), handle.strip_prefix("$uploadedFile:").unwrap(), link_jwt] {
+        let reply = post_json(&uploads, Some(t), &body);
+        assert_eq!(reply.status, 401, "{}", reply.text());
+    }
+    // The link was not touched by any of that.
+    assert_eq!(request("GET", &url, &[], None).status, 200);
+}
+
+#[test]
+fn another_users_handle_is_refused_but_a_resolving_service_may_redeem_it() {
+    let (server, _dir) = Server::start();
+    let (_, handle, _) = setup(&server);
+    let bob = server.token("bob", &["files:read"]);
+    let reply = server.resolve(&bob, &handle);
+    assert_eq!(reply.status, 403);
+    assert!(reply.message().contains("issued to another user"));
+
+    let service = server.token("backend", &["files:resolve"]);
+    let reply = server.resolve(&service, &handle);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(request("GET", reply.json()["download"]["url"].as_str().unwrap(), &[], None).body, b"hello");
+}
+
+#[test]
+fn an_expired_or_garbled_handle_says_what_to_do() {
+    let (server, _dir) = Server::start();
+    let (token, handle, _) = setup(&server);
+    let keys = sluice::runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
+    let mut h = Handle::decode(&keys, &handle).unwrap();
+    h.expires_at = 1;
+    let reply = server.resolve(&token, &h.encode(&keys));
+    assert_eq!(reply.status, 400);
+    assert!(reply.message().contains("call request_upload again"), "{}", reply.message());
+
+    let reply = server.resolve(&token, "$uploadedFile:garbage");
+    assert_eq!(reply.status, 400);
+    assert!(reply.message().contains("not a valid handle"));
+    // An access token pasted as a handle is refused the same way.
+    let reply = server.resolve(&token, &token);
+    assert_eq!(reply.status, 400);
+}
+
+#[test]
+fn hostile_filenames_are_stored_under_a_sanitized_name() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let data = bytes(10, 9);
+    let name = "../../etc/pass\u{1}wd;\"x\"";
+    let ticket = server.request_upload(&token, name, &data);
+    let put = request("PUT", ticket["upload"]["url"].as_str().unwrap(), &[], Some(&data));
+    assert_eq!(put.status, 200);
+    let objects = stored_objects(&server.data_dir);
+    assert_eq!(objects.len(), 1);
+    let stored = objects[0].strip_prefix(server.data_dir.join("objects")).unwrap();
+    assert_eq!(stored.components().count(), 4, "{}", stored.display());
+    assert_eq!(stored.file_name().unwrap(), "_._etc_passwd__x_");
+    let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+    assert_eq!(download["filename"], name);
+}

@@ -1,0 +1,287 @@
+//! Shared test helpers: spawn the real `sluice` binary on port 0, mint tokens
+//! with its `token` command, and talk to it with curl, as a user would.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+use sluice::Config;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
+
+/// A running `sluice` process; killed on drop.
+pub struct Server {
+    child: Child,
+    /// The base URL it printed, e.g. `http://127.0.0.1:40123`.
+    pub base: String,
+    /// Its data directory.
+    pub data_dir: PathBuf,
+}
+
+impl Server {
+    /// Starts a server on a fresh data directory (kept by the returned guard).
+    pub fn start() -> (Server, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Server::start_in(dir.path(), &[]);
+        (server, dir)
+    }
+
+    /// Starts a server on `data_dir` with extra environment variables.
+    pub fn start_in(data_dir: &Path, env: &[(&str, &str)]) -> Server {
+        let mut child = Command::new(BIN)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("SLUICE_PORT", "0")
+            .env("SLUICE_DATA_DIR", data_dir)
+            .env("SLUICE_LOG", "warn")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the sluice binary starts");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines
+            .next()
+            .expect("sluice prints a first line")
+            .expect("stdout is readable");
+        let base = first
+            .strip_prefix("sluice listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+            .to_owned();
+        // Keep draining stdout so the child never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server {
+            child,
+            base,
+            data_dir: data_dir.to_path_buf(),
+        }
+    }
+
+    /// Stops the process and waits for it to exit.
+    pub fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A bearer token for `user` with `scopes`, from `sluice token`.
+    pub fn token(&self, user: &str, scopes: &[&str]) -> String {
+        token_for(&self.data_dir, user, scopes)
+    }
+
+    /// Issues an upload via `POST /uploads` and returns the JSON ticket.
+    pub fn request_upload(&self, token: &str, filename: &str, data: &[u8]) -> Value {
+        let body = serde_json::json!({
+            "filename": filename,
+            "size": data.len(),
+            "sha256": sluice::Sha256::of(data).to_hex(),
+        });
+        let reply = post_json(&format!("{}/uploads", self.base), Some(token), &body);
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.json()
+    }
+
+    /// Uploads `data` under `filename` with the returned curl line, run in a
+    /// fresh directory holding the file; returns the ticket.
+    pub fn upload(&self, token: &str, filename: &str, data: &[u8]) -> Value {
+        let ticket = self.request_upload(token, filename, data);
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join(filename), data).unwrap();
+        let out = sh(ticket["curl"].as_str().unwrap(), work.path());
+        assert!(out.status.success(), "upload failed: {}", out_text(&out));
+        ticket
+    }
+
+    /// `POST /resolve` for a handle: the JSON reply with its status.
+    pub fn resolve(&self, token: &str, handle: &str) -> Reply {
+        post_json(
+            &format!("{}/resolve", self.base),
+            Some(token),
+            &serde_json::json!({ "handle": handle }),
+        )
+    }
+
+    /// A download ticket for a handle, which must succeed.
+    pub fn download_ticket(&self, token: &str, handle: &str) -> Value {
+        let reply = self.resolve(token, handle);
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        reply.json()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A bearer token for `user` with `scopes` in `data_dir`.
+pub fn token_for(data_dir: &Path, user: &str, scopes: &[&str]) -> String {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("SLUICE_DATA_DIR", data_dir)
+        .args(["token", "--user", user]);
+    if !scopes.is_empty() {
+        cmd.arg("--scope").args(scopes);
+    }
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{}", out_text(&out));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The configuration a server on `data_dir` reads, for minting tokens in-test.
+pub fn config_for(data_dir: &Path) -> Config {
+    Config::from_vars([(
+        "SLUICE_DATA_DIR".to_owned(),
+        data_dir.to_string_lossy().into_owned(),
+    )])
+    .unwrap()
+}
+
+/// Runs a shell line in `dir`.
+pub fn sh(line: &str, dir: &Path) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+/// stdout and stderr of a finished command, for assertion messages.
+pub fn out_text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// An HTTP reply.
+#[derive(Debug)]
+pub struct Reply {
+    /// Status code.
+    pub status: u16,
+    /// Headers, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// Body bytes.
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+
+    /// The `message` of a JSON error body.
+    pub fn message(&self) -> String {
+        self.json()["message"].as_str().unwrap_or_default().to_owned()
+    }
+}
+
+/// Sends one request with curl and returns the reply.
+pub fn request(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&[u8]>) -> Reply {
+    let dir = tempfile::tempdir().unwrap();
+    let head = dir.path().join("head");
+    let out_body = dir.path().join("body");
+    let mut cmd = Command::new("curl");
+    cmd.arg("-sS")
+        .arg("-D")
+        .arg(&head)
+        .arg("-o")
+        .arg(&out_body)
+        .args(["-w", "%{http_code}"]);
+    if method == "HEAD" {
+        cmd.arg("-I");
+    } else {
+        cmd.args(["-X", method]);
+    }
+    for (name, value) in headers {
+        cmd.arg("-H").arg(format!("{name}: {value}"));
+    }
+    if let Some(body) = body {
+        let input = dir.path().join("in");
+        std::fs::write(&input, body).unwrap();
+        cmd.arg("--data-binary").arg(format!("@{}", input.display()));
+    }
+    let out = cmd.arg(url).output().unwrap();
+    let status: u16 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("curl gave no status: {}", out_text(&out)));
+    let headers = std::fs::read_to_string(&head)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    Reply {
+        status,
+        headers,
+        body: std::fs::read(&out_body).unwrap_or_default(),
+    }
+}
+
+/// `POST` a JSON body, with a bearer token if given.
+pub fn post_json(url: &str, token: Option<&str>, body: &Value) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![("Content-Type", "application/json")];
+    if let Some(auth) = &auth {
+        headers.push(("Authorization", auth));
+    }
+    request("POST", url, &headers, Some(body.to_string().as_bytes()))
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so large payloads are not
+/// trivially compressible or patterned.
+pub fn bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Every regular file below `dir`.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// The stored object files of a data directory.
+pub fn stored_objects(data_dir: &Path) -> Vec<PathBuf> {
+    files_under(&data_dir.join("objects"))
+}
