@@ -24,7 +24,8 @@ fmt:
 	$(CARGO) fmt --all
 
 bench:
-	$(CARGO) run --release -p sluice-bench -- --out BENCHMARKS.md
+	$(CARGO) build --release --bin sluice --bin sluice-bench
+	target/release/sluice-bench --out BENCHMARKS.md
 
 clean:
 	$(CARGO) clean

@@ -1,0 +1,266 @@
+//! `make bench`: sluice's data plane beside two reference servers started in
+//! the same run, every figure reported as a ratio to its reference, because
+//! this machine is shared and noisy and only same-run ratios mean anything.
+
+mod refs;
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+
+struct Args {
+    size_mib: u64,
+    runs: usize,
+    out: Option<PathBuf>,
+}
+
+fn parse_args() -> anyhow::Result<Args> {
+    let mut args = Args {
+        size_mib: 1024,
+        runs: 3,
+        out: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--size-mib" => args.size_mib = it.next().context("--size-mib N")?.parse()?,
+            "--runs" => args.runs = it.next().context("--runs N")?.parse()?,
+            "--out" => args.out = Some(it.next().context("--out FILE")?.into()),
+            other => bail!("unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE)"),
+        }
+    }
+    Ok(args)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = parse_args()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let report = rt.block_on(data_plane(&args))?;
+    print!("{report}");
+    if let Some(out) = &args.out {
+        std::fs::write(out, report)?;
+        eprintln!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+/// The release `sluice` binary next to this one.
+fn sluice_bin() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let bin = exe.with_file_name("sluice");
+    if !bin.exists() {
+        bail!("{} not found: build it with `cargo build --release --bin sluice`", bin.display());
+    }
+    Ok(bin)
+}
+
+/// Writes `size` pseudo-random bytes to `path` and returns their sha256.
+fn make_file(path: &Path, size: u64) -> anyhow::Result<sluice::Sha256> {
+    use sha2::Digest as _;
+    let mut block = vec![0u8; 1 << 20];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for b in &mut block {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = (x >> 24) as u8;
+    }
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut hasher = sha2::Sha256::new();
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(block.len() as u64) as usize;
+        file.write_all(&block[..n])?;
+        hasher.update(&block[..n]);
+        left -= n as u64;
+    }
+    file.flush()?;
+    Ok(sluice::Sha256::from_bytes(hasher.finalize().into()))
+}
+
+struct Sluice {
+    child: Child,
+    base: String,
+    token: String,
+}
+
+impl Drop for Sluice {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_sluice(data_dir: &Path) -> anyhow::Result<Sluice> {
+    let bin = sluice_bin()?;
+    let mut child = Command::new(&bin)
+        .env("SLUICE_PORT", "0")
+        .env("SLUICE_DATA_DIR", data_dir)
+        .env("SLUICE_LOG", "warn")
+        .env("SLUICE_QUOTA_BYTES", (1u64 << 40).to_string())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
+    let first = lines.next().context("sluice printed nothing")??;
+    let base = first
+        .strip_prefix("sluice listening on ")
+        .with_context(|| format!("unexpected first line {first:?}"))?
+        .to_owned();
+    std::thread::spawn(move || for _ in lines {});
+    let out = Command::new(&bin)
+        .env("SLUICE_DATA_DIR", data_dir)
+        .args(["token", "--user", "bench"])
+        .output()?;
+    let token = String::from_utf8(out.stdout)?.trim().to_owned();
+    Ok(Sluice { child, base, token })
+}
+
+/// `VmHWM` (peak) and `VmRSS` (now) of a process, in KiB.
+fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let field = |name: &str| -> anyhow::Result<u64> {
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .with_context(|| format!("{name} missing"))?;
+        Ok(line.split_whitespace().nth(1).context("value")?.parse()?)
+    };
+    Ok((field("VmHWM:")?, field("VmRSS:")?))
+}
+
+/// Runs curl and returns the seconds it took; fails on a non-2xx.
+fn timed_curl(args: &[&str]) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    let out = Command::new("curl")
+        .args(["-sS", "--fail-with-body", "-o", "/dev/null"])
+        .args(args)
+        .output()?;
+    let secs = start.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!("curl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(secs)
+}
+
+fn post(url: &str, token: &str, body: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
+    let out = Command::new("curl")
+        .args(["-sS", "--fail-with-body", "-H", "Content-Type: application/json"])
+        .arg("-H")
+        .arg(format!("Authorization: Bearer {token}"))
+        .arg("-d")
+        .arg(body.to_string())
+        .arg(url)
+        .output()?;
+    if !out.status.success() {
+        bail!("POST {url}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    Ok(serde_json::from_slice(&out.stdout)?)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+async fn data_plane(args: &Args) -> anyhow::Result<String> {
+    let size = args.size_mib << 20;
+    let work = tempfile::tempdir()?;
+    let file = work.path().join("payload.bin");
+    eprintln!("writing a {} MiB payload…", args.size_mib);
+    let sha = make_file(&file, size)?;
+    let file_arg = file.to_str().context("utf-8 path")?.to_owned();
+
+    let (discard, reference) = refs::start(file.clone(), size).await?;
+    let sluice = start_sluice(&work.path().join("sluice"))?;
+    let pid = sluice.child.id();
+
+    // Warm up sluice with a small round trip, then take its resting RSS.
+    let small = work.path().join("small.bin");
+    let small_sha = make_file(&small, 4096)?;
+    let ticket = post(
+        &format!("{}/uploads", sluice.base),
+        &sluice.token,
+        &serde_json::json!({"filename": "small.bin", "size": 4096, "sha256": small_sha}),
+    )?;
+    timed_curl(&["-T", small.to_str().unwrap(), ticket["upload"]["url"].as_str().unwrap()])?;
+    let (_, rss_before) = memory_kib(pid)?;
+
+    let mut up = [vec![], vec![], vec![]];
+    let mut down = [vec![], vec![], vec![]];
+    for run in 0..args.runs {
+        eprintln!("run {} of {}…", run + 1, args.runs);
+        let d = format!("http://{discard}/object");
+        let r = format!("http://{reference}/object");
+        up[0].push(timed_curl(&["-T", &file_arg, &d])?);
+        up[1].push(timed_curl(&["-T", &file_arg, &r])?);
+        let ticket = post(
+            &format!("{}/uploads", sluice.base),
+            &sluice.token,
+            &serde_json::json!({"filename": "payload.bin", "size": size, "sha256": sha}),
+        )?;
+        up[2].push(timed_curl(&["-T", &file_arg, ticket["upload"]["url"].as_str().unwrap()])?);
+
+        down[0].push(timed_curl(&[&d])?);
+        down[1].push(timed_curl(&[&r])?);
+        let link = post(
+            &format!("{}/resolve", sluice.base),
+            &sluice.token,
+            &serde_json::json!({"handle": ticket["handle"]}),
+        )?;
+        down[2].push(timed_curl(&[link["download"]["url"].as_str().unwrap()])?);
+    }
+    let (peak, _) = memory_kib(pid)?;
+
+    let mib = args.size_mib as f64;
+    let rate = |secs: &Vec<f64>| mib / median(secs.clone());
+    let [ud, ur, us] = up.each_ref().map(rate);
+    let [dd, dr, ds] = down.each_ref().map(rate);
+    let growth_mib = (peak.saturating_sub(rss_before)) as f64 / 1024.0;
+    let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
+
+    let mut out = String::from(
+        "# Benchmarks\n\nFigures from one run of `make bench` on the development machine. \
+         Every figure stands beside a reference measured in the same run, as a ratio: \
+         the machine is shared and noisy, so absolute numbers vary from run to run.\n\n",
+    );
+    use std::fmt::Write as _;
+    writeln!(out, "## Data plane: {} MiB upload and download (local mode)\n", args.size_mib)?;
+    writeln!(
+        out,
+        "`make bench` (`target/release/sluice-bench --size-mib {} --runs {}`), {} cores; \
+         median of {} runs, MiB/s as seen by curl on loopback. References run in the same process \
+         and the same run: **discard** only moves the bytes over HTTP (the loopback ceiling); \
+         **hash+file** does the unavoidable work (sha256 of every byte, and writing + fsync / reading a file).\n",
+        args.size_mib,
+        args.runs,
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        args.runs
+    )?;
+    writeln!(out, "| direction | discard | hash+file | sluice | sluice / hash+file | target |")?;
+    writeln!(out, "|---|---|---|---|---|---|")?;
+    writeln!(
+        out,
+        "| upload (PUT) | {ud:.0} | {ur:.0} | {us:.0} | {:.2} | ≥ 0.85: {} |",
+        us / ur,
+        verdict(us / ur >= 0.85)
+    )?;
+    writeln!(
+        out,
+        "| download (GET) | {dd:.0} | {dr:.0} | {ds:.0} | {:.2} | ≥ 0.85: {} |",
+        ds / dr,
+        verdict(ds / dr >= 0.85)
+    )?;
+    writeln!(
+        out,
+        "\nsluice peak RSS {:.1} MiB, {:.1} MiB at rest before the transfers: growth **{growth_mib:.1} MiB** \
+         while moving {} MiB files (target ≤ 32 MiB: {}).",
+        peak as f64 / 1024.0,
+        rss_before as f64 / 1024.0,
+        args.size_mib,
+        verdict(growth_mib <= 32.0)
+    )?;
+    Ok(out)
+}
