@@ -29,16 +29,32 @@ fn parse_args() -> anyhow::Result<Args> {
             "--size-mib" => args.size_mib = it.next().context("--size-mib N")?.parse()?,
             "--runs" => args.runs = it.next().context("--runs N")?.parse()?,
             "--out" => args.out = Some(it.next().context("--out FILE")?.into()),
-            other => bail!("unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE)"),
+            other => {
+                bail!("unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE)")
+            }
         }
     }
     Ok(args)
 }
 
 fn main() -> anyhow::Result<()> {
+    // The references run as a child process of their own, like sluice, so
+    // that neither side shares a process with the load generator.
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("--serve-refs") {
+        let file = PathBuf::from(argv.get(2).context("--serve-refs FILE SIZE")?);
+        let size: u64 = argv.get(3).context("--serve-refs FILE SIZE")?.parse()?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        return rt.block_on(async move {
+            let (discard, work) = refs::start(file, size).await?;
+            println!("{discard} {work}");
+            std::future::pending::<anyhow::Result<()>>().await
+        });
+    }
     let args = parse_args()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let report = rt.block_on(data_plane(&args))?;
+    let report = data_plane(&args)?;
     print!("{report}");
     if let Some(out) = &args.out {
         std::fs::write(out, report)?;
@@ -52,7 +68,10 @@ fn sluice_bin() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let bin = exe.with_file_name("sluice");
     if !bin.exists() {
-        bail!("{} not found: build it with `cargo build --release --bin sluice`", bin.display());
+        bail!(
+            "{} not found: build it with `cargo build --release --bin sluice`",
+            bin.display()
+        );
     }
     Ok(bin)
 }
@@ -131,8 +150,10 @@ fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
     Ok((field("VmHWM:")?, field("VmRSS:")?))
 }
 
-/// Runs curl and returns the seconds it took; fails on a non-2xx.
+/// Runs curl and returns the seconds it took; fails on a non-2xx. Dirty pages
+/// are flushed first, so no transfer pays for the previous one's writeback.
 fn timed_curl(args: &[&str]) -> anyhow::Result<f64> {
+    Command::new("sync").status()?;
     let start = Instant::now();
     let out = Command::new("curl")
         .args(["-sS", "--fail-with-body", "-o", "/dev/null"])
@@ -140,14 +161,22 @@ fn timed_curl(args: &[&str]) -> anyhow::Result<f64> {
         .output()?;
     let secs = start.elapsed().as_secs_f64();
     if !out.status.success() {
-        bail!("curl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "curl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     Ok(secs)
 }
 
 fn post(url: &str, token: &str, body: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
     let out = Command::new("curl")
-        .args(["-sS", "--fail-with-body", "-H", "Content-Type: application/json"])
+        .args([
+            "-sS",
+            "--fail-with-body",
+            "-H",
+            "Content-Type: application/json",
+        ])
         .arg("-H")
         .arg(format!("Authorization: Bearer {token}"))
         .arg("-d")
@@ -165,7 +194,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-async fn data_plane(args: &Args) -> anyhow::Result<String> {
+fn data_plane(args: &Args) -> anyhow::Result<String> {
     let size = args.size_mib << 20;
     let work = tempfile::tempdir()?;
     let file = work.path().join("payload.bin");
@@ -173,7 +202,17 @@ async fn data_plane(args: &Args) -> anyhow::Result<String> {
     let sha = make_file(&file, size)?;
     let file_arg = file.to_str().context("utf-8 path")?.to_owned();
 
-    let (discard, reference) = refs::start(file.clone(), size).await?;
+    let mut refs_child = Command::new(std::env::current_exe()?)
+        .arg("--serve-refs")
+        .arg(&file)
+        .arg(size.to_string())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(refs_child.stdout.take().context("stdout")?).read_line(&mut line)?;
+    let mut addrs = line.split_whitespace();
+    let discard = addrs.next().context("discard address")?.to_owned();
+    let reference = addrs.next().context("reference address")?.to_owned();
     let sluice = start_sluice(&work.path().join("sluice"))?;
     let pid = sluice.child.id();
 
@@ -185,7 +224,11 @@ async fn data_plane(args: &Args) -> anyhow::Result<String> {
         &sluice.token,
         &serde_json::json!({"filename": "small.bin", "size": 4096, "sha256": small_sha}),
     )?;
-    timed_curl(&["-T", small.to_str().unwrap(), ticket["upload"]["url"].as_str().unwrap()])?;
+    timed_curl(&[
+        "-T",
+        small.to_str().unwrap(),
+        ticket["upload"]["url"].as_str().unwrap(),
+    ])?;
     let (_, rss_before) = memory_kib(pid)?;
 
     let mut up = [vec![], vec![], vec![]];
@@ -201,7 +244,11 @@ async fn data_plane(args: &Args) -> anyhow::Result<String> {
             &sluice.token,
             &serde_json::json!({"filename": "payload.bin", "size": size, "sha256": sha}),
         )?;
-        up[2].push(timed_curl(&["-T", &file_arg, ticket["upload"]["url"].as_str().unwrap()])?);
+        up[2].push(timed_curl(&[
+            "-T",
+            &file_arg,
+            ticket["upload"]["url"].as_str().unwrap(),
+        ])?);
 
         down[0].push(timed_curl(&[&d])?);
         down[1].push(timed_curl(&[&r])?);
@@ -213,6 +260,8 @@ async fn data_plane(args: &Args) -> anyhow::Result<String> {
         down[2].push(timed_curl(&[link["download"]["url"].as_str().unwrap()])?);
     }
     let (peak, _) = memory_kib(pid)?;
+    let _ = refs_child.kill();
+    let _ = refs_child.wait();
 
     let mib = args.size_mib as f64;
     let rate = |secs: &Vec<f64>| mib / median(secs.clone());
@@ -227,19 +276,30 @@ async fn data_plane(args: &Args) -> anyhow::Result<String> {
          the machine is shared and noisy, so absolute numbers vary from run to run.\n\n",
     );
     use std::fmt::Write as _;
-    writeln!(out, "## Data plane: {} MiB upload and download (local mode)\n", args.size_mib)?;
+    writeln!(
+        out,
+        "## Data plane: {} MiB upload and download (local mode)\n",
+        args.size_mib
+    )?;
     writeln!(
         out,
         "`make bench` (`target/release/sluice-bench --size-mib {} --runs {}`), {} cores; \
          median of {} runs, MiB/s as seen by curl on loopback. References run in the same process \
          and the same run: **discard** only moves the bytes over HTTP (the loopback ceiling); \
-         **hash+file** does the unavoidable work (sha256 of every byte, and writing + fsync / reading a file).\n",
+         **hash+file** does the unavoidable work (sha256 of every byte, and writing + fsync / reading a file). \
+         Dirty pages are flushed before each transfer; on this machine the disk's write speed bounds both \
+         hash+file and sluice uploads.\n",
         args.size_mib,
         args.runs,
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0),
         args.runs
     )?;
-    writeln!(out, "| direction | discard | hash+file | sluice | sluice / hash+file | target |")?;
+    writeln!(
+        out,
+        "| direction | discard | hash+file | sluice | sluice / hash+file | target |"
+    )?;
     writeln!(out, "|---|---|---|---|---|---|")?;
     writeln!(
         out,

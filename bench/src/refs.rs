@@ -65,41 +65,60 @@ async fn discard_get(State(refs): State<Refs>) -> Body {
     let chunks = (0..full)
         .map(move |_| chunk.clone())
         .chain((tail > 0).then(|| Bytes::from(vec![0x5a; tail])));
-    Body::from_stream(futures_util::stream::iter(chunks.map(Ok::<_, std::io::Error>)))
+    Body::from_stream(futures_util::stream::iter(
+        chunks.map(Ok::<_, std::io::Error>),
+    ))
 }
 
+/// Hash + write + fsync, with the disk work on a blocking thread so that it
+/// overlaps with receiving (the efficient way to do it on two cores). The file
+/// is kept, as sluice keeps its objects: deleting large files between runs
+/// changes how fast the next one is written, which would favour one side.
 async fn work_put(State(refs): State<Refs>, body: Body) -> String {
-    let path = refs.file.with_extension("put");
-    let mut file = std::io::BufWriter::with_capacity(CHUNK, std::fs::File::create(&path).unwrap());
-    let mut hasher = sha2::Sha256::new();
+    let dir = refs.file.parent().unwrap().to_path_buf();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
+    let writer = tokio::task::spawn_blocking(move || {
+        let tmp = tempfile::NamedTempFile::new_in(&dir).unwrap();
+        let mut file = std::io::BufWriter::with_capacity(CHUNK, tmp);
+        let mut hasher = sha2::Sha256::new();
+        while let Some(chunk) = rx.blocking_recv() {
+            hasher.update(&chunk);
+            file.write_all(&chunk).unwrap();
+        }
+        let tmp = file.into_inner().unwrap();
+        tmp.as_file().sync_all().unwrap();
+        let _ = tmp.keep();
+        sluice::Sha256::from_bytes(hasher.finalize().into()).to_hex()
+    });
     let mut stream = body.into_data_stream();
     while let Some(Ok(chunk)) = stream.next().await {
-        hasher.update(&chunk);
-        file.write_all(&chunk).unwrap();
+        tx.send(chunk).await.unwrap();
     }
-    let file = file.into_inner().unwrap();
-    file.sync_all().unwrap();
-    let _ = std::fs::remove_file(&path);
-    sluice::Sha256::from_bytes(hasher.finalize().into()).to_hex()
+    drop(tx);
+    writer.await.unwrap()
 }
 
+/// Read + hash on a blocking thread, a few chunks ahead of the socket.
 async fn work_get(State(refs): State<Refs>) -> Body {
-    let mut file = std::fs::File::open(&*refs.file).unwrap();
-    let mut hasher = sha2::Sha256::new();
-    let stream = futures_util::stream::poll_fn(move |_| {
-        let mut buf = BytesMut::zeroed(CHUNK);
-        match file.read(&mut buf) {
-            Ok(0) => {
-                let _ = hasher.clone().finalize();
-                std::task::Poll::Ready(None)
+    let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(8);
+    tokio::task::spawn_blocking(move || {
+        let mut file = std::fs::File::open(&*refs.file).unwrap();
+        let mut hasher = sha2::Sha256::new();
+        loop {
+            let mut buf = BytesMut::zeroed(CHUNK);
+            let n = file.read(&mut buf).unwrap();
+            if n == 0 {
+                let _ = hasher.finalize();
+                return;
             }
-            Ok(n) => {
-                buf.truncate(n);
-                hasher.update(&buf);
-                std::task::Poll::Ready(Some(Ok::<_, std::io::Error>(buf.freeze())))
+            buf.truncate(n);
+            hasher.update(&buf);
+            if tx.blocking_send(Ok(buf.freeze())).is_err() {
+                return;
             }
-            Err(e) => std::task::Poll::Ready(Some(Err(e))),
         }
     });
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) });
     Body::from_stream(stream)
 }

@@ -82,11 +82,16 @@ fn a_large_corrupted_object_is_cut_short_so_no_complete_wrong_file_arrives() {
 
     let work = tempfile::tempdir().unwrap();
     let out = sh(
-        &format!("curl --fail-with-body -sS -o got {}", sluice::curl::shell_quote(&url)),
+        &format!(
+            "curl --fail-with-body -sS -o got {}",
+            sluice::curl::shell_quote(&url)
+        ),
         work.path(),
     );
     assert!(!out.status.success(), "{}", out_text(&out));
-    let got = std::fs::metadata(work.path().join("got")).map(|m| m.len()).unwrap_or(0);
+    let got = std::fs::metadata(work.path().join("got"))
+        .map(|m| m.len())
+        .unwrap_or(0);
     assert!(got < data.len() as u64, "received {got} bytes");
 }
 
@@ -100,7 +105,11 @@ fn a_link_to_an_object_not_yet_uploaded_is_404_and_not_spent() {
     // The resolver refuses to issue a link for a file not uploaded yet…
     let reply = server.resolve(&token, handle);
     assert_eq!(reply.status, 409);
-    assert!(reply.message().contains("not been uploaded"), "{}", reply.message());
+    assert!(
+        reply.message().contains("not been uploaded"),
+        "{}",
+        reply.message()
+    );
 
     // …and a link minted anyway finds nothing, without being spent.
     let keys = sluice::runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
@@ -108,7 +117,12 @@ fn a_link_to_an_object_not_yet_uploaded_is_404_and_not_spent() {
     let link = LinkToken::new(Method::Get, file, sluice::time::now_unix() + 60);
     let url = format!("{}/links/{}", server.base, link.encode(&keys));
     assert_eq!(request("GET", &url, &[], None).status, 404);
-    let put = request("PUT", ticket["upload"]["url"].as_str().unwrap(), &[], Some(data));
+    let put = request(
+        "PUT",
+        ticket["upload"]["url"].as_str().unwrap(),
+        &[],
+        Some(data),
+    );
     assert_eq!(put.status, 200);
     let reply = request("GET", &url, &[], None);
     assert_eq!(reply.status, 200);

@@ -32,9 +32,10 @@ fn every_bad_link_token_gets_the_same_404() {
     let expired = LinkToken::new(Method::Get, file.clone(), 1).encode(&keys);
     let other_dir = tempfile::tempdir().unwrap();
     let other_keys = sluice::runtime::local_keyring(&config_for(other_dir.path())).unwrap();
-    let other_instance =
-        LinkToken::new(Method::Get, file.clone(), sluice::time::now_unix() + 60).encode(&other_keys);
-    let upload_link = LinkToken::new(Method::Put, file, sluice::time::now_unix() + 60).encode(&keys);
+    let other_instance = LinkToken::new(Method::Get, file.clone(), sluice::time::now_unix() + 60)
+        .encode(&other_keys);
+    let upload_link =
+        LinkToken::new(Method::Put, file, sluice::time::now_unix() + 60).encode(&keys);
     let handle_jwt = handle.strip_prefix("$uploadedFile:").unwrap().to_owned();
 
     let cases = [
@@ -86,12 +87,22 @@ fn uploads_need_a_valid_bearer_token_with_the_write_scope() {
 
     let missing = post_json(&url, None, &body);
     assert_eq!(missing.status, 401);
-    assert!(missing.header("www-authenticate").unwrap().starts_with("Bearer"));
+    assert!(
+        missing
+            .header("www-authenticate")
+            .unwrap()
+            .starts_with("Bearer")
+    );
 
     let read_only = server.token("alice", &["files:read"]);
     let reply = post_json(&url, Some(&read_only), &body);
     assert_eq!(reply.status, 403);
-    assert!(reply.header("www-authenticate").unwrap().contains("insufficient_scope"));
+    assert!(
+        reply
+            .header("www-authenticate")
+            .unwrap()
+            .contains("insufficient_scope")
+    );
     assert!(reply.message().contains("files:write"));
 
     let other_dir = tempfile::tempdir().unwrap();
@@ -106,7 +117,11 @@ fn a_handle_or_link_token_is_never_a_bearer_token() {
     let body = serde_json::json!({"filename": "a", "size": 1, "sha256": sluice::Sha256::of(b"a").to_hex()});
     let uploads = format!("{}/uploads", server.base);
     let link_jwt = url.rsplit('/').next().unwrap();
-    for t in [handle.as_str(), handle.strip_prefix("$uploadedFile:").unwrap(), link_jwt] {
+    for t in [
+        handle.as_str(),
+        handle.strip_prefix("$uploadedFile:").unwrap(),
+        link_jwt,
+    ] {
         let reply = post_json(&uploads, Some(t), &body);
         assert_eq!(reply.status, 401, "{}", reply.text());
     }
@@ -126,7 +141,16 @@ fn another_users_handle_is_refused_but_a_resolving_service_may_redeem_it() {
     let service = server.token("backend", &["files:resolve"]);
     let reply = server.resolve(&service, &handle);
     assert_eq!(reply.status, 200, "{}", reply.text());
-    assert_eq!(request("GET", reply.json()["download"]["url"].as_str().unwrap(), &[], None).body, b"hello");
+    assert_eq!(
+        request(
+            "GET",
+            reply.json()["download"]["url"].as_str().unwrap(),
+            &[],
+            None
+        )
+        .body,
+        b"hello"
+    );
 }
 
 #[test]
@@ -138,7 +162,11 @@ fn an_expired_or_garbled_handle_says_what_to_do() {
     h.expires_at = 1;
     let reply = server.resolve(&token, &h.encode(&keys));
     assert_eq!(reply.status, 400);
-    assert!(reply.message().contains("call request_upload again"), "{}", reply.message());
+    assert!(
+        reply.message().contains("call request_upload again"),
+        "{}",
+        reply.message()
+    );
 
     let reply = server.resolve(&token, "$uploadedFile:garbage");
     assert_eq!(reply.status, 400);
@@ -155,11 +183,18 @@ fn hostile_filenames_are_stored_under_a_sanitized_name() {
     let data = bytes(10, 9);
     let name = "../../etc/pass\u{1}wd;\"x\"";
     let ticket = server.request_upload(&token, name, &data);
-    let put = request("PUT", ticket["upload"]["url"].as_str().unwrap(), &[], Some(&data));
+    let put = request(
+        "PUT",
+        ticket["upload"]["url"].as_str().unwrap(),
+        &[],
+        Some(&data),
+    );
     assert_eq!(put.status, 200);
     let objects = stored_objects(&server.data_dir);
     assert_eq!(objects.len(), 1);
-    let stored = objects[0].strip_prefix(server.data_dir.join("objects")).unwrap();
+    let stored = objects[0]
+        .strip_prefix(server.data_dir.join("objects"))
+        .unwrap();
     assert_eq!(stored.components().count(), 4, "{}", stored.display());
     assert_eq!(stored.file_name().unwrap(), "_._etc_passwd__x_");
     let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());

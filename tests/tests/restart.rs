@@ -34,7 +34,11 @@ fn a_link_spent_before_a_restart_stays_spent_after_it() {
     // What was issued before the restart and not spent still works.
     assert_eq!(request("GET", &rebase(&unspent), &[], None).status, 200);
     let body = serde_json::json!({"filename": "b", "size": 1, "sha256": sluice::Sha256::of(b"b").to_hex()});
-    let reply = crate::util::post_json(&format!("{}/uploads", server.base), Some(&handle_token), &body);
+    let reply = crate::util::post_json(
+        &format!("{}/uploads", server.base),
+        Some(&handle_token),
+        &body,
+    );
     assert_eq!(reply.status, 200);
 }
 
@@ -53,6 +57,14 @@ fn a_second_process_on_the_same_data_dir_honours_the_same_ledger() {
     // 32 concurrent GETs spread over both processes: exactly one wins.
     let urls = [second.clone(), on_b(&second)];
     let statuses = concurrently(32, move |i| request("GET", &urls[i % 2], &[], None).status);
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|s| **s == 404).count(), 31, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 404).count(),
+        31,
+        "{statuses:?}"
+    );
 }

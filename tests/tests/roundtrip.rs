@@ -60,7 +60,10 @@ fn the_upload_line_sends_exactly_the_returned_headers_and_no_credential() {
     let ticket = server.request_upload(&token, "report.pdf", b"%PDF");
     let curl = ticket["curl"].as_str().unwrap();
     assert!(!curl.contains(&token), "{curl}");
-    assert!(!curl.to_ascii_lowercase().contains("authorization"), "{curl}");
+    assert!(
+        !curl.to_ascii_lowercase().contains("authorization"),
+        "{curl}"
+    );
     assert!(curl.contains("--fail-with-body"));
     assert!(curl.contains("--upload-file 'report.pdf'"));
     assert_eq!(ticket["upload"]["method"], "PUT");
@@ -69,6 +72,16 @@ fn the_upload_line_sends_exactly_the_returned_headers_and_no_credential() {
         serde_json::json!({"Content-Type": "application/pdf"})
     );
     assert!(curl.contains("-H 'Content-Type: application/pdf'"));
-    assert!(ticket["handle"].as_str().unwrap().starts_with("$uploadedFile:"));
-    assert!(ticket["upload"]["expires_at"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        ticket["handle"]
+            .as_str()
+            .unwrap()
+            .starts_with("$uploadedFile:")
+    );
+    assert!(
+        ticket["upload"]["expires_at"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
 }

@@ -11,14 +11,22 @@ fn upload_url(server: &Server, data: &[u8]) -> String {
 }
 
 fn put(url: &str, body: &[u8]) -> crate::util::Reply {
-    request("PUT", url, &[("Content-Type", "application/octet-stream")], Some(body))
+    request(
+        "PUT",
+        url,
+        &[("Content-Type", "application/octet-stream")],
+        Some(body),
+    )
 }
 
 fn put_chunked(url: &str, body: &[u8]) -> crate::util::Reply {
     request(
         "PUT",
         url,
-        &[("Transfer-Encoding", "chunked"), ("Content-Type", "application/octet-stream")],
+        &[
+            ("Transfer-Encoding", "chunked"),
+            ("Content-Type", "application/octet-stream"),
+        ],
         Some(body),
     )
 }
@@ -36,7 +44,11 @@ fn a_body_longer_than_declared_is_refused_early_and_the_link_stays_usable() {
 
     let reply = put(&url, &bytes(1001, 1));
     assert_eq!(reply.status, 413, "{}", reply.text());
-    assert!(reply.message().contains("exactly 1000"), "{}", reply.message());
+    assert!(
+        reply.message().contains("exactly 1000"),
+        "{}",
+        reply.message()
+    );
     assert_nothing_stored(&server);
 
     assert_eq!(put(&url, &data).status, 200);
@@ -83,7 +95,11 @@ fn a_body_with_another_digest_stores_nothing_and_the_link_stays_usable() {
     let reply = put(&url, &wrong);
     assert_eq!(reply.status, 400, "{}", reply.text());
     assert!(reply.message().contains("sha256"), "{}", reply.message());
-    assert!(reply.message().contains("can be used again"), "{}", reply.message());
+    assert!(
+        reply.message().contains("can be used again"),
+        "{}",
+        reply.message()
+    );
     assert_nothing_stored(&server);
 
     assert_eq!(put(&url, &data).status, 200);
@@ -135,10 +151,22 @@ fn upload_requests_are_validated() {
     let url = format!("{}/uploads", server.base);
     let sha = sluice::Sha256::of(b"x").to_hex();
     let cases = [
-        (serde_json::json!({"filename": "", "size": 1, "sha256": sha}), "filename"),
-        (serde_json::json!({"filename": "a", "size": 1, "sha256": "abc"}), "sha256"),
-        (serde_json::json!({"filename": "a", "size": -1, "sha256": sha}), "size"),
-        (serde_json::json!({"filename": "a", "size": 1u64 << 40, "sha256": sha}), "over the limit"),
+        (
+            serde_json::json!({"filename": "", "size": 1, "sha256": sha}),
+            "filename",
+        ),
+        (
+            serde_json::json!({"filename": "a", "size": 1, "sha256": "abc"}),
+            "sha256",
+        ),
+        (
+            serde_json::json!({"filename": "a", "size": -1, "sha256": sha}),
+            "size",
+        ),
+        (
+            serde_json::json!({"filename": "a", "size": 1u64 << 40, "sha256": sha}),
+            "over the limit",
+        ),
         (
             serde_json::json!({"filename": "a", "size": 1, "sha256": sha, "content_type": "not a type"}),
             "content_type",
@@ -148,12 +176,19 @@ fn upload_requests_are_validated() {
     for (body, needle) in cases {
         let reply = crate::util::post_json(&url, Some(&token), &body);
         assert_eq!(reply.status, 400, "{body}: {}", reply.text());
-        assert!(reply.message().contains(needle), "{body}: {}", reply.message());
+        assert!(
+            reply.message().contains(needle),
+            "{body}: {}",
+            reply.message()
+        );
     }
     let bad_json = request(
         "POST",
         &url,
-        &[("Content-Type", "application/json"), ("Authorization", &format!("Bearer {token}"))],
+        &[
+            ("Content-Type", "application/json"),
+            ("Authorization", &format!("Bearer {token}")),
+        ],
         Some(b"{not json"),
     );
     assert_eq!(bad_json.status, 400);

@@ -193,7 +193,10 @@ impl Reply {
 
     /// The `message` of a JSON error body.
     pub fn message(&self) -> String {
-        self.json()["message"].as_str().unwrap_or_default().to_owned()
+        self.json()["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
 }
 
@@ -220,7 +223,8 @@ pub fn request(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&
     if let Some(body) = body {
         let input = dir.path().join("in");
         std::fs::write(&input, body).unwrap();
-        cmd.arg("--data-binary").arg(format!("@{}", input.display()));
+        cmd.arg("--data-binary")
+            .arg(format!("@{}", input.display()));
     }
     let out = cmd.arg(url).output().unwrap();
     let status: u16 = String::from_utf8_lossy(&out.stdout)
