@@ -6,7 +6,7 @@ use crate::filename;
 use crate::sha::Sha256;
 
 /// A file's random, URL-safe id (16 bytes of entropy, 22 characters).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct FileId(String);
 
@@ -50,6 +50,21 @@ impl ObjectKey {
     /// The key prefix under which all of one owner's objects live.
     pub fn owner_prefix(owner: &str) -> String {
         format!("files/{}/", owner_hash(owner))
+    }
+
+    /// The key prefix under which all of one owner's file records live.
+    pub fn records_prefix(owner: &str) -> String {
+        format!("records/{}/", owner_hash(owner))
+    }
+
+    /// The key of the record that describes file `id` of `owner`.
+    pub fn record(owner: &str, id: &FileId) -> Self {
+        Self(format!("{}{id}.json", Self::records_prefix(owner)))
+    }
+
+    /// A key as a store listed it. Only for keys the store itself returns.
+    pub fn from_stored(key: String) -> Self {
+        Self(key)
     }
 }
 

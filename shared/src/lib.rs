@@ -21,6 +21,7 @@
 //! responses.
 
 pub mod auth;
+pub mod catalog;
 pub mod config;
 pub mod curl;
 pub mod datauri;

@@ -25,23 +25,26 @@ use crate::token::{Handle, LinkToken, Method, TokenError};
 /// The longest filename label accepted, in bytes.
 pub const MAX_FILENAME_BYTES: usize = 1024;
 
+/// The most bytes the base64 fallback tools move through the model.
+pub const SMALL_FILE_MAX: usize = 16 * 1024;
+
 /// What `request_upload` and `POST /uploads` take.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UploadRequest {
-    /// The file's name, kept as a label.
+    /// The file's name, e.g. `report.pdf`. Kept as a label; the upload command reads a file of this name from the current directory.
     pub filename: String,
-    /// Exact size in bytes.
+    /// Exact size in bytes (e.g. from `stat -c %s FILE` or `wc -c < FILE`).
     pub size: u64,
-    /// The digest of the exact bytes (64 hex digits).
+    /// SHA-256 of the exact bytes, 64 hex digits (e.g. from `sha256sum FILE`).
     pub sha256: Sha256,
-    /// The media type; guessed from the name when absent.
+    /// The media type, e.g. `application/pdf`; guessed from the name when absent.
     #[serde(default)]
     pub content_type: Option<String>,
 }
 
 /// Where and how to send a file's bytes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UploadTarget {
     /// The single-use URL.
     pub url: String,
@@ -54,7 +57,7 @@ pub struct UploadTarget {
 }
 
 /// The answer to an upload request.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UploadTicket {
     /// `$uploadedFile:<token>`: what the model passes to actions.
     pub handle: String,
@@ -66,10 +69,12 @@ pub struct UploadTicket {
     pub curl: String,
     /// The largest size accepted.
     pub max_bytes: u64,
+    /// Where to run the command, and what it needs.
+    pub note: String,
 }
 
 /// Where to GET a file's bytes.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DownloadTarget {
     /// The single-use URL.
     pub url: String,
@@ -80,7 +85,7 @@ pub struct DownloadTarget {
 }
 
 /// The answer to a download request.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DownloadTicket {
     /// The file's id.
     pub file_id: FileId,
@@ -96,6 +101,21 @@ pub struct DownloadTicket {
     pub download: DownloadTarget,
     /// A ready-to-run download command.
     pub curl: String,
+}
+
+/// The answer to a small-file upload.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct SmallUpload {
+    /// `$uploadedFile:<token>`: what the model passes to actions.
+    pub handle: String,
+    /// The new file's id.
+    pub file_id: FileId,
+    /// The name it was stored under.
+    pub filename: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Lowercase hex digest.
+    pub sha256: Sha256,
 }
 
 /// Everything a [`Sluice`] is built from.
@@ -159,8 +179,22 @@ impl Sluice {
         self.0.public_url.as_str().trim_end_matches('/')
     }
 
-    /// Issues a handle and a single-use upload link for a file `owner` is about to upload.
-    pub fn issue_upload(&self, owner: &str, req: UploadRequest) -> Result<UploadTicket, ApiError> {
+    /// The host uploads and downloads go to, for messages.
+    pub fn public_host(&self) -> String {
+        let url = &self.0.public_url;
+        match (url.host_str(), url.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_owned(),
+            _ => url.to_string(),
+        }
+    }
+
+    /// Validates an upload request, pins the file, records it, and signs its handle.
+    async fn issue_file(
+        &self,
+        owner: &str,
+        req: UploadRequest,
+    ) -> Result<(FileMeta, String), ApiError> {
         let filename = req.filename.trim();
         if filename.is_empty() {
             return Err(ApiError::BadRequest("filename must not be empty".into()));
@@ -183,7 +217,6 @@ impl Sluice {
                 .to_owned(),
             Some(ct) => parse_content_type(ct)?,
         };
-        let now = now_unix();
         let file = FileMeta {
             id: FileId::random(),
             owner: owner.to_owned(),
@@ -192,15 +225,27 @@ impl Sluice {
             size: req.size,
             sha256: req.sha256,
         };
+        let expires_at = now_unix() + self.0.handle_ttl.as_secs() as i64;
+        self.record_file(&file, expires_at).await?;
         let handle = Handle {
             file: file.clone(),
-            expires_at: now + self.0.handle_ttl.as_secs() as i64,
+            expires_at,
         }
         .encode(&self.0.keys);
+        Ok((file, handle))
+    }
+
+    /// Issues a handle and a single-use upload link for a file `owner` is about to upload.
+    pub async fn issue_upload(
+        &self,
+        owner: &str,
+        req: UploadRequest,
+    ) -> Result<UploadTicket, ApiError> {
+        let (file, handle) = self.issue_file(owner, req).await?;
         let link = LinkToken::new(
             Method::Put,
             file.clone(),
-            now + self.0.upload_ttl.as_secs() as i64,
+            now_unix() + self.0.upload_ttl.as_secs() as i64,
         );
         tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload issued");
         let url = format!("{}/uploads/{}", self.base_url(), link.encode(&self.0.keys));
@@ -221,7 +266,100 @@ impl Sluice {
             },
             curl,
             max_bytes: self.0.max_upload_bytes,
+            note: format!(
+                "Run `curl` in the directory that holds the file (or replace the file name with its path). \
+                 {} must be reachable from where the command runs; a sandboxed client may need that host allowlisted. \
+                 The upload succeeds only with exactly {} bytes whose sha256 is {}.",
+                self.public_host(),
+                file.size,
+                file.sha256
+            ),
         })
+    }
+
+    /// Stores a small file sent inline (base64 through the model): at most
+    /// [`SMALL_FILE_MAX`] bytes, and only if `sha256` matches.
+    pub async fn upload_small(
+        &self,
+        owner: &str,
+        filename: String,
+        data: Vec<u8>,
+        sha256: Sha256,
+        content_type: Option<String>,
+    ) -> Result<SmallUpload, ApiError> {
+        if data.len() > SMALL_FILE_MAX {
+            return Err(ApiError::BadRequest(format!(
+                "the data is {} bytes, over the {SMALL_FILE_MAX}-byte limit of this fallback: \
+                 use request_upload and run its curl command instead",
+                data.len()
+            )));
+        }
+        let actual = Sha256::of(&data);
+        if actual != sha256 {
+            return Err(ApiError::BadRequest(format!(
+                "the data decodes to {} bytes with sha256 {actual}, not {sha256}: nothing was stored; \
+                 check the base64 and the digest",
+                data.len()
+            )));
+        }
+        let req = UploadRequest {
+            filename,
+            size: data.len() as u64,
+            sha256,
+            content_type,
+        };
+        let (file, handle) = self.issue_file(owner, req).await?;
+        let body: crate::store::ByteStream = Box::pin(futures_util::stream::once(async move {
+            Ok(bytes::Bytes::from(data))
+        }));
+        self.store()
+            .put(&file.object_key(), file.size, file.sha256, body)
+            .await?;
+        tracing::info!(file_id = %file.id, size = file.size, "small file stored");
+        Ok(SmallUpload {
+            handle,
+            file_id: file.id,
+            filename: file.filename,
+            size: file.size,
+            sha256: file.sha256,
+        })
+    }
+
+    /// Reads a small file whole, verified, for the base64 fallback.
+    pub async fn read_small(&self, file: &FileMeta) -> Result<Vec<u8>, ApiError> {
+        if file.size > SMALL_FILE_MAX as u64 {
+            return Err(ApiError::BadRequest(format!(
+                "{} is {} bytes, over the {SMALL_FILE_MAX}-byte limit of this fallback: \
+                 use get_download_url and run its curl command instead",
+                file.filename, file.size
+            )));
+        }
+        let stream = self
+            .store()
+            .get(&file.object_key())
+            .await?
+            .ok_or_else(not_uploaded)?;
+        let chunks: Vec<bytes::Bytes> = futures_util::TryStreamExt::try_collect(stream)
+            .await
+            .map_err(ApiError::internal)?;
+        let data = chunks.concat();
+        if data.len() as u64 != file.size || Sha256::of(&data) != file.sha256 {
+            tracing::warn!(file_id = %file.id, "stored object does not match its record");
+            return Err(ApiError::Conflict(
+                "the stored file does not match its pinned size and sha256".into(),
+            ));
+        }
+        Ok(data)
+    }
+
+    /// Resolves a `file` argument: a handle (`$uploadedFile:…`) or a file id
+    /// of the caller's.
+    pub async fn resolve_file(&self, caller: &Caller, file: &str) -> Result<FileMeta, ApiError> {
+        let file = file.trim();
+        if let Some(id) = FileId::parse(file) {
+            return self.find_file(&caller.sub, &id).await;
+        }
+        self.redeem_handle(caller, file)
     }
 
     /// Verifies a handle for `caller`: its owner, or a service with `files:resolve`.
@@ -246,10 +384,7 @@ impl Sluice {
     /// Issues a single-use download link for an uploaded file.
     pub async fn issue_download(&self, file: &FileMeta) -> Result<DownloadTicket, ApiError> {
         if self.store().head(&file.object_key()).await?.is_none() {
-            return Err(ApiError::Conflict(
-                "this file has not been uploaded yet: run the upload command from request_upload first"
-                    .into(),
-            ));
+            return Err(not_uploaded());
         }
         let link = LinkToken::new(
             Method::Get,
@@ -281,6 +416,13 @@ impl Sluice {
             ApiError::NotFound
         })
     }
+}
+
+fn not_uploaded() -> ApiError {
+    ApiError::Conflict(
+        "this file has not been uploaded yet: run the upload command from request_upload first"
+            .into(),
+    )
 }
 
 /// Accepts a media type such as `text/plain; charset=utf-8`.

@@ -147,6 +147,24 @@ impl<'de> serde::Deserialize<'de> for Sha256 {
     }
 }
 
+impl schemars::JsonSchema for Sha256 {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Sha256".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^[0-9a-fA-F]{64}$",
+            "description": "SHA-256 of the exact bytes, 64 hex digits (e.g. from `sha256sum`)"
+        })
+    }
+}
+
 /// How a byte stream failed to match the size and digest it was pinned to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]

@@ -287,5 +287,5 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 
 /// The stored object files of a data directory.
 pub fn stored_objects(data_dir: &Path) -> Vec<PathBuf> {
-    files_under(&data_dir.join("objects"))
+    files_under(&data_dir.join("objects").join("files"))
 }

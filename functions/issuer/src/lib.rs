@@ -36,7 +36,7 @@ async fn request_upload(
     JsonBody(req): JsonBody<UploadRequest>,
 ) -> Result<Json<UploadTicket>, ApiError> {
     caller.require(Scope::FilesWrite)?;
-    sluice.issue_upload(&caller.sub, req).map(Json)
+    sluice.issue_upload(&caller.sub, req).await.map(Json)
 }
 
 /// What a successful upload answers.

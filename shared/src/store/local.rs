@@ -194,6 +194,47 @@ impl ObjectStore for LocalStore {
         };
         Ok(Some(read_stream(file)))
     }
+
+    async fn put_small(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
+        let dest = self.path(key);
+        let tmp_dir = self.tmp.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut tmp = tempfile::NamedTempFile::new_in(tmp_dir)?;
+            tmp.write_all(&bytes)?;
+            tmp.as_file().sync_all()?;
+            std::fs::create_dir_all(dest.parent().expect("keys have a directory"))?;
+            tmp.persist(&dest).map_err(|e| e.error)?;
+            Ok(())
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
+        match tokio::fs::read(self.path(key)).await {
+            Ok(b) => Ok(Some(b.into())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        // Prefixes end at a directory boundary (`records/<owner>/`), so
+        // walking that directory lists exactly the keys under it.
+        let root = self.objects.clone();
+        let dir = root.join(prefix);
+        tokio::task::spawn_blocking(move || {
+            Ok(walk(&dir)?
+                .into_iter()
+                .filter_map(|(path, _)| {
+                    let rel = path.strip_prefix(&root).ok()?.to_str()?.to_owned();
+                    Some(ObjectKey::from_stored(rel))
+                })
+                .collect())
+        })
+        .await
+        .map_err(join_error)?
+    }
 }
 
 /// Streams a file from a blocking thread, a bounded number of chunks ahead.

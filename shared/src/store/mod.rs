@@ -79,6 +79,15 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
 
     /// The object's bytes as a stream, or `None` if absent.
     async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError>;
+
+    /// Writes a small object (a file record) whole, replacing any.
+    async fn put_small(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError>;
+
+    /// Reads a small object whole, or `None` if absent.
+    async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError>;
+
+    /// Every key that starts with `prefix`, in no particular order.
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError>;
 }
 
 /// Passes `stream` through, checking it against `size` and `sha256`, and
