@@ -150,7 +150,7 @@ impl Sluice {
                 },
             ));
         }
-        out.sort_by(|a, b| b.0.cmp(&a.0));
+        out.sort_by_key(|(created, _)| std::cmp::Reverse(*created));
         Ok(out.into_iter().map(|(_, l)| l).collect())
     }
 }
