@@ -3,7 +3,11 @@
 
 CARGO ?= cargo
 
-.PHONY: all build run test lint fmt bench clean
+PYTHON ?= python3
+VENV := .venv
+CLIENTS := tests/clients
+
+.PHONY: all build run test lint fmt bench clean clients
 
 all: build
 
@@ -13,7 +17,20 @@ build:
 run:
 	$(CARGO) run --release --bin sluice
 
-test:
+# The official MCP clients the end-to-end tests drive: the Python SDK in a
+# venv, the TypeScript SDK from the lock file.
+clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed
+
+$(VENV)/.installed: $(CLIENTS)/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $(CLIENTS)/requirements.txt
+	touch $@
+
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
+	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+test: clients
 	$(CARGO) test --workspace
 
 lint:

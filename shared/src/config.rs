@@ -38,6 +38,8 @@ pub const VARIABLES: &[&str] = &[
     "SLUICE_QUOTA_BYTES",
     "SLUICE_AUTH_ISSUER",
     "SLUICE_AUTH_AUDIENCE",
+    "SLUICE_AUTH_SERVERS",
+    "SLUICE_MCP_MAX_BODY_BYTES",
     "SLUICE_DEV_TOKEN_TTL_SECS",
     "SLUICE_LOG",
 ];
@@ -78,6 +80,12 @@ pub struct Config {
     pub auth_issuer: String,
     /// The `aud` bearer tokens must carry (`SLUICE_AUTH_AUDIENCE`, default `sluice`).
     pub auth_audience: String,
+    /// Authorization servers listed in the protected-resource metadata
+    /// (`SLUICE_AUTH_SERVERS`, comma-separated URLs; default: the issuer, if
+    /// it is a URL).
+    pub auth_servers: Vec<Url>,
+    /// The largest MCP request body (`SLUICE_MCP_MAX_BODY_BYTES`, default 256 KiB).
+    pub mcp_max_body_bytes: u64,
     /// Lifetime of locally minted bearer tokens (`SLUICE_DEV_TOKEN_TTL_SECS`, default 30 days).
     pub dev_token_ttl: Duration,
     /// The tracing filter (`SLUICE_LOG`, default `info`).
@@ -163,6 +171,20 @@ impl Config {
                 .unwrap_or("sluice-local")
                 .to_owned(),
             auth_audience: get("SLUICE_AUTH_AUDIENCE").unwrap_or("sluice").to_owned(),
+            auth_servers: match get("SLUICE_AUTH_SERVERS") {
+                Some(list) => list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|u| origin_url("SLUICE_AUTH_SERVERS", u))
+                    .collect::<Result<_, _>>()?,
+                None => get("SLUICE_AUTH_ISSUER")
+                    .and_then(|i| Url::parse(i).ok())
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .into_iter()
+                    .collect(),
+            },
+            mcp_max_body_bytes: positive(&get, "SLUICE_MCP_MAX_BODY_BYTES", 256 * 1024)?,
             dev_token_ttl: secs(&get, "SLUICE_DEV_TOKEN_TTL_SECS", 30 * 24 * 3600)?,
             log: get("SLUICE_LOG").unwrap_or("info").to_owned(),
         })
@@ -255,6 +277,8 @@ mod tests {
             ("SLUICE_PUBLIC_URL", "not a url"),
             ("SLUICE_PUBLIC_URL", "https://user:pw@example.com"),
             ("SLUICE_KEY_ID", "has space"),
+            ("SLUICE_AUTH_SERVERS", "https://ok.example, nope"),
+            ("SLUICE_MCP_MAX_BODY_BYTES", "0"),
         ];
         for (var, value) in cases {
             let err = config(&[(var, value)]).unwrap_err();

@@ -147,6 +147,8 @@ pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalSt
         link_ttl: config.link_ttl,
         upload_ttl: config.upload_ttl,
         max_upload_bytes: config.max_upload_bytes,
+        mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
+        auth_servers: config.auth_servers.clone(),
     });
     Ok((sluice, store))
 }

@@ -69,8 +69,6 @@ pub struct UploadTicket {
     pub curl: String,
     /// The largest size accepted.
     pub max_bytes: u64,
-    /// Where to run the command, and what it needs.
-    pub note: String,
 }
 
 /// Where to GET a file's bytes.
@@ -139,6 +137,10 @@ pub struct Parts {
     pub upload_ttl: Duration,
     /// The largest file accepted.
     pub max_upload_bytes: u64,
+    /// The largest MCP request body.
+    pub mcp_max_body_bytes: usize,
+    /// Authorization servers for the protected-resource metadata.
+    pub auth_servers: Vec<Url>,
 }
 
 /// The shared state of every function: cheap to clone.
@@ -172,6 +174,11 @@ impl Sluice {
     /// Bearer token validation.
     pub fn access(&self) -> &AccessVerifier {
         &self.0.access
+    }
+
+    /// Everything the state was built from.
+    pub fn parts(&self) -> &Parts {
+        &self.0
     }
 
     /// The public base URL, without a trailing slash.
@@ -266,14 +273,6 @@ impl Sluice {
             },
             curl,
             max_bytes: self.0.max_upload_bytes,
-            note: format!(
-                "Run `curl` in the directory that holds the file (or replace the file name with its path). \
-                 {} must be reachable from where the command runs; a sandboxed client may need that host allowlisted. \
-                 The upload succeeds only with exactly {} bytes whose sha256 is {}.",
-                self.public_host(),
-                file.size,
-                file.sha256
-            ),
         })
     }
 

@@ -6,6 +6,8 @@ mod util;
 
 mod concurrency;
 mod download;
+mod mcp_clients;
+mod mcp_http;
 mod refusals;
 mod restart;
 mod roundtrip;

@@ -1,15 +1,86 @@
 //! The `mcp` function: the model-facing MCP endpoint.
 //!
-//! Until the MCP tools land, `/mcp` answers every method with `405` and the
-//! methods it will allow, so clients get a clear answer rather than a 404.
+//! Streamable HTTP, stateless (no session is ever created, so any replica can
+//! answer any request), JSON responses. In front of the rmcp service sits one
+//! gate ([`gate`]) that authenticates the bearer token, bounds and checks the
+//! body, and answers a tool call lacking its scope with `403
+//! insufficient_scope`; the tools themselves ([`tools`]) call the shared
+//! service in-process.
+
+mod gate;
+mod metadata;
+pub mod tools;
+
+use std::sync::Arc;
 
 use axum::Router;
-use axum::routing::any;
+use axum::routing::{get, post_service};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sluice::{ApiError, Sluice};
 
-/// The MCP endpoint's routes.
+pub use metadata::METADATA_PATH;
+
+/// The MCP endpoint's routes: `/mcp` and the RFC 9728 metadata.
 pub fn router(state: Sluice) -> Router {
+    let tools = tools::SluiceTools::new(state.clone());
+    let service = StreamableHttpService::new(
+        move || Ok(tools.clone()),
+        Arc::new(NeverSessionManager::default()),
+        http_config(&state),
+    );
     Router::new()
-        .route("/mcp", any(|| async { ApiError::MethodNotAllowed("POST") }))
+        .route(
+            "/mcp",
+            post_service(service)
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    gate::gate,
+                ))
+                .fallback(|| async { ApiError::MethodNotAllowed("POST") }),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource",
+            get(metadata::protected_resource),
+        )
+        .route(METADATA_PATH, get(metadata::protected_resource))
         .with_state(state)
+}
+
+/// Stateless, JSON responses, and `Host`/`Origin` pinned to the public URL
+/// (plus loopback names when the server itself is on loopback), against DNS
+/// rebinding.
+fn http_config(state: &Sluice) -> StreamableHttpServerConfig {
+    let url = &state.parts().public_url;
+    let host = url
+        .host_str()
+        .unwrap_or("localhost")
+        .trim_matches(['[', ']'])
+        .to_owned();
+    let mut hosts = vec![host.clone()];
+    let loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if loopback {
+        hosts.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
+    }
+    let origin = url.origin().ascii_serialization();
+    let port = url.port_or_known_default().unwrap_or(80);
+    let mut origins = vec![
+        format!("{origin}"),
+        format!("{}://{host}:{port}", url.scheme()),
+    ];
+    if loopback {
+        origins.extend(
+            ["localhost", "127.0.0.1", "[::1]"].map(|h| format!("{}://{h}:{port}", url.scheme())),
+        );
+    }
+    StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .with_max_request_body_bytes(state.parts().mcp_max_body_bytes)
 }

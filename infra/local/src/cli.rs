@@ -111,6 +111,7 @@ fn serve(config: Config) -> Result<(), StartError> {
         println!("sluice listening on {base}");
         println!("data directory: {}", config.data_dir.display());
         println!("dev bearer token (user 'dev', files:read files:write):\n  {dev}");
+        println!("connect Claude Code:\n  claude mcp add --transport http sluice {base}/mcp --header \"Authorization: Bearer {dev}\"");
         println!("upload from a shell:\n  curl -sS -H 'Authorization: Bearer {dev}' -H 'Content-Type: application/json' \\\n    -d '{{\"filename\":\"a.txt\",\"size\":3,\"sha256\":\"…\"}}' {base}/uploads");
         tokio::spawn(crate::sweep_forever(store, config.handle_ttl, config.link_ttl));
         runtime::serve(listener, crate::app(sluice), runtime::shutdown_signal())

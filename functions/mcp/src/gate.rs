@@ -1,0 +1,137 @@
+//! The gate in front of the MCP service: bearer authentication, a bounded
+//! and well-formed JSON-RPC body, and the scope a tool call needs.
+//!
+//! Every refusal here is a 4xx whose body is a JSON-RPC error (or, for auth,
+//! a challenge), never a 500: a client always learns what to fix.
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use rmcp::ErrorData;
+use serde_json::Value;
+use sluice::{Caller, Scope, Sluice};
+
+use crate::metadata::challenge;
+use crate::tools;
+
+/// A JSON-RPC error response with an HTTP status.
+fn rpc_error(status: StatusCode, id: Value, error: ErrorData) -> Response {
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error });
+    (status, axum::Json(body)).into_response()
+}
+
+fn unauthorized(sluice: &Sluice, message: &'static str, invalid: bool) -> Response {
+    let mut response = (
+        StatusCode::UNAUTHORIZED,
+        axum::Json(serde_json::json!({ "error": if invalid { "invalid_token" } else { "unauthorized" }, "message": message })),
+    )
+        .into_response();
+    let value = if invalid {
+        challenge(sluice, None).replacen("Bearer ", "Bearer error=\"invalid_token\", ", 1)
+    } else {
+        challenge(sluice, None)
+    };
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    response
+}
+
+fn insufficient_scope(sluice: &Sluice, scope: Scope, tool: &str) -> Response {
+    let mut response = (
+        StatusCode::FORBIDDEN,
+        axum::Json(serde_json::json!({
+            "error": "insufficient_scope",
+            "message": format!("the tool {tool} needs the '{scope}' scope"),
+        })),
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&challenge(
+        sluice,
+        Some(("insufficient_scope", scope.as_str())),
+    )) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    response
+}
+
+/// Authenticates, checks the body, and passes the request on with the
+/// [`Caller`] in its extensions.
+pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let token = match parts.headers.get(header::AUTHORIZATION) {
+        None => return unauthorized(&sluice, "a bearer token is required", false),
+        Some(v) => v.to_str().ok().and_then(|h| {
+            let (scheme, rest) = h.split_once(' ')?;
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then(|| rest.trim().to_owned())
+        }),
+    };
+    let Some(token) = token else {
+        return unauthorized(
+            &sluice,
+            "the Authorization header must be 'Bearer <token>'",
+            true,
+        );
+    };
+    let caller: Caller = match sluice.access().verify(&token) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(reason = %e, "bearer token refused");
+            return unauthorized(&sluice, "the bearer token is not valid here", true);
+        }
+    };
+
+    let limit = sluice.parts().mcp_max_body_bytes;
+    let bytes = match to_bytes(body, limit).await {
+        Ok(b) => b,
+        Err(_) => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Value::Null,
+                ErrorData::invalid_request(format!("the request body is over {limit} bytes"), None),
+            );
+        }
+    };
+    let message: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                Value::Null,
+                ErrorData::parse_error(format!("the body is not valid JSON: {e}"), None),
+            );
+        }
+    };
+    let Some(object) = message.as_object() else {
+        let what = if message.is_array() {
+            "JSON-RPC batches are not supported: send one message per request"
+        } else {
+            "the body must be one JSON-RPC message (an object)"
+        };
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            Value::Null,
+            ErrorData::invalid_request(what, None),
+        );
+    };
+    if object.get("method").and_then(Value::as_str) == Some("tools/call") {
+        let name = object
+            .get("params")
+            .and_then(|p| p.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Some(scope) = tools::required_scope(name)
+            && !caller.scopes.contains(&scope)
+        {
+            return insufficient_scope(&sluice, scope, name);
+        }
+    }
+
+    parts.extensions.insert(caller);
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}

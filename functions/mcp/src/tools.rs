@@ -1,0 +1,344 @@
+//! The file tools. Each checks its own scope, binds everything it issues to
+//! the caller, and returns `structuredContent` matching its `outputSchema`
+//! plus a one-line summary. Failures are `isError` results that say what to
+//! do next.
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use http::request::Parts;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{Extension, schema_for_input, schema_for_output};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::JsonObject;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sluice::catalog::FileListing;
+use sluice::service::{DownloadTicket, SMALL_FILE_MAX, SmallUpload, UploadRequest, UploadTicket};
+use sluice::{ApiError, Caller, FileId, Scope, Sha256, Sluice};
+
+/// The protocol versions this server speaks.
+pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
+    ProtocolVersion::V_2026_07_28,
+    ProtocolVersion::V_2025_11_25,
+    ProtocolVersion::V_2025_06_18,
+];
+
+/// JSON Schema without schemars' non-standard integer formats (`uint64`,
+/// `uint`), which strict validators in clients warn about; `minimum: 0`
+/// already says what they mean.
+fn portable(schema: &JsonObject) -> std::sync::Arc<JsonObject> {
+    fn clean(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if map
+                    .get("format")
+                    .and_then(|f| f.as_str())
+                    .is_some_and(|f| f.starts_with("uint") || f.starts_with("int"))
+                {
+                    map.remove("format");
+                }
+                map.values_mut().for_each(clean);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(clean),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::Value::Object(schema.clone());
+    clean(&mut value);
+    match value {
+        serde_json::Value::Object(map) => std::sync::Arc::new(map),
+        _ => unreachable!("an object stays an object"),
+    }
+}
+
+/// The input schema of a tool taking `T`.
+fn input<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
+    portable(&schema_for_input::<T>().expect("tool inputs are objects"))
+}
+
+/// The output schema of a tool returning `T`.
+fn output<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
+    portable(&schema_for_output::<T>())
+}
+
+/// The scope a tool needs, or `None` for a name that is not a tool here.
+pub fn required_scope(tool: &str) -> Option<Scope> {
+    match tool {
+        "request_upload" | "upload_small_file" => Some(Scope::FilesWrite),
+        "get_download_url" | "list_files" | "read_small_file" => Some(Scope::FilesRead),
+        _ => None,
+    }
+}
+
+/// A file named by its id or its handle.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileArg {
+    /// A `file_id` (from list_files) or a handle (`$uploadedFile:…`).
+    pub file: String,
+}
+
+/// A small file sent inline.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SmallUploadArgs {
+    /// The file's name, e.g. `notes.txt`.
+    pub filename: String,
+    /// The file's bytes, base64-encoded; at most 16 KiB once decoded.
+    pub data_base64: String,
+    /// SHA-256 of the decoded bytes, 64 hex digits.
+    pub sha256: Sha256,
+    /// The media type; guessed from the name when absent.
+    #[serde(default)]
+    pub content_type: Option<String>,
+}
+
+/// The caller's files.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileList {
+    /// Newest first; only the caller's own, unexpired files.
+    pub files: Vec<FileListing>,
+}
+
+/// A small file's bytes, inline.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SmallFile {
+    /// The file's id.
+    pub file_id: FileId,
+    /// The name it was uploaded under.
+    pub filename: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Lowercase hex digest, verified against the bytes.
+    pub sha256: Sha256,
+    /// The media type.
+    pub content_type: String,
+    /// The bytes, base64-encoded.
+    pub data_base64: String,
+}
+
+/// The MCP server: the file tools over one shared [`Sluice`].
+#[derive(Clone)]
+pub struct SluiceTools {
+    sluice: Sluice,
+    tool_router: ToolRouter<Self>,
+}
+
+impl std::fmt::Debug for SluiceTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SluiceTools").finish_non_exhaustive()
+    }
+}
+
+/// A successful result: a one-line summary, the JSON for clients that do not
+/// read `structuredContent`, and the `structuredContent` itself.
+fn success<T: Serialize>(summary: String, value: &T) -> Result<CallToolResult, ApiError> {
+    let json = serde_json::to_value(value).map_err(ApiError::internal)?;
+    let mut result = CallToolResult::structured(json);
+    result.content.insert(0, ContentBlock::text(summary));
+    Ok(result)
+}
+
+/// A tool error the model can act on.
+fn failure(error: ApiError) -> CallToolResult {
+    let message = match &error {
+        ApiError::Internal(e) => {
+            tracing::error!(error = %e, "internal error in a tool");
+            "internal error: try again later".to_owned()
+        }
+        other => other.to_string(),
+    };
+    CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// Folds a tool body's outcome into a result.
+fn finish(outcome: Result<CallToolResult, ApiError>) -> Result<CallToolResult, ErrorData> {
+    Ok(outcome.unwrap_or_else(failure))
+}
+
+/// The caller the gate authenticated, holding `scope`.
+fn caller(parts: &Parts, scope: Scope) -> Result<Caller, ApiError> {
+    let caller = parts
+        .extensions
+        .get::<Caller>()
+        .cloned()
+        .ok_or(ApiError::Unauthorized("a bearer token is required"))?;
+    caller.require(scope)?;
+    Ok(caller)
+}
+
+#[tool_router]
+impl SluiceTools {
+    /// The tools over `sluice`.
+    pub fn new(sluice: Sluice) -> Self {
+        Self {
+            sluice,
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    #[tool(
+        description = "Get a single-use link to upload a file of any size without passing its bytes through the conversation. \
+First compute the file's exact size in bytes and its sha256 (e.g. `stat -c %s FILE` and `sha256sum FILE`). \
+Then run the returned `curl` command where the file is: it PUTs the bytes straight to storage, which accepts exactly that size and digest, once. \
+The upload host must be reachable from where the command runs (a sandboxed hosted client may need it allowlisted). \
+Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Never inline base64 for files over 16 KiB.",
+        input_schema = input::<UploadRequest>(),
+        output_schema = output::<UploadTicket>()
+    )]
+    async fn request_upload(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<UploadRequest>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(async {
+            let caller = caller(&parts, Scope::FilesWrite)?;
+            let (name, size) = (req.filename.clone(), req.size);
+            let ticket = self.sluice.issue_upload(&caller.sub, req).await?;
+            success(
+                format!(
+                    "Upload link for {name} ({size} bytes) until {}. Run the curl command where the file is; \
+                     {} must be reachable from there (a sandboxed client may need it allowlisted). Then use the handle.",
+                    ticket.upload.expires_at,
+                    self.sluice.public_host()
+                ),
+                &ticket,
+            )
+        }
+        .await)
+    }
+
+    #[tool(
+        description = "Get a single-use download link for one of your files (by file_id or handle), valid 5 minutes. \
+Run the returned `curl` command to save the file in the current directory; it fails loudly if the link was already used or expired. \
+The bytes never pass through the conversation. The size and sha256 are returned so the download can be checked.",
+        output_schema = output::<DownloadTicket>()
+    )]
+    async fn get_download_url(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(arg): Parameters<FileArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(async {
+            let caller = caller(&parts, Scope::FilesRead)?;
+            let file = self.sluice.resolve_file(&caller, &arg.file).await?;
+            let ticket = self.sluice.issue_download(&file).await?;
+            success(
+                format!(
+                    "Download link for {} ({} bytes, sha256 {}), single use, valid until {}: run the curl command.",
+                    ticket.filename, ticket.size, ticket.sha256, ticket.download.expires_at
+                ),
+                &ticket,
+            )
+        }
+        .await)
+    }
+
+    #[tool(
+        description = "List your files (newest first): file_id, name, size, sha256, content type, state (`pending` until uploaded, then `ready`) and expiry.",
+        output_schema = output::<FileList>()
+    )]
+    async fn list_files(
+        &self,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(
+            async {
+                let caller = caller(&parts, Scope::FilesRead)?;
+                let files = self.sluice.list_files(&caller.sub).await?;
+                success(format!("{} file(s).", files.len()), &FileList { files })
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        description = "Fallback for clients that cannot reach the upload host at all: store a SMALL file (at most 16 KiB) sent as base64, \
+with its sha256 (required, checked). Best effort, small files only: prefer request_upload, which handles any size without the bytes passing through the conversation.",
+        input_schema = input::<SmallUploadArgs>(),
+        output_schema = output::<SmallUpload>()
+    )]
+    async fn upload_small_file(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<SmallUploadArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(async {
+            let caller = caller(&parts, Scope::FilesWrite)?;
+            let encoded: String = args.data_base64.split_whitespace().collect();
+            if encoded.len() > (SMALL_FILE_MAX / 3 + 1) * 4 {
+                return Err(ApiError::BadRequest(format!(
+                    "data_base64 decodes to more than {SMALL_FILE_MAX} bytes: use request_upload and run its curl command instead"
+                )));
+            }
+            let data = base64::engine::general_purpose::STANDARD
+                .decode(&encoded)
+                .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(&encoded))
+                .map_err(|_| ApiError::BadRequest("data_base64 is not valid base64".into()))?;
+            let stored = self
+                .sluice
+                .upload_small(&caller.sub, args.filename, data, args.sha256, args.content_type)
+                .await?;
+            success(
+                format!("Stored {} ({} bytes) as {}.", stored.filename, stored.size, stored.file_id),
+                &stored,
+            )
+        }
+        .await)
+    }
+
+    #[tool(
+        description = "Fallback for clients that cannot download from the link host: read one of your SMALL files (at most 16 KiB) as base64, \
+verified against its sha256. Best effort, small files only: prefer get_download_url.",
+        output_schema = output::<SmallFile>()
+    )]
+    async fn read_small_file(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(arg): Parameters<FileArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(
+            async {
+                let caller = caller(&parts, Scope::FilesRead)?;
+                let file = self.sluice.resolve_file(&caller, &arg.file).await?;
+                let data = self.sluice.read_small(&file).await?;
+                let out = SmallFile {
+                    file_id: file.id,
+                    filename: file.filename,
+                    size: file.size,
+                    sha256: file.sha256,
+                    content_type: file.content_type,
+                    data_base64: base64::engine::general_purpose::STANDARD.encode(&data),
+                };
+                success(
+                    format!("{}: {} bytes, sha256 verified.", out.filename, out.size),
+                    &out,
+                )
+            }
+            .await,
+        )
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for SluiceTools {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("sluice", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "sluice moves files without their bytes passing through the conversation. \
+                 To upload: compute size and sha256, call request_upload, run its curl command, use the handle. \
+                 To download: call get_download_url and run its curl command. \
+                 upload_small_file / read_small_file are a fallback for files of at most 16 KiB.",
+            )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+}

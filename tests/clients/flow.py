@@ -1,0 +1,222 @@
+"""The whole sluice flow driven by the official MCP Python SDK client.
+
+Run by the Rust end-to-end tests (tests/tests/mcp_clients.rs) against a real
+sluice process. Exits non-zero, naming the failed check, on any failure.
+"""
+
+import argparse
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+TOOLS = {"request_upload", "get_download_url", "list_files", "upload_small_file", "read_small_file"}
+
+
+def structured(result):
+    for name in ("structured_content", "structuredContent"):
+        value = getattr(result, name, None)
+        if value is not None:
+            return value
+    raise AssertionError(f"no structuredContent in {result!r}")
+
+
+def is_error(result):
+    return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
+
+
+def text(result):
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def sh(line, cwd):
+    done = subprocess.run(line, shell=True, cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, f"command failed ({done.returncode}): {line}\n{done.stdout}\n{done.stderr}"
+
+
+def errors_of(exc):
+    """Every message in an exception and the groups and causes behind it."""
+    out = [repr(exc)]
+    for inner in getattr(exc, "exceptions", []) or []:
+        out.extend(errors_of(inner))
+    if exc.__cause__ is not None:
+        out.extend(errors_of(exc.__cause__))
+    return out
+
+
+class Recorder:
+    """Records every POST body sent to /mcp and every response body."""
+
+    def __init__(self):
+        self.bodies = []
+        self.statuses = []
+        self.active = True
+
+    async def on_request(self, request):
+        if request.method == "POST" and self.active:
+            self.bodies.append(("request", len(request.content), request.content[:200].decode("utf-8", "replace")))
+
+    async def on_response(self, response):
+        self.statuses.append(response.status_code)
+        if response.request.method == "POST" and self.active:
+            body = await response.aread()
+            self.bodies.append(("response", len(body), body[:200].decode("utf-8", "replace")))
+
+
+async def session_for(url, token, recorder=None, run=None):
+    hooks = {"request": [recorder.on_request], "response": [recorder.on_response]} if recorder else {}
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, event_hooks=hooks, timeout=30) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            read, write = streams[0], streams[1]
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await run(session)
+
+
+async def expect_refused(url, token, status):
+    async def run(session):
+        return await session.call_tool("request_upload", {"filename": "a", "size": 1, "sha256": "0" * 64})
+
+    recorder = Recorder()
+    try:
+        result = await session_for(url, token, recorder, run=run)
+    except BaseException as exc:  # noqa: BLE001 - the client raises a group
+        assert status in recorder.statuses, f"expected HTTP {status}, saw {recorder.statuses}: {errors_of(exc)[0][:300]}"
+        return
+    raise AssertionError(f"expected HTTP {status}, got a result: {result!r}")
+
+
+async def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--readonly-token", required=True)
+    p.add_argument("--other-token", required=True)
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--size", type=int, default=1 << 20)
+    args = p.parse_args()
+    checks = []
+
+    up_dir = os.path.join(args.workdir, "up")
+    down_dir = os.path.join(args.workdir, "down")
+    os.makedirs(up_dir)
+    os.makedirs(down_dir)
+    data = os.urandom(args.size)
+    name = "rapport final;v2 (été).bin"
+    with open(os.path.join(up_dir, name), "wb") as f:
+        f.write(data)
+    digest = hashlib.sha256(data).hexdigest()
+    recorder = Recorder()
+
+    async def flow(session):
+        tools = await session.list_tools()
+        names = {t.name for t in tools.tools}
+        assert TOOLS <= names, f"tools listed: {names}"
+        for t in tools.tools:
+            schema = getattr(t, "output_schema", None) or getattr(t, "outputSchema", None)
+            assert schema, f"{t.name} has no outputSchema"
+        checks.append("list tools")
+        recorder.bodies.clear()  # the flow of the file starts here
+
+        result = await session.call_tool("request_upload", {"filename": name, "size": len(data), "sha256": digest})
+        assert not is_error(result), text(result)
+        ticket = structured(result)
+        assert ticket["handle"].startswith("$uploadedFile:")
+        sh(ticket["curl"], up_dir)
+        checks.append("request_upload + curl")
+
+        result = await session.call_tool("get_download_url", {"file": ticket["handle"]})
+        assert not is_error(result), text(result)
+        download = structured(result)
+        assert download["sha256"] == digest and download["size"] == len(data)
+        sh(download["curl"], down_dir)
+        saved = [f for f in os.listdir(down_dir)]
+        assert len(saved) == 1, saved
+        with open(os.path.join(down_dir, saved[0]), "rb") as f:
+            assert f.read() == data, "downloaded bytes differ"
+        checks.append("get_download_url + curl, bytes identical")
+
+        # The flow of the file ends here; the base64 fallback below carries
+        # bytes through the model by design.
+        recorder.active = False
+        print(json.dumps(recorder.bodies and [(k, n) for k, n, _ in recorder.bodies]), file=sys.stderr)
+
+        result = await session.call_tool("list_files", {})
+        files = structured(result)["files"]
+        mine = [f for f in files if f["file_id"] == ticket["file_id"]]
+        assert mine and mine[0]["state"] == "ready", files
+        checks.append("list_files")
+
+        # A file id works as well as a handle.
+        result = await session.call_tool("get_download_url", {"file": ticket["file_id"]})
+        assert not is_error(result), text(result)
+
+        for size in (0, 1, 16 * 1024):
+            small = os.urandom(size)
+            result = await session.call_tool(
+                "upload_small_file",
+                {
+                    "filename": f"small-{size}.bin",
+                    "data_base64": base64.b64encode(small).decode(),
+                    "sha256": hashlib.sha256(small).hexdigest(),
+                },
+            )
+            assert not is_error(result), text(result)
+            stored = structured(result)
+            result = await session.call_tool("read_small_file", {"file": stored["handle"]})
+            assert not is_error(result), text(result)
+            assert base64.b64decode(structured(result)["data_base64"]) == small
+        checks.append("small files 0 B, 1 B, 16 KiB")
+
+        big = os.urandom(16 * 1024 + 1)
+        result = await session.call_tool(
+            "upload_small_file",
+            {"filename": "big.bin", "data_base64": base64.b64encode(big).decode(), "sha256": hashlib.sha256(big).hexdigest()},
+        )
+        assert is_error(result) and "request_upload" in text(result), text(result)
+        result = await session.call_tool(
+            "upload_small_file",
+            {"filename": "bad.bin", "data_base64": base64.b64encode(b"abc").decode(), "sha256": "0" * 64},
+        )
+        assert is_error(result) and "sha256" in text(result), text(result)
+        checks.append("small file refusals")
+        return ticket
+
+    ticket = await session_for(args.url, args.token, recorder, flow)
+
+    async def other_user(session):
+        result = await session.call_tool("get_download_url", {"file": ticket["handle"]})
+        assert is_error(result) and "another user" in text(result), text(result)
+        result = await session.call_tool("get_download_url", {"file": ticket["file_id"]})
+        assert is_error(result), text(result)
+        result = await session.call_tool("list_files", {})
+        assert structured(result)["files"] == [], "another user's files are listed"
+
+    await session_for(args.url, args.other_token, run=other_user)
+    checks.append("other user refused")
+
+    await expect_refused(args.url, "not-a-token", 401)
+    await expect_refused(args.url, None, 401)
+    await expect_refused(args.url, args.readonly_token, 403)
+    checks.append("401 and 403")
+
+    largest = max(recorder.bodies, key=lambda b: b[1])
+    assert largest[1] <= 4096, f"an MCP message of the file flow is {largest[1]} bytes: {largest}"
+    checks.append(f"{len(recorder.bodies)} MCP messages of the 1 MiB flow, largest {largest[1]} bytes")
+    print(json.dumps({"checks": checks, "messages": len(recorder.bodies), "largest": largest[1]}))
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except AssertionError as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,238 @@
+//! The MCP endpoint at the HTTP level: methods, auth challenges, metadata,
+//! bad bodies, scopes, and DNS-rebinding protection.
+
+use crate::util::{Reply, Server, request};
+
+const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+fn initialize() -> Vec<u8> {
+    serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn post(server: &Server, token: Option<&str>, extra: &[(&str, &str)], body: &[u8]) -> Reply {
+    let auth = token.map(|t| format!("Bearer {t}"));
+    let mut headers = vec![ACCEPT, JSON];
+    if let Some(a) = &auth {
+        headers.push(("Authorization", a));
+    }
+    headers.extend_from_slice(extra);
+    request(
+        "POST",
+        &format!("{}/mcp", server.base),
+        &headers,
+        Some(body),
+    )
+}
+
+#[test]
+fn initialize_answers_json_without_a_session() {
+    let (server, _dir) = Server::start();
+    let reply = post(
+        &server,
+        Some(&server.token("alice", &[])),
+        &[],
+        &initialize(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert!(
+        reply
+            .header("content-type")
+            .unwrap()
+            .starts_with("application/json")
+    );
+    assert!(reply.header("mcp-session-id").is_none());
+    assert_eq!(reply.json()["result"]["serverInfo"]["name"], "sluice");
+}
+
+#[test]
+fn get_on_mcp_is_405() {
+    let (server, _dir) = Server::start();
+    let reply = request("GET", &format!("{}/mcp", server.base), &[ACCEPT], None);
+    assert_eq!(reply.status, 405);
+    assert_eq!(reply.header("allow"), Some("POST"));
+}
+
+#[test]
+fn a_missing_or_foreign_token_gets_a_challenge_naming_the_metadata() {
+    let (server, _dir) = Server::start();
+    let (handle, link) = {
+        let token = server.token("alice", &[]);
+        let ticket = server.upload(&token, "a.txt", b"a");
+        let handle = ticket["handle"].as_str().unwrap().to_owned();
+        let url = server.download_ticket(&token, &handle)["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (handle, url.rsplit('/').next().unwrap().to_owned())
+    };
+    for token in [
+        None,
+        Some("garbage"),
+        Some(handle.as_str()),
+        Some(&handle["$uploadedFile:".len()..]),
+        Some(link.as_str()),
+    ] {
+        let reply = post(&server, token, &[], &initialize());
+        assert_eq!(reply.status, 401, "{token:?}");
+        let challenge = reply.header("www-authenticate").unwrap();
+        assert!(
+            challenge.contains(&format!(
+                "resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+                server.base
+            )),
+            "{challenge}"
+        );
+    }
+}
+
+#[test]
+fn protected_resource_metadata_lists_the_resource_and_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[("SLUICE_AUTH_SERVERS", "https://auth.example.com")],
+    );
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let reply = request("GET", &format!("{}{path}", server.base), &[], None);
+        assert_eq!(reply.status, 200);
+        let doc = reply.json();
+        assert_eq!(doc["resource"], format!("{}/mcp", server.base));
+        assert_eq!(
+            doc["authorization_servers"],
+            serde_json::json!(["https://auth.example.com"])
+        );
+        assert_eq!(
+            doc["scopes_supported"],
+            serde_json::json!(["files:read", "files:write"])
+        );
+    }
+}
+
+#[test]
+fn a_tool_call_without_its_scope_is_403_insufficient_scope() {
+    let (server, _dir) = Server::start();
+    let read_only = server.token("alice", &["files:read"]);
+    let call = serde_json::json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "request_upload", "arguments": {"filename": "a", "size": 1, "sha256": "0".repeat(64)}}
+    });
+    let reply = post(
+        &server,
+        Some(&read_only),
+        &[("MCP-Protocol-Version", "2025-06-18")],
+        call.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    let challenge = reply.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains("scope=\"files:write\""), "{challenge}");
+}
+
+#[test]
+fn bad_bodies_get_json_rpc_errors_with_4xx() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let cases: [(&[u8], u16, i64); 3] = [
+        (b"{not json", 400, -32700),
+        (
+            b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]",
+            400,
+            -32600,
+        ),
+        (b"42", 400, -32600),
+    ];
+    for (body, status, code) in cases {
+        let reply = post(&server, Some(&token), &[], body);
+        assert_eq!(reply.status, status, "{}", reply.text());
+        assert_eq!(reply.json()["error"]["code"], code, "{}", reply.text());
+    }
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(300 * 1024)
+    );
+    let reply = post(&server, Some(&token), &[], huge.as_bytes());
+    assert_eq!(reply.status, 413);
+    assert!(reply.json()["error"]["code"].is_i64());
+}
+
+#[test]
+fn a_foreign_host_or_origin_is_refused() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let reply = post(
+        &server,
+        Some(&token),
+        &[("Host", "evil.example.com")],
+        &initialize(),
+    );
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    let reply = post(
+        &server,
+        Some(&token),
+        &[("Origin", "http://evil.example.com")],
+        &initialize(),
+    );
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    let reply = post(
+        &server,
+        Some(&token),
+        &[("Origin", server.base.as_str())],
+        &initialize(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+}
+
+#[test]
+fn the_three_protocol_versions_are_spoken() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    for version in ["2025-06-18", "2025-11-25"] {
+        let body = serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        });
+        let reply = post(&server, Some(&token), &[], body.to_string().as_bytes());
+        assert_eq!(reply.json()["result"]["protocolVersion"], version);
+    }
+    let meta = serde_json::json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let discover = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}});
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "server/discover"),
+    ];
+    let reply = post(
+        &server,
+        Some(&token),
+        &headers,
+        discover.to_string().as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(
+        reply.json()["result"]["supportedVersions"],
+        serde_json::json!(["2026-07-28", "2025-11-25", "2025-06-18"])
+    );
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}});
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/list"),
+    ];
+    let reply = post(&server, Some(&token), &headers, list.to_string().as_bytes());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["result"]["tools"].as_array().unwrap().len(), 5);
+}
