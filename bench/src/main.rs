@@ -2,6 +2,7 @@
 //! the same run, every figure reported as a ratio to its reference, because
 //! this machine is shared and noisy and only same-run ratios mean anything.
 
+mod load;
 mod refs;
 
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -15,6 +16,9 @@ struct Args {
     size_mib: u64,
     runs: usize,
     out: Option<PathBuf>,
+    only: Option<String>,
+    requests: usize,
+    concurrency: usize,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -22,6 +26,9 @@ fn parse_args() -> anyhow::Result<Args> {
         size_mib: 1024,
         runs: 3,
         out: None,
+        only: None,
+        requests: 20_000,
+        concurrency: 32,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -29,9 +36,13 @@ fn parse_args() -> anyhow::Result<Args> {
             "--size-mib" => args.size_mib = it.next().context("--size-mib N")?.parse()?,
             "--runs" => args.runs = it.next().context("--runs N")?.parse()?,
             "--out" => args.out = Some(it.next().context("--out FILE")?.into()),
-            other => {
-                bail!("unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE)")
-            }
+            "--only" => args.only = Some(it.next().context("--only data|mcp")?),
+            "--requests" => args.requests = it.next().context("--requests N")?.parse()?,
+            "--concurrency" => args.concurrency = it.next().context("--concurrency N")?.parse()?,
+            other => bail!(
+                "unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE, \
+                 --only data|mcp, --requests N, --concurrency N)"
+            ),
         }
     }
     Ok(args)
@@ -54,7 +65,21 @@ fn main() -> anyhow::Result<()> {
         });
     }
     let args = parse_args()?;
-    let report = data_plane(&args)?;
+    let mut report = String::from(
+        "# Benchmarks\n\nFigures from one run of `make bench` on the development machine. \
+         Every figure stands beside a reference measured in the same run, as a ratio: \
+         the machine is shared and noisy, so absolute numbers vary from run to run.\n\n",
+    );
+    let wants = |name: &str| args.only.as_deref().is_none_or(|o| o == name);
+    if wants("data") {
+        report.push_str(&data_plane(&args)?);
+    }
+    if wants("mcp") {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        report.push_str(&rt.block_on(mcp(&args))?);
+    }
     print!("{report}");
     if let Some(out) = &args.out {
         std::fs::write(out, report)?;
@@ -270,11 +295,7 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
     let growth_mib = (peak.saturating_sub(rss_before)) as f64 / 1024.0;
     let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
 
-    let mut out = String::from(
-        "# Benchmarks\n\nFigures from one run of `make bench` on the development machine. \
-         Every figure stands beside a reference measured in the same run, as a ratio: \
-         the machine is shared and noisy, so absolute numbers vary from run to run.\n\n",
-    );
+    let mut out = String::new();
     use std::fmt::Write as _;
     writeln!(
         out,
@@ -321,6 +342,127 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
         rss_before as f64 / 1024.0,
         args.size_mib,
         verdict(growth_mib <= 32.0)
+    )?;
+    Ok(out)
+}
+
+/// The repository root (the bench runs from a checkout).
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `tools/call request_upload` on sluice against a no-op tool on the
+/// official TypeScript SDK, same generator, interleaved rounds.
+async fn mcp(args: &Args) -> anyhow::Result<String> {
+    let work = tempfile::tempdir()?;
+    let sluice = start_sluice(&work.path().join("sluice"))?;
+    let clients = repo_root().join("tests/clients");
+    let mut noop_child = Command::new("node")
+        .arg("noop-server.mjs")
+        .current_dir(&clients)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("node (run `make clients` first)")?;
+    let mut noop_url = String::new();
+    BufReader::new(noop_child.stdout.take().context("stdout")?).read_line(&mut noop_url)?;
+    let noop_url = noop_url.trim().to_owned();
+    let result = mcp_rounds(args, &sluice, &noop_url).await;
+    let _ = noop_child.kill();
+    let _ = noop_child.wait();
+    result
+}
+
+async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Result<String> {
+    let common = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2025-06-18"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()));
+    let mut sluice_headers = common.to_vec();
+    sluice_headers.push(("Authorization".into(), format!("Bearer {}", sluice.token)));
+    let call = |name: &str, arguments: serde_json::Value| {
+        bytes::Bytes::from(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+                .to_string(),
+        )
+    };
+    let upload = call(
+        "request_upload",
+        serde_json::json!({"filename": "report.pdf", "size": 5_000_000, "sha256": sluice::Sha256::of(b"report").to_hex()}),
+    );
+    let noop = call("noop", serde_json::json!({}));
+    let sluice_url = format!("{}/mcp", sluice.base);
+    let c = args.concurrency;
+
+    // Warm both up (JIT, allocator, connection pools).
+    load::run(
+        &sluice_url,
+        &sluice_headers,
+        upload.clone(),
+        c,
+        1000,
+        "\"isError\":false",
+    )
+    .await?;
+    load::run(noop_url, &common, noop.clone(), c, 1000, "\"ok\"").await?;
+    let (mut s, mut n) = (Vec::new(), Vec::new());
+    for round in 0..args.runs {
+        eprintln!("mcp round {} of {}…", round + 1, args.runs);
+        n.push(load::run(noop_url, &common, noop.clone(), c, args.requests, "\"ok\"").await?);
+        s.push(
+            load::run(
+                &sluice_url,
+                &sluice_headers,
+                upload.clone(),
+                c,
+                args.requests,
+                "\"isError\":false",
+            )
+            .await?,
+        );
+    }
+    let med = |v: &[load::Load], f: fn(&load::Load) -> f64| median(v.iter().map(f).collect());
+    let (s_rps, n_rps) = (med(&s, |l| l.rps), med(&n, |l| l.rps));
+    fn ms(d: std::time::Duration) -> f64 {
+        d.as_secs_f64() * 1000.0
+    }
+    let (s_p99, n_p99) = (med(&s, |l| ms(l.p99)), med(&n, |l| ms(l.p99)));
+    let (s_p50, n_p50) = (med(&s, |l| ms(l.p50)), med(&n, |l| ms(l.p50)));
+    let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
+
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    writeln!(
+        out,
+        "\n## MCP: `tools/call request_upload` against a no-op tool\n"
+    )?;
+    writeln!(
+        out,
+        "`target/release/sluice-bench --only mcp --runs {} --requests {} --concurrency {}`: one Rust load generator \
+         (hyper, {} keep-alive connections, closed loop, {} requests a round after 1,000 warm-up requests) \
+         drives sluice's real `request_upload` (validate, sign a handle and an upload link, write the file record, \
+         build the curl line; bearer token verified on every request) and a minimal server on the official \
+         TypeScript SDK (stateless Streamable HTTP, JSON responses, one no-op tool), rounds interleaved; medians of {} rounds.\n",
+        args.runs, args.requests, c, c, args.requests, args.runs
+    )?;
+    writeln!(out, "| server | requests/s | p50 ms | p99 ms |")?;
+    writeln!(out, "|---|---|---|---|")?;
+    writeln!(
+        out,
+        "| TypeScript SDK, no-op tool | {n_rps:.0} | {n_p50:.2} | {n_p99:.2} |"
+    )?;
+    writeln!(
+        out,
+        "| sluice, request_upload | {s_rps:.0} | {s_p50:.2} | {s_p99:.2} |"
+    )?;
+    writeln!(
+        out,
+        "\nThroughput ratio sluice / no-op **{:.2}×** (target ≥ 5×: {}); p99 ratio sluice / no-op **{:.2}** (target ≤ 0.20: {}).",
+        s_rps / n_rps,
+        verdict(s_rps / n_rps >= 5.0),
+        s_p99 / n_p99,
+        verdict(s_p99 / n_p99 <= 0.2)
     )?;
     Ok(out)
 }

@@ -133,9 +133,11 @@ pub fn access_verifier(config: &Config, keys: Keyring) -> AccessVerifier {
 /// Assembles sluice on the local backends (a directory and an SQLite ledger).
 pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalStore), StartError> {
     let keys = local_keyring(config)?;
-    let store = LocalStore::open(&config.data_dir, config.quota_bytes).map_err(io_error(
-        format!("opening the store in {}", config.data_dir.display()),
-    ))?;
+    let store =
+        LocalStore::open(&config.data_dir, config.quota_bytes).map_err(|e| StartError::Io {
+            what: format!("opening the store in {}", config.data_dir.display()),
+            source: io::Error::other(e),
+        })?;
     let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
     let sluice = Sluice::new(Parts {
         access: access_verifier(config, keys.clone()),

@@ -14,6 +14,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt as _;
 use tokio::sync::mpsc;
 
+use super::small::SmallObjects;
 use super::{ByteStream, ObjectInfo, ObjectStore, StoreError};
 use crate::file::ObjectKey;
 use crate::sha::{Sha256, Verifier};
@@ -30,16 +31,18 @@ pub struct LocalStore {
     objects: PathBuf,
     tmp: PathBuf,
     quota: u64,
+    small: SmallObjects,
 }
 
 impl LocalStore {
     /// Opens (creating if needed) a store under `root`.
-    pub fn open(root: &Path, quota: u64) -> io::Result<Self> {
+    pub fn open(root: &Path, quota: u64) -> Result<Self, StoreError> {
         let objects = root.join("objects");
         let tmp = root.join("tmp");
         std::fs::create_dir_all(&objects)?;
         std::fs::create_dir_all(&tmp)?;
         Ok(Self {
+            small: SmallObjects::open(&root.join("records.sqlite3"))?,
             objects,
             tmp,
             quota,
@@ -59,7 +62,8 @@ impl LocalStore {
 
     /// Deletes objects older than `max_age` and temporary files left by
     /// uploads that died. Returns how many objects were removed.
-    pub fn sweep(&self, max_age: Duration) -> io::Result<usize> {
+    pub fn sweep(&self, max_age: Duration) -> Result<usize, StoreError> {
+        self.small.sweep(max_age.as_secs() as i64)?;
         let cutoff = SystemTime::now() - max_age;
         let mut removed = 0;
         for entry in walk(&self.objects)? {
@@ -196,44 +200,15 @@ impl ObjectStore for LocalStore {
     }
 
     async fn put_small(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
-        let dest = self.path(key);
-        let tmp_dir = self.tmp.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut tmp = tempfile::NamedTempFile::new_in(tmp_dir)?;
-            tmp.write_all(&bytes)?;
-            tmp.as_file().sync_all()?;
-            std::fs::create_dir_all(dest.parent().expect("keys have a directory"))?;
-            tmp.persist(&dest).map_err(|e| e.error)?;
-            Ok(())
-        })
-        .await
-        .map_err(join_error)?
+        self.small.put(key, bytes).await
     }
 
     async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
-        match tokio::fs::read(self.path(key)).await {
-            Ok(b) => Ok(Some(b.into())),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        self.small.get(key).await
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        // Prefixes end at a directory boundary (`records/<owner>/`), so
-        // walking that directory lists exactly the keys under it.
-        let root = self.objects.clone();
-        let dir = root.join(prefix);
-        tokio::task::spawn_blocking(move || {
-            Ok(walk(&dir)?
-                .into_iter()
-                .filter_map(|(path, _)| {
-                    let rel = path.strip_prefix(&root).ok()?.to_str()?.to_owned();
-                    Some(ObjectKey::from_stored(rel))
-                })
-                .collect())
-        })
-        .await
-        .map_err(join_error)?
+        self.small.list(prefix).await
     }
 }
 

@@ -5,6 +5,7 @@
 //! complete and verified, a key is written at most once, and reads stream.
 
 mod local;
+mod small;
 
 pub use local::LocalStore;
 
