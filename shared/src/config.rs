@@ -39,6 +39,8 @@ pub const VARIABLES: &[&str] = &[
     "SLUICE_AUTH_ISSUER",
     "SLUICE_AUTH_AUDIENCE",
     "SLUICE_AUTH_SERVERS",
+    "SLUICE_AUTH_JWKS_URL",
+    "SLUICE_AUTH_JWKS_REFRESH_SECS",
     "SLUICE_MCP_MAX_BODY_BYTES",
     "SLUICE_DEV_TOKEN_TTL_SECS",
     "SLUICE_LOG",
@@ -84,6 +86,13 @@ pub struct Config {
     /// (`SLUICE_AUTH_SERVERS`, comma-separated URLs; default: the issuer, if
     /// it is a URL).
     pub auth_servers: Vec<Url>,
+    /// The authorization server's JWKS (`SLUICE_AUTH_JWKS_URL`): when set,
+    /// bearer tokens are RS256/ES256 tokens verified with its keys, and local
+    /// development tokens are refused.
+    pub auth_jwks_url: Option<Url>,
+    /// The least time between two JWKS fetches for unknown key ids
+    /// (`SLUICE_AUTH_JWKS_REFRESH_SECS`, default 30).
+    pub auth_jwks_refresh: Duration,
     /// The largest MCP request body (`SLUICE_MCP_MAX_BODY_BYTES`, default 256 KiB).
     pub mcp_max_body_bytes: u64,
     /// Lifetime of locally minted bearer tokens (`SLUICE_DEV_TOKEN_TTL_SECS`, default 30 days).
@@ -184,6 +193,21 @@ impl Config {
                     .into_iter()
                     .collect(),
             },
+            auth_jwks_url: get("SLUICE_AUTH_JWKS_URL")
+                .map(|u| {
+                    let url = Url::parse(u)
+                        .map_err(|e| invalid("SLUICE_AUTH_JWKS_URL", format!("not a URL ({e})")))?;
+                    if matches!(url.scheme(), "http" | "https") && url.host().is_some() {
+                        Ok(url)
+                    } else {
+                        Err(invalid(
+                            "SLUICE_AUTH_JWKS_URL",
+                            "must be an http:// or https:// URL",
+                        ))
+                    }
+                })
+                .transpose()?,
+            auth_jwks_refresh: secs(&get, "SLUICE_AUTH_JWKS_REFRESH_SECS", 30)?,
             mcp_max_body_bytes: positive(&get, "SLUICE_MCP_MAX_BODY_BYTES", 256 * 1024)?,
             dev_token_ttl: secs(&get, "SLUICE_DEV_TOKEN_TTL_SECS", 30 * 24 * 3600)?,
             log: get("SLUICE_LOG").unwrap_or("info").to_owned(),
@@ -279,6 +303,8 @@ mod tests {
             ("SLUICE_KEY_ID", "has space"),
             ("SLUICE_AUTH_SERVERS", "https://ok.example, nope"),
             ("SLUICE_MCP_MAX_BODY_BYTES", "0"),
+            ("SLUICE_AUTH_JWKS_URL", "file:///etc/keys"),
+            ("SLUICE_AUTH_JWKS_REFRESH_SECS", "soon"),
         ];
         for (var, value) in cases {
             let err = config(&[(var, value)]).unwrap_err();

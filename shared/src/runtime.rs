@@ -123,11 +123,15 @@ pub fn local_keyring(config: &Config) -> Result<Keyring, StartError> {
 
 /// Bearer-token validation for `config`.
 pub fn access_verifier(config: &Config, keys: Keyring) -> AccessVerifier {
-    AccessVerifier::new(
-        keys,
-        config.auth_issuer.clone(),
-        config.auth_audience.clone(),
-    )
+    let (issuer, audience) = (config.auth_issuer.clone(), config.auth_audience.clone());
+    match &config.auth_jwks_url {
+        Some(url) => AccessVerifier::with_jwks(
+            crate::auth::Jwks::new(url.clone(), config.auth_jwks_refresh),
+            issuer,
+            audience,
+        ),
+        None => AccessVerifier::new(keys, issuer, audience),
+    }
 }
 
 /// Assembles sluice on the local backends (a directory and an SQLite ledger).

@@ -6,6 +6,7 @@ mod util;
 
 mod concurrency;
 mod download;
+mod jwks;
 mod mcp_clients;
 mod mcp_http;
 mod refusals;

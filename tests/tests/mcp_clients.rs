@@ -10,7 +10,7 @@ use std::process::Command;
 
 use crate::util::{Server, out_text};
 
-fn root() -> PathBuf {
+pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 

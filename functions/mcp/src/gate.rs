@@ -77,7 +77,7 @@ pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next)
             true,
         );
     };
-    let caller: Caller = match sluice.access().verify(&token) {
+    let caller: Caller = match sluice.access().verify(&token).await {
         Ok(c) => c,
         Err(e) => {
             tracing::debug!(reason = %e, "bearer token refused");

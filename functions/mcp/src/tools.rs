@@ -214,7 +214,7 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
     }
 
     #[tool(
-        description = "Get a single-use download link for one of your files (by file_id or handle), valid 5 minutes. \
+        description = "Get a single-use, short-lived download link for one of your files (by file_id or handle). \
 Run the returned `curl` command to save the file in the current directory; it fails loudly if the link was already used or expired. \
 The bytes never pass through the conversation. The size and sha256 are returned so the download can be checked.",
         output_schema = output::<DownloadTicket>()

@@ -92,8 +92,17 @@ fn token(config: &Config, args: &[String]) -> Result<(), StartError> {
     }
     let keys = runtime::local_keyring(config)?;
     let access = runtime::access_verifier(config, keys);
-    println!("{}", access.mint(&user, &scopes, config.dev_token_ttl));
-    Ok(())
+    match access.mint(&user, &scopes, config.dev_token_ttl) {
+        Some(token) => {
+            println!("{token}");
+            Ok(())
+        }
+        None => Err(usage(
+            "SLUICE_AUTH_JWKS_URL is set: bearer tokens come from that authorization server, \
+             and `sluice token` mints only local development tokens"
+                .into(),
+        )),
+    }
 }
 
 fn serve(config: Config) -> Result<(), StartError> {
@@ -106,13 +115,16 @@ fn serve(config: Config) -> Result<(), StartError> {
         let (listener, url) = runtime::bind(&config).await?;
         let (sluice, store) = runtime::local_sluice(&config, url.clone())?;
         let base = sluice.base_url().to_owned();
-        let dev = sluice.access().mint("dev", &default_scopes(), config.dev_token_ttl);
         // The first line is machine-readable: scripts and tests wait for it.
         println!("sluice listening on {base}");
         println!("data directory: {}", config.data_dir.display());
-        println!("dev bearer token (user 'dev', files:read files:write):\n  {dev}");
-        println!("connect Claude Code:\n  claude mcp add --transport http sluice {base}/mcp --header \"Authorization: Bearer {dev}\"");
-        println!("upload from a shell:\n  curl -sS -H 'Authorization: Bearer {dev}' -H 'Content-Type: application/json' \\\n    -d '{{\"filename\":\"a.txt\",\"size\":3,\"sha256\":\"…\"}}' {base}/uploads");
+        match sluice.access().mint("dev", &default_scopes(), config.dev_token_ttl) {
+            Some(dev) => {
+                println!("dev bearer token (user 'dev', files:read files:write):\n  {dev}");
+                println!("connect Claude Code:\n  claude mcp add --transport http sluice {base}/mcp --header \"Authorization: Bearer {dev}\"");
+            }
+            None => println!("bearer tokens: from the authorization server (SLUICE_AUTH_JWKS_URL)"),
+        }
         tokio::spawn(crate::sweep_forever(store, config.handle_ttl, config.link_ttl));
         runtime::serve(listener, crate::app(sluice), runtime::shutdown_signal())
             .await

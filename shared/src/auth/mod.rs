@@ -4,8 +4,13 @@
 //! development tokens are HS256 under a key derived for that purpose alone,
 //! so a handle or link token can never pass as a bearer token.
 
+mod jwks;
+
+pub use jwks::Jwks;
+
 use std::collections::BTreeSet;
 use std::fmt;
+use std::sync::Arc;
 
 use axum::extract::{FromRef, FromRequestParts};
 use http::request::Parts;
@@ -94,44 +99,134 @@ struct Claims {
     exp: i64,
 }
 
+/// Where bearer tokens' keys come from.
+#[derive(Debug, Clone)]
+enum Keys {
+    /// HS256 under the key derived for development tokens.
+    Local(Box<Keyring>),
+    /// RS256 / ES256 under an authorization server's published keys.
+    Jwks(Arc<Jwks>),
+}
+
+/// The clock skew allowed for tokens from another machine's clock.
+const JWKS_LEEWAY_SECS: u64 = 30;
+
 /// Validates bearer tokens, and mints them for local development.
 #[derive(Debug, Clone)]
 pub struct AccessVerifier {
-    keys: Keyring,
+    keys: Keys,
     issuer: String,
     audience: String,
 }
 
+#[derive(Deserialize)]
+struct ExternalClaims {
+    sub: String,
+    #[serde(default)]
+    scope: Option<String>,
+    /// Some servers send scopes as an array (`scp`).
+    #[serde(default)]
+    scp: Option<Vec<String>>,
+}
+
 impl AccessVerifier {
-    /// A verifier for tokens from `issuer` for `audience`.
+    /// A verifier for locally minted HS256 tokens from `issuer` for `audience`.
     pub fn new(keys: Keyring, issuer: String, audience: String) -> Self {
         Self {
-            keys,
+            keys: Keys::Local(Box::new(keys)),
+            issuer,
+            audience,
+        }
+    }
+
+    /// A verifier for an authorization server's RS256/ES256 tokens.
+    pub fn with_jwks(jwks: Jwks, issuer: String, audience: String) -> Self {
+        Self {
+            keys: Keys::Jwks(Arc::new(jwks)),
             issuer,
             audience,
         }
     }
 
     /// Validates a bearer token.
-    pub fn verify(&self, token: &str) -> Result<Caller, TokenError> {
-        let claims: Claims = token::verify_with(&self.keys, Purpose::DevBearer, TYP, token, |v| {
-            v.set_issuer(&[&self.issuer]);
-            v.set_audience(&[&self.audience]);
-            v.validate_aud = true;
-            v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        })?;
+    pub async fn verify(&self, token: &str) -> Result<Caller, TokenError> {
+        match &self.keys {
+            Keys::Local(keys) => {
+                let claims: Claims =
+                    token::verify_with(keys, Purpose::DevBearer, TYP, token, |v| {
+                        v.set_issuer(&[&self.issuer]);
+                        v.set_audience(&[&self.audience]);
+                        v.validate_aud = true;
+                        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+                    })?;
+                Ok(Caller {
+                    sub: claims.sub,
+                    scopes: claims
+                        .scope
+                        .split_whitespace()
+                        .filter_map(Scope::parse)
+                        .collect(),
+                })
+            }
+            Keys::Jwks(jwks) => self.verify_external(jwks, token).await,
+        }
+    }
+
+    async fn verify_external(&self, jwks: &Jwks, token: &str) -> Result<Caller, TokenError> {
+        use jsonwebtoken::errors::ErrorKind;
+        use jsonwebtoken::{Algorithm, Validation};
+        if token.is_empty() {
+            return Err(TokenError::Empty);
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Malformed)?;
+        if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {
+            return Err(TokenError::WrongType);
+        }
+        // RFC 9068 access tokens say `at+jwt`; many servers say `JWT` or nothing.
+        if let Some(typ) = header.typ.as_deref()
+            && !["at+jwt", "jwt", "application/at+jwt"]
+                .iter()
+                .any(|t| typ.eq_ignore_ascii_case(t))
+        {
+            return Err(TokenError::WrongType);
+        }
+        let kid = header.kid.ok_or(TokenError::UnknownKey)?;
+        let (key, alg) = jwks.key(&kid).await?;
+        if alg != header.alg {
+            return Err(TokenError::WrongType);
+        }
+        let mut v = Validation::new(alg);
+        v.leeway = JWKS_LEEWAY_SECS;
+        v.set_issuer(&[&self.issuer]);
+        v.set_audience(&[&self.audience]);
+        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let claims = jsonwebtoken::decode::<ExternalClaims>(token, &key, &v)
+            .map_err(|e| match e.kind() {
+                ErrorKind::InvalidSignature => TokenError::BadSignature,
+                ErrorKind::ExpiredSignature => TokenError::Expired,
+                ErrorKind::InvalidIssuer
+                | ErrorKind::InvalidAudience
+                | ErrorKind::MissingRequiredClaim(_) => TokenError::WrongAudience,
+                _ => TokenError::Malformed,
+            })?
+            .claims;
+        let names: Vec<String> = match (claims.scope, claims.scp) {
+            (Some(s), _) => s.split_whitespace().map(str::to_owned).collect(),
+            (None, Some(list)) => list,
+            (None, None) => Vec::new(),
+        };
         Ok(Caller {
             sub: claims.sub,
-            scopes: claims
-                .scope
-                .split_whitespace()
-                .filter_map(Scope::parse)
-                .collect(),
+            scopes: names.iter().filter_map(|n| Scope::parse(n)).collect(),
         })
     }
 
-    /// Mints a development bearer token for `sub` with `scopes`.
-    pub fn mint(&self, sub: &str, scopes: &[Scope], ttl: std::time::Duration) -> String {
+    /// Mints a development bearer token for `sub` with `scopes`; `None`
+    /// when tokens come from an external authorization server.
+    pub fn mint(&self, sub: &str, scopes: &[Scope], ttl: std::time::Duration) -> Option<String> {
+        let Keys::Local(keys) = &self.keys else {
+            return None;
+        };
         let now = crate::time::now_unix();
         let claims = Claims {
             iss: self.issuer.clone(),
@@ -145,7 +240,7 @@ impl AccessVerifier {
             iat: now,
             exp: now + ttl.as_secs() as i64,
         };
-        token::sign(&self.keys, Purpose::DevBearer, TYP, &claims)
+        Some(token::sign(keys, Purpose::DevBearer, TYP, &claims))
     }
 }
 
@@ -172,7 +267,7 @@ where
             .ok_or(ApiError::Unauthorized(
                 "the Authorization header must be 'Bearer <token>'",
             ))?;
-        sluice.access().verify(token).map_err(|e| {
+        sluice.access().verify(token).await.map_err(|e| {
             tracing::debug!(reason = %e, "bearer token refused");
             ApiError::Unauthorized("the bearer token is not valid here")
         })
@@ -188,15 +283,17 @@ mod tests {
         AccessVerifier::new(ring("k1", 1), "iss".into(), "aud".into())
     }
 
-    #[test]
-    fn a_minted_token_verifies_with_its_scopes() {
+    #[tokio::test]
+    async fn a_minted_token_verifies_with_its_scopes() {
         let v = verifier();
-        let t = v.mint(
-            "alice",
-            &[Scope::FilesRead, Scope::FilesWrite],
-            std::time::Duration::from_secs(60),
-        );
-        let caller = v.verify(&t).unwrap();
+        let t = v
+            .mint(
+                "alice",
+                &[Scope::FilesRead, Scope::FilesWrite],
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap();
+        let caller = v.verify(&t).await.unwrap();
         assert_eq!(caller.sub, "alice");
         assert!(caller.require(Scope::FilesWrite).is_ok());
         assert!(matches!(
@@ -205,17 +302,19 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn another_issuer_or_audience_is_refused() {
-        let t = verifier().mint("alice", &[], std::time::Duration::from_secs(60));
+    #[tokio::test]
+    async fn another_issuer_or_audience_is_refused() {
+        let t = verifier()
+            .mint("alice", &[], std::time::Duration::from_secs(60))
+            .unwrap();
         let other_aud = AccessVerifier::new(ring("k1", 1), "iss".into(), "other".into());
-        assert_eq!(other_aud.verify(&t), Err(TokenError::WrongAudience));
+        assert_eq!(other_aud.verify(&t).await, Err(TokenError::WrongAudience));
         let other_iss = AccessVerifier::new(ring("k1", 1), "other".into(), "aud".into());
-        assert_eq!(other_iss.verify(&t), Err(TokenError::WrongAudience));
+        assert_eq!(other_iss.verify(&t).await, Err(TokenError::WrongAudience));
     }
 
-    #[test]
-    fn a_handle_is_not_a_bearer_token() {
+    #[tokio::test]
+    async fn a_handle_is_not_a_bearer_token() {
         use crate::token::Handle;
         let keys = ring("k1", 1);
         let handle = Handle {
@@ -224,6 +323,6 @@ mod tests {
         }
         .encode(&keys);
         let jwt = handle.strip_prefix(crate::token::HANDLE_PREFIX).unwrap();
-        assert_eq!(verifier().verify(jwt), Err(TokenError::WrongType));
+        assert_eq!(verifier().verify(jwt).await, Err(TokenError::WrongType));
     }
 }

@@ -1,0 +1,212 @@
+//! Production auth: RS256 and ES256 bearer tokens from an authorization
+//! server, verified with the keys of its JWKS document, which is fetched,
+//! cached, and fetched again when a token names an unknown key.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+use crate::util::{Server, post_json};
+
+const ISSUER: &str = "https://auth.example.com";
+const AUDIENCE: &str = "https://files.example.com/mcp";
+
+/// A JWKS endpoint serving whatever document it currently holds.
+struct JwksServer {
+    url: String,
+    document: Arc<Mutex<Value>>,
+    fetches: Arc<AtomicUsize>,
+}
+
+impl JwksServer {
+    fn start(document: Value) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
+        let document = Arc::new(Mutex::new(document));
+        let fetches = Arc::new(AtomicUsize::new(0));
+        let (doc, count) = (document.clone(), fetches.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+                let body = doc.lock().unwrap().to_string();
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        Self {
+            url,
+            document,
+            fetches,
+        }
+    }
+}
+
+fn keys() -> Value {
+    let out = std::process::Command::new("node")
+        .arg(crate::mcp_clients::root().join("tests/clients/keys.mjs"))
+        .output()
+        .expect("node runs");
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn sign(alg: Algorithm, pem: &str, kid: &str, claims: Value) -> String {
+    let key = match alg {
+        Algorithm::RS256 => EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
+        _ => EncodingKey::from_ec_pem(pem.as_bytes()).unwrap(),
+    };
+    let header = Header {
+        kid: Some(kid.to_owned()),
+        typ: Some("at+jwt".to_owned()),
+        ..Header::new(alg)
+    };
+    jsonwebtoken::encode(&header, &claims, &key).unwrap()
+}
+
+fn claims(sub: &str, scope: &str, exp_in: i64) -> Value {
+    let now = sluice::time::now_unix();
+    json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "scope": scope, "iat": now, "exp": now + exp_in})
+}
+
+fn upload_status(server: &Server, token: &str) -> u16 {
+    let body = json!({"filename": "a.txt", "size": 1, "sha256": sluice::Sha256::of(b"a").to_hex()});
+    post_json(&format!("{}/uploads", server.base), Some(token), &body).status
+}
+
+#[test]
+fn tokens_from_the_authorization_server_are_verified_with_its_jwks() {
+    let keys = keys();
+    let jwks = JwksServer::start(json!({"keys": [keys["rsa"]["jwk"]]}));
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
+            ("SLUICE_AUTH_ISSUER", ISSUER),
+            ("SLUICE_AUTH_AUDIENCE", AUDIENCE),
+            ("SLUICE_AUTH_JWKS_REFRESH_SECS", "1"),
+        ],
+    );
+    let rsa_pem = keys["rsa"]["pem"].as_str().unwrap();
+    let ec_pem = keys["ec"]["pem"].as_str().unwrap();
+
+    let good = sign(
+        Algorithm::RS256,
+        rsa_pem,
+        "rsa-1",
+        claims("alice", "files:read files:write", 300),
+    );
+    assert_eq!(upload_status(&server, &good), 200);
+    assert_eq!(upload_status(&server, &good), 200);
+    assert_eq!(jwks.fetches.load(Ordering::SeqCst), 1, "the JWKS is cached");
+
+    // Refused: expired, another audience, another issuer, missing scope,
+    // a local development token, a key the JWKS does not hold.
+    let expired = sign(
+        Algorithm::RS256,
+        rsa_pem,
+        "rsa-1",
+        claims("alice", "files:write", -120),
+    );
+    assert_eq!(upload_status(&server, &expired), 401);
+    let mut other = claims("alice", "files:write", 300);
+    other["aud"] = json!("https://elsewhere.example.com");
+    assert_eq!(
+        upload_status(&server, &sign(Algorithm::RS256, rsa_pem, "rsa-1", other)),
+        401
+    );
+    let mut other = claims("alice", "files:write", 300);
+    other["iss"] = json!("https://evil.example.com");
+    assert_eq!(
+        upload_status(&server, &sign(Algorithm::RS256, rsa_pem, "rsa-1", other)),
+        401
+    );
+    let read_only = sign(
+        Algorithm::RS256,
+        rsa_pem,
+        "rsa-1",
+        claims("alice", "files:read", 300),
+    );
+    assert_eq!(upload_status(&server, &read_only), 403);
+    let local = crate::util::token_for(dir.path(), "alice", &[]);
+    assert_eq!(upload_status(&server, &local), 401);
+    // Signed by the EC key under the RSA key's id: the signature fails.
+    let forged = sign(
+        Algorithm::ES256,
+        ec_pem,
+        "rsa-1",
+        claims("alice", "files:write", 300),
+    );
+    assert_eq!(upload_status(&server, &forged), 401);
+
+    // The server rotates in an ES256 key: a token naming it makes sluice
+    // fetch the JWKS again.
+    let ec = sign(
+        Algorithm::ES256,
+        ec_pem,
+        "ec-1",
+        claims("bob", "files:write", 300),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    *jwks.document.lock().unwrap() = json!({"keys": [keys["rsa"]["jwk"], keys["ec"]["jwk"]]});
+    assert_eq!(upload_status(&server, &ec), 200);
+    assert!(jwks.fetches.load(Ordering::SeqCst) >= 2);
+
+    // The same token works on the MCP endpoint.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let reply = crate::util::request(
+        "POST",
+        &format!("{}/mcp", server.base),
+        &[
+            ("Authorization", &format!("Bearer {ec}")),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        Some(init.to_string().as_bytes()),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+}
+
+#[test]
+fn an_unknown_key_id_is_refetched_at_most_once_per_interval() {
+    let keys = keys();
+    let jwks = JwksServer::start(json!({"keys": [keys["rsa"]["jwk"]]}));
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
+            ("SLUICE_AUTH_ISSUER", ISSUER),
+            ("SLUICE_AUTH_AUDIENCE", AUDIENCE),
+        ],
+    );
+    let rsa_pem = keys["rsa"]["pem"].as_str().unwrap();
+    for i in 0..5 {
+        let t = sign(
+            Algorithm::RS256,
+            rsa_pem,
+            &format!("nope-{i}"),
+            claims("alice", "files:write", 300),
+        );
+        assert_eq!(upload_status(&server, &t), 401);
+    }
+    assert_eq!(
+        jwks.fetches.load(Ordering::SeqCst),
+        1,
+        "garbage key ids must not hammer the JWKS"
+    );
+}
