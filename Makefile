@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test lint fmt bench clean clients
+.PHONY: all build run test lint fmt bench clean clients emulators
 
 all: build
 
@@ -17,14 +17,22 @@ build:
 run:
 	$(CARGO) run --release --bin sluice
 
-# The official MCP clients the end-to-end tests drive: the Python SDK in a
-# venv, the TypeScript SDK from the lock file.
-clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed
+# What the end-to-end tests drive and talk to: the official MCP clients (the
+# Python SDK in a venv, the TypeScript SDK from the lock file), moto server
+# (DynamoDB, in the same venv) and s3s-fs (S3, which verifies presigned
+# signatures and checksums).
+S3S_FS_VERSION := 0.14.1
+S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
 
-$(VENV)/.installed: $(CLIENTS)/requirements.txt
+clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS)
+
+$(VENV)/.installed: tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r $(CLIENTS)/requirements.txt
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 	touch $@
+
+$(S3S_FS):
+	$(CARGO) install s3s-fs@$(S3S_FS_VERSION) --features binary --locked
 
 $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
 	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error

@@ -23,6 +23,14 @@ pub struct ConfigError {
 /// Every variable [`Config::from_env`] reads, for documentation and for the
 /// deployment template's drift test.
 pub const VARIABLES: &[&str] = &[
+    "SLUICE_BACKEND",
+    "SLUICE_S3_BUCKET",
+    "SLUICE_DYNAMODB_TABLE",
+    "SLUICE_AWS_REGION",
+    "SLUICE_S3_ENDPOINT_URL",
+    "SLUICE_DYNAMODB_ENDPOINT_URL",
+    "SLUICE_MASTER_SECRET_ID",
+    "SLUICE_DOWNLOAD_URL_TTL_SECS",
     "SLUICE_HOST",
     "SLUICE_PORT",
     "SLUICE_PUBLIC_URL",
@@ -46,9 +54,43 @@ pub const VARIABLES: &[&str] = &[
     "SLUICE_LOG",
 ];
 
+/// Where objects and spent tokens live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A directory and an SQLite file under `SLUICE_DATA_DIR`.
+    Local,
+    /// S3 and DynamoDB.
+    Aws(Box<AwsConfig>),
+}
+
+/// The AWS resources (`SLUICE_BACKEND=aws`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwsConfig {
+    /// `SLUICE_S3_BUCKET`: objects and file records.
+    pub bucket: String,
+    /// `SLUICE_DYNAMODB_TABLE`: spent tokens (partition key `pk`, TTL `expires_at`).
+    pub table: String,
+    /// `SLUICE_AWS_REGION`; otherwise the SDK's chain (`AWS_REGION`).
+    pub region: Option<String>,
+    /// `SLUICE_S3_ENDPOINT_URL`: an S3 emulator, path-style.
+    pub s3_endpoint: Option<Url>,
+    /// `SLUICE_DYNAMODB_ENDPOINT_URL`: a DynamoDB emulator.
+    pub dynamodb_endpoint: Option<Url>,
+    /// `SLUICE_MASTER_SECRET_ID`: a Secrets Manager secret holding the master
+    /// secret, read at start (instead of `SLUICE_MASTER_SECRET`).
+    pub master_secret_id: Option<String>,
+}
+
 /// The validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// Which backends (`SLUICE_BACKEND`, `local` or `aws`; default `local`).
+    pub backend: Backend,
+    /// Whether the process runs inside AWS Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
+    pub lambda: bool,
+    /// How long a presigned S3 download URL is valid
+    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`, default and maximum 60).
+    pub download_url_ttl: Duration,
     /// Address to listen on (`SLUICE_HOST`, default `127.0.0.1`).
     pub host: IpAddr,
     /// Port to listen on (`SLUICE_PORT`, default 8787; 0 picks a free one).
@@ -113,7 +155,9 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let env: HashMap<String, String> = vars
             .into_iter()
-            .filter(|(k, v)| k.starts_with("SLUICE_") && !v.is_empty())
+            .filter(|(k, v)| {
+                (k.starts_with("SLUICE_") || k == "AWS_LAMBDA_RUNTIME_API") && !v.is_empty()
+            })
             .collect();
         let get = |var: &'static str| env.get(var).map(String::as_str);
 
@@ -149,7 +193,59 @@ impl Config {
             ));
         }
 
+        let lambda = get("AWS_LAMBDA_RUNTIME_API").is_some();
+        let backend = match get("SLUICE_BACKEND").unwrap_or("local") {
+            "local" => Backend::Local,
+            "aws" => {
+                let required = |var: &'static str| {
+                    get(var)
+                        .map(str::to_owned)
+                        .ok_or_else(|| invalid(var, "required when SLUICE_BACKEND=aws"))
+                };
+                let endpoint = |var: &'static str| get(var).map(|u| origin_url(var, u)).transpose();
+                Backend::Aws(Box::new(AwsConfig {
+                    bucket: required("SLUICE_S3_BUCKET")?,
+                    table: required("SLUICE_DYNAMODB_TABLE")?,
+                    region: get("SLUICE_AWS_REGION").map(str::to_owned),
+                    s3_endpoint: endpoint("SLUICE_S3_ENDPOINT_URL")?,
+                    dynamodb_endpoint: endpoint("SLUICE_DYNAMODB_ENDPOINT_URL")?,
+                    master_secret_id: get("SLUICE_MASTER_SECRET_ID").map(str::to_owned),
+                }))
+            }
+            other => {
+                return Err(invalid(
+                    "SLUICE_BACKEND",
+                    format!("must be local or aws, got {other:?}"),
+                ));
+            }
+        };
+        if let Backend::Aws(aws) = &backend
+            && get("SLUICE_MASTER_SECRET").is_none()
+            && aws.master_secret_id.is_none()
+        {
+            return Err(invalid(
+                "SLUICE_MASTER_SECRET",
+                "required when SLUICE_BACKEND=aws (or set SLUICE_MASTER_SECRET_ID)",
+            ));
+        }
+        if lambda && get("SLUICE_PUBLIC_URL").is_none() {
+            return Err(invalid(
+                "SLUICE_PUBLIC_URL",
+                "required in Lambda: the public URL clients reach the API at",
+            ));
+        }
+        let download_url_ttl = secs(&get, "SLUICE_DOWNLOAD_URL_TTL_SECS", 60)?;
+        if download_url_ttl > Duration::from_secs(60) {
+            return Err(invalid(
+                "SLUICE_DOWNLOAD_URL_TTL_SECS",
+                "must be at most 60",
+            ));
+        }
+
         Ok(Self {
+            backend,
+            lambda,
+            download_url_ttl,
             host: match get("SLUICE_HOST") {
                 None => IpAddr::from([127, 0, 0, 1]),
                 Some(h) => h.parse().map_err(|_| {
@@ -305,12 +401,51 @@ mod tests {
             ("SLUICE_MCP_MAX_BODY_BYTES", "0"),
             ("SLUICE_AUTH_JWKS_URL", "file:///etc/keys"),
             ("SLUICE_AUTH_JWKS_REFRESH_SECS", "soon"),
+            ("SLUICE_BACKEND", "gcs"),
+            ("SLUICE_DOWNLOAD_URL_TTL_SECS", "61"),
         ];
         for (var, value) in cases {
             let err = config(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, *var, "{var}={value}");
             assert!(err.to_string().starts_with(var));
         }
+    }
+
+    #[test]
+    fn the_aws_backend_names_what_it_lacks() {
+        let secret = "s".repeat(32);
+        let base = [("SLUICE_BACKEND", "aws")];
+        assert_eq!(config(&base).unwrap_err().var, "SLUICE_S3_BUCKET");
+        let with_bucket = [("SLUICE_BACKEND", "aws"), ("SLUICE_S3_BUCKET", "b")];
+        assert_eq!(
+            config(&with_bucket).unwrap_err().var,
+            "SLUICE_DYNAMODB_TABLE"
+        );
+        let no_secret = [
+            ("SLUICE_BACKEND", "aws"),
+            ("SLUICE_S3_BUCKET", "b"),
+            ("SLUICE_DYNAMODB_TABLE", "t"),
+        ];
+        assert_eq!(config(&no_secret).unwrap_err().var, "SLUICE_MASTER_SECRET");
+        let bad_endpoint = [
+            ("SLUICE_BACKEND", "aws"),
+            ("SLUICE_S3_BUCKET", "b"),
+            ("SLUICE_DYNAMODB_TABLE", "t"),
+            ("SLUICE_MASTER_SECRET", secret.as_str()),
+            ("SLUICE_S3_ENDPOINT_URL", "localhost:9000"),
+        ];
+        assert_eq!(
+            config(&bad_endpoint).unwrap_err().var,
+            "SLUICE_S3_ENDPOINT_URL"
+        );
+        let ok = config(&bad_endpoint[..4]).unwrap();
+        assert!(matches!(ok.backend, Backend::Aws(ref a) if a.bucket == "b" && a.table == "t"));
+    }
+
+    #[test]
+    fn lambda_needs_a_public_url() {
+        let err = config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")]).unwrap_err();
+        assert_eq!(err.var, "SLUICE_PUBLIC_URL");
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub mod time;
 pub mod token;
 
 pub use auth::{Caller, Scope};
-pub use config::{Config, ConfigError};
+pub use config::{AwsConfig, Backend, Config, ConfigError};
 pub use error::ApiError;
 pub use file::{FileId, FileMeta, ObjectKey};
 pub use keys::{KeyId, Keyring, MasterSecret};

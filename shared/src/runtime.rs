@@ -5,7 +5,6 @@
 use std::future::Future;
 use std::io;
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use axum::Router;
@@ -41,6 +40,9 @@ pub enum StartError {
     /// The ledger could not be opened.
     #[error("ledger: {0}")]
     Ledger(#[from] crate::ledger::LedgerError),
+    /// The master secret could not be read.
+    #[error("master secret: {0}")]
+    Secret(String),
 }
 
 fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> StartError {
@@ -134,6 +136,30 @@ pub fn access_verifier(config: &Config, keys: Keyring) -> AccessVerifier {
     }
 }
 
+/// Assembles sluice from its parts and the config.
+pub fn assemble(
+    config: &Config,
+    public_url: Url,
+    keys: Keyring,
+    store: Arc<dyn crate::store::ObjectStore>,
+    ledger: Arc<dyn crate::ledger::Ledger>,
+) -> Sluice {
+    Sluice::new(Parts {
+        access: access_verifier(config, keys.clone()),
+        keys,
+        store,
+        ledger,
+        public_url,
+        handle_ttl: config.handle_ttl,
+        link_ttl: config.link_ttl,
+        upload_ttl: config.upload_ttl,
+        max_upload_bytes: config.max_upload_bytes,
+        download_url_ttl: config.download_url_ttl,
+        mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
+        auth_servers: config.auth_servers.clone(),
+    })
+}
+
 /// Assembles sluice on the local backends (a directory and an SQLite ledger).
 pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalStore), StartError> {
     let keys = local_keyring(config)?;
@@ -143,19 +169,13 @@ pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalSt
             source: io::Error::other(e),
         })?;
     let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
-    let sluice = Sluice::new(Parts {
-        access: access_verifier(config, keys.clone()),
-        keys,
-        store: Arc::new(store.clone()),
-        ledger: Arc::new(ledger),
+    let sluice = assemble(
+        config,
         public_url,
-        handle_ttl: config.handle_ttl,
-        link_ttl: config.link_ttl,
-        upload_ttl: config.upload_ttl,
-        max_upload_bytes: config.max_upload_bytes,
-        mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
-        auth_servers: config.auth_servers.clone(),
-    });
+        keys,
+        Arc::new(store.clone()),
+        Arc::new(ledger),
+    );
     Ok((sluice, store))
 }
 
@@ -208,40 +228,5 @@ pub async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},
-    }
-}
-
-/// `main` for a function binary run outside Lambda: configuration from the
-/// environment, the local backends, one router, served until a signal.
-pub fn main_with(router: fn(Sluice) -> Router) -> ExitCode {
-    let config = match Config::from_env() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("sluice: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    init_tracing(&config);
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("sluice: starting the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(async {
-        let (listener, url) = bind(&config).await?;
-        let (sluice, _) = local_sluice(&config, url.clone())?;
-        println!("listening on {url}");
-        serve(listener, router(sluice), shutdown_signal())
-            .await
-            .map_err(io_error("serving"))
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sluice: {e}");
-            ExitCode::FAILURE
-        }
     }
 }

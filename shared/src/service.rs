@@ -137,6 +137,8 @@ pub struct Parts {
     pub upload_ttl: Duration,
     /// The largest file accepted.
     pub max_upload_bytes: u64,
+    /// How long a presigned download URL (aws) is valid.
+    pub download_url_ttl: Duration,
     /// The largest MCP request body.
     pub mcp_max_body_bytes: usize,
     /// Authorization servers for the protected-resource metadata.
@@ -249,17 +251,41 @@ impl Sluice {
         req: UploadRequest,
     ) -> Result<UploadTicket, ApiError> {
         let (file, handle) = self.issue_file(owner, req).await?;
-        let link = LinkToken::new(
-            Method::Put,
-            file.clone(),
-            now_unix() + self.0.upload_ttl.as_secs() as i64,
-        );
-        tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload issued");
-        let url = format!("{}/uploads/{}", self.base_url(), link.encode(&self.0.keys));
-        let headers = BTreeMap::from([("Content-Type".to_owned(), file.content_type.clone())]);
+        let expires_at = now_unix() + self.0.upload_ttl.as_secs() as i64;
+        let presigned = self
+            .store()
+            .presign_put(
+                &file.object_key(),
+                file.size,
+                file.sha256,
+                &file.content_type,
+                self.0.upload_ttl,
+            )
+            .await?;
+        let (url, headers) = match presigned {
+            // The store itself enforces size, digest and single use.
+            Some(p) => {
+                tracing::info!(file_id = %file.id, size = file.size, "direct upload issued");
+                (p.url, p.headers.into_iter().collect())
+            }
+            None => {
+                let link = LinkToken::new(Method::Put, file.clone(), expires_at);
+                tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload issued");
+                (
+                    format!("{}/uploads/{}", self.base_url(), link.encode(&self.0.keys)),
+                    BTreeMap::from([("Content-Type".to_owned(), file.content_type.clone())]),
+                )
+            }
+        };
+        // curl sets Content-Length from the file itself: a file of another
+        // size then fails the store's check at once, where an explicit header
+        // would leave the request waiting for bytes that never come.
         let curl = curl::upload_command(
             &url,
-            headers.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            headers
+                .iter()
+                .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+                .map(|(k, v)| (k.as_str(), v.as_str())),
             &file.filename,
         );
         Ok(UploadTicket {
@@ -269,7 +295,7 @@ impl Sluice {
                 url,
                 method: "PUT",
                 headers,
-                expires_at: rfc3339(link.expires_at),
+                expires_at: rfc3339(expires_at),
             },
             curl,
             max_bytes: self.0.max_upload_bytes,

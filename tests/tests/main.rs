@@ -4,8 +4,11 @@
 
 mod util;
 
+mod aws;
 mod concurrency;
+mod contract;
 mod download;
+mod emulators;
 mod jwks;
 mod mcp_clients;
 mod mcp_http;

@@ -56,6 +56,10 @@ async fn upload(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Uploaded>, ApiError> {
+    // With a direct store (S3) bytes go straight to it, never through here.
+    if sluice.store().is_direct() {
+        return Err(ApiError::NotFound);
+    }
     let link = sluice.verify_link(&token, Method::Put)?;
     let file = link.file;
     if let Some(value) = headers.get(header::CONTENT_LENGTH) {

@@ -1,5 +1,5 @@
 //! Runs the `mcp` function alone, as a plain HTTP server on the local backends.
 
 fn main() -> std::process::ExitCode {
-    sluice::runtime::main_with(sluice_mcp::router)
+    sluice_runtime::main_with(sluice_mcp::router)
 }

@@ -113,11 +113,17 @@ fn serve(config: Config) -> Result<(), StartError> {
     })?;
     rt.block_on(async move {
         let (listener, url) = runtime::bind(&config).await?;
-        let (sluice, store) = runtime::local_sluice(&config, url.clone())?;
+        let opened = sluice_runtime::open(&config, url.clone()).await?;
+        let sluice = opened.sluice;
         let base = sluice.base_url().to_owned();
         // The first line is machine-readable: scripts and tests wait for it.
         println!("sluice listening on {base}");
-        println!("data directory: {}", config.data_dir.display());
+        match &config.backend {
+            sluice::Backend::Local => println!("data directory: {}", config.data_dir.display()),
+            sluice::Backend::Aws(aws) => {
+                println!("backend: s3://{} and DynamoDB table {}", aws.bucket, aws.table)
+            }
+        }
         match sluice.access().mint("dev", &default_scopes(), config.dev_token_ttl) {
             Some(dev) => {
                 println!("dev bearer token (user 'dev', files:read files:write):\n  {dev}");
@@ -125,7 +131,9 @@ fn serve(config: Config) -> Result<(), StartError> {
             }
             None => println!("bearer tokens: from the authorization server (SLUICE_AUTH_JWKS_URL)"),
         }
-        tokio::spawn(crate::sweep_forever(store, config.handle_ttl, config.link_ttl));
+        if let Some(store) = opened.local_store {
+            tokio::spawn(crate::sweep_forever(store, config.handle_ttl, config.link_ttl));
+        }
         runtime::serve(listener, crate::app(sluice), runtime::shutdown_signal())
             .await
             .map_err(|source| StartError::Io {

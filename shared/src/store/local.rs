@@ -106,6 +106,7 @@ impl ObjectStore for LocalStore {
                 size: m.len(),
                 sha256: None,
                 created_at: unix(m.modified()?),
+                version: None,
             })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e.into()),

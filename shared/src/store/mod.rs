@@ -22,7 +22,7 @@ use crate::sha::{Mismatch, Sha256};
 pub type ByteStream = BoxStream<'static, io::Result<Bytes>>;
 
 /// What the store knows about an object without reading it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ObjectInfo {
     /// Size in bytes.
     pub size: u64,
@@ -31,6 +31,26 @@ pub struct ObjectInfo {
     pub sha256: Option<Sha256>,
     /// When the object was written, seconds since the Unix epoch.
     pub created_at: i64,
+    /// The object's version, where the store keeps versions (S3).
+    pub version: Option<String>,
+}
+
+/// A presigned request: the URL and exactly the headers the client must send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Presigned {
+    /// The URL, with its signature.
+    pub url: String,
+    /// Headers the signature covers (and the client must therefore send).
+    pub headers: Vec<(String, String)>,
+}
+
+/// What a presigned download serves the object as.
+#[derive(Debug, Clone, Copy)]
+pub struct DownloadAs<'a> {
+    /// `Content-Disposition` of the response.
+    pub content_disposition: &'a str,
+    /// `Content-Type` of the response.
+    pub content_type: &'a str,
 }
 
 /// Why a store operation failed.
@@ -89,6 +109,39 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
 
     /// Every key that starts with `prefix`, in no particular order.
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError>;
+
+    /// Whether clients send and fetch bytes directly to and from the store
+    /// (S3, through presigned URLs) rather than through sluice's own
+    /// `PUT /uploads/{token}` and streamed `GET /links/{token}`.
+    fn is_direct(&self) -> bool {
+        false
+    }
+
+    /// A presigned PUT that the store itself will accept only with exactly
+    /// `size` bytes of digest `sha256`, and only once. `None` where uploads
+    /// go through sluice.
+    async fn presign_put(
+        &self,
+        _key: &ObjectKey,
+        _size: u64,
+        _sha256: Sha256,
+        _content_type: &str,
+        _ttl: std::time::Duration,
+    ) -> Result<Option<Presigned>, StoreError> {
+        Ok(None)
+    }
+
+    /// A presigned GET of the object as `info` describes it (pinned to its
+    /// version where there is one). `None` where downloads stream through sluice.
+    async fn presign_get(
+        &self,
+        _key: &ObjectKey,
+        _info: &ObjectInfo,
+        _as: DownloadAs<'_>,
+        _ttl: std::time::Duration,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// Passes `stream` through, checking it against `size` and `sha256`, and

@@ -1,0 +1,68 @@
+//! The spent-token ledger in DynamoDB: one conditional `PutItem` per spend,
+//! `attribute_not_exists(pk)`, with a TTL attribute equal to the token's own
+//! expiry. A failed condition means another request (on any replica) spent
+//! it first.
+
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::types::AttributeValue;
+use sluice::ledger::{Ledger, LedgerError, Spend};
+
+use crate::AwsSettings;
+
+/// The partition key attribute.
+pub const KEY: &str = "pk";
+/// The TTL attribute (epoch seconds), enabled on the table.
+pub const TTL: &str = "expires_at";
+
+/// Spent tokens in one DynamoDB table.
+#[derive(Debug, Clone)]
+pub struct DynamoLedger {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+impl DynamoLedger {
+    pub(crate) fn new(shared: &aws_config::SdkConfig, settings: &AwsSettings) -> Self {
+        let mut config = aws_sdk_dynamodb::config::Builder::from(shared);
+        if let Some(endpoint) = &settings.dynamodb_endpoint {
+            config = config.endpoint_url(endpoint);
+        }
+        Self {
+            client: aws_sdk_dynamodb::Client::from_conf(config.build()),
+            table: settings.table.clone(),
+        }
+    }
+
+    /// The SDK client, for tests and setup.
+    pub fn client(&self) -> &aws_sdk_dynamodb::Client {
+        &self.client
+    }
+}
+
+#[async_trait::async_trait]
+impl Ledger for DynamoLedger {
+    async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(KEY, AttributeValue::S(format!("jti#{jti}")))
+            .item(TTL, AttributeValue::N(expires_at.to_string()))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", KEY)
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(Spend::Fresh),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(Spend::AlreadySpent)
+            }
+            Err(e) => Err(LedgerError::Backend(
+                DisplayErrorContext(e).to_string().into(),
+            )),
+        }
+    }
+}

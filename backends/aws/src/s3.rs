@@ -1,0 +1,305 @@
+//! Objects in S3. Uploads are presigned PUTs that sign `Content-Length`,
+//! `x-amz-checksum-sha256`, `If-None-Match: *` and `Content-Type`, so S3
+//! itself refuses a body of another size or digest, or a second upload.
+//! Downloads are presigned GETs pinned to the object's version.
+
+use std::io;
+use std::time::Duration;
+
+use aws_sdk_s3::config::RequestChecksumCalculation;
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_s3::presigning::PresigningConfig;
+use aws_sdk_s3::primitives::ByteStream as AwsBody;
+use aws_sdk_s3::types::ChecksumMode;
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use sluice::store::{ByteStream, DownloadAs, ObjectInfo, ObjectStore, Presigned, StoreError};
+use sluice::{ObjectKey, Sha256};
+
+use crate::{AwsSettings, MAX_GET_TTL};
+
+/// The most bytes `put` buffers: it serves file records and the small-file
+/// fallback; real uploads go straight to S3.
+const MAX_BUFFERED_PUT: usize = 16 * 1024 * 1024;
+
+/// Objects in one S3 bucket.
+#[derive(Debug, Clone)]
+pub struct S3Store {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+fn s3_error<E>(e: aws_sdk_s3::error::SdkError<E>) -> StoreError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    StoreError::Io(io::Error::other(DisplayErrorContext(e).to_string()))
+}
+
+impl S3Store {
+    pub(crate) fn new(shared: &aws_config::SdkConfig, settings: &AwsSettings) -> Self {
+        let mut config = aws_sdk_s3::config::Builder::from(shared)
+            // Only the checksums sluice asks for: otherwise the SDK adds a
+            // CRC32 to presigned requests, which no client could match.
+            .request_checksum_calculation(RequestChecksumCalculation::WhenRequired);
+        if let Some(endpoint) = &settings.s3_endpoint {
+            config = config.endpoint_url(endpoint).force_path_style(true);
+        }
+        Self {
+            client: aws_sdk_s3::Client::from_conf(config.build()),
+            bucket: settings.bucket.clone(),
+        }
+    }
+
+    /// The SDK client, for tests and setup.
+    pub fn client(&self) -> &aws_sdk_s3::Client {
+        &self.client
+    }
+
+    async fn read_all(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+        {
+            Ok(out) => {
+                let data = out
+                    .body
+                    .collect()
+                    .await
+                    .map_err(|e| StoreError::Io(io::Error::other(e)))?;
+                Ok(Some(data.into_bytes()))
+            }
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
+            Err(e) => Err(s3_error(e)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for S3Store {
+    async fn head(&self, key: &ObjectKey) -> Result<Option<ObjectInfo>, StoreError> {
+        let out = match self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(s3_error(e)),
+        };
+        Ok(Some(ObjectInfo {
+            size: out.content_length().unwrap_or(0).max(0) as u64,
+            // A whole-object SHA-256 is base64 of 32 bytes; a composite
+            // (multipart) checksum has a `-N` suffix and is not a digest of
+            // the bytes, so it is not reported.
+            sha256: out
+                .checksum_sha256()
+                .and_then(|c| Sha256::from_base64(c).ok()),
+            created_at: out.last_modified().map(|t| t.secs()).unwrap_or(0),
+            version: out.version_id().map(str::to_owned),
+        }))
+    }
+
+    async fn put(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+        mut body: ByteStream,
+    ) -> Result<(), StoreError> {
+        if size as usize > MAX_BUFFERED_PUT {
+            return Err(StoreError::Io(io::Error::other(
+                "uploads of this size go to S3 through a presigned PUT",
+            )));
+        }
+        let mut verifier = sluice::sha::Verifier::new(size, sha256);
+        let mut data = Vec::with_capacity(size as usize);
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(StoreError::Body)?;
+            verifier.update(&chunk)?;
+            data.extend_from_slice(&chunk);
+        }
+        verifier.finish()?;
+        match self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .content_length(size as i64)
+            .checksum_sha256(sha256.to_base64())
+            .if_none_match("*")
+            .body(AwsBody::from(data))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => {
+                Err(StoreError::AlreadyExists)
+            }
+            Err(e) if e.code() == Some("PreconditionFailed") => Err(StoreError::AlreadyExists),
+            Err(e) => Err(s3_error(e)),
+        }
+    }
+
+    async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError> {
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+        {
+            Ok(out) => {
+                let stream = futures_util::stream::try_unfold(out.body, |mut body| async move {
+                    match body.try_next().await {
+                        Ok(Some(chunk)) => Ok(Some((chunk, body))),
+                        Ok(None) => Ok(None),
+                        Err(e) => Err(io::Error::other(e)),
+                    }
+                });
+                Ok(Some(stream.boxed()))
+            }
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
+            Err(e) => Err(s3_error(e)),
+        }
+    }
+
+    async fn put_small(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .content_type("application/json")
+            .body(AwsBody::from(bytes))
+            .send()
+            .await
+            .map(drop)
+            .map_err(s3_error)
+    }
+
+    async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
+        self.read_all(key).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(prefix)
+            .into_paginator()
+            .send();
+        let mut keys = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(s3_error)?;
+            keys.extend(
+                page.contents()
+                    .iter()
+                    .filter_map(|o| o.key())
+                    .map(|k| ObjectKey::from_stored(k.to_owned())),
+            );
+        }
+        Ok(keys)
+    }
+
+    fn is_direct(&self) -> bool {
+        true
+    }
+
+    async fn presign_put(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<Option<Presigned>, StoreError> {
+        let config =
+            PresigningConfig::expires_in(ttl).map_err(|e| StoreError::Io(io::Error::other(e)))?;
+        let request = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .content_length(size as i64)
+            // Only the value: setting the algorithm too would make the SDK
+            // compute a checksum of the (empty) presign body.
+            .checksum_sha256(sha256.to_base64())
+            .if_none_match("*")
+            .content_type(content_type)
+            .presigned(config)
+            .await
+            .map_err(s3_error)?;
+        let headers = request
+            .headers()
+            .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+            .map(|(name, value)| (canonical_header(name), value.to_owned()))
+            .collect();
+        Ok(Some(Presigned {
+            url: request.uri().to_owned(),
+            headers,
+        }))
+    }
+
+    async fn presign_get(
+        &self,
+        key: &ObjectKey,
+        info: &ObjectInfo,
+        download: DownloadAs<'_>,
+        ttl: Duration,
+    ) -> Result<Option<String>, StoreError> {
+        let config = PresigningConfig::expires_in(ttl.min(MAX_GET_TTL))
+            .map_err(|e| StoreError::Io(io::Error::other(e)))?;
+        let mut request = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .response_content_disposition(download.content_disposition)
+            .response_content_type(download.content_type)
+            .response_cache_control("no-store");
+        if let Some(version) = &info.version {
+            request = request.version_id(version);
+        }
+        let presigned = request.presigned(config).await.map_err(s3_error)?;
+        Ok(Some(presigned.uri().to_owned()))
+    }
+}
+
+/// `content-length` → `Content-Length`, for readable curl lines.
+fn canonical_header(name: &str) -> String {
+    name.split('-')
+        .map(|part| {
+            let mut chars = part.chars();
+            match chars.next() {
+                Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn header_names_are_written_canonically() {
+        assert_eq!(super::canonical_header("content-length"), "Content-Length");
+        assert_eq!(
+            super::canonical_header("x-amz-checksum-sha256"),
+            "X-Amz-Checksum-Sha256"
+        );
+        assert_eq!(super::canonical_header("if-none-match"), "If-None-Match");
+    }
+}

@@ -1,0 +1,233 @@
+//! sluice on the AWS backends, against s3s-fs and moto: the returned curl
+//! lines run against a real SigV4-verifying S3 endpoint, and two replicas
+//! share one bucket and one table.
+
+use crate::concurrency::concurrently;
+use crate::emulators::Emulators;
+use crate::util::{Server, bytes, out_text, request, sh};
+
+/// Starts a sluice process on the AWS backends (bucket and table `name`).
+fn start(emulators: &Emulators, name: &str, extra: &[(&str, &str)]) -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let env = emulators.env(name);
+    let mut vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    vars.extend_from_slice(extra);
+    let server = Server::start_in(dir.path(), &vars);
+    std::mem::forget(dir); // the data dir is unused on AWS; keep it for the process's life
+    server
+}
+
+fn provision(emulators: &Emulators, name: &str) {
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(emulators.provision(name));
+}
+
+/// A token for `user` that the AWS-mode servers accept (same master secret).
+fn token(emulators: &Emulators, user: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let env = emulators.env("unused");
+    let secret = env
+        .iter()
+        .find(|(k, _)| *k == "SLUICE_MASTER_SECRET")
+        .unwrap()
+        .1
+        .clone();
+    let out = std::process::Command::new(crate::util::BIN)
+        .env_clear()
+        .env("SLUICE_DATA_DIR", dir.path())
+        .env("SLUICE_MASTER_SECRET", secret)
+        .args(["token", "--user", user])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", out_text(&out));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn the_curl_lines_round_trip_through_s3() {
+    let emulators = Emulators::start();
+    provision(&emulators, "roundtrip");
+    let server = start(&emulators, "roundtrip", &[]);
+    let token = token(&emulators, "alice");
+    for (name, data) in [
+        ("rapport final;v2 (été).pdf", bytes(3 * 1024 * 1024, 1)),
+        ("empty.txt", vec![]),
+        ("it's.txt", b"x".to_vec()),
+    ] {
+        let ticket = server.upload(&token, name, &data);
+        let upload_url = ticket["upload"]["url"].as_str().unwrap();
+        assert!(
+            upload_url.starts_with(&emulators.s3_url),
+            "uploads go straight to S3: {upload_url}"
+        );
+        let headers = ticket["upload"]["headers"].as_object().unwrap();
+        for h in [
+            "Content-Length",
+            "X-Amz-Checksum-Sha256",
+            "If-None-Match",
+            "Content-Type",
+        ] {
+            assert!(
+                headers.contains_key(h),
+                "{h} is signed and returned: {headers:?}"
+            );
+        }
+        let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+        let work = tempfile::tempdir().unwrap();
+        let out = sh(download["curl"].as_str().unwrap(), work.path());
+        assert!(out.status.success(), "{}", out_text(&out));
+        let saved = work.path().join(sluice::filename::safe_name(name));
+        assert_eq!(std::fs::read(saved).unwrap(), data, "{name}");
+    }
+}
+
+#[test]
+fn a_download_link_redirects_once_to_a_short_lived_pinned_get() {
+    let emulators = Emulators::start();
+    provision(&emulators, "redirect");
+    let server = start(&emulators, "redirect", &[]);
+    let token = token(&emulators, "alice");
+    let ticket = server.upload(&token, "a.pdf", b"%PDF");
+    let link =
+        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let first = request("GET", &link, &[], None);
+    assert_eq!(first.status, 307);
+    let location = first.header("location").unwrap();
+    assert!(location.starts_with(&emulators.s3_url));
+    assert!(location.contains("X-Amz-Expires=60"), "{location}");
+    assert!(
+        location.contains("response-content-disposition"),
+        "{location}"
+    );
+    assert_eq!(request("GET", &link, &[], None).status, 404, "spent");
+    let got = request("GET", location, &[], None);
+    assert_eq!(got.status, 200);
+    assert_eq!(got.body, b"%PDF");
+    assert!(
+        got.header("content-disposition")
+            .unwrap()
+            .contains("filename*=UTF-8''a.pdf")
+    );
+}
+
+#[test]
+fn s3_itself_refuses_what_the_link_does_not_pin() {
+    let emulators = Emulators::start();
+    provision(&emulators, "refusals");
+    let server = start(&emulators, "refusals", &[("SLUICE_UPLOAD_TTL_SECS", "2")]);
+    let token = token(&emulators, "alice");
+    let data = bytes(2000, 2);
+    let ticket = server.request_upload(&token, "f.bin", &data);
+    let line = ticket["curl"].as_str().unwrap().to_owned();
+    let url = ticket["upload"]["url"].as_str().unwrap().to_owned();
+    let work = tempfile::tempdir().unwrap();
+    let run_with = |content: &[u8], line: &str| {
+        std::fs::write(work.path().join("f.bin"), content).unwrap();
+        sh(line, work.path())
+    };
+
+    // Another size: the signed Content-Length does not match.
+    let out = run_with(&data[..1999], &line);
+    assert!(!out.status.success(), "{}", out_text(&out));
+
+    // Tampered URL: the signature does not match.
+    let at = line.find("X-Amz-Signature=").unwrap() + "X-Amz-Signature=".len();
+    let flipped = if &line[at..at + 1] == "0" { "1" } else { "0" };
+    let tampered = format!("{}{flipped}{}", &line[..at], &line[at + 1..]);
+    let out = run_with(&data, &tampered);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("SignatureDoesNotMatch"),
+        "{}",
+        out_text(&out)
+    );
+
+    // Another digest: S3 answers BadDigest. (s3s-fs keeps the object even
+    // then, where real S3 stores nothing; so the next step uses a new link.)
+    let mut wrong = data.clone();
+    wrong[7] ^= 1;
+    let out = run_with(&wrong, &line);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("BadDigest"),
+        "{}",
+        out_text(&out)
+    );
+
+    // The right body on a fresh link, then a second PUT: 412.
+    let ticket = server.request_upload(&token, "f.bin", &data);
+    let line = ticket["curl"].as_str().unwrap().to_owned();
+    assert!(run_with(&data, &line).status.success());
+    let again = request(
+        "PUT",
+        ticket["upload"]["url"].as_str().unwrap(),
+        &ticket["upload"]["headers"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
+            .collect::<Vec<_>>(),
+        Some(&data),
+    );
+    assert_eq!(again.status, 412, "{}", again.text());
+
+    // Expired: a link valid for two seconds, used after three.
+    let ticket = server.request_upload(&token, "f.bin", &data);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let out = run_with(&data, ticket["curl"].as_str().unwrap());
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("403"),
+        "{}",
+        out_text(&out)
+    );
+    let _ = url;
+}
+
+#[test]
+fn two_replicas_share_one_bucket_and_one_table() {
+    let emulators = Emulators::start();
+    provision(&emulators, "replicas");
+    let a = start(&emulators, "replicas", &[]);
+    let b = start(&emulators, "replicas", &[]);
+    let token = token(&emulators, "alice");
+    let ticket = a.upload(&token, "shared.bin", &bytes(4096, 3));
+    let handle = ticket["handle"].as_str().unwrap();
+
+    // A handle minted on A resolves on B.
+    let link_from_b = b.download_ticket(&token, handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(link_from_b.starts_with(&b.base));
+    // A link issued by A is redeemed on B; spent there, it is refused on A.
+    let link = a.download_ticket(&token, handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let on_b = link.replacen(&a.base, &b.base, 1);
+    assert_eq!(request("GET", &on_b, &[], None).status, 307);
+    assert_eq!(request("GET", &link, &[], None).status, 404);
+
+    // 64 concurrent GETs of one link spread over A and B: exactly one 307.
+    let link = a.download_ticket(&token, handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let urls = [link.clone(), link.replacen(&a.base, &b.base, 1)];
+    let statuses = concurrently(64, move |i| request("GET", &urls[i % 2], &[], None).status);
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 307).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 404).count(),
+        63,
+        "{statuses:?}"
+    );
+}

@@ -1,0 +1,199 @@
+//! Real S3 and DynamoDB endpoints on loopback, started per test: s3s-fs
+//! (which verifies SigV4 presigned signatures, expiry, checksums and
+//! `If-None-Match`) for S3, and moto server for DynamoDB. `make test`
+//! installs both.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::mcp_clients::root;
+
+pub const ACCESS_KEY: &str = "AKIDSLUICETEST";
+pub const SECRET_KEY: &str = "sluice-test-secret-key";
+pub const REGION: &str = "us-east-1";
+
+/// The two emulators; stopped on drop.
+pub struct Emulators {
+    s3: Child,
+    moto: Child,
+    _dir: tempfile::TempDir,
+    /// The S3 endpoint.
+    pub s3_url: String,
+    /// The DynamoDB endpoint.
+    pub dynamodb_url: String,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for(port: u16, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not start on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn s3s_fs() -> PathBuf {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let bin = cargo_home.join("bin/s3s-fs");
+    assert!(
+        bin.exists(),
+        "s3s-fs is not installed: run `make test` (it installs s3s-fs 0.14.1)"
+    );
+    bin
+}
+
+impl Emulators {
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (s3_port, moto_port) = (free_port(), free_port());
+        let s3 = Command::new(s3s_fs())
+            .args(["--host", "127.0.0.1", "--port", &s3_port.to_string()])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("s3s-fs starts");
+        let moto_bin = root().join(".venv/bin/moto_server");
+        assert!(moto_bin.exists(), "moto is not installed: run `make test`");
+        let moto = Command::new(moto_bin)
+            .args(["-H", "127.0.0.1", "-p", &moto_port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("moto_server starts");
+        wait_for(s3_port, "s3s-fs");
+        wait_for(moto_port, "moto_server");
+        Self {
+            s3,
+            moto,
+            _dir: dir,
+            s3_url: format!("http://127.0.0.1:{s3_port}"),
+            dynamodb_url: format!("http://127.0.0.1:{moto_port}"),
+        }
+    }
+
+    /// Settings for a bucket and table of these emulators.
+    pub fn settings(&self, name: &str) -> sluice_aws::AwsSettings {
+        sluice_aws::AwsSettings {
+            bucket: name.to_owned(),
+            table: name.to_owned(),
+            region: Some(REGION.to_owned()),
+            s3_endpoint: Some(self.s3_url.clone()),
+            dynamodb_endpoint: Some(self.dynamodb_url.clone()),
+        }
+    }
+
+    /// Creates bucket and table `name` (the table as the deployment makes
+    /// it: partition key `pk`, TTL on `expires_at`), and returns the backends.
+    pub async fn provision(&self, name: &str) -> (sluice_aws::S3Store, sluice_aws::DynamoLedger) {
+        use aws_sdk_dynamodb::types::{
+            AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+            TimeToLiveSpecification,
+        };
+        let (store, ledger) = sluice_aws::backends(&sdk_config(), &self.settings(name));
+        store
+            .client()
+            .create_bucket()
+            .bucket(name)
+            .send()
+            .await
+            .expect("bucket created");
+        ledger
+            .client()
+            .create_table()
+            .table_name(name)
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name("pk")
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .unwrap(),
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name("pk")
+                    .key_type(KeyType::Hash)
+                    .build()
+                    .unwrap(),
+            )
+            .billing_mode(BillingMode::PayPerRequest)
+            .send()
+            .await
+            .expect("table created");
+        ledger
+            .client()
+            .update_time_to_live()
+            .table_name(name)
+            .time_to_live_specification(
+                TimeToLiveSpecification::builder()
+                    .attribute_name("expires_at")
+                    .enabled(true)
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await
+            .expect("TTL enabled");
+        (store, ledger)
+    }
+
+    /// Environment for a sluice process on bucket and table `name`.
+    pub fn env(&self, name: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("SLUICE_BACKEND", "aws".into()),
+            ("SLUICE_S3_BUCKET", name.into()),
+            ("SLUICE_DYNAMODB_TABLE", name.into()),
+            ("SLUICE_AWS_REGION", REGION.into()),
+            ("SLUICE_S3_ENDPOINT_URL", self.s3_url.clone()),
+            ("SLUICE_DYNAMODB_ENDPOINT_URL", self.dynamodb_url.clone()),
+            (
+                "SLUICE_MASTER_SECRET",
+                "a-shared-master-secret-of-at-least-32-bytes".into(),
+            ),
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY.into()),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+        ]
+    }
+}
+
+/// SDK configuration for this test process: the emulators' static
+/// credentials, a fixed region, and nothing that could reach real AWS.
+pub fn sdk_config() -> aws_config::SdkConfig {
+    use aws_sdk_s3::config::{Credentials, SharedCredentialsProvider};
+    aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new(REGION))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            ACCESS_KEY,
+            SECRET_KEY,
+            None,
+            None,
+            "sluice-tests",
+        )))
+        .build()
+}
+
+impl Drop for Emulators {
+    fn drop(&mut self) {
+        let _ = self.s3.kill();
+        let _ = self.moto.kill();
+        let _ = self.s3.wait();
+        let _ = self.moto.wait();
+    }
+}
