@@ -10,6 +10,7 @@ mod contract;
 mod download;
 mod emulators;
 mod jwks;
+mod lambda;
 mod mcp_clients;
 mod mcp_http;
 mod refusals;

@@ -1,0 +1,216 @@
+//! Each function under the Lambda runtime: a real process of the function
+//! binary, `AWS_LAMBDA_RUNTIME_API` pointing at an emulation of the runtime
+//! API that hands it API Gateway HTTP API (payload 2.0) events and collects
+//! its answers.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// An emulated runtime API serving `events` in order, reporting each
+/// response the function posts back.
+struct RuntimeApi {
+    addr: String,
+    responses: mpsc::Receiver<Value>,
+}
+
+fn read_request(stream: &mut TcpStream) -> (String, Vec<u8>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut start = String::new();
+    reader.read_line(&mut start).unwrap();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    (start, body)
+}
+
+fn respond(stream: &mut TcpStream, headers: &str, body: &str) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+impl RuntimeApi {
+    fn start(events: Vec<Value>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let (tx, responses) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut events = events.into_iter().enumerate();
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let (start, body) = read_request(&mut stream);
+                if start.starts_with("GET /2018-06-01/runtime/invocation/next") {
+                    match events.next() {
+                        Some((i, event)) => respond(
+                            &mut stream,
+                            &format!(
+                                "Lambda-Runtime-Aws-Request-Id: req-{i}\r\nLambda-Runtime-Deadline-Ms: {}\r\nLambda-Runtime-Invoked-Function-Arn: arn:aws:lambda:us-east-1:000000000000:function:sluice\r\n",
+                                (sluice::time::now_unix() + 30) * 1000
+                            ),
+                            &event.to_string(),
+                        ),
+                        // No more events: leave the function waiting.
+                        None => std::thread::sleep(Duration::from_secs(3600)),
+                    }
+                } else {
+                    respond(&mut stream, "", "{}");
+                    let _ = tx.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
+                }
+            }
+        });
+        Self { addr, responses }
+    }
+}
+
+/// An API Gateway HTTP API (payload format 2.0) event.
+fn event(method: &str, path: &str, headers: Value, body: Option<&str>) -> Value {
+    json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": headers,
+        "requestContext": {
+            "accountId": "000000000000", "apiId": "api", "domainName": "files.example.com",
+            "domainPrefix": "files", "requestId": "r", "routeKey": "$default", "stage": "$default",
+            "time": "30/Nov/2026:00:00:00 +0000", "timeEpoch": 0,
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "test"}
+        },
+        "body": body,
+        "isBase64Encoded": false
+    })
+}
+
+fn spawn(function: &str, api: &RuntimeApi, env: &[(&str, String)]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_sluice-function-under-test"))
+        .arg(function)
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", &api.addr)
+        .env("AWS_LAMBDA_FUNCTION_NAME", function)
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
+        .env("SLUICE_LOG", "warn")
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
+    let emulators = crate::emulators::Emulators::start();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(emulators.provision("lambda"));
+    let mut env = emulators.env("lambda");
+    env.push(("SLUICE_PUBLIC_URL", "https://files.example.com".into()));
+    let secret = env
+        .iter()
+        .find(|(k, _)| *k == "SLUICE_MASTER_SECRET")
+        .unwrap()
+        .1
+        .clone();
+    let keys = sluice::Keyring::new(
+        (
+            sluice::KeyId::new("k1").unwrap(),
+            sluice::MasterSecret::new(secret.into_bytes()).unwrap(),
+        ),
+        None,
+    );
+    let token = sluice::auth::AccessVerifier::new(keys, "sluice-local".into(), "sluice".into())
+        .mint(
+            "alice",
+            &[sluice::Scope::FilesRead, sluice::Scope::FilesWrite],
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    let auth = format!("Bearer {token}");
+    let body = json!({"filename": "a.txt", "size": 1, "sha256": sluice::Sha256::of(b"a").to_hex()})
+        .to_string();
+
+    // issuer: POST /uploads → a presigned S3 PUT.
+    let api = RuntimeApi::start(vec![event(
+        "POST",
+        "/uploads",
+        json!({"authorization": auth, "content-type": "application/json"}),
+        Some(&body),
+    )]);
+    let mut child = spawn("issuer", &api, &env);
+    let response = api
+        .responses
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the issuer answered");
+    let _ = child.kill();
+    assert_eq!(response["statusCode"], 200, "{response}");
+    let ticket: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
+    assert!(
+        ticket["upload"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with(&emulators.s3_url)
+    );
+    let handle = ticket["handle"].as_str().unwrap().to_owned();
+
+    // resolver: an unknown link is the uniform 404; /resolve of a file not
+    // uploaded yet says so.
+    let api = RuntimeApi::start(vec![
+        event("GET", "/links/nonsense", json!({}), None),
+        event(
+            "POST",
+            "/resolve",
+            json!({"authorization": auth, "content-type": "application/json"}),
+            Some(&json!({"handle": handle}).to_string()),
+        ),
+    ]);
+    let mut child = spawn("resolver", &api, &env);
+    let first = api
+        .responses
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the resolver answered");
+    let second = api
+        .responses
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the resolver answered again");
+    let _ = child.kill();
+    assert_eq!(first["statusCode"], 404, "{first}");
+    assert_eq!(second["statusCode"], 409, "{second}");
+
+    // mcp: initialize over the public host.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let api = RuntimeApi::start(vec![event(
+        "POST",
+        "/mcp",
+        json!({"authorization": auth, "content-type": "application/json",
+               "accept": "application/json, text/event-stream", "host": "files.example.com"}),
+        Some(&init.to_string()),
+    )]);
+    let mut child = spawn("mcp", &api, &env);
+    let response = api
+        .responses
+        .recv_timeout(Duration::from_secs(30))
+        .expect("mcp answered");
+    let _ = child.kill();
+    assert_eq!(response["statusCode"], 200, "{response}");
+    let body: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
+    assert_eq!(body["result"]["serverInfo"]["name"], "sluice");
+}
