@@ -115,6 +115,11 @@ fn spawn(function: &str, api: &RuntimeApi, env: &[(&str, String)]) -> Child {
         .unwrap()
 }
 
+fn stop(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
     let emulators = crate::emulators::Emulators::start();
@@ -159,7 +164,7 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
         .responses
         .recv_timeout(Duration::from_secs(30))
         .expect("the issuer answered");
-    let _ = child.kill();
+    stop(&mut child);
     assert_eq!(response["statusCode"], 200, "{response}");
     let ticket: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
     assert!(
@@ -190,7 +195,7 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
         .responses
         .recv_timeout(Duration::from_secs(30))
         .expect("the resolver answered again");
-    let _ = child.kill();
+    stop(&mut child);
     assert_eq!(first["statusCode"], 404, "{first}");
     assert_eq!(second["statusCode"], 409, "{second}");
 
@@ -209,7 +214,7 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
         .responses
         .recv_timeout(Duration::from_secs(30))
         .expect("mcp answered");
-    let _ = child.kill();
+    stop(&mut child);
     assert_eq!(response["statusCode"], 200, "{response}");
     let body: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
     assert_eq!(body["result"]["serverInfo"]["name"], "sluice");

@@ -65,12 +65,10 @@ fn http_config(state: &Sluice) -> StreamableHttpServerConfig {
     if loopback {
         hosts.extend(["localhost", "127.0.0.1", "::1"].map(String::from));
     }
-    let origin = url.origin().ascii_serialization();
     let port = url.port_or_known_default().unwrap_or(80);
-    let mut origins = vec![
-        format!("{origin}"),
-        format!("{}://{host}:{port}", url.scheme()),
-    ];
+    // Always with an explicit port: rmcp treats a portless entry as any port.
+    let origin_host = url.host_str().unwrap_or("localhost");
+    let mut origins = vec![format!("{}://{origin_host}:{port}", url.scheme())];
     if loopback {
         origins.extend(
             ["localhost", "127.0.0.1", "[::1]"].map(|h| format!("{}://{h}:{port}", url.scheme())),
