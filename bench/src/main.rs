@@ -2,6 +2,7 @@
 //! the same run, every figure reported as a ratio to its reference, because
 //! this machine is shared and noisy and only same-run ratios mean anything.
 
+mod backends;
 mod load;
 mod refs;
 
@@ -36,7 +37,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--size-mib" => args.size_mib = it.next().context("--size-mib N")?.parse()?,
             "--runs" => args.runs = it.next().context("--runs N")?.parse()?,
             "--out" => args.out = Some(it.next().context("--out FILE")?.into()),
-            "--only" => args.only = Some(it.next().context("--only data|mcp")?),
+            "--only" => args.only = Some(it.next().context("--only data|mcp|backends")?),
             "--requests" => args.requests = it.next().context("--requests N")?.parse()?,
             "--concurrency" => args.concurrency = it.next().context("--concurrency N")?.parse()?,
             other => bail!(
@@ -79,6 +80,12 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?;
         report.push_str(&rt.block_on(mcp(&args))?);
+    }
+    if wants("backends") {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        report.push_str(&rt.block_on(backends::run(&repo_root()))?);
     }
     print!("{report}");
     if let Some(out) = &args.out {

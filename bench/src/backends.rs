@@ -1,0 +1,228 @@
+//! The cost of the backends' own work, beside each other in one run:
+//! issuing an upload (aws: presign + handle, no network; local: link token +
+//! handle, and the whole `issue_upload` with its record), and spending a
+//! token (SQLite vs DynamoDB on moto server over loopback).
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use sluice::ledger::{Ledger, SqliteLedger};
+use sluice::service::UploadRequest;
+use sluice::store::ObjectStore;
+use sluice::token::{Handle, LinkToken, Method};
+use sluice::{FileId, FileMeta, KeyId, Keyring, MasterSecret, Sha256};
+
+const N: usize = 2000;
+
+fn per_op(elapsed: Duration, n: usize) -> f64 {
+    elapsed.as_secs_f64() * 1e6 / n as f64
+}
+
+fn file() -> FileMeta {
+    FileMeta {
+        id: FileId::random(),
+        owner: "bench".into(),
+        filename: "report.pdf".into(),
+        content_type: "application/pdf".into(),
+        size: 5_000_000,
+        sha256: Sha256::of(b"report"),
+    }
+}
+
+fn sdk_config() -> aws_config::SdkConfig {
+    use aws_sdk_s3::config::{Credentials, SharedCredentialsProvider};
+    aws_config::SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+            "AKIDBENCH",
+            "bench-secret",
+            None,
+            None,
+            "bench",
+        )))
+        .build()
+}
+
+pub async fn run(root: &Path) -> anyhow::Result<String> {
+    let keys = Keyring::new(
+        (
+            KeyId::new("k1").unwrap(),
+            MasterSecret::new(vec![7u8; 32]).unwrap(),
+        ),
+        None,
+    );
+    let ttl = Duration::from_secs(900);
+    let exp = sluice::time::now_unix() + 900;
+
+    // Local: link token + handle (the compute of issuing).
+    let start = Instant::now();
+    for _ in 0..N {
+        let f = file();
+        std::hint::black_box(LinkToken::new(Method::Put, f.clone(), exp).encode(&keys));
+        std::hint::black_box(
+            Handle {
+                file: f,
+                expires_at: exp,
+            }
+            .encode(&keys),
+        );
+    }
+    let local_sign = per_op(start.elapsed(), N);
+
+    // AWS: presigned PUT + handle; presigning is local computation.
+    let moto = start_moto(root)?;
+    let settings = sluice_aws::AwsSettings {
+        bucket: "bench".into(),
+        table: "bench".into(),
+        region: Some("us-east-1".into()),
+        s3_endpoint: Some("http://127.0.0.1:9".into()),
+        dynamodb_endpoint: Some(moto.url.clone()),
+    };
+    let (s3, dynamo) = sluice_aws::backends(&sdk_config(), &settings);
+    let start = Instant::now();
+    for _ in 0..N {
+        let f = file();
+        std::hint::black_box(
+            s3.presign_put(&f.object_key(), f.size, f.sha256, &f.content_type, ttl)
+                .await?
+                .context("S3 presigns")?,
+        );
+        std::hint::black_box(
+            Handle {
+                file: f,
+                expires_at: exp,
+            }
+            .encode(&keys),
+        );
+    }
+    let aws_sign = per_op(start.elapsed(), N);
+
+    // Local: the whole request_upload path (validation, record, tokens, curl line).
+    let dir = tempfile::tempdir()?;
+    let config = sluice::Config::from_vars([(
+        "SLUICE_DATA_DIR".to_owned(),
+        dir.path().to_string_lossy().into_owned(),
+    )])?;
+    let (local, _) = sluice::runtime::local_sluice(&config, "http://127.0.0.1:8787".parse()?)?;
+    let start = Instant::now();
+    for _ in 0..N {
+        let req = UploadRequest {
+            filename: "report.pdf".into(),
+            size: 5_000_000,
+            sha256: Sha256::of(b"report"),
+            content_type: None,
+        };
+        std::hint::black_box(local.issue_upload("bench", req).await?);
+    }
+    let local_issue = per_op(start.elapsed(), N);
+
+    // Ledger spends: SQLite (fsync per spend) vs DynamoDB on moto.
+    create_table(&dynamo).await?;
+    let sqlite = Arc::new(SqliteLedger::open(&dir.path().join("ledger.sqlite3"))?);
+    let spends = 500;
+    let start = Instant::now();
+    for _ in 0..spends {
+        sqlite.spend(&FileId::random().to_string(), exp).await?;
+    }
+    let local_spend = per_op(start.elapsed(), spends);
+    let start = Instant::now();
+    for _ in 0..spends {
+        dynamo.spend(&FileId::random().to_string(), exp).await?;
+    }
+    let aws_spend = per_op(start.elapsed(), spends);
+    drop(moto);
+
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    writeln!(
+        out,
+        "\n## Backends: issuing an upload and spending a token\n"
+    )?;
+    writeln!(
+        out,
+        "`target/release/sluice-bench --only backends`: in-process, sequential, mean of {N} operations \
+         ({spends} for spends). The aws presign is computed locally (no network); the DynamoDB spend is \
+         a conditional PutItem to moto server over loopback, so it measures the SDK and a local HTTP \
+         round trip, not AWS.\n"
+    )?;
+    writeln!(out, "| operation | local | aws | aws / local |")?;
+    writeln!(out, "|---|---|---|---|")?;
+    writeln!(
+        out,
+        "| sign an upload (local: link token + handle; aws: presigned PUT + handle) | {local_sign:.1} µs | {aws_sign:.1} µs | {:.2} |",
+        aws_sign / local_sign
+    )?;
+    writeln!(
+        out,
+        "| spend a token (local: SQLite insert, synchronous=FULL; aws: DynamoDB PutItem on moto) | {local_spend:.1} µs | {aws_spend:.1} µs | {:.2} |",
+        aws_spend / local_spend
+    )?;
+    writeln!(
+        out,
+        "\nThe whole local `issue_upload` (validation, file record, both tokens, curl line): {local_issue:.1} µs."
+    )?;
+    Ok(out)
+}
+
+async fn create_table(ledger: &sluice_aws::DynamoLedger) -> anyhow::Result<()> {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    ledger
+        .client()
+        .create_table()
+        .table_name("bench")
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("pk")
+                .attribute_type(ScalarAttributeType::S)
+                .build()?,
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("pk")
+                .key_type(KeyType::Hash)
+                .build()?,
+        )
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await?;
+    Ok(())
+}
+
+struct Moto {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_moto(root: &Path) -> anyhow::Result<Moto> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let child = Command::new(root.join(".venv/bin/moto_server"))
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("moto_server (run `make clients` first)")?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        anyhow::ensure!(Instant::now() < deadline, "moto_server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(Moto {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    })
+}
