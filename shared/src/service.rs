@@ -188,16 +188,6 @@ impl Sluice {
         self.0.public_url.as_str().trim_end_matches('/')
     }
 
-    /// The host uploads and downloads go to, for messages.
-    pub fn public_host(&self) -> String {
-        let url = &self.0.public_url;
-        match (url.host_str(), url.port()) {
-            (Some(h), Some(p)) => format!("{h}:{p}"),
-            (Some(h), None) => h.to_owned(),
-            _ => url.to_string(),
-        }
-    }
-
     /// Validates an upload request, pins the file, records it, and signs its handle.
     async fn issue_file(
         &self,

@@ -144,6 +144,18 @@ fn success<T: Serialize>(summary: String, value: &T) -> Result<CallToolResult, A
     Ok(result)
 }
 
+/// The host (and port) a URL points at: what must be reachable to use it.
+fn host_of(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_owned(),
+            _ => url.to_owned(),
+        },
+        Err(_) => url.to_owned(),
+    }
+}
+
 /// A tool error the model can act on.
 fn failure(error: ApiError) -> CallToolResult {
     let message = match &error {
@@ -205,7 +217,7 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
                     "Upload link for {name} ({size} bytes) until {}. Run the curl command where the file is; \
                      {} must be reachable from there (a sandboxed client may need it allowlisted). Then use the handle.",
                     ticket.upload.expires_at,
-                    self.sluice.public_host()
+                    host_of(&ticket.upload.url)
                 ),
                 &ticket,
             )
