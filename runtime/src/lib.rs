@@ -20,13 +20,45 @@ pub struct Opened {
     pub local_store: Option<LocalStore>,
 }
 
-/// Builds sluice over the backends `config` names.
-pub async fn open(config: &Config, public_url: Url) -> Result<Opened, StartError> {
+/// The backends and keys `config` names, opened once at start.
+pub struct Backends {
+    keys: Keyring,
+    store: Arc<dyn sluice::ObjectStore>,
+    ledger: Arc<dyn sluice::Ledger>,
+    local_store: Option<LocalStore>,
+}
+
+impl std::fmt::Debug for Backends {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backends")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Backends {
+    /// Sluice at `public_url` over these backends.
+    pub fn sluice(&self, config: &Config, public_url: Url) -> Sluice {
+        runtime::assemble(
+            config,
+            public_url,
+            self.keys.clone(),
+            self.store.clone(),
+            self.ledger.clone(),
+        )
+    }
+}
+
+/// Opens the backends `config` names: the data directory, or the AWS
+/// clients (and the master secret from Secrets Manager, if so configured).
+pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
     match &config.backend {
         Backend::Local => {
-            let (sluice, store) = runtime::local_sluice(config, public_url)?;
-            Ok(Opened {
-                sluice,
+            let (store, ledger) = runtime::local_backends(config)?;
+            Ok(Backends {
+                keys: runtime::local_keyring(config)?,
+                store: Arc::new(store.clone()),
+                ledger: Arc::new(ledger),
                 local_store: Some(store),
             })
         }
@@ -43,7 +75,6 @@ pub async fn open(config: &Config, public_url: Url) -> Result<Opened, StartError
                 }
                 (None, None) => unreachable!("Config::from_env requires one of them"),
             };
-            let keys = Keyring::new((config.key_id.clone(), secret), config.previous.clone());
             let settings = sluice_aws::AwsSettings {
                 bucket: aws.bucket.clone(),
                 table: aws.table.clone(),
@@ -58,18 +89,76 @@ pub async fn open(config: &Config, public_url: Url) -> Result<Opened, StartError
                     .map(|u| u.as_str().trim_end_matches('/').to_owned()),
             };
             let (store, ledger) = sluice_aws::connect(&settings).await;
-            Ok(Opened {
-                sluice: runtime::assemble(
-                    config,
-                    public_url,
-                    keys,
-                    Arc::new(store),
-                    Arc::new(ledger),
-                ),
+            Ok(Backends {
+                keys: Keyring::new((config.key_id.clone(), secret), config.previous.clone()),
+                store: Arc::new(store),
+                ledger: Arc::new(ledger),
                 local_store: None,
             })
         }
     }
+}
+
+/// Builds sluice over the backends `config` names, at `public_url`.
+pub async fn open(config: &Config, public_url: Url) -> Result<Opened, StartError> {
+    let backends = open_backends(config).await?;
+    Ok(Opened {
+        sluice: backends.sluice(config, public_url),
+        local_store: backends.local_store,
+    })
+}
+
+/// The public URL of an API Gateway request: `https://<domain>`, plus the
+/// stage unless it is `$default`. API Gateway sets these, not the client.
+fn url_of(req: &lambda_http::Request) -> Option<Url> {
+    use lambda_http::RequestExt as _;
+    use lambda_http::request::RequestContext;
+    match req.request_context_ref()? {
+        RequestContext::ApiGatewayV2(ctx) => {
+            let domain = ctx.domain_name.as_deref()?;
+            let stage = ctx.stage.as_deref().filter(|s| *s != "$default");
+            let url = match stage {
+                Some(stage) => format!("https://{domain}/{stage}"),
+                None => format!("https://{domain}"),
+            };
+            Url::parse(&url).ok()
+        }
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+/// Serves `router` under the Lambda runtime. The public URL is
+/// `SLUICE_PUBLIC_URL` when set (a custom domain), otherwise the API's own
+/// URL, taken from the first request: the deployment template cannot pass
+/// it in, since the API depends on the functions.
+async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), String> {
+    use tower::ServiceExt as _;
+    let backends = open_backends(&config).await.map_err(|e| e.to_string())?;
+    let app: Arc<tokio::sync::OnceCell<Router>> = Arc::new(tokio::sync::OnceCell::new());
+    let (config, backends) = (Arc::new(config), Arc::new(backends));
+    let handler = lambda_http::service_fn(move |req: lambda_http::Request| {
+        let (app, config, backends) = (app.clone(), config.clone(), backends.clone());
+        async move {
+            let url = config.public_url.clone().or_else(|| url_of(&req));
+            let router = app
+                .get_or_try_init(|| async {
+                    let url =
+                        url.ok_or("no SLUICE_PUBLIC_URL and no API Gateway domain in the event")?;
+                    tracing::info!(%url, "public URL");
+                    Ok::<_, &str>(router(backends.sluice(&config, url)))
+                })
+                .await?
+                .clone();
+            router
+                .oneshot(req)
+                .await
+                .map_err(|e: std::convert::Infallible| -> lambda_http::Error { match e {} })
+        }
+    });
+    lambda_http::run(handler)
+        .await
+        .map_err(|e| format!("lambda runtime: {e}"))
 }
 
 /// `main` for a function binary: configuration from the environment, the
@@ -93,14 +182,7 @@ pub fn main_with(router: fn(Sluice) -> Router) -> ExitCode {
     };
     let result: Result<(), String> = rt.block_on(async {
         if config.lambda {
-            let url = config
-                .public_url
-                .clone()
-                .expect("Config::from_env requires SLUICE_PUBLIC_URL in Lambda");
-            let opened = open(&config, url).await.map_err(|e| e.to_string())?;
-            lambda_http::run(router(opened.sluice))
-                .await
-                .map_err(|e| format!("lambda runtime: {e}"))
+            run_lambda(config, router).await
         } else {
             let (listener, url) = runtime::bind(&config).await.map_err(|e| e.to_string())?;
             let opened = open(&config, url.clone())

@@ -228,12 +228,6 @@ impl Config {
                 "required when SLUICE_BACKEND=aws (or set SLUICE_MASTER_SECRET_ID)",
             ));
         }
-        if lambda && get("SLUICE_PUBLIC_URL").is_none() {
-            return Err(invalid(
-                "SLUICE_PUBLIC_URL",
-                "required in Lambda: the public URL clients reach the API at",
-            ));
-        }
         let download_url_ttl = secs(&get, "SLUICE_DOWNLOAD_URL_TTL_SECS", 60)?;
         if download_url_ttl > Duration::from_secs(60) {
             return Err(invalid(
@@ -443,9 +437,13 @@ mod tests {
     }
 
     #[test]
-    fn lambda_needs_a_public_url() {
-        let err = config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")]).unwrap_err();
-        assert_eq!(err.var, "SLUICE_PUBLIC_URL");
+    fn lambda_is_detected_from_the_runtime_api_variable() {
+        assert!(
+            config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")])
+                .unwrap()
+                .lambda
+        );
+        assert!(!config(&[]).unwrap().lambda);
     }
 
     #[test]

@@ -160,15 +160,21 @@ pub fn assemble(
     })
 }
 
-/// Assembles sluice on the local backends (a directory and an SQLite ledger).
-pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalStore), StartError> {
-    let keys = local_keyring(config)?;
+/// Opens the local backends: a directory of objects and an SQLite ledger.
+pub fn local_backends(config: &Config) -> Result<(LocalStore, SqliteLedger), StartError> {
     let store =
         LocalStore::open(&config.data_dir, config.quota_bytes).map_err(|e| StartError::Io {
             what: format!("opening the store in {}", config.data_dir.display()),
             source: io::Error::other(e),
         })?;
     let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
+    Ok((store, ledger))
+}
+
+/// Assembles sluice on the local backends (a directory and an SQLite ledger).
+pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalStore), StartError> {
+    let keys = local_keyring(config)?;
+    let (store, ledger) = local_backends(config)?;
     let sluice = assemble(
         config,
         public_url,

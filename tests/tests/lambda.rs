@@ -219,3 +219,27 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
     let body: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
     assert_eq!(body["result"]["serverInfo"]["name"], "sluice");
 }
+
+#[test]
+fn without_a_configured_public_url_the_api_gateway_domain_is_used() {
+    let emulators = crate::emulators::Emulators::start();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(emulators.provision("domain"));
+    let env = emulators.env("domain");
+    let api = RuntimeApi::start(vec![event(
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        json!({"host": "files.example.com"}),
+        None,
+    )]);
+    let mut child = spawn("mcp", &api, &env);
+    let response = api
+        .responses
+        .recv_timeout(Duration::from_secs(30))
+        .expect("mcp answered");
+    stop(&mut child);
+    assert_eq!(response["statusCode"], 200, "{response}");
+    let doc: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
+    assert_eq!(doc["resource"], "https://files.example.com/mcp");
+}
