@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test lint fmt bench clean clients emulators
+.PHONY: all build run test lint fmt bench clean clients template
 
 all: build
 
@@ -44,6 +44,21 @@ test: clients
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The SAM template, checked offline by cfn-lint and `sam validate --lint`.
+# aws-sam-cli pins its own versions of shared packages: it gets a venv of its own.
+SAM_VENV := .venv-sam
+SAM_OFFLINE := AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=offline AWS_SECRET_ACCESS_KEY=offline \
+	AWS_EC2_METADATA_DISABLED=true SAM_CLI_TELEMETRY=0
+
+$(SAM_VENV)/.installed:
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet --disable-pip-version-check aws-sam-cli cfn-lint
+	touch $@
+
+template: $(SAM_VENV)/.installed
+	$(SAM_OFFLINE) $(SAM_VENV)/bin/cfn-lint template.yaml
+	$(SAM_OFFLINE) $(SAM_VENV)/bin/sam validate --lint --template template.yaml
 
 fmt:
 	$(CARGO) fmt --all

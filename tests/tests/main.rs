@@ -16,4 +16,5 @@ mod mcp_http;
 mod refusals;
 mod restart;
 mod roundtrip;
+mod template;
 mod upload;
