@@ -63,8 +63,8 @@ template: $(SAM_VENV)/.installed
 fmt:
 	$(CARGO) fmt --all
 
-bench:
-	$(CARGO) build --release --bin sluice --bin sluice-bench
+bench: clients
+	$(CARGO) build --release --bin sluice --bin sluice-bench --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver
 	target/release/sluice-bench --out BENCHMARKS.md
 
 clean:

@@ -3,6 +3,7 @@
 //! this machine is shared and noisy and only same-run ratios mean anything.
 
 mod backends;
+mod lambda;
 mod load;
 mod refs;
 
@@ -37,7 +38,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--size-mib" => args.size_mib = it.next().context("--size-mib N")?.parse()?,
             "--runs" => args.runs = it.next().context("--runs N")?.parse()?,
             "--out" => args.out = Some(it.next().context("--out FILE")?.into()),
-            "--only" => args.only = Some(it.next().context("--only data|mcp|backends")?),
+            "--only" => args.only = Some(it.next().context("--only data|mcp|backends|lambda")?),
             "--requests" => args.requests = it.next().context("--requests N")?.parse()?,
             "--concurrency" => args.concurrency = it.next().context("--concurrency N")?.parse()?,
             other => bail!(
@@ -86,6 +87,15 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?;
         report.push_str(&rt.block_on(backends::run(&repo_root()))?);
+    }
+    if wants("lambda") {
+        let exe = std::env::current_exe()?;
+        report.push_str(&lambda::run(exe.parent().context("release dir")?)?);
+        // Sizes only where the aarch64 build exists (it needs a cross linker).
+        match lambda::sizes(&repo_root().join("target")) {
+            Ok(sizes) => report.push_str(&sizes),
+            Err(e) => eprintln!("binary sizes skipped: {e}"),
+        }
     }
     print!("{report}");
     if let Some(out) = &args.out {

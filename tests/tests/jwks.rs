@@ -81,6 +81,21 @@ fn claims(sub: &str, scope: &str, exp_in: i64) -> Value {
     json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "scope": scope, "iat": now, "exp": now + exp_in})
 }
 
+/// A sluice process that takes its bearer tokens from `jwks`.
+fn start_with(jwks: &JwksServer, refresh_secs: &str) -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
+            ("SLUICE_AUTH_ISSUER", ISSUER),
+            ("SLUICE_AUTH_AUDIENCE", AUDIENCE),
+            ("SLUICE_AUTH_JWKS_REFRESH_SECS", refresh_secs),
+        ],
+    );
+    (server, dir)
+}
+
 fn upload_status(server: &Server, token: &str) -> u16 {
     let body = json!({"filename": "a.txt", "size": 1, "sha256": sluice::Sha256::of(b"a").to_hex()});
     post_json(&format!("{}/uploads", server.base), Some(token), &body).status
@@ -90,16 +105,7 @@ fn upload_status(server: &Server, token: &str) -> u16 {
 fn tokens_from_the_authorization_server_are_verified_with_its_jwks() {
     let keys = keys();
     let jwks = JwksServer::start(json!({"keys": [keys["rsa"]["jwk"]]}));
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
-            ("SLUICE_AUTH_ISSUER", ISSUER),
-            ("SLUICE_AUTH_AUDIENCE", AUDIENCE),
-            ("SLUICE_AUTH_JWKS_REFRESH_SECS", "1"),
-        ],
-    );
+    let (server, dir) = start_with(&jwks, "1");
     let rsa_pem = keys["rsa"]["pem"].as_str().unwrap();
     let ec_pem = keys["ec"]["pem"].as_str().unwrap();
 
@@ -185,15 +191,7 @@ fn tokens_from_the_authorization_server_are_verified_with_its_jwks() {
 fn an_unknown_key_id_is_refetched_at_most_once_per_interval() {
     let keys = keys();
     let jwks = JwksServer::start(json!({"keys": [keys["rsa"]["jwk"]]}));
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
-            ("SLUICE_AUTH_ISSUER", ISSUER),
-            ("SLUICE_AUTH_AUDIENCE", AUDIENCE),
-        ],
-    );
+    let (server, _dir) = start_with(&jwks, "30");
     let rsa_pem = keys["rsa"]["pem"].as_str().unwrap();
     for i in 0..5 {
         let t = sign(

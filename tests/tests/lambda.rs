@@ -120,6 +120,23 @@ fn stop(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// Runs `function` under the emulated runtime for `events`; returns what it
+/// answered to each, in order.
+fn invoke(function: &str, env: &[(&str, String)], events: Vec<Value>) -> Vec<Value> {
+    let n = events.len();
+    let api = RuntimeApi::start(events);
+    let mut child = spawn(function, &api, env);
+    let responses = (0..n)
+        .map(|_| {
+            api.responses
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| panic!("{function} answered"))
+        })
+        .collect();
+    stop(&mut child);
+    responses
+}
+
 #[test]
 fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
     let emulators = crate::emulators::Emulators::start();
@@ -153,18 +170,17 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
         .to_string();
 
     // issuer: POST /uploads → a presigned S3 PUT.
-    let api = RuntimeApi::start(vec![event(
-        "POST",
-        "/uploads",
-        json!({"authorization": auth, "content-type": "application/json"}),
-        Some(&body),
-    )]);
-    let mut child = spawn("issuer", &api, &env);
-    let response = api
-        .responses
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the issuer answered");
-    stop(&mut child);
+    let response = invoke(
+        "issuer",
+        &env,
+        vec![event(
+            "POST",
+            "/uploads",
+            json!({"authorization": auth, "content-type": "application/json"}),
+            Some(&body),
+        )],
+    )
+    .remove(0);
     assert_eq!(response["statusCode"], 200, "{response}");
     let ticket: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
     assert!(
@@ -177,44 +193,38 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
 
     // resolver: an unknown link is the uniform 404; /resolve of a file not
     // uploaded yet says so.
-    let api = RuntimeApi::start(vec![
-        event("GET", "/links/nonsense", json!({}), None),
-        event(
-            "POST",
-            "/resolve",
-            json!({"authorization": auth, "content-type": "application/json"}),
-            Some(&json!({"handle": handle}).to_string()),
-        ),
-    ]);
-    let mut child = spawn("resolver", &api, &env);
-    let first = api
-        .responses
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the resolver answered");
-    let second = api
-        .responses
-        .recv_timeout(Duration::from_secs(30))
-        .expect("the resolver answered again");
-    stop(&mut child);
+    let answers = invoke(
+        "resolver",
+        &env,
+        vec![
+            event("GET", "/links/nonsense", json!({}), None),
+            event(
+                "POST",
+                "/resolve",
+                json!({"authorization": auth, "content-type": "application/json"}),
+                Some(&json!({"handle": handle}).to_string()),
+            ),
+        ],
+    );
+    let (first, second) = (&answers[0], &answers[1]);
     assert_eq!(first["statusCode"], 404, "{first}");
     assert_eq!(second["statusCode"], 409, "{second}");
 
     // mcp: initialize over the public host.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let api = RuntimeApi::start(vec![event(
-        "POST",
-        "/mcp",
-        json!({"authorization": auth, "content-type": "application/json",
-               "accept": "application/json, text/event-stream", "host": "files.example.com"}),
-        Some(&init.to_string()),
-    )]);
-    let mut child = spawn("mcp", &api, &env);
-    let response = api
-        .responses
-        .recv_timeout(Duration::from_secs(30))
-        .expect("mcp answered");
-    stop(&mut child);
+    let response = invoke(
+        "mcp",
+        &env,
+        vec![event(
+            "POST",
+            "/mcp",
+            json!({"authorization": auth, "content-type": "application/json",
+                   "accept": "application/json, text/event-stream", "host": "files.example.com"}),
+            Some(&init.to_string()),
+        )],
+    )
+    .remove(0);
     assert_eq!(response["statusCode"], 200, "{response}");
     let body: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
     assert_eq!(body["result"]["serverInfo"]["name"], "sluice");
@@ -227,18 +237,17 @@ fn without_a_configured_public_url_the_api_gateway_domain_is_used() {
         .unwrap()
         .block_on(emulators.provision("domain"));
     let env = emulators.env("domain");
-    let api = RuntimeApi::start(vec![event(
-        "GET",
-        "/.well-known/oauth-protected-resource/mcp",
-        json!({"host": "files.example.com"}),
-        None,
-    )]);
-    let mut child = spawn("mcp", &api, &env);
-    let response = api
-        .responses
-        .recv_timeout(Duration::from_secs(30))
-        .expect("mcp answered");
-    stop(&mut child);
+    let response = invoke(
+        "mcp",
+        &env,
+        vec![event(
+            "GET",
+            "/.well-known/oauth-protected-resource/mcp",
+            json!({"host": "files.example.com"}),
+            None,
+        )],
+    )
+    .remove(0);
     assert_eq!(response["statusCode"], 200, "{response}");
     let doc: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
     assert_eq!(doc["resource"], "https://files.example.com/mcp");

@@ -12,7 +12,7 @@ use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream as AwsBody;
 use aws_sdk_s3::types::ChecksumMode;
 use bytes::Bytes;
-use futures_util::StreamExt as _;
+use futures_util::{StreamExt as _, TryStreamExt as _};
 use sluice::store::{ByteStream, DownloadAs, ObjectInfo, ObjectStore, Presigned, StoreError};
 use sluice::{ObjectKey, Sha256};
 
@@ -54,28 +54,6 @@ impl S3Store {
     /// The SDK client, for tests and setup.
     pub fn client(&self) -> &aws_sdk_s3::Client {
         &self.client
-    }
-
-    async fn read_all(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
-        match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .send()
-            .await
-        {
-            Ok(out) => {
-                let data = out
-                    .body
-                    .collect()
-                    .await
-                    .map_err(|e| StoreError::Io(io::Error::other(e)))?;
-                Ok(Some(data.into_bytes()))
-            }
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
-            Err(e) => Err(s3_error(e)),
-        }
     }
 }
 
@@ -189,7 +167,11 @@ impl ObjectStore for S3Store {
     }
 
     async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
-        self.read_all(key).await
+        let Some(stream) = self.get(key).await? else {
+            return Ok(None);
+        };
+        let chunks: Vec<Bytes> = stream.try_collect().await.map_err(StoreError::Io)?;
+        Ok(Some(chunks.concat().into()))
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {

@@ -173,7 +173,6 @@ impl AccessVerifier {
     }
 
     async fn verify_external(&self, jwks: &Jwks, token: &str) -> Result<Caller, TokenError> {
-        use jsonwebtoken::errors::ErrorKind;
         use jsonwebtoken::{Algorithm, Validation};
         if token.is_empty() {
             return Err(TokenError::Empty);
@@ -201,14 +200,7 @@ impl AccessVerifier {
         v.set_audience(&[&self.audience]);
         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let claims = jsonwebtoken::decode::<ExternalClaims>(token, &key, &v)
-            .map_err(|e| match e.kind() {
-                ErrorKind::InvalidSignature => TokenError::BadSignature,
-                ErrorKind::ExpiredSignature => TokenError::Expired,
-                ErrorKind::InvalidIssuer
-                | ErrorKind::InvalidAudience
-                | ErrorKind::MissingRequiredClaim(_) => TokenError::WrongAudience,
-                _ => TokenError::Malformed,
-            })?
+            .map_err(token::classify)?
             .claims;
         let names: Vec<String> = match (claims.scope, claims.scp) {
             (Some(s), _) => s.split_whitespace().map(str::to_owned).collect(),

@@ -45,6 +45,18 @@ pub enum TokenError {
     WrongAudience,
 }
 
+/// Which of our refusals a `jsonwebtoken` decoding error is.
+pub(crate) fn classify(e: jsonwebtoken::errors::Error) -> TokenError {
+    match e.kind() {
+        ErrorKind::InvalidSignature => TokenError::BadSignature,
+        ErrorKind::ExpiredSignature => TokenError::Expired,
+        ErrorKind::InvalidIssuer
+        | ErrorKind::InvalidAudience
+        | ErrorKind::MissingRequiredClaim(_) => TokenError::WrongAudience,
+        _ => TokenError::Malformed,
+    }
+}
+
 /// Signs `claims` as a JWT of type `typ` with the current key for `purpose`.
 pub(crate) fn sign<C: Serialize>(
     keys: &Keyring,
@@ -102,14 +114,7 @@ pub(crate) fn verify_with<C: DeserializeOwned>(
     configure(&mut validation);
     jsonwebtoken::decode::<C>(token, &DecodingKey::from_secret(key), &validation)
         .map(|data| data.claims)
-        .map_err(|e| match e.kind() {
-            ErrorKind::InvalidSignature => TokenError::BadSignature,
-            ErrorKind::ExpiredSignature => TokenError::Expired,
-            ErrorKind::InvalidIssuer
-            | ErrorKind::InvalidAudience
-            | ErrorKind::MissingRequiredClaim(_) => TokenError::WrongAudience,
-            _ => TokenError::Malformed,
-        })
+        .map_err(classify)
 }
 
 /// A random, URL-safe identifier of `N` bytes of entropy.
