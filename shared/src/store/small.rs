@@ -11,9 +11,54 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 use super::StoreError;
 use crate::file::ObjectKey;
 
+/// A write for the writer thread: key, bytes, time, and where to answer.
+type Write = (
+    String,
+    Bytes,
+    i64,
+    tokio::sync::oneshot::Sender<Result<(), String>>,
+);
+
+/// The most writes committed in one transaction.
+const MAX_BATCH: usize = 256;
+
 #[derive(Debug, Clone)]
 pub(super) struct SmallObjects {
+    /// Reads and sweeps.
     conn: Arc<Mutex<Connection>>,
+    /// Writes go to one thread that commits whatever has queued up in one
+    /// transaction (group commit): under concurrent `request_upload`s, one
+    /// commit serves many records.
+    writes: std::sync::mpsc::Sender<Write>,
+}
+
+/// Commits queued writes in batches until every sender is gone.
+fn writer(mut conn: Connection, queue: std::sync::mpsc::Receiver<Write>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(w) => batch.push(w),
+                Err(_) => break,
+            }
+        }
+        let result = (|| {
+            let tx = conn.transaction()?;
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO small (key, bytes, created_at) VALUES (?1, ?2, ?3)",
+                )?;
+                for (key, bytes, at, _) in &batch {
+                    insert.execute(params![key, bytes.as_ref(), at])?;
+                }
+            }
+            tx.commit()
+        })()
+        .map_err(|e| e.to_string());
+        for (_, _, _, reply) in batch {
+            let _ = reply.send(result.clone());
+        }
+    }
 }
 
 fn db(e: rusqlite::Error) -> StoreError {
@@ -48,8 +93,21 @@ impl SmallObjects {
              ) WITHOUT ROWID;",
         )
         .map_err(db)?;
+        let write_conn = Connection::open(path).map_err(db)?;
+        write_conn
+            .busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(db)?;
+        write_conn
+            .execute_batch("PRAGMA synchronous = NORMAL;")
+            .map_err(db)?;
+        let (writes, queue) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("sluice-records".into())
+            .spawn(move || writer(write_conn, queue))
+            .map_err(StoreError::Io)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            writes,
         })
     }
 
@@ -65,15 +123,19 @@ impl SmallObjects {
     }
 
     pub(super) async fn put(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
-        let key = key.as_str().to_owned();
-        self.with(move |c| {
-            c.execute(
-                "INSERT OR REPLACE INTO small (key, bytes, created_at) VALUES (?1, ?2, ?3)",
-                params![key, bytes.as_ref(), crate::time::now_unix()],
-            )
-            .map(drop)
-        })
-        .await
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let write = (
+            key.as_str().to_owned(),
+            bytes,
+            crate::time::now_unix(),
+            reply,
+        );
+        let gone = || StoreError::Io(std::io::Error::other("the record writer has stopped"));
+        self.writes.send(write).map_err(|_| gone())?;
+        answer
+            .await
+            .map_err(|_| gone())?
+            .map_err(|e| StoreError::Io(std::io::Error::other(e)))
     }
 
     pub(super) async fn get(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
