@@ -97,8 +97,11 @@ impl SmallObjects {
         write_conn
             .busy_timeout(std::time::Duration::from_secs(10))
             .map_err(db)?;
+        // No automatic checkpoints on the write path: one runs inside some
+        // unlucky commit and stalls every request queued behind it. The
+        // sweep checkpoints instead, off the request path.
         write_conn
-            .execute_batch("PRAGMA synchronous = NORMAL;")
+            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;")
             .map_err(db)?;
         let (writes, queue) = std::sync::mpsc::channel();
         std::thread::Builder::new()
@@ -165,6 +168,12 @@ impl SmallObjects {
     /// Deletes small objects written more than `max_age_secs` ago.
     pub(super) fn sweep(&self, max_age_secs: i64) -> Result<usize, StoreError> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        // Fold the write-ahead log back into the database (see `open`).
+        let _: (i64, i64, i64) = conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(db)?;
         conn.execute(
             "DELETE FROM small WHERE created_at < ?1",
             [crate::time::now_unix() - max_age_secs],
