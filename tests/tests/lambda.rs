@@ -43,7 +43,7 @@ fn read_request(stream: &mut TcpStream) -> (String, Vec<u8>) {
 fn respond(stream: &mut TcpStream, headers: &str, body: &str) {
     let _ = write!(
         stream,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
 }
