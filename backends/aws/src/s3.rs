@@ -55,6 +55,25 @@ impl S3Store {
     pub fn client(&self) -> &aws_sdk_s3::Client {
         &self.client
     }
+
+    /// A PUT that S3 accepts only with exactly `size` bytes whose digest is
+    /// `sha256`, and only if nothing is stored under `key` yet.
+    fn pinned_put(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+    ) -> aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .content_length(size as i64)
+            // Only the value: setting the algorithm too would make the SDK
+            // compute a checksum of the (empty) presign body.
+            .checksum_sha256(sha256.to_base64())
+            .if_none_match("*")
+    }
 }
 
 #[async_trait::async_trait]
@@ -109,13 +128,7 @@ impl ObjectStore for S3Store {
         }
         verifier.finish()?;
         match self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .content_length(size as i64)
-            .checksum_sha256(sha256.to_base64())
-            .if_none_match("*")
+            .pinned_put(key, size, sha256)
             .body(AwsBody::from(data))
             .send()
             .await
@@ -210,15 +223,7 @@ impl ObjectStore for S3Store {
         let config =
             PresigningConfig::expires_in(ttl).map_err(|e| StoreError::Io(io::Error::other(e)))?;
         let request = self
-            .client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .content_length(size as i64)
-            // Only the value: setting the algorithm too would make the SDK
-            // compute a checksum of the (empty) presign body.
-            .checksum_sha256(sha256.to_base64())
-            .if_none_match("*")
+            .pinned_put(key, size, sha256)
             .content_type(content_type)
             .presigned(config)
             .await
