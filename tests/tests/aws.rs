@@ -6,15 +6,14 @@ use crate::concurrency::concurrently;
 use crate::emulators::Emulators;
 use crate::util::{Server, bytes, out_text, request, sh};
 
-/// Starts a sluice process on the AWS backends (bucket and table `name`).
-fn start(emulators: &Emulators, name: &str, extra: &[(&str, &str)]) -> Server {
+/// Starts a sluice process on the AWS backends (bucket and table `name`),
+/// with the (unused) data directory it must still be given.
+fn start(emulators: &Emulators, name: &str, extra: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let env = emulators.env(name);
     let mut vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     vars.extend_from_slice(extra);
-    let server = Server::start_in(dir.path(), &vars);
-    std::mem::forget(dir); // the data dir is unused on AWS; keep it for the process's life
-    server
+    (Server::start_in(dir.path(), &vars), dir)
 }
 
 fn provision(emulators: &Emulators, name: &str) {
@@ -48,7 +47,7 @@ fn token(emulators: &Emulators, user: &str) -> String {
 fn the_curl_lines_round_trip_through_s3() {
     let emulators = Emulators::start();
     provision(&emulators, "roundtrip");
-    let server = start(&emulators, "roundtrip", &[]);
+    let (server, _server_dir) = start(&emulators, "roundtrip", &[]);
     let token = token(&emulators, "alice");
     for (name, data) in [
         ("rapport final;v2 (été).pdf", bytes(3 * 1024 * 1024, 1)),
@@ -86,7 +85,7 @@ fn the_curl_lines_round_trip_through_s3() {
 fn a_download_link_redirects_once_to_a_short_lived_pinned_get() {
     let emulators = Emulators::start();
     provision(&emulators, "redirect");
-    let server = start(&emulators, "redirect", &[]);
+    let (server, _server_dir) = start(&emulators, "redirect", &[]);
     let token = token(&emulators, "alice");
     let ticket = server.upload(&token, "a.pdf", b"%PDF");
     let link =
@@ -118,7 +117,7 @@ fn a_download_link_redirects_once_to_a_short_lived_pinned_get() {
 fn s3_itself_refuses_what_the_link_does_not_pin() {
     let emulators = Emulators::start();
     provision(&emulators, "refusals");
-    let server = start(&emulators, "refusals", &[("SLUICE_UPLOAD_TTL_SECS", "2")]);
+    let (server, _server_dir) = start(&emulators, "refusals", &[("SLUICE_UPLOAD_TTL_SECS", "2")]);
     let token = token(&emulators, "alice");
     let data = bytes(2000, 2);
     let ticket = server.request_upload(&token, "f.bin", &data);
@@ -192,8 +191,8 @@ fn s3_itself_refuses_what_the_link_does_not_pin() {
 fn two_replicas_share_one_bucket_and_one_table() {
     let emulators = Emulators::start();
     provision(&emulators, "replicas");
-    let a = start(&emulators, "replicas", &[]);
-    let b = start(&emulators, "replicas", &[]);
+    let (a, _a_dir) = start(&emulators, "replicas", &[]);
+    let (b, _b_dir) = start(&emulators, "replicas", &[]);
     let token = token(&emulators, "alice");
     let ticket = a.upload(&token, "shared.bin", &bytes(4096, 3));
     let handle = ticket["handle"].as_str().unwrap();
