@@ -33,6 +33,7 @@ pub mod ledger;
 pub mod runtime;
 pub mod service;
 pub mod sha;
+mod sqlite;
 pub mod store;
 pub mod time;
 pub mod token;

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use rmcp::ErrorData;
 use serde_json::Value;
+use sluice::auth::BearerError;
 use sluice::{Caller, Scope, Sluice};
 
 use crate::metadata::challenge;
@@ -61,21 +62,10 @@ fn insufficient_scope(sluice: &Sluice, scope: Scope, tool: &str) -> Response {
 /// [`Caller`] in its extensions.
 pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
-    let token = match parts.headers.get(header::AUTHORIZATION) {
-        None => return unauthorized(&sluice, "a bearer token is required", false),
-        Some(v) => v.to_str().ok().and_then(|h| {
-            let (scheme, rest) = h.split_once(' ')?;
-            scheme
-                .eq_ignore_ascii_case("bearer")
-                .then(|| rest.trim().to_owned())
-        }),
-    };
-    let Some(token) = token else {
-        return unauthorized(
-            &sluice,
-            "the Authorization header must be 'Bearer <token>'",
-            true,
-        );
+    let token = match sluice::auth::bearer(&parts.headers) {
+        Ok(t) => t.to_owned(),
+        // A missing header gets a plain challenge; a malformed one, invalid_token.
+        Err(e) => return unauthorized(&sluice, e.message(), e == BearerError::Malformed),
     };
     let caller: Caller = match sluice.access().verify(&token).await {
         Ok(c) => c,

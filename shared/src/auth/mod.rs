@@ -236,6 +236,54 @@ impl AccessVerifier {
     }
 }
 
+/// Why a request carries no usable bearer token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BearerError {
+    /// No `Authorization` header.
+    Missing,
+    /// An `Authorization` header that is not `Bearer <token>`.
+    Malformed,
+}
+
+impl fmt::Display for BearerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for BearerError {}
+
+impl BearerError {
+    /// The message, as a static string for [`ApiError::Unauthorized`].
+    pub fn message(self) -> &'static str {
+        match self {
+            BearerError::Missing => "a bearer token is required",
+            BearerError::Malformed => "the Authorization header must be 'Bearer <token>'",
+        }
+    }
+}
+
+impl From<BearerError> for ApiError {
+    fn from(e: BearerError) -> Self {
+        ApiError::Unauthorized(e.message())
+    }
+}
+
+/// The token of an `Authorization: Bearer <token>` header.
+pub fn bearer(headers: &http::HeaderMap) -> Result<&str, BearerError> {
+    let header = headers
+        .get(http::header::AUTHORIZATION)
+        .ok_or(BearerError::Missing)?;
+    header
+        .to_str()
+        .ok()
+        .and_then(|h| {
+            let (scheme, rest) = h.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
+        .ok_or(BearerError::Malformed)
+}
+
 impl<S> FromRequestParts<S> for Caller
 where
     S: Send + Sync,
@@ -245,20 +293,7 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let sluice = Sluice::from_ref(state);
-        let header = parts
-            .headers
-            .get(http::header::AUTHORIZATION)
-            .ok_or(ApiError::Unauthorized("a bearer token is required"))?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| {
-                let (scheme, rest) = h.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-            })
-            .ok_or(ApiError::Unauthorized(
-                "the Authorization header must be 'Bearer <token>'",
-            ))?;
+        let token = bearer(&parts.headers)?;
         sluice.access().verify(token).await.map_err(|e| {
             tracing::debug!(reason = %e, "bearer token refused");
             ApiError::Unauthorized("the bearer token is not valid here")

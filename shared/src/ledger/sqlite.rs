@@ -8,8 +8,6 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{Ledger, LedgerError, Spend};
 
-/// How long a writer waits for another process's lock before failing.
-const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// Spends between two sweeps of expired records.
 const SWEEP_EVERY: u64 = 1024;
 
@@ -32,13 +30,8 @@ fn backend(e: impl std::error::Error + Send + Sync + 'static) -> LedgerError {
 impl SqliteLedger {
     /// Opens (creating if needed) the ledger at `path`.
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
-        let conn = Connection::open(path).map_err(backend)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
-        // WAL lets readers and one writer share the file across processes;
+        let conn = crate::sqlite::open_wal(path).map_err(backend)?;
         // FULL sync makes each spend durable before it is acknowledged.
-        let _: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(backend)?;
         conn.execute_batch(
             "PRAGMA synchronous = FULL;
              CREATE TABLE IF NOT EXISTS spent (

@@ -76,12 +76,7 @@ fn prefix_end(prefix: &str) -> String {
 
 impl SmallObjects {
     pub(super) fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(db)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(db)?;
-        let _: String = conn
-            .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-            .map_err(db)?;
+        let conn = crate::sqlite::open_wal(path).map_err(db)?;
         // NORMAL: a commit survives a process crash, and may be lost only to
         // a power cut, which costs a list entry, never bytes.
         conn.execute_batch(
@@ -93,10 +88,7 @@ impl SmallObjects {
              ) WITHOUT ROWID;",
         )
         .map_err(db)?;
-        let write_conn = Connection::open(path).map_err(db)?;
-        write_conn
-            .busy_timeout(std::time::Duration::from_secs(10))
-            .map_err(db)?;
+        let write_conn = crate::sqlite::open_wal(path).map_err(db)?;
         // No automatic checkpoints on the write path: one runs inside some
         // unlucky commit and stalls every request queued behind it. The
         // sweep checkpoints instead, off the request path.
