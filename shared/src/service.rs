@@ -349,22 +349,24 @@ impl Sluice {
                 file.filename, file.size
             )));
         }
-        let stream = self
-            .store()
-            .get(&file.object_key())
-            .await?
-            .ok_or_else(not_uploaded)?;
+        self.read_verified(file).await?.ok_or_else(not_uploaded)
+    }
+
+    /// Reads a file's object whole (callers bound its size) and checks it
+    /// against the pinned size and sha256; `None` if there is no object.
+    pub async fn read_verified(&self, file: &FileMeta) -> Result<Option<Vec<u8>>, ApiError> {
+        let Some(stream) = self.store().get(&file.object_key()).await? else {
+            return Ok(None);
+        };
         let chunks: Vec<bytes::Bytes> = futures_util::TryStreamExt::try_collect(stream)
             .await
             .map_err(ApiError::internal)?;
         let data = chunks.concat();
         if data.len() as u64 != file.size || Sha256::of(&data) != file.sha256 {
-            tracing::warn!(file_id = %file.id, "stored object does not match its record");
-            return Err(ApiError::Conflict(
-                "the stored file does not match its pinned size and sha256".into(),
-            ));
+            tracing::warn!(file_id = %file.id, "stored object does not match its pinned size and sha256");
+            return Err(stored_mismatch());
         }
-        Ok(data)
+        Ok(Some(data))
     }
 
     /// Resolves a `file` argument: a handle (`$uploadedFile:…`) or a file id
@@ -431,6 +433,13 @@ impl Sluice {
             ApiError::NotFound
         })
     }
+}
+
+/// The answer when stored bytes differ from what was pinned: nothing is sent.
+pub fn stored_mismatch() -> ApiError {
+    ApiError::Conflict(
+        "the stored file does not match its pinned size and sha256; it was not sent".into(),
+    )
 }
 
 fn not_uploaded() -> ApiError {

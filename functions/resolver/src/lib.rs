@@ -8,15 +8,13 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use bytes::Bytes;
-use futures_util::TryStreamExt as _;
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use sluice::error::JsonBody;
 use sluice::ledger::Spend;
-use sluice::service::DownloadTicket;
+use sluice::service::{DownloadTicket, stored_mismatch};
 use sluice::store::{DownloadAs, verified};
-use sluice::{ApiError, Caller, FileMeta, Method, Scope, Sha256, Sluice};
+use sluice::{ApiError, Caller, FileMeta, Method, Scope, Sluice};
 
 /// Files up to this size are read and verified whole before the first byte is
 /// sent, so a mismatch is a clean 409. Larger files stream with their last
@@ -78,7 +76,7 @@ async fn download(
     };
     if info.size != file.size || !digest_ok {
         tracing::warn!(file_id = %file.id, jti = %link.jti, "stored object does not match its link");
-        return Err(mismatch());
+        return Err(stored_mismatch());
     }
 
     if sluice.store().is_direct() {
@@ -110,13 +108,10 @@ async fn download(
     }
 
     let body = if file.size <= VERIFY_WHOLE_BYTES {
-        let stream = sluice.store().get(&key).await?.ok_or(ApiError::NotFound)?;
-        let bytes: Vec<Bytes> = stream.try_collect().await.map_err(ApiError::internal)?;
-        let bytes = bytes.concat();
-        if bytes.len() as u64 != file.size || Sha256::of(&bytes) != file.sha256 {
-            tracing::warn!(file_id = %file.id, jti = %link.jti, "stored object does not match its link");
-            return Err(mismatch());
-        }
+        let bytes = sluice
+            .read_verified(file)
+            .await?
+            .ok_or(ApiError::NotFound)?;
         spend(&sluice, &link.jti, link.expires_at).await?;
         Body::from(bytes)
     } else {
@@ -136,10 +131,6 @@ async fn spend(sluice: &Sluice, jti: &str, expires_at: i64) -> Result<(), ApiErr
             Err(ApiError::NotFound)
         }
     }
-}
-
-fn mismatch() -> ApiError {
-    ApiError::Conflict("the stored file does not match this link; it was not sent".into())
 }
 
 fn download_headers(file: &FileMeta) -> [(header::HeaderName, HeaderValue); 5] {
