@@ -38,12 +38,18 @@ $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-l
 	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# The second run tests the function crates as `sam build` builds them:
+# alone, without the `local` feature the rest of the workspace turns on.
 test: clients
 	$(CARGO) test --workspace
+	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver
 
+# The second clippy checks the functions as `sam build` builds them: alone,
+# without the `local` feature the rest of the workspace turns on.
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver --all-targets -- -D warnings
 
 # The SAM template, checked offline by cfn-lint and `sam validate --lint`.
 # aws-sam-cli pins its own versions of shared packages: it gets a venv of its own.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use sluice::runtime::{self, StartError};
+#[cfg(feature = "local")]
 use sluice::store::LocalStore;
 use sluice::{Backend, Config, Keyring, MasterSecret, Sluice};
 use url::Url;
@@ -17,6 +18,7 @@ pub struct Opened {
     /// The shared state.
     pub sluice: Sluice,
     /// The local store, to sweep; `None` on AWS (S3 lifecycle rules expire objects).
+    #[cfg(feature = "local")]
     pub local_store: Option<LocalStore>,
 }
 
@@ -25,6 +27,7 @@ pub struct Backends {
     keys: Keyring,
     store: Arc<dyn sluice::ObjectStore>,
     ledger: Arc<dyn sluice::Ledger>,
+    #[cfg(feature = "local")]
     local_store: Option<LocalStore>,
 }
 
@@ -53,6 +56,7 @@ impl Backends {
 /// clients (and the master secret from Secrets Manager, if so configured).
 pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
     match &config.backend {
+        #[cfg(feature = "local")]
         Backend::Local => {
             let (store, ledger) = runtime::local_backends(config)?;
             Ok(Backends {
@@ -62,6 +66,8 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
                 local_store: Some(store),
             })
         }
+        #[cfg(not(feature = "local"))]
+        Backend::Local => Err(StartError::NoLocalBackend),
         Backend::Aws(aws) => {
             let secret = match (&config.master_secret, &aws.master_secret_id) {
                 (Some(secret), _) => secret.clone(),
@@ -93,6 +99,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
                 keys: Keyring::new((config.key_id.clone(), secret), config.previous.clone()),
                 store: Arc::new(store),
                 ledger: Arc::new(ledger),
+                #[cfg(feature = "local")]
                 local_store: None,
             })
         }
@@ -104,6 +111,7 @@ pub async fn open(config: &Config, public_url: Url) -> Result<Opened, StartError
     let backends = open_backends(config).await?;
     Ok(Opened {
         sluice: backends.sluice(config, public_url),
+        #[cfg(feature = "local")]
         local_store: backends.local_store,
     })
 }
@@ -200,5 +208,43 @@ pub fn main_with(router: fn(Sluice) -> Router) -> ExitCode {
             eprintln!("sluice: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Config {
+        Config::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()
+    }
+
+    /// What `sam build` ships has no local backends; asked for them, it says
+    /// what to do instead of failing somewhere deeper.
+    #[cfg(not(feature = "local"))]
+    #[tokio::test]
+    async fn a_lambda_build_refuses_the_local_backend_and_says_why() {
+        let err = open_backends(&config(&[("SLUICE_BACKEND", "local")]))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StartError::NoLocalBackend), "{err}");
+        let message = err.to_string();
+        assert!(message.contains("SLUICE_BACKEND=aws"), "{message}");
+        assert!(message.contains("--features local"), "{message}");
+    }
+
+    #[cfg(feature = "local")]
+    #[tokio::test]
+    async fn the_local_build_opens_a_data_directory() {
+        let dir = std::env::temp_dir().join(format!("sluice-runtime-{}", std::process::id()));
+        let opened = open(
+            &config(&[("SLUICE_DATA_DIR", dir.to_str().unwrap())]),
+            "http://127.0.0.1:1/".parse().unwrap(),
+        )
+        .await
+        .unwrap();
+        assert!(opened.local_store.is_some());
+        assert!(dir.join("ledger.sqlite3").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use tracing_subscriber::filter::Targets;
 use url::Url;
 
 use crate::keys::{KeyId, MasterSecret};
@@ -139,8 +140,9 @@ pub struct Config {
     pub mcp_max_body_bytes: u64,
     /// Lifetime of locally minted bearer tokens (`SLUICE_DEV_TOKEN_TTL_SECS`, default 30 days).
     pub dev_token_ttl: Duration,
-    /// The tracing filter (`SLUICE_LOG`, default `info`).
-    pub log: String,
+    /// What to log (`SLUICE_LOG`, default `info`): a level, or targets with
+    /// levels such as `sluice=debug,info`.
+    pub log: Targets,
 }
 
 impl Config {
@@ -300,7 +302,12 @@ impl Config {
             auth_jwks_refresh: secs(&get, "SLUICE_AUTH_JWKS_REFRESH_SECS", 30)?,
             mcp_max_body_bytes: positive(&get, "SLUICE_MCP_MAX_BODY_BYTES", 256 * 1024)?,
             dev_token_ttl: secs(&get, "SLUICE_DEV_TOKEN_TTL_SECS", 30 * 24 * 3600)?,
-            log: get("SLUICE_LOG").unwrap_or("info").to_owned(),
+            log: get("SLUICE_LOG").unwrap_or("info").parse().map_err(|e| {
+                invalid(
+                    "SLUICE_LOG",
+                    format!("not a level or target=level list ({e})"),
+                )
+            })?,
         })
     }
 }
@@ -397,12 +404,25 @@ mod tests {
             ("SLUICE_AUTH_JWKS_REFRESH_SECS", "soon"),
             ("SLUICE_BACKEND", "gcs"),
             ("SLUICE_DOWNLOAD_URL_TTL_SECS", "61"),
+            ("SLUICE_LOG", "sluice=loud"),
         ];
         for (var, value) in cases {
             let err = config(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, *var, "{var}={value}");
             assert!(err.to_string().starts_with(var));
         }
+    }
+
+    #[test]
+    fn the_log_filter_takes_levels_and_targets() {
+        use tracing::Level;
+        let c = config(&[("SLUICE_LOG", "sluice=debug,warn")]).unwrap();
+        assert!(c.log.would_enable("sluice::service", &Level::DEBUG));
+        assert!(!c.log.would_enable("hyper", &Level::INFO));
+        assert!(c.log.would_enable("hyper", &Level::WARN));
+        let c = config(&[]).unwrap();
+        assert!(c.log.would_enable("sluice", &Level::INFO));
+        assert!(!c.log.would_enable("sluice", &Level::DEBUG));
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //! reads the environment once, at start.
 //!
 //! [`store`] and [`ledger`] are the two storage traits, each with a local
-//! implementation (a directory, an SQLite file). [`auth`] validates bearer
+//! implementation (a directory, an SQLite file) behind the `local` feature:
+//! the Lambda functions are built without it, and so without SQLite. [`auth`] validates bearer
 //! tokens. [`service`] is the issuing and resolving logic every function calls
 //! in-process, and [`error`] is the one place where its errors become HTTP
 //! responses.
@@ -33,6 +34,7 @@ pub mod ledger;
 pub mod runtime;
 pub mod service;
 pub mod sha;
+#[cfg(feature = "local")]
 mod sqlite;
 pub mod store;
 pub mod time;

@@ -14,8 +14,10 @@ use url::Url;
 use crate::auth::AccessVerifier;
 use crate::config::Config;
 use crate::keys::{Keyring, MasterSecret};
+#[cfg(feature = "local")]
 use crate::ledger::SqliteLedger;
 use crate::service::{Parts, Sluice};
+#[cfg(feature = "local")]
 use crate::store::LocalStore;
 
 /// The file in a data directory that keeps its generated master secret.
@@ -43,6 +45,12 @@ pub enum StartError {
     /// The master secret could not be read.
     #[error("master secret: {0}")]
     Secret(String),
+    /// The config names the local backends, which this binary was built without.
+    #[error(
+        "SLUICE_BACKEND=local, but this binary was built for AWS without the local backends: \
+         set SLUICE_BACKEND=aws, run the `sluice` binary, or build with `--features local`"
+    )]
+    NoLocalBackend,
 }
 
 fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> StartError {
@@ -50,14 +58,19 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> StartError {
     move |source| StartError::Io { what, source }
 }
 
-/// Starts logging with the configured filter. Tokens are never logged whole:
-/// only their `jti`.
+/// Starts logging with the configured filter (`info`, or targets and levels
+/// such as `sluice=debug,info`). Tokens are never logged whole: only their `jti`.
 pub fn init_tracing(config: &Config) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(io::stderr)
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(io::stderr)
+                // Colour for a person at a terminal, not for CloudWatch.
+                .with_ansi(!config.lambda && io::IsTerminal::is_terminal(&io::stderr())),
+        )
+        .with(config.log.clone())
         .try_init();
 }
 
@@ -161,6 +174,7 @@ pub fn assemble(
 }
 
 /// Opens the local backends: a directory of objects and an SQLite ledger.
+#[cfg(feature = "local")]
 pub fn local_backends(config: &Config) -> Result<(LocalStore, SqliteLedger), StartError> {
     let store =
         LocalStore::open(&config.data_dir, config.quota_bytes).map_err(|e| StartError::Io {
@@ -172,6 +186,7 @@ pub fn local_backends(config: &Config) -> Result<(LocalStore, SqliteLedger), Sta
 }
 
 /// Assembles sluice on the local backends (a directory and an SQLite ledger).
+#[cfg(feature = "local")]
 pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalStore), StartError> {
     let keys = local_keyring(config)?;
     let (store, ledger) = local_backends(config)?;

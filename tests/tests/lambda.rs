@@ -252,3 +252,46 @@ fn without_a_configured_public_url_the_api_gateway_domain_is_used() {
     let doc: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
     assert_eq!(doc["resource"], "https://files.example.com/mcp");
 }
+
+/// What `sam build` compiles (the three function crates, alone) links one
+/// crypto library, aws-lc (the AWS SDK's), and neither SQLite nor a second
+/// TLS or crypto stack: each would add hundreds of KiB to every function.
+#[test]
+fn the_lambda_build_links_one_crypto_library_and_no_sqlite() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .current_dir(&root)
+        .args("tree --locked --offline -e normal --prefix none".split(' '))
+        .args("-p sluice-mcp -p sluice-issuer -p sluice-resolver".split(' '))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8(out.stdout).unwrap();
+    let crates: std::collections::BTreeSet<&str> = tree
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    for present in ["aws-lc-rs", "aws-sdk-s3", "rmcp", "jsonwebtoken"] {
+        assert!(crates.contains(present), "{present} missing from:\n{tree}");
+    }
+    for absent in [
+        "rusqlite",
+        "libsqlite3-sys",
+        "ring",
+        "rsa",
+        "p256",
+        "ed25519-dalek",
+        "reqwest",
+        "webpki-roots",
+        "regex-automata",
+    ] {
+        assert!(
+            !crates.contains(absent),
+            "{absent} is linked into a function"
+        );
+    }
+}

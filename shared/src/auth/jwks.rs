@@ -6,6 +6,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Empty, Limited};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use tokio::sync::{Mutex, RwLock};
@@ -16,6 +23,27 @@ use crate::token::TokenError;
 /// Keys are refetched at least this often, rotation or not.
 const MAX_AGE: Duration = Duration::from_secs(3600);
 
+/// How long one fetch of the document may take, connection included.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The largest JWKS document read; real ones are a few KiB.
+const MAX_DOCUMENT_BYTES: usize = 1 << 20;
+
+/// Why the document could not be fetched.
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    #[error("no answer within {FETCH_TIMEOUT:?}")]
+    Timeout,
+    #[error("request: {0}")]
+    Request(#[from] hyper_util::client::legacy::Error),
+    #[error("status {0}")]
+    Status(http::StatusCode),
+    #[error("body: {0}")]
+    Body(Box<dyn std::error::Error + Send + Sync>),
+    #[error("not a JWKS document: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
 #[derive(Default)]
 struct Cache {
     keys: HashMap<String, (DecodingKey, Algorithm)>,
@@ -25,7 +53,7 @@ struct Cache {
 /// A cached JWKS document.
 pub struct Jwks {
     url: Url,
-    client: reqwest::Client,
+    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
     min_refresh: Duration,
     cache: RwLock<Cache>,
     refreshing: Mutex<()>,
@@ -62,10 +90,7 @@ impl Jwks {
     pub fn new(url: Url, min_refresh: Duration) -> Self {
         Self {
             url,
-            client: reqwest::Client::builder()
-                .timeout(Duration::from_secs(5))
-                .build()
-                .expect("a TLS client can be built"),
+            client: Client::builder(TokioExecutor::new()).build(https_connector()),
             min_refresh,
             cache: RwLock::new(Cache::default()),
             refreshing: Mutex::new(()),
@@ -109,15 +134,23 @@ impl Jwks {
         cache.keys.get(kid).cloned().ok_or(TokenError::UnknownKey)
     }
 
-    async fn fetch(&self) -> Result<HashMap<String, (DecodingKey, Algorithm)>, reqwest::Error> {
-        let set: JwkSet = self
-            .client
-            .get(self.url.clone())
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
+    async fn fetch(&self) -> Result<HashMap<String, (DecodingKey, Algorithm)>, FetchError> {
+        let uri: http::Uri = self.url.as_str().parse().expect("a URL is a URI");
+        let get = async {
+            let response = self.client.get(uri).await?;
+            if !response.status().is_success() {
+                return Err(FetchError::Status(response.status()));
+            }
+            Limited::new(response.into_body(), MAX_DOCUMENT_BYTES)
+                .collect()
+                .await
+                .map_err(FetchError::Body)
+        };
+        let body = tokio::time::timeout(FETCH_TIMEOUT, get)
+            .await
+            .map_err(|_| FetchError::Timeout)??
+            .to_bytes();
+        let set: JwkSet = serde_json::from_slice(&body)?;
         Ok(set
             .keys
             .iter()
@@ -129,4 +162,29 @@ impl Jwks {
             })
             .collect())
     }
+}
+
+/// HTTPS with the system's trust roots (as the AWS SDK uses), or plain HTTP
+/// for a JWKS URL that names it (a local authorization server).
+fn https_connector() -> HttpsConnector<HttpConnector> {
+    let builder = match hyper_rustls::HttpsConnectorBuilder::new()
+        .with_provider_and_native_roots(rustls::crypto::aws_lc_rs::default_provider())
+    {
+        Ok(b) => b,
+        // No trust roots on this machine: HTTPS URLs will fail to verify,
+        // and say so, but an http:// one still works.
+        Err(e) => {
+            tracing::warn!(error = %e, "no system trust roots for fetching the JWKS");
+            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(
+                rustls::ClientConfig::builder_with_provider(
+                    rustls::crypto::aws_lc_rs::default_provider().into(),
+                )
+                .with_safe_default_protocol_versions()
+                .expect("aws-lc supports the default protocol versions")
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth(),
+            )
+        }
+    };
+    builder.https_or_http().enable_http1().build()
 }

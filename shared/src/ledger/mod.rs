@@ -5,8 +5,10 @@
 //! Records are durable and kept until the token's own expiry, after which the
 //! token is refused anyway.
 
+#[cfg(feature = "local")]
 mod sqlite;
 
+#[cfg(feature = "local")]
 pub use sqlite::SqliteLedger;
 
 use std::fmt;

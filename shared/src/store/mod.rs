@@ -4,9 +4,12 @@
 //! Both guarantee what the handlers rely on: an object becomes visible only
 //! complete and verified, a key is written at most once, and reads stream.
 
+#[cfg(feature = "local")]
 mod local;
+#[cfg(feature = "local")]
 mod small;
 
+#[cfg(feature = "local")]
 pub use local::LocalStore;
 
 use std::fmt;
