@@ -15,7 +15,7 @@ build:
 	$(CARGO) build --workspace
 
 run:
-	$(CARGO) run --release --bin sluice
+	$(CARGO) run --profile fast --bin sluice
 
 # What the end-to-end tests drive and talk to: the official MCP clients (the
 # Python SDK in a venv, the TypeScript SDK from the lock file), moto server
@@ -69,9 +69,12 @@ template: $(SAM_VENV)/.installed
 fmt:
 	$(CARGO) fmt --all
 
+# The local server and the bench in the `fast` profile (how the local server
+# is run); the functions in `release` (what `sam build` ships).
 bench: clients
-	$(CARGO) build --release --bin sluice --bin sluice-bench --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver
-	target/release/sluice-bench --out BENCHMARKS.md
+	$(CARGO) build --profile fast --bin sluice --bin sluice-bench
+	$(CARGO) build --release -p sluice-mcp -p sluice-issuer -p sluice-resolver
+	target/fast/sluice-bench --out BENCHMARKS.md
 
 clean:
 	$(CARGO) clean

@@ -144,7 +144,7 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
     )?;
     writeln!(
         out,
-        "`target/release/sluice-bench --only backends`: in-process, sequential, mean of {N} operations \
+        "`target/fast/sluice-bench --only backends`: in-process, sequential, mean of {N} operations \
          ({spends} for spends). The aws presign is computed locally (no network); the DynamoDB spend is \
          a conditional PutItem to moto server over loopback, so it measures the SDK and a local HTTP \
          round trip, not AWS.\n"

@@ -74,7 +74,7 @@ pub fn run(release_dir: &Path) -> anyhow::Result<String> {
     writeln!(out, "\n## Lambda cold start (init) of each function\n")?;
     writeln!(
         out,
-        "`target/release/sluice-bench --only lambda` (after `cargo build --release -p sluice-mcp -p sluice-issuer -p sluice-resolver`): \
+        "`target/fast/sluice-bench --only lambda` (after `cargo build --release -p sluice-mcp -p sluice-issuer -p sluice-resolver`): \
          each x86_64 release binary spawned {RUNS} times under an emulated runtime API with the aws backend configured \
          (secret from the environment; with `SLUICE_MASTER_SECRET_ID` a Secrets Manager call is added); the figure is the \
          median time to its first `GET /runtime/invocation/next`, i.e. config load, tracing, AWS client construction and \
@@ -123,12 +123,13 @@ pub fn sizes(target_dir: &Path) -> anyhow::Result<String> {
     let mut out = String::new();
     writeln!(
         out,
-        "\n## Function binary sizes (aarch64, release: lto, codegen-units=1, panic=abort, strip)\n"
+        "\n## Function binary sizes (aarch64, release: opt-level s, lto, codegen-units=1, panic=abort, strip)\n"
     )?;
     writeln!(
         out,
         "Built with `cargo build --release --target aarch64-unknown-linux-gnu -p sluice-mcp -p sluice-issuer -p sluice-resolver` \
-         (linker aarch64-linux-gnu-gcc); `sam build` (cargo-lambda) builds the same crates with the same profile.\n"
+         (linker aarch64-linux-gnu-gcc); `sam build` (cargo-lambda) builds the same crates with the same profile and features \
+         (no `local`: no SQLite).\n"
     )?;
     writeln!(out, "| function | stripped size | target ≤ 10 MB |")?;
     writeln!(out, "|---|---|---|")?;

@@ -89,8 +89,7 @@ fn main() -> anyhow::Result<()> {
         report.push_str(&rt.block_on(backends::run(&repo_root()))?);
     }
     if wants("lambda") {
-        let exe = std::env::current_exe()?;
-        report.push_str(&lambda::run(exe.parent().context("release dir")?)?);
+        report.push_str(&lambda::run(&repo_root().join("target/release"))?);
         // Sizes only where the aarch64 build exists (it needs a cross linker).
         match lambda::sizes(&repo_root().join("target")) {
             Ok(sizes) => report.push_str(&sizes),
@@ -105,13 +104,13 @@ fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The release `sluice` binary next to this one.
+/// The `sluice` binary next to this one (same profile).
 fn sluice_bin() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let bin = exe.with_file_name("sluice");
     if !bin.exists() {
         bail!(
-            "{} not found: build it with `cargo build --release --bin sluice`",
+            "{} not found: build it with `cargo build --profile fast --bin sluice`",
             bin.display()
         );
     }
@@ -321,7 +320,7 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
     )?;
     writeln!(
         out,
-        "`make bench` (`target/release/sluice-bench --size-mib {} --runs {}`), {} cores; \
+        "`make bench` (`target/fast/sluice-bench --size-mib {} --runs {}`), {} cores; \
          median of {} runs, MiB/s as seen by curl on loopback. References run in the same process \
          and the same run: **discard** only moves the bytes over HTTP (the loopback ceiling); \
          **hash+file** does the unavoidable work (sha256 of every byte, and writing + fsync / reading a file). \
@@ -456,7 +455,7 @@ async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Res
     )?;
     writeln!(
         out,
-        "`target/release/sluice-bench --only mcp --runs {} --requests {} --concurrency {}`: one Rust load generator \
+        "`target/fast/sluice-bench --only mcp --runs {} --requests {} --concurrency {}`: one Rust load generator \
          (hyper, {} keep-alive connections, closed loop, {} requests a round after 1,000 warm-up requests) \
          drives sluice's real `request_upload` (validate, sign a handle and an upload link, write the file record, \
          build the curl line; bearer token verified on every request) and a minimal server on the official \
