@@ -53,7 +53,9 @@ struct Cache {
 /// A cached JWKS document.
 pub struct Jwks {
     url: Url,
-    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    /// Built on first fetch: loading the system's trust roots takes
+    /// milliseconds that a Lambda cold start need not spend.
+    client: std::sync::OnceLock<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>>,
     min_refresh: Duration,
     cache: RwLock<Cache>,
     refreshing: Mutex<()>,
@@ -90,7 +92,7 @@ impl Jwks {
     pub fn new(url: Url, min_refresh: Duration) -> Self {
         Self {
             url,
-            client: Client::builder(TokioExecutor::new()).build(https_connector()),
+            client: std::sync::OnceLock::new(),
             min_refresh,
             cache: RwLock::new(Cache::default()),
             refreshing: Mutex::new(()),
@@ -137,7 +139,10 @@ impl Jwks {
     async fn fetch(&self) -> Result<HashMap<String, (DecodingKey, Algorithm)>, FetchError> {
         let uri: http::Uri = self.url.as_str().parse().expect("a URL is a URI");
         let get = async {
-            let response = self.client.get(uri).await?;
+            let client = self
+                .client
+                .get_or_init(|| Client::builder(TokioExecutor::new()).build(https_connector()));
+            let response = client.get(uri).await?;
             if !response.status().is_success() {
                 return Err(FetchError::Status(response.status()));
             }
@@ -187,4 +192,100 @@ fn https_connector() -> HttpsConnector<HttpConnector> {
         }
     };
     builder.https_or_http().enable_http1().build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::net::TcpListener;
+
+    /// A one-connection HTTP server answering `response` (or nothing, when
+    /// `None`) after reading the request head.
+    async fn answering(response: Option<Vec<u8>>) -> Url {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.ends_with(b"\r\n\r\n") {
+                let n = stream.read(&mut buf).await.unwrap();
+                assert!(n > 0, "the request ended early");
+                head.extend_from_slice(&buf[..n]);
+            }
+            match response {
+                Some(bytes) => {
+                    let _ = stream.write_all(&bytes).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        });
+        Url::parse(&format!("http://{addr}/jwks.json")).unwrap()
+    }
+
+    fn http(status: &str, body: &[u8]) -> Vec<u8> {
+        let mut r = format!(
+            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }
+
+    async fn fetch(
+        response: Option<Vec<u8>>,
+    ) -> Result<HashMap<String, (DecodingKey, Algorithm)>, FetchError> {
+        Jwks::new(answering(response).await, Duration::ZERO)
+            .fetch()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_document_gives_its_usable_keys_by_id() {
+        // One P-256 key (RFC 7517 appendix A.1) and one key of a kind we do not take.
+        let doc = br#"{"keys":[
+            {"kty":"EC","crv":"P-256","kid":"ec1","x":"MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4","y":"4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM"},
+            {"kty":"oct","kid":"sym","k":"c2VjcmV0"}
+        ]}"#;
+        let keys = fetch(Some(http("200 OK", doc))).await.unwrap();
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys["ec1"].1, Algorithm::ES256);
+    }
+
+    #[tokio::test]
+    async fn an_error_status_is_a_failed_fetch() {
+        let err = fetch(Some(http("503 Service Unavailable", b"{}")))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FetchError::Status(s) if s == 503), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_not_a_jwks_is_refused() {
+        let err = fetch(Some(http("200 OK", b"<html>login</html>")))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, FetchError::Json(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_oversized_document_is_not_read_whole() {
+        let big = vec![b' '; MAX_DOCUMENT_BYTES + 1];
+        let err = fetch(Some(http("200 OK", &big))).await.unwrap_err();
+        assert!(matches!(err, FetchError::Body(_)), "{err}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_never_answers_times_out() {
+        let err = fetch(None).await.unwrap_err();
+        assert!(matches!(err, FetchError::Timeout), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_failed_fetch_leaves_the_key_unknown() {
+        let jwks = Jwks::new(answering(Some(http("500 Oops", b""))).await, Duration::ZERO);
+        assert!(matches!(jwks.key("any").await, Err(TokenError::UnknownKey)));
+    }
 }
