@@ -261,7 +261,7 @@ fn the_lambda_build_links_one_crypto_library_and_no_sqlite() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(&root)
-        .args("tree --locked --offline -e normal --prefix none".split(' '))
+        .args("tree --locked -e normal --prefix none".split(' '))
         .args("-p sluice-mcp -p sluice-issuer -p sluice-resolver".split(' '))
         .output()
         .unwrap();
