@@ -81,6 +81,41 @@ fn the_curl_lines_round_trip_through_s3() {
     }
 }
 
+/// Inside Lambda the SDK stamps requests with the invocation's trace id,
+/// unsigned; the curl line carries only what the signature covers.
+#[test]
+fn inside_lambda_the_curl_line_carries_only_signed_headers() {
+    let emulators = Emulators::start();
+    provision(&emulators, "traced");
+    let trace = "Root=1-6b0d28d3-b1b6786dfd448b501d0d8246;Parent=f3590c5888344f76;Sampled=1";
+    let (server, _server_dir) = start(
+        &emulators,
+        "traced",
+        &[
+            ("AWS_LAMBDA_FUNCTION_NAME", "sluice-test"),
+            ("_X_AMZN_TRACE_ID", trace),
+        ],
+    );
+    let token = token(&emulators, "alice");
+    let data = bytes(64 * 1024, 7);
+    let ticket = server.upload(&token, "traced.bin", &data);
+    let curl = ticket["curl"].as_str().unwrap();
+    assert!(!curl.to_ascii_lowercase().contains("x-amzn-trace-id"), "{curl}");
+    let headers = ticket["upload"]["headers"].as_object().unwrap();
+    assert!(
+        !headers
+            .keys()
+            .any(|h| h.eq_ignore_ascii_case("x-amzn-trace-id")),
+        "{headers:?}"
+    );
+    assert!(headers.contains_key("X-Amz-Checksum-Sha256"), "{headers:?}");
+    let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+    let work = tempfile::tempdir().unwrap();
+    let out = sh(download["curl"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert_eq!(std::fs::read(work.path().join("traced.bin")).unwrap(), data);
+}
+
 #[test]
 fn a_download_link_redirects_once_to_a_short_lived_pinned_get() {
     let emulators = Emulators::start();

@@ -228,9 +228,15 @@ impl ObjectStore for S3Store {
             .presigned(config)
             .await
             .map_err(s3_error)?;
+        // Exactly the headers the signature covers (less Host, which the URL
+        // gives). Inside Lambda the SDK also adds X-Amzn-Trace-Id, which it
+        // does not sign: it means nothing to S3 coming from the client, and
+        // it would cost the model a hundred characters of every curl line.
+        let signed = signed_headers(request.uri());
         let headers = request
             .headers()
             .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+            .filter(|(name, _)| signed.iter().any(|s| s.eq_ignore_ascii_case(name)))
             .map(|(name, value)| (canonical_header(name), value.to_owned()))
             .collect();
         Ok(Some(Presigned {
@@ -278,6 +284,18 @@ fn canonical_header(name: &str) -> String {
         .join("-")
 }
 
+/// The header names a presigned URL's `X-Amz-SignedHeaders` lists.
+fn signed_headers(uri: &str) -> Vec<String> {
+    url::Url::parse(uri)
+        .ok()
+        .and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "X-Amz-SignedHeaders")
+                .map(|(_, v)| v.split(';').map(str::to_owned).collect())
+        })
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -288,5 +306,16 @@ mod tests {
             "X-Amz-Checksum-Sha256"
         );
         assert_eq!(super::canonical_header("if-none-match"), "If-None-Match");
+    }
+
+    #[test]
+    fn the_signed_headers_are_read_from_the_url() {
+        let url = "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256\
+                   &X-Amz-SignedHeaders=content-length%3Bhost%3Bx-amz-checksum-sha256&X-Amz-Signature=00";
+        assert_eq!(
+            super::signed_headers(url),
+            ["content-length", "host", "x-amz-checksum-sha256"]
+        );
+        assert!(super::signed_headers("https://b.s3.amazonaws.com/k").is_empty());
     }
 }
