@@ -100,7 +100,10 @@ fn inside_lambda_the_curl_line_carries_only_signed_headers() {
     let data = bytes(64 * 1024, 7);
     let ticket = server.upload(&token, "traced.bin", &data);
     let curl = ticket["curl"].as_str().unwrap();
-    assert!(!curl.to_ascii_lowercase().contains("x-amzn-trace-id"), "{curl}");
+    assert!(
+        !curl.to_ascii_lowercase().contains("x-amzn-trace-id"),
+        "{curl}"
+    );
     let headers = ticket["upload"]["headers"].as_object().unwrap();
     assert!(
         !headers
