@@ -75,12 +75,13 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
 
     // AWS: presigned PUT + handle; presigning is local computation.
     let moto = start_moto(root)?;
-    let settings = sluice_aws::AwsSettings {
+    let settings = sluice::AwsConfig {
         bucket: "bench".into(),
         table: "bench".into(),
         region: Some("us-east-1".into()),
-        s3_endpoint: Some("http://127.0.0.1:9".into()),
-        dynamodb_endpoint: Some(moto.url.clone()),
+        s3_endpoint: Some("http://127.0.0.1:9".parse()?),
+        dynamodb_endpoint: Some(moto.url.parse()?),
+        master_secret_id: None,
     };
     let (s3, dynamo) = sluice_aws::backends(&sdk_config(), &settings);
     let start = Instant::now();

@@ -81,20 +81,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
                 }
                 (None, None) => unreachable!("Config::from_env requires one of them"),
             };
-            let settings = sluice_aws::AwsSettings {
-                bucket: aws.bucket.clone(),
-                table: aws.table.clone(),
-                region: aws.region.clone(),
-                s3_endpoint: aws
-                    .s3_endpoint
-                    .as_ref()
-                    .map(|u| u.as_str().trim_end_matches('/').to_owned()),
-                dynamodb_endpoint: aws
-                    .dynamodb_endpoint
-                    .as_ref()
-                    .map(|u| u.as_str().trim_end_matches('/').to_owned()),
-            };
-            let (store, ledger) = sluice_aws::connect(&settings).await;
+            let (store, ledger) = sluice_aws::connect(aws).await;
             Ok(Backends {
                 keys: Keyring::new((config.key_id.clone(), secret), config.previous.clone()),
                 store: Arc::new(store),

@@ -88,13 +88,14 @@ impl Emulators {
     }
 
     /// Settings for a bucket and table of these emulators.
-    pub fn settings(&self, name: &str) -> sluice_aws::AwsSettings {
-        sluice_aws::AwsSettings {
+    pub fn settings(&self, name: &str) -> sluice::AwsConfig {
+        sluice::AwsConfig {
             bucket: name.to_owned(),
             table: name.to_owned(),
             region: Some(REGION.to_owned()),
-            s3_endpoint: Some(self.s3_url.clone()),
-            dynamodb_endpoint: Some(self.dynamodb_url.clone()),
+            s3_endpoint: Some(self.s3_url.parse().unwrap()),
+            dynamodb_endpoint: Some(self.dynamodb_url.parse().unwrap()),
+            master_secret_id: None,
         }
     }
 

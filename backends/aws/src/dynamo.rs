@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::AttributeValue;
 use sluice::ledger::{Ledger, LedgerError, Spend};
 
-use crate::AwsSettings;
+use sluice::AwsConfig;
 
 /// The partition key attribute.
 pub const KEY: &str = "pk";
@@ -22,14 +22,14 @@ pub struct DynamoLedger {
 }
 
 impl DynamoLedger {
-    pub(crate) fn new(shared: &aws_config::SdkConfig, settings: &AwsSettings) -> Self {
+    pub(crate) fn new(shared: &aws_config::SdkConfig, aws: &AwsConfig) -> Self {
         let mut config = aws_sdk_dynamodb::config::Builder::from(shared);
-        if let Some(endpoint) = &settings.dynamodb_endpoint {
-            config = config.endpoint_url(endpoint);
+        if let Some(endpoint) = &aws.dynamodb_endpoint {
+            config = config.endpoint_url(crate::endpoint(endpoint));
         }
         Self {
             client: aws_sdk_dynamodb::Client::from_conf(config.build()),
-            table: settings.table.clone(),
+            table: aws.table.clone(),
         }
     }
 

@@ -11,38 +11,31 @@ pub use s3::S3Store;
 use std::time::Duration;
 
 use aws_config::BehaviorVersion;
+use sluice::AwsConfig;
+use url::Url;
 
-/// Where the AWS resources are, from the config.
-#[derive(Debug, Clone)]
-pub struct AwsSettings {
-    /// The bucket that holds objects and file records.
-    pub bucket: String,
-    /// The table that records spent tokens.
-    pub table: String,
-    /// The region; the SDK's default chain when `None`.
-    pub region: Option<String>,
-    /// An S3 endpoint (an emulator such as s3s-fs); path-style addressing.
-    pub s3_endpoint: Option<String>,
-    /// A DynamoDB endpoint (an emulator such as moto).
-    pub dynamodb_endpoint: Option<String>,
-}
-
-/// Builds both backends. Clients are built once, at start; credentials come
-/// from the SDK's default chain (the Lambda role in production).
-pub async fn connect(settings: &AwsSettings) -> (S3Store, DynamoLedger) {
+/// Builds both backends where `config` says. Clients are built once, at
+/// start; credentials come from the SDK's default chain (the Lambda role in
+/// production).
+pub async fn connect(config: &AwsConfig) -> (S3Store, DynamoLedger) {
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
-    if let Some(region) = &settings.region {
+    if let Some(region) = &config.region {
         loader = loader.region(aws_config::Region::new(region.clone()));
     }
-    backends(&loader.load().await, settings)
+    backends(&loader.load().await, config)
 }
 
 /// Builds both backends from an SDK configuration made elsewhere.
-pub fn backends(shared: &aws_config::SdkConfig, settings: &AwsSettings) -> (S3Store, DynamoLedger) {
+pub fn backends(shared: &aws_config::SdkConfig, config: &AwsConfig) -> (S3Store, DynamoLedger) {
     (
-        S3Store::new(shared, settings),
-        DynamoLedger::new(shared, settings),
+        S3Store::new(shared, config),
+        DynamoLedger::new(shared, config),
     )
+}
+
+/// An emulator endpoint as the SDK takes it: no trailing slash.
+fn endpoint(url: &Url) -> &str {
+    url.as_str().trim_end_matches('/')
 }
 
 /// Reads a secret string from AWS Secrets Manager (the master secret, at

@@ -16,7 +16,8 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use sluice::store::{ByteStream, DownloadAs, ObjectInfo, ObjectStore, Presigned, StoreError};
 use sluice::{ObjectKey, Sha256};
 
-use crate::{AwsSettings, MAX_GET_TTL};
+use crate::MAX_GET_TTL;
+use sluice::AwsConfig;
 
 /// The most bytes `put` buffers: it serves file records and the small-file
 /// fallback; real uploads go straight to S3.
@@ -37,17 +38,19 @@ where
 }
 
 impl S3Store {
-    pub(crate) fn new(shared: &aws_config::SdkConfig, settings: &AwsSettings) -> Self {
+    pub(crate) fn new(shared: &aws_config::SdkConfig, aws: &AwsConfig) -> Self {
         let mut config = aws_sdk_s3::config::Builder::from(shared)
             // Only the checksums sluice asks for: otherwise the SDK adds a
             // CRC32 to presigned requests, which no client could match.
             .request_checksum_calculation(RequestChecksumCalculation::WhenRequired);
-        if let Some(endpoint) = &settings.s3_endpoint {
-            config = config.endpoint_url(endpoint).force_path_style(true);
+        if let Some(endpoint) = &aws.s3_endpoint {
+            config = config
+                .endpoint_url(crate::endpoint(endpoint))
+                .force_path_style(true);
         }
         Self {
             client: aws_sdk_s3::Client::from_conf(config.build()),
-            bucket: settings.bucket.clone(),
+            bucket: aws.bucket.clone(),
         }
     }
 
