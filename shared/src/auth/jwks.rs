@@ -172,26 +172,27 @@ impl Jwks {
 /// HTTPS with the system's trust roots (as the AWS SDK uses), or plain HTTP
 /// for a JWKS URL that names it (a local authorization server).
 fn https_connector() -> HttpsConnector<HttpConnector> {
-    let builder = match hyper_rustls::HttpsConnectorBuilder::new()
-        .with_provider_and_native_roots(rustls::crypto::aws_lc_rs::default_provider())
-    {
-        Ok(b) => b,
-        // No trust roots on this machine: HTTPS URLs will fail to verify,
-        // and say so, but an http:// one still works.
-        Err(e) => {
+    use hyper_rustls::ConfigBuilderExt as _;
+    let builder = rustls::ClientConfig::builder_with_provider(
+        rustls::crypto::aws_lc_rs::default_provider().into(),
+    )
+    .with_safe_default_protocol_versions()
+    .expect("aws-lc supports the default protocol versions");
+    let tls = builder
+        .clone()
+        .with_native_roots()
+        .unwrap_or_else(|e| {
+            // No trust roots on this machine: HTTPS URLs will fail to
+            // verify, and say so, but an http:// one still works.
             tracing::warn!(error = %e, "no system trust roots for fetching the JWKS");
-            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(
-                rustls::ClientConfig::builder_with_provider(
-                    rustls::crypto::aws_lc_rs::default_provider().into(),
-                )
-                .with_safe_default_protocol_versions()
-                .expect("aws-lc supports the default protocol versions")
-                .with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth(),
-            )
-        }
-    };
-    builder.https_or_http().enable_http1().build()
+            builder.with_root_certificates(rustls::RootCertStore::empty())
+        })
+        .with_no_client_auth();
+    hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build()
 }
 
 #[cfg(test)]
