@@ -89,9 +89,13 @@ fn main() -> anyhow::Result<()> {
         report.push_str(&rt.block_on(backends::run(&repo_root()))?);
     }
     if wants("lambda") {
-        report.push_str(&lambda::run(&repo_root().join("target/release"))?);
+        // This binary is target/fast/sluice-bench; the functions are built
+        // in target/release, as `sam build` builds them.
+        let exe = std::env::current_exe()?;
+        let target = exe.parent().and_then(Path::parent).context("target dir")?;
+        report.push_str(&lambda::run(&target.join("release"))?);
         // Sizes only where the aarch64 build exists (it needs a cross linker).
-        match lambda::sizes(&repo_root().join("target")) {
+        match lambda::sizes(target) {
             Ok(sizes) => report.push_str(&sizes),
             Err(e) => eprintln!("binary sizes skipped: {e}"),
         }
