@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use axum::Router;
+use sluice::actions::{AuthValue, Catalog, CatalogError};
+use sluice::config::ActionsSource;
 use sluice::runtime::{self, StartError};
 #[cfg(feature = "local")]
 use sluice::store::LocalStore;
@@ -22,9 +24,10 @@ pub struct Opened {
     pub local_store: Option<LocalStore>,
 }
 
-/// The backends and keys `config` names, opened once at start.
+/// The backends, keys and actions `config` names, opened once at start.
 pub struct Backends {
     keys: Keyring,
+    catalog: Catalog,
     store: Arc<dyn sluice::ObjectStore>,
     ledger: Arc<dyn sluice::Ledger>,
     #[cfg(feature = "local")]
@@ -48,7 +51,93 @@ impl Backends {
             self.keys.clone(),
             self.store.clone(),
             self.ledger.clone(),
+            self.catalog.clone(),
         )
+    }
+
+    /// Adds actions besides the configured ones (the local binary's
+    /// examples); a name already taken is refused.
+    pub fn add_actions(&mut self, origin: &str, more: Catalog) -> Result<(), StartError> {
+        self.catalog = std::mem::take(&mut self.catalog)
+            .merge(more)
+            .map_err(|error| StartError::Actions {
+                origin: origin.to_owned(),
+                error,
+            })?;
+        Ok(())
+    }
+
+    /// The actions catalog.
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The local store, to sweep; `None` on AWS.
+    #[cfg(feature = "local")]
+    pub fn local_store(&self) -> Option<LocalStore> {
+        self.local_store.clone()
+    }
+}
+
+/// Reads the actions catalog `config` names (a file, or an object in the
+/// bucket) and the secrets its auth headers name.
+async fn load_catalog(
+    config: &Config,
+    store: &dyn sluice::ObjectStore,
+) -> Result<Catalog, StartError> {
+    let mut catalog = match &config.actions {
+        None => return Ok(Catalog::default()),
+        Some(ActionsSource::File(path)) => runtime::read_catalog_file(path)?,
+        Some(ActionsSource::S3Key(key)) => {
+            let origin = format!("s3 key {key}");
+            let refuse = |reason: String| StartError::Actions {
+                origin: origin.clone(),
+                error: CatalogError {
+                    action: None,
+                    field: None,
+                    reason,
+                },
+            };
+            let bytes = store
+                .get_small(&sluice::ObjectKey::from_stored(key.clone()))
+                .await
+                .map_err(|e| refuse(format!("could not be read: {e}")))?
+                .ok_or_else(|| {
+                    refuse("is not in the bucket: upload it, or unset SLUICE_ACTIONS_S3_KEY".into())
+                })?;
+            let text = String::from_utf8(bytes.to_vec())
+                .map_err(|_| refuse("is not UTF-8 text".into()))?;
+            runtime::parse_catalog(&origin, &text)?
+        }
+    };
+    for action in catalog.actions_mut() {
+        let Some(auth) = &mut action.auth else {
+            continue;
+        };
+        let AuthValue::SecretId(id) = &auth.value else {
+            continue;
+        };
+        let value = read_action_secret(config, id).await.map_err(|e| {
+            StartError::Secret(format!("the auth secret of action {}: {e}", action.name))
+        })?;
+        let value = http::HeaderValue::try_from(value.trim()).map_err(|_| {
+            StartError::Secret(format!(
+                "the auth secret of action {} ({id}) is not a valid header value",
+                action.name
+            ))
+        })?;
+        auth.value = AuthValue::Value(value);
+    }
+    Ok(catalog)
+}
+
+/// A Secrets Manager secret's string, for an action's auth header.
+async fn read_action_secret(config: &Config, id: &str) -> Result<String, String> {
+    match &config.backend {
+        Backend::Aws(aws) => sluice_aws::read_secret(id, aws.region.as_deref()).await,
+        Backend::Local => Err(format!(
+            "secret_id {id:?} is read from AWS Secrets Manager, which needs SLUICE_BACKEND=aws: locally, give the value"
+        )),
     }
 }
 
@@ -60,6 +149,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
         Backend::Local => {
             let (store, ledger) = runtime::local_backends(config)?;
             Ok(Backends {
+                catalog: load_catalog(config, &store).await?,
                 keys: runtime::local_keyring(config)?,
                 store: Arc::new(store.clone()),
                 ledger: Arc::new(ledger),
@@ -83,6 +173,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
             };
             let (store, ledger) = sluice_aws::connect(aws).await;
             Ok(Backends {
+                catalog: load_catalog(config, &store).await?,
                 keys: Keyring::new((config.key_id.clone(), secret), config.previous.clone()),
                 store: Arc::new(store),
                 ledger: Arc::new(ledger),

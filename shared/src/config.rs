@@ -9,6 +9,7 @@ use std::time::Duration;
 use tracing_subscriber::filter::Targets;
 use url::Url;
 
+use crate::actions::ActionLimits;
 use crate::keys::{KeyId, MasterSecret};
 
 /// Why the configuration was refused. The message names the variable.
@@ -53,6 +54,12 @@ pub const VARIABLES: &[&str] = &[
     "SLUICE_MCP_MAX_BODY_BYTES",
     "SLUICE_DEV_TOKEN_TTL_SECS",
     "SLUICE_LOG",
+    "SLUICE_ACTIONS_FILE",
+    "SLUICE_ACTIONS_S3_KEY",
+    "SLUICE_EXAMPLE_ACTIONS",
+    "SLUICE_ACTION_MAX_CONCURRENT_READS",
+    "SLUICE_ACTION_READ_TIMEOUT_SECS",
+    "SLUICE_ACTION_MAX_BYTES",
 ];
 
 /// Where objects and spent tokens live.
@@ -143,6 +150,27 @@ pub struct Config {
     /// What to log (`SLUICE_LOG`, default `info`): a level, or targets with
     /// levels such as `sluice=debug,info`.
     pub log: Targets,
+    /// Where the actions catalog comes from (`SLUICE_ACTIONS_FILE`, or in
+    /// aws mode `SLUICE_ACTIONS_S3_KEY`); `None`: no configured actions.
+    pub actions: Option<ActionsSource>,
+    /// Whether the local binary serves its example upstream and actions
+    /// (`SLUICE_EXAMPLE_ACTIONS`); unset: on in local mode when no catalog
+    /// is configured.
+    pub example_actions: Option<bool>,
+    /// How actions run (`SLUICE_ACTION_MAX_CONCURRENT_READS`, default 4;
+    /// `SLUICE_ACTION_READ_TIMEOUT_SECS`, default 15;
+    /// `SLUICE_ACTION_MAX_BYTES`, default 64 MiB).
+    pub action_limits: ActionLimits,
+}
+
+/// Where the actions catalog (TOML) is read from, once, at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActionsSource {
+    /// A file (`SLUICE_ACTIONS_FILE`).
+    File(PathBuf),
+    /// An object in the aws bucket (`SLUICE_ACTIONS_S3_KEY`): Lambda's
+    /// environment holds 4 KB, a catalog often more.
+    S3Key(String),
 }
 
 impl Config {
@@ -230,6 +258,57 @@ impl Config {
                 "required when SLUICE_BACKEND=aws (or set SLUICE_MASTER_SECRET_ID)",
             ));
         }
+        let actions = match (get("SLUICE_ACTIONS_FILE"), get("SLUICE_ACTIONS_S3_KEY")) {
+            (None, None) => None,
+            (Some(path), None) => Some(ActionsSource::File(PathBuf::from(path))),
+            (None, Some(key)) => {
+                if !matches!(backend, Backend::Aws(_)) {
+                    return Err(invalid(
+                        "SLUICE_ACTIONS_S3_KEY",
+                        "needs SLUICE_BACKEND=aws (locally, use SLUICE_ACTIONS_FILE)",
+                    ));
+                }
+                if key.starts_with("files/") || key.starts_with("records/") {
+                    return Err(invalid(
+                        "SLUICE_ACTIONS_S3_KEY",
+                        "must not be under files/ or records/, where uploads and records live",
+                    ));
+                }
+                Some(ActionsSource::S3Key(key.trim_start_matches('/').to_owned()))
+            }
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "SLUICE_ACTIONS_S3_KEY",
+                    "set SLUICE_ACTIONS_FILE or SLUICE_ACTIONS_S3_KEY, not both",
+                ));
+            }
+        };
+        let example_actions = match get("SLUICE_EXAMPLE_ACTIONS") {
+            None => None,
+            Some("true" | "1" | "on") => Some(true),
+            Some("false" | "0" | "off") => Some(false),
+            Some(other) => {
+                return Err(invalid(
+                    "SLUICE_EXAMPLE_ACTIONS",
+                    format!("must be true or false, got {other:?}"),
+                ));
+            }
+        };
+        let defaults = ActionLimits::default();
+        let action_limits = ActionLimits {
+            max_concurrent_reads: usize::try_from(positive(
+                &get,
+                "SLUICE_ACTION_MAX_CONCURRENT_READS",
+                defaults.max_concurrent_reads as u64,
+            )?)
+            .unwrap_or(usize::MAX),
+            read_timeout: secs(
+                &get,
+                "SLUICE_ACTION_READ_TIMEOUT_SECS",
+                defaults.read_timeout.as_secs(),
+            )?,
+            max_bytes: positive(&get, "SLUICE_ACTION_MAX_BYTES", defaults.max_bytes)?,
+        };
         let download_url_ttl = secs(&get, "SLUICE_DOWNLOAD_URL_TTL_SECS", 60)?;
         if download_url_ttl > Duration::from_secs(60) {
             return Err(invalid(
@@ -308,6 +387,9 @@ impl Config {
                     format!("not a level or target=level list ({e})"),
                 )
             })?,
+            actions,
+            example_actions,
+            action_limits,
         })
     }
 }
@@ -405,6 +487,11 @@ mod tests {
             ("SLUICE_BACKEND", "gcs"),
             ("SLUICE_DOWNLOAD_URL_TTL_SECS", "61"),
             ("SLUICE_LOG", "sluice=loud"),
+            ("SLUICE_ACTIONS_S3_KEY", "config/actions.toml"),
+            ("SLUICE_EXAMPLE_ACTIONS", "maybe"),
+            ("SLUICE_ACTION_MAX_CONCURRENT_READS", "0"),
+            ("SLUICE_ACTION_READ_TIMEOUT_SECS", "-1"),
+            ("SLUICE_ACTION_MAX_BYTES", "lots"),
         ];
         for (var, value) in cases {
             let err = config(&[(var, value)]).unwrap_err();
@@ -454,6 +541,52 @@ mod tests {
         );
         let ok = config(&bad_endpoint[..4]).unwrap();
         assert!(matches!(ok.backend, Backend::Aws(ref a) if a.bucket == "b" && a.table == "t"));
+    }
+
+    #[test]
+    fn the_actions_catalog_comes_from_one_place() {
+        assert_eq!(config(&[]).unwrap().actions, None);
+        let c = config(&[("SLUICE_ACTIONS_FILE", "/etc/sluice/actions.toml")]).unwrap();
+        assert_eq!(
+            c.actions,
+            Some(ActionsSource::File("/etc/sluice/actions.toml".into()))
+        );
+        let secret = "s".repeat(32);
+        let aws = [
+            ("SLUICE_BACKEND", "aws"),
+            ("SLUICE_S3_BUCKET", "b"),
+            ("SLUICE_DYNAMODB_TABLE", "t"),
+            ("SLUICE_MASTER_SECRET", secret.as_str()),
+        ];
+        let with = |extra: &[(&'static str, &'static str)]| {
+            let mut vars = aws.to_vec();
+            vars.extend_from_slice(extra);
+            config(&vars)
+        };
+        assert_eq!(
+            with(&[("SLUICE_ACTIONS_S3_KEY", "config/actions.toml")])
+                .unwrap()
+                .actions,
+            Some(ActionsSource::S3Key("config/actions.toml".into()))
+        );
+        for bad in [
+            &[("SLUICE_ACTIONS_S3_KEY", "files/x.toml")][..],
+            &[
+                ("SLUICE_ACTIONS_S3_KEY", "a.toml"),
+                ("SLUICE_ACTIONS_FILE", "a.toml"),
+            ],
+        ] {
+            assert_eq!(with(bad).unwrap_err().var, "SLUICE_ACTIONS_S3_KEY");
+        }
+        let limits = config(&[
+            ("SLUICE_ACTION_MAX_CONCURRENT_READS", "2"),
+            ("SLUICE_ACTION_READ_TIMEOUT_SECS", "3"),
+        ])
+        .unwrap()
+        .action_limits;
+        assert_eq!(limits.max_concurrent_reads, 2);
+        assert_eq!(limits.read_timeout, Duration::from_secs(3));
+        assert_eq!(limits.max_bytes, 64 << 20);
     }
 
     #[test]

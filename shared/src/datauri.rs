@@ -51,6 +51,14 @@ pub enum DataUriError {
 impl DataUri {
     /// Encodes bytes as a data URI. An empty name is omitted, never emitted empty.
     pub fn encode(mime: &str, name: Option<&str>, data: &[u8]) -> String {
+        let mut out = Self::header(mime, name);
+        STANDARD.encode_string(data, &mut out);
+        out
+    }
+
+    /// Everything before the data: `data:<mime>;name=<pct>;base64,`, for
+    /// callers that stream the base64 after it.
+    pub fn header(mime: &str, name: Option<&str>) -> String {
         let mime = if mime.is_empty() { DEFAULT_MIME } else { mime };
         let mut out = format!("data:{mime}");
         if let Some(name) = name.filter(|n| !n.is_empty()) {
@@ -58,7 +66,6 @@ impl DataUri {
             out.extend(utf8_percent_encode(name, NAME_KEEP));
         }
         out.push_str(";base64,");
-        STANDARD.encode_string(data, &mut out);
         out
     }
 

@@ -40,6 +40,9 @@ pub enum ApiError {
     /// 413: the body is larger than allowed.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// 502: an action's upstream failed, and the message quotes it.
+    #[error("{0}")]
+    Upstream(String),
     /// 507: the store has no room.
     #[error("{0}")]
     InsufficientStorage(String),
@@ -59,6 +62,7 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
             ApiError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }

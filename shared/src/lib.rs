@@ -14,6 +14,9 @@
 //! link tokens as JWTs), [`filename`], [`datauri`] and [`curl`]. [`config`]
 //! reads the environment once, at start.
 //!
+//! [`actions`] runs backend operations whose File fields take handles:
+//! the catalog, the fields' checks, the streamed upstream call.
+//!
 //! [`store`] and [`ledger`] are the two storage traits, each with a local
 //! implementation (a directory, an SQLite file) behind the `local` feature:
 //! the Lambda functions are built without it, and so without SQLite. [`auth`] validates bearer
@@ -21,6 +24,7 @@
 //! in-process, and [`error`] is the one place where its errors become HTTP
 //! responses.
 
+pub mod actions;
 pub mod auth;
 pub mod catalog;
 pub mod config;
@@ -29,6 +33,7 @@ pub mod datauri;
 pub mod error;
 pub mod file;
 pub mod filename;
+mod http_client;
 pub mod keys;
 pub mod ledger;
 pub mod runtime;

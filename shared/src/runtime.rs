@@ -11,6 +11,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 use url::Url;
 
+use crate::actions::{Actions, Catalog};
 use crate::auth::AccessVerifier;
 use crate::config::Config;
 use crate::keys::{Keyring, MasterSecret};
@@ -45,6 +46,14 @@ pub enum StartError {
     /// The master secret could not be read.
     #[error("master secret: {0}")]
     Secret(String),
+    /// The actions catalog was refused; the message names the action and field.
+    #[error("actions catalog {origin}: {error}")]
+    Actions {
+        /// Where the catalog came from (a path, an S3 key).
+        origin: String,
+        /// What is wrong with it.
+        error: crate::actions::CatalogError,
+    },
     /// The config names the local backends, which this binary was built without.
     #[error(
         "SLUICE_BACKEND=local, but this binary was built for AWS without the local backends: \
@@ -149,6 +158,23 @@ pub fn access_verifier(config: &Config, keys: Keyring) -> AccessVerifier {
     }
 }
 
+/// Parses a TOML actions catalog read from `origin` (for messages).
+pub fn parse_catalog(origin: &str, text: &str) -> Result<Catalog, StartError> {
+    Catalog::from_toml(text).map_err(|error| StartError::Actions {
+        origin: origin.to_owned(),
+        error,
+    })
+}
+
+/// Reads and validates the actions catalog file at `path`.
+pub fn read_catalog_file(path: &Path) -> Result<Catalog, StartError> {
+    let text = std::fs::read_to_string(path).map_err(io_error(format!(
+        "reading the actions catalog {}",
+        path.display()
+    )))?;
+    parse_catalog(&path.display().to_string(), &text)
+}
+
 /// Assembles sluice from its parts and the config.
 pub fn assemble(
     config: &Config,
@@ -156,6 +182,7 @@ pub fn assemble(
     keys: Keyring,
     store: Arc<dyn crate::store::ObjectStore>,
     ledger: Arc<dyn crate::ledger::Ledger>,
+    catalog: Catalog,
 ) -> Sluice {
     Sluice::new(Parts {
         access: access_verifier(config, keys.clone()),
@@ -170,6 +197,7 @@ pub fn assemble(
         download_url_ttl: config.download_url_ttl,
         mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
         auth_servers: config.auth_servers.clone(),
+        actions: Actions::new(catalog, config.action_limits),
     })
 }
 
@@ -196,6 +224,7 @@ pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalSt
         keys,
         Arc::new(store.clone()),
         Arc::new(ledger),
+        Catalog::default(),
     );
     Ok((sluice, store))
 }

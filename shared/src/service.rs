@@ -143,6 +143,8 @@ pub struct Parts {
     pub mcp_max_body_bytes: usize,
     /// Authorization servers for the protected-resource metadata.
     pub auth_servers: Vec<Url>,
+    /// The configured actions (none: the action tools are not listed).
+    pub actions: crate::actions::Actions,
 }
 
 /// The shared state of every function: cheap to clone.
@@ -171,6 +173,11 @@ impl Sluice {
     /// The spent-token ledger.
     pub fn ledger(&self) -> &dyn Ledger {
         &*self.0.ledger
+    }
+
+    /// The configured actions.
+    pub fn actions(&self) -> &crate::actions::Actions {
+        &self.0.actions
     }
 
     /// Bearer token validation.
@@ -317,6 +324,20 @@ impl Sluice {
                 data.len()
             )));
         }
+        self.store_inline(owner, filename, data, sha256, content_type)
+            .await
+    }
+
+    /// Stores bytes already in memory as a new file of `owner` (callers
+    /// bound their size and have checked `sha256`), and returns its handle.
+    pub(crate) async fn store_inline(
+        &self,
+        owner: &str,
+        filename: String,
+        data: Vec<u8>,
+        sha256: Sha256,
+        content_type: Option<String>,
+    ) -> Result<SmallUpload, ApiError> {
         let req = UploadRequest {
             filename,
             size: data.len() as u64,
@@ -330,7 +351,7 @@ impl Sluice {
         self.store()
             .put(&file.object_key(), file.size, file.sha256, body)
             .await?;
-        tracing::info!(file_id = %file.id, size = file.size, "small file stored");
+        tracing::info!(file_id = %file.id, size = file.size, "inline file stored");
         Ok(SmallUpload {
             handle,
             file_id: file.id,
@@ -383,7 +404,10 @@ impl Sluice {
     pub fn redeem_handle(&self, caller: &Caller, handle: &str) -> Result<FileMeta, ApiError> {
         let h = Handle::decode(&self.0.keys, handle).map_err(|e| match e {
             TokenError::Expired => {
-                ApiError::BadRequest("this handle has expired: call request_upload again".into())
+                ApiError::BadRequest(
+                "this handle has expired: call request_upload again and upload the file to the new URL"
+                    .into(),
+            )
             }
             _ => ApiError::BadRequest(
                 "this is not a valid handle: pass the exact \"$uploadedFile:…\" value returned by request_upload"

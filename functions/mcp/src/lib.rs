@@ -7,6 +7,7 @@
 //! insufficient_scope`; the tools themselves ([`tools`]) call the shared
 //! service in-process.
 
+pub mod actions;
 mod gate;
 mod metadata;
 pub mod tools;

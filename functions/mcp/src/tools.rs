@@ -71,6 +71,8 @@ pub fn required_scope(tool: &str) -> Option<Scope> {
     match tool {
         "request_upload" | "upload_small_file" => Some(Scope::FilesWrite),
         "get_download_url" | "list_files" | "read_small_file" => Some(Scope::FilesRead),
+        "list_actions" | "execute_action" => Some(Scope::ActionsExecute),
+        t if t.starts_with(crate::actions::TOOL_PREFIX) => Some(Scope::ActionsExecute),
         _ => None,
     }
 }
@@ -137,7 +139,10 @@ impl std::fmt::Debug for SluiceTools {
 
 /// A successful result: a one-line summary, the JSON for clients that do not
 /// read `structuredContent`, and the `structuredContent` itself.
-fn success<T: Serialize>(summary: String, value: &T) -> Result<CallToolResult, ApiError> {
+pub(crate) fn success<T: Serialize>(
+    summary: String,
+    value: &T,
+) -> Result<CallToolResult, ApiError> {
     let json = serde_json::to_value(value).map_err(ApiError::internal)?;
     let mut result = CallToolResult::structured(json);
     result.content.insert(0, ContentBlock::text(summary));
@@ -157,7 +162,7 @@ fn host_of(url: &str) -> String {
 }
 
 /// A tool error the model can act on.
-fn failure(error: ApiError) -> CallToolResult {
+pub(crate) fn failure(error: ApiError) -> CallToolResult {
     let message = match &error {
         ApiError::Internal(e) => {
             tracing::error!(error = %e, "internal error in a tool");
@@ -184,14 +189,96 @@ fn caller(parts: &Parts, scope: Scope) -> Result<Caller, ApiError> {
     Ok(caller)
 }
 
+/// The caller the gate authenticated, from a tool call's context.
+pub(crate) fn caller_of(extensions: &rmcp::model::Extensions) -> Result<Caller, ApiError> {
+    extensions
+        .get::<Parts>()
+        .and_then(|parts| parts.extensions.get::<Caller>())
+        .cloned()
+        .ok_or(ApiError::Unauthorized("a bearer token is required"))
+}
+
 #[tool_router]
 impl SluiceTools {
-    /// The tools over `sluice`.
+    /// The tools over `sluice`: the file tools, and the action tools when
+    /// actions are configured.
     pub fn new(sluice: Sluice) -> Self {
+        let mut tool_router = Self::tool_router();
+        let catalog = sluice.actions().catalog();
+        if catalog.is_empty() {
+            tool_router.remove_route("list_actions");
+            tool_router.remove_route("execute_action");
+        } else {
+            let names: Vec<&str> = catalog.actions().iter().map(|a| a.name.as_str()).collect();
+            if let Some(route) = tool_router.map.get_mut("execute_action") {
+                let description = format!(
+                    "{} Actions here: {}.",
+                    route.attr.description.as_deref().unwrap_or_default(),
+                    names.join(", ")
+                );
+                route.attr.description = Some(description.into());
+            }
+            for route in crate::actions::routes(&sluice) {
+                tool_router.add_route(route);
+            }
+        }
         Self {
             sluice,
-            tool_router: Self::tool_router(),
+            tool_router,
         }
+    }
+
+    /// The shared state the tools call.
+    pub(crate) fn sluice(&self) -> &Sluice {
+        &self.sluice
+    }
+
+    #[tool(
+        description = "List the actions (backend operations with a form) you can run, each with its fields as JSON Schema. \
+File fields are strings annotated `x-mcp-file`: they take a `$uploadedFile:` handle from request_upload. \
+Each action is also its own tool, `action_<name>`.",
+        output_schema = output::<crate::actions::ActionList>()
+    )]
+    async fn list_actions(
+        &self,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(
+            async {
+                let caller = caller(&parts, Scope::ActionsExecute)?;
+                crate::actions::list(&self.sluice, &caller)
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        description = "Run an action (a backend operation with a form) with its fields; returns the backend's result. \
+To pass a file: find the File (or FileList) field, call request_upload with the file's name, size and sha256, \
+run the returned curl command where the file is, then pass the returned handle (`$uploadedFile:…`) as the field's value. \
+Handles are resolved only in File and FileList fields; any other field receives text as it is. \
+Files in the result larger than 16 KiB come back as download links (run their curl command). Call list_actions for each action's fields.",
+        input_schema = input::<crate::actions::ExecuteArgs>(),
+        output_schema = crate::actions::result_schema()
+    )]
+    async fn execute_action(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<crate::actions::ExecuteArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(
+            async {
+                let caller = caller(&parts, Scope::ActionsExecute)?;
+                crate::actions::execute(
+                    &self.sluice,
+                    &caller,
+                    &args.action,
+                    serde_json::Value::Object(args.fields),
+                )
+                .await
+            }
+            .await,
+        )
     }
 
     #[tool(
@@ -340,14 +427,21 @@ verified against its sha256. Best effort, small files only: prefer get_download_
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for SluiceTools {
     fn get_info(&self) -> ServerConfig {
+        let mut instructions = String::from(
+            "sluice moves files without their bytes passing through the conversation. \
+             To upload: compute size and sha256, call request_upload, run its curl command, use the handle. \
+             To download: call get_download_url and run its curl command. \
+             upload_small_file / read_small_file are a fallback for files of at most 16 KiB.",
+        );
+        if !self.sluice.actions().catalog().is_empty() {
+            instructions.push_str(
+                " Actions (action_<name>, execute_action) run backend operations; \
+                 a File field takes the handle of a file uploaded with request_upload.",
+            );
+        }
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("sluice", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "sluice moves files without their bytes passing through the conversation. \
-                 To upload: compute size and sha256, call request_upload, run its curl command, use the handle. \
-                 To download: call get_download_url and run its curl command. \
-                 upload_small_file / read_small_file are a fallback for files of at most 16 KiB.",
-            )
+            .with_instructions(instructions)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {

@@ -11,7 +11,8 @@ sluice: move files between AI clients and storage without the bytes passing thro
 Usage:
   sluice                                   serve every route on SLUICE_HOST:SLUICE_PORT (127.0.0.1:8787)
   sluice token [--user U] [--scope S]...   print a bearer token for this data directory
-                                           (default user 'dev', scopes files:read files:write)
+                                           (default user 'dev', scopes files:read files:write
+                                           actions:execute)
 
 Configuration comes from SLUICE_* environment variables; see the README.";
 
@@ -47,7 +48,7 @@ pub fn main() -> ExitCode {
 }
 
 fn default_scopes() -> Vec<Scope> {
-    vec![Scope::FilesRead, Scope::FilesWrite]
+    crate::example::dev_scopes()
 }
 
 fn token(config: &Config, args: &[String]) -> Result<(), StartError> {
@@ -113,8 +114,24 @@ fn serve(config: Config) -> Result<(), StartError> {
     })?;
     rt.block_on(async move {
         let (listener, url) = runtime::bind(&config).await?;
-        let opened = sluice_runtime::open(&config, url.clone()).await?;
-        let sluice = opened.sluice;
+        let addr = listener.local_addr().map_err(|source| StartError::Io {
+            what: "reading the bound address".into(),
+            source,
+        })?;
+        let mut backends = sluice_runtime::open_backends(&config).await?;
+        // The example upstream: on by default when nothing else is configured.
+        let examples = config.example_actions.unwrap_or(
+            matches!(config.backend, sluice::Backend::Local) && config.actions.is_none(),
+        );
+        let example_key = crate::example::ExampleKey::random();
+        if examples {
+            backends.add_actions(
+                "example actions (SLUICE_EXAMPLE_ACTIONS=false turns them off)",
+                crate::example::catalog(addr, &example_key),
+            )?;
+        }
+        let local_store = backends.local_store();
+        let sluice = backends.sluice(&config, url);
         let base = sluice.base_url().to_owned();
         // The first line is machine-readable: scripts and tests wait for it.
         println!("sluice listening on {base}");
@@ -124,17 +141,33 @@ fn serve(config: Config) -> Result<(), StartError> {
                 println!("backend: s3://{} and DynamoDB table {}", aws.bucket, aws.table)
             }
         }
+        let actions: Vec<&str> = sluice
+            .actions()
+            .catalog()
+            .actions()
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        if actions.is_empty() {
+            println!("actions: none (set SLUICE_ACTIONS_FILE to add some)");
+        } else {
+            println!("actions: {}", actions.join(", "));
+        }
         match sluice.access().mint("dev", &default_scopes(), config.dev_token_ttl) {
             Some(dev) => {
-                println!("dev bearer token (user 'dev', files:read files:write):\n  {dev}");
+                println!("dev bearer token (user 'dev', files:read files:write actions:execute):\n  {dev}");
                 println!("connect Claude Code:\n  claude mcp add --transport http sluice {base}/mcp --header \"Authorization: Bearer {dev}\"");
             }
             None => println!("bearer tokens: from the authorization server (SLUICE_AUTH_JWKS_URL)"),
         }
-        if let Some(store) = opened.local_store {
+        if let Some(store) = local_store {
             tokio::spawn(crate::sweep_forever(store, config.handle_ttl, config.link_ttl));
         }
-        runtime::serve(listener, crate::app(sluice), runtime::shutdown_signal())
+        let mut app = crate::app(sluice);
+        if examples {
+            app = app.merge(crate::example::router(example_key));
+        }
+        runtime::serve(listener, app, runtime::shutdown_signal())
             .await
             .map_err(|source| StartError::Io {
                 what: "serving".into(),

@@ -1,8 +1,10 @@
 //! sluice on one machine: the `mcp`, `issuer` and `resolver` routers mounted
 //! on one listener over the local backends (a directory of objects and an
-//! SQLite ledger), plus the `sluice` command line.
+//! SQLite ledger), plus the `sluice` command line and the example upstream
+//! that makes actions work with no configuration.
 
 mod cli;
+pub mod example;
 
 pub use cli::main;
 

@@ -139,9 +139,9 @@ impl Jwks {
     async fn fetch(&self) -> Result<HashMap<String, (DecodingKey, Algorithm)>, FetchError> {
         let uri: http::Uri = self.url.as_str().parse().expect("a URL is a URI");
         let get = async {
-            let client = self
-                .client
-                .get_or_init(|| Client::builder(TokioExecutor::new()).build(https_connector()));
+            let client = self.client.get_or_init(|| {
+                Client::builder(TokioExecutor::new()).build(crate::http_client::https_connector())
+            });
             let response = client.get(uri).await?;
             if !response.status().is_success() {
                 return Err(FetchError::Status(response.status()));
@@ -167,32 +167,6 @@ impl Jwks {
             })
             .collect())
     }
-}
-
-/// HTTPS with the system's trust roots (as the AWS SDK uses), or plain HTTP
-/// for a JWKS URL that names it (a local authorization server).
-fn https_connector() -> HttpsConnector<HttpConnector> {
-    use hyper_rustls::ConfigBuilderExt as _;
-    let builder = rustls::ClientConfig::builder_with_provider(
-        rustls::crypto::aws_lc_rs::default_provider().into(),
-    )
-    .with_safe_default_protocol_versions()
-    .expect("aws-lc supports the default protocol versions");
-    let tls = builder
-        .clone()
-        .with_native_roots()
-        .unwrap_or_else(|e| {
-            // No trust roots on this machine: HTTPS URLs will fail to
-            // verify, and say so, but an http:// one still works.
-            tracing::warn!(error = %e, "no system trust roots for fetching the JWKS");
-            builder.with_root_certificates(rustls::RootCertStore::empty())
-        })
-        .with_no_client_auth();
-    hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .build()
 }
 
 #[cfg(test)]

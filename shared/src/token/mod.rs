@@ -118,7 +118,7 @@ pub(crate) fn verify_with<C: DeserializeOwned>(
 }
 
 /// A random, URL-safe identifier of `N` bytes of entropy.
-pub(crate) fn random_id<const N: usize>() -> String {
+pub fn random_id<const N: usize>() -> String {
     use base64::Engine as _;
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes).expect("the operating system's random source is available");
