@@ -10,75 +10,11 @@ import base64
 import hashlib
 import json
 import os
-import subprocess
 import sys
 
-import httpx2
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
+from mcp_common import Recorder, errors_of, is_error, session_for, sh, structured, text
 
 TOOLS = {"request_upload", "get_download_url", "list_files", "upload_small_file", "read_small_file"}
-
-
-def structured(result):
-    for name in ("structured_content", "structuredContent"):
-        value = getattr(result, name, None)
-        if value is not None:
-            return value
-    raise AssertionError(f"no structuredContent in {result!r}")
-
-
-def is_error(result):
-    return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
-
-
-def text(result):
-    return " ".join(getattr(c, "text", "") for c in result.content)
-
-
-def sh(line, cwd):
-    done = subprocess.run(line, shell=True, cwd=cwd, capture_output=True, text=True)
-    assert done.returncode == 0, f"command failed ({done.returncode}): {line}\n{done.stdout}\n{done.stderr}"
-
-
-def errors_of(exc):
-    """Every message in an exception and the groups and causes behind it."""
-    out = [repr(exc)]
-    for inner in getattr(exc, "exceptions", []) or []:
-        out.extend(errors_of(inner))
-    if exc.__cause__ is not None:
-        out.extend(errors_of(exc.__cause__))
-    return out
-
-
-class Recorder:
-    """Records every POST body sent to /mcp and every response body."""
-
-    def __init__(self):
-        self.bodies = []
-        self.statuses = []
-        self.active = True
-
-    async def on_request(self, request):
-        if request.method == "POST" and self.active:
-            self.bodies.append(("request", len(request.content), request.content[:200].decode("utf-8", "replace")))
-
-    async def on_response(self, response):
-        self.statuses.append(response.status_code)
-        if response.request.method == "POST" and self.active:
-            body = await response.aread()
-            self.bodies.append(("response", len(body), body[:200].decode("utf-8", "replace")))
-
-
-async def session_for(url, token, recorder=None, run=None):
-    hooks = {"request": [recorder.on_request], "response": [recorder.on_response]} if recorder else {}
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, event_hooks=hooks, timeout=30) as http:
-        async with streamable_http_client(url, http_client=http) as streams:
-            read, write = streams[0], streams[1]
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                return await run(session)
 
 
 async def expect_refused(url, token, status):

@@ -4,6 +4,7 @@
 
 mod util;
 
+mod actions;
 mod aws;
 mod concurrency;
 mod contract;

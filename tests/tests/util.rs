@@ -289,3 +289,60 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 pub fn stored_objects(data_dir: &Path) -> Vec<PathBuf> {
     files_under(&data_dir.join("objects").join("files"))
 }
+
+/// One JSON-RPC message POSTed to `/mcp` (stateless, as any client sends it).
+pub fn mcp_post(base: &str, token: &str, message: &Value) -> Reply {
+    let auth = format!("Bearer {token}");
+    request(
+        "POST",
+        &format!("{base}/mcp"),
+        &[
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("Authorization", &auth),
+        ],
+        Some(message.to_string().as_bytes()),
+    )
+}
+
+/// A `tools/call`: the JSON-RPC `result`, which must be there.
+pub fn call_tool(base: &str, token: &str, tool: &str, arguments: Value) -> Value {
+    let message = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    });
+    let reply = mcp_post(base, token, &message);
+    assert_eq!(reply.status, 200, "{tool}: {}", reply.text());
+    let json = reply.json();
+    assert!(json.get("result").is_some(), "{tool}: {json}");
+    json["result"].clone()
+}
+
+/// The text of a tool result that must be an error.
+pub fn tool_error(result: &Value) -> String {
+    assert_eq!(result["isError"], true, "expected a tool error: {result}");
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The `structuredContent` of a tool result that must have succeeded.
+pub fn tool_ok(result: &Value) -> Value {
+    assert_ne!(result["isError"], true, "expected success: {result}");
+    result["structuredContent"].clone()
+}
+
+/// The names of the tools `tools/list` shows.
+pub fn tool_names(base: &str, token: &str) -> Vec<String> {
+    let message = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
+    let reply = mcp_post(base, token, &message);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    reply.json()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}

@@ -192,7 +192,13 @@ impl ObjectStore for LocalStore {
     }
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError> {
-        let file = match File::open(self.path(key)) {
+        // Opening can block (a slow disk, a network mount): off the runtime's
+        // threads, so a caller's timeout can still fire.
+        let path = self.path(key);
+        let opened = tokio::task::spawn_blocking(move || File::open(path))
+            .await
+            .map_err(join_error)?;
+        let file = match opened {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),

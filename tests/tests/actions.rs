@@ -1,0 +1,483 @@
+//! Actions with File and FileList fields, end to end: the official MCP
+//! clients (and raw JSON-RPC) against the real server, which calls an
+//! upstream written independently in Python's standard library
+//! (`tests/clients/upstream.py`) and decoding what it receives there.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::mcp_clients::root;
+use crate::util::{
+    BIN, Server, bytes, call_tool, out_text, request, sh, stored_objects, tool_error, tool_names,
+    tool_ok,
+};
+
+/// The key sluice presents to the test upstream.
+pub const UPSTREAM_KEY: &str = "test-upstream-key";
+
+/// The Python upstream; killed on drop.
+pub struct Upstream {
+    child: Child,
+    /// Its base URL.
+    pub url: String,
+}
+
+impl Upstream {
+    pub fn start() -> Self {
+        let mut child = Command::new("python3")
+            .arg(root().join("tests/clients/upstream.py"))
+            .arg(UPSTREAM_KEY)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the test upstream");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let port = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+            .to_owned();
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// What each POST received: path, declared and read lengths, complete.
+    pub fn log(&self) -> Vec<Value> {
+        let reply = request("GET", &format!("{}/log", self.url), &[], None);
+        assert_eq!(reply.status, 200);
+        reply.json().as_array().unwrap().clone()
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The catalog every test here runs (see `tests/clients/actions.py`).
+pub fn catalog(upstream: &str) -> String {
+    format!(
+        r#"
+[[actions]]
+name = "echo"
+description = "Describe what was received."
+url = "{upstream}/echo"
+auth = {{ header = "Authorization", value = "Bearer {UPSTREAM_KEY}" }}
+[[actions.fields]]
+name = "note"
+type = "String"
+[[actions.fields]]
+name = "count"
+type = "Number"
+[[actions.fields]]
+name = "document"
+type = "File"
+required = true
+[[actions.fields]]
+name = "extras"
+type = "FileList"
+
+[[actions]]
+name = "echo_link"
+description = "Describe what was received, files as links."
+url = "{upstream}/echo"
+file_delivery = "link"
+auth = {{ header = "Authorization", value = "Bearer {UPSTREAM_KEY}" }}
+[[actions.fields]]
+name = "document"
+type = "File"
+required = true
+
+[[actions]]
+name = "limited"
+description = "Takes only small images."
+url = "{upstream}/echo"
+auth = {{ header = "Authorization", value = "Bearer {UPSTREAM_KEY}" }}
+[[actions.fields]]
+name = "document"
+type = "File"
+accept = ["image/*"]
+max_size = 10
+
+[[actions]]
+name = "stall"
+description = "Never answers in time."
+url = "{upstream}/stall"
+timeout_secs = 2
+auth = {{ header = "Authorization", value = "Bearer {UPSTREAM_KEY}" }}
+
+[[actions]]
+name = "fail"
+description = "Always fails."
+url = "{upstream}/fail"
+auth = {{ header = "Authorization", value = "Bearer {UPSTREAM_KEY}" }}
+
+[[actions]]
+name = "export"
+description = "Export a report."
+url = "{upstream}/export"
+auth = {{ header = "Authorization", value = "Bearer {UPSTREAM_KEY}" }}
+[[actions.fields]]
+name = "size"
+type = "Number"
+"#
+    )
+}
+
+/// Writes the catalog for `upstream` into `dir` and returns its path.
+pub fn write_catalog(dir: &Path, upstream: &str) -> PathBuf {
+    let path = dir.join("actions.toml");
+    std::fs::write(&path, catalog(upstream)).unwrap();
+    path
+}
+
+/// A local server running the test catalog, with extra variables.
+fn server(upstream: &Upstream, extra: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = write_catalog(dir.path(), &upstream.url);
+    let data = dir.path().join("data");
+    let mut env = vec![("SLUICE_ACTIONS_FILE", catalog.to_str().unwrap())];
+    env.extend_from_slice(extra);
+    (Server::start_in(&data, &env), dir)
+}
+
+const ALL: &[&str] = &["files:read", "files:write", "actions:execute"];
+
+/// Runs a client script against `base` with `tokens` (all, other user,
+/// files only); returns its checks.
+pub fn run_actions_client(
+    program: &str,
+    script: &str,
+    base: &str,
+    tokens: [String; 3],
+    upstream: &Upstream,
+) -> Vec<String> {
+    let work = tempfile::tempdir().unwrap();
+    let [token, other, files_only] = tokens;
+    let out = Command::new(program)
+        .arg(root().join("tests/clients").join(script))
+        .args(["--url", &format!("{base}/mcp")])
+        .args(["--token", &token, "--other-token", &other])
+        .args(["--files-only-token", &files_only])
+        .args(["--upstream", &upstream.url])
+        .arg("--workdir")
+        .arg(work.path())
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .unwrap_or_else(|e| panic!("{program} could not run ({e}): run `make test`"));
+    assert!(out.status.success(), "{script}: {}", out_text(&out));
+    let summary: Value = serde_json::from_slice(
+        out.stdout
+            .split(|b| *b == b'\n')
+            .find(|l| l.starts_with(b"{"))
+            .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{script} printed no summary ({e}): {}", out_text(&out)));
+    summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The checks `actions.py` must report, wherever it runs.
+pub const PYTHON_CHECKS: &[&str] = &[
+    "happy path: the name arrives intact, bytes verified",
+    "FileList of two",
+    "handle in a String field delivered as plain text",
+    "handle replayed within its TTL, through execute_action",
+    "data URI on a File field delivered",
+    "bare string, malformed data URI, non-array, unknown and missing fields refused by name",
+    "forged handle refused",
+    "another user's handle refused",
+    "max_size and accept refused before any read",
+    "25 references with 2 concurrent reads",
+    "stalled upstream: timeout error",
+    "upstream 500: readable error quoting it",
+    "link delivery: fetched once, then 404",
+    "export_report returns a link whose download is byte-identical; 10 KiB stays inline",
+    "a file from a result passes on to another action",
+    "content changed after the URL was issued: refused, upstream never called",
+    "without actions:execute: 403",
+];
+
+pub fn assert_checks(checks: &[String], expected: &[&str]) {
+    for e in expected {
+        assert!(
+            checks.iter().any(|c| c == e),
+            "missing check {e:?}: {checks:?}"
+        );
+    }
+}
+
+#[test]
+fn the_python_sdk_client_runs_actions_with_files() {
+    let upstream = Upstream::start();
+    let (server, _dir) = server(&upstream, &[("SLUICE_ACTION_MAX_CONCURRENT_READS", "2")]);
+    let checks = run_actions_client(
+        root().join(".venv/bin/python").to_str().unwrap(),
+        "actions.py",
+        &server.base,
+        [
+            server.token("alice", ALL),
+            server.token("bob", ALL),
+            server.token("alice", &["files:read", "files:write"]),
+        ],
+        &upstream,
+    );
+    assert_checks(&checks, PYTHON_CHECKS);
+    // Every call that reached the upstream carried the configured key.
+    let log = upstream.log();
+    assert!(!log.is_empty());
+    assert!(
+        log.iter()
+            .all(|e| e["auth"] == format!("Bearer {UPSTREAM_KEY}")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn the_typescript_sdk_client_runs_actions_with_files() {
+    let upstream = Upstream::start();
+    let (server, _dir) = server(&upstream, &[]);
+    let checks = run_actions_client(
+        "node",
+        "actions.mjs",
+        &server.base,
+        [
+            server.token("alice", ALL),
+            server.token("bob", ALL),
+            server.token("alice", &["files:read", "files:write"]),
+        ],
+        &upstream,
+    );
+    assert_checks(
+        &checks,
+        &[
+            "action_echo: File and FileList delivered, name intact",
+            "handle in a String field delivered as plain text",
+            "export: link download byte-identical",
+            "bare string refused naming the field",
+        ],
+    );
+}
+
+/// Uploads `data` as `name` with the returned curl line; returns the handle.
+fn upload(server: &Server, token: &str, name: &str, data: &[u8]) -> String {
+    server.upload(token, name, data)["handle"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn an_expired_handle_is_refused_naming_the_field_and_the_next_step() {
+    let upstream = Upstream::start();
+    let (server, _dir) = server(&upstream, &[("SLUICE_HANDLE_TTL_SECS", "1")]);
+    let token = server.token("alice", ALL);
+    let handle = upload(&server, &token, "a.txt", b"hello");
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let message = tool_error(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": handle}),
+    ));
+    assert!(message.starts_with("Field \"document\": "), "{message}");
+    assert!(message.contains("expired"), "{message}");
+    assert!(message.contains("request_upload again"), "{message}");
+    assert!(upstream.log().is_empty(), "the upstream was not called");
+}
+
+/// A read that stalls (here: an object replaced by a FIFO no one writes to)
+/// fails after the read timeout and frees its slot: with one slot, the next
+/// action still runs.
+#[test]
+fn a_read_that_times_out_frees_its_slot() {
+    let upstream = Upstream::start();
+    let (server, _dir) = server(
+        &upstream,
+        &[
+            ("SLUICE_ACTION_MAX_CONCURRENT_READS", "1"),
+            ("SLUICE_ACTION_READ_TIMEOUT_SECS", "1"),
+        ],
+    );
+    let token = server.token("alice", ALL);
+    let stalled = upload(&server, &token, "empty.bin", b"");
+    let object = stored_objects(&server.data_dir).pop().unwrap();
+    std::fs::remove_file(&object).unwrap();
+    let made = Command::new("mkfifo").arg(&object).status().unwrap();
+    assert!(made.success());
+
+    let message = tool_error(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": stalled}),
+    ));
+    assert!(message.contains("Field \"document\""), "{message}");
+    assert!(message.contains("longer than 1 s"), "{message}");
+
+    let fine = upload(&server, &token, "fine.txt", b"fine");
+    let got = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": fine}),
+    ));
+    assert_eq!(
+        got["fields"]["document"]["file"]["sha256"],
+        sluice::Sha256::of(b"fine").to_hex()
+    );
+    // Release the reader still blocked on the FIFO.
+    drop(std::fs::OpenOptions::new().write(true).open(&object));
+}
+
+/// The stored bytes changed after upload (same size): the upstream receives
+/// the body up to the held-back last chunk and never a complete one.
+#[test]
+fn a_stored_file_that_no_longer_matches_never_reaches_the_upstream_whole() {
+    let upstream = Upstream::start();
+    let (server, _dir) = server(&upstream, &[]);
+    let token = server.token("alice", ALL);
+    let data = bytes(3 << 20, 11);
+    let handle = upload(&server, &token, "big.bin", &data);
+    let object = stored_objects(&server.data_dir).pop().unwrap();
+    let mut corrupted = data.clone();
+    *corrupted.last_mut().unwrap() ^= 1;
+    std::fs::write(&object, &corrupted).unwrap();
+
+    let message = tool_error(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": handle}),
+    ));
+    assert!(message.contains("Field \"document\""), "{message}");
+    assert!(message.contains("does not match"), "{message}");
+    let log = upstream.log();
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0]["complete"], false, "{log:?}");
+    assert!(
+        log[0]["read"].as_u64().unwrap() < log[0]["declared"].as_u64().unwrap(),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn the_total_bytes_cap_is_checked_before_any_read() {
+    let upstream = Upstream::start();
+    let (server, _dir) = server(&upstream, &[("SLUICE_ACTION_MAX_BYTES", "1000")]);
+    let token = server.token("alice", ALL);
+    let a = upload(&server, &token, "a.bin", &bytes(600, 1));
+    let b = upload(&server, &token, "b.bin", &bytes(600, 2));
+    let message = tool_error(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": a, "extras": [b]}),
+    ));
+    assert!(message.contains("1200 bytes"), "{message}");
+    assert!(message.contains("limit of 1000 bytes"), "{message}");
+    assert!(upstream.log().is_empty());
+    // One of them alone fits.
+    tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": a}),
+    ));
+}
+
+#[test]
+fn without_actions_the_action_tools_are_not_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_EXAMPLE_ACTIONS", "false")]);
+    let names = tool_names(&server.base, &server.token("alice", ALL));
+    assert!(names.iter().any(|n| n == "request_upload"), "{names:?}");
+    for absent in ["list_actions", "execute_action"] {
+        assert!(!names.iter().any(|n| n == absent), "{names:?}");
+    }
+    assert!(!names.iter().any(|n| n.starts_with("action_")), "{names:?}");
+}
+
+#[test]
+fn a_bad_catalog_stops_the_process_naming_action_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("actions.toml");
+    std::fs::write(
+        &path,
+        "[[actions]]\nname = \"attach\"\ndescription = \"d\"\nurl = \"https://x.example\"\n\
+         [[actions.fields]]\nname = \"document\"\ntype = \"Blob\"\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .env_clear()
+        .env("SLUICE_DATA_DIR", dir.path())
+        .env("SLUICE_PORT", "0")
+        .env("SLUICE_ACTIONS_FILE", &path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", out_text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("\"attach\""), "{stderr}");
+    assert!(stderr.contains("\"document\""), "{stderr}");
+    assert!(stderr.contains("Blob"), "{stderr}");
+}
+
+/// `sluice` with no configuration: the example upstream and its two
+/// actions, driven as a model would, with the returned curl lines.
+#[test]
+fn the_example_actions_work_with_no_configuration() {
+    let (server, _dir) = Server::start();
+    let token = server.token("dev", ALL);
+    let names = tool_names(&server.base, &token);
+    for name in ["action_attach_document", "action_export_report"] {
+        assert!(names.iter().any(|n| n == name), "{names:?}");
+    }
+    let name = "rapport final;v2 (été).pdf";
+    let data = bytes(200_000, 5);
+    let document = upload(&server, &token, name, &data);
+    let extra = upload(&server, &token, "notes.txt", b"notes");
+    let got = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "action_attach_document",
+        json!({"review_id": 42, "document": document, "extras": [extra]}),
+    ));
+    assert_eq!(got["review_id"], 42);
+    assert_eq!(got["attached_by"], "dev");
+    assert_eq!(got["files"][0]["name"], name);
+    assert_eq!(got["files"][0]["content_type"], "application/pdf");
+    assert_eq!(got["files"][0]["size"], data.len());
+    assert_eq!(
+        got["files"][0]["sha256"],
+        sluice::Sha256::of(&data).to_hex()
+    );
+    assert_eq!(got["files"][1]["name"], "notes.txt");
+
+    let report = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "execute_action",
+        json!({"action": "export_report", "fields": {"review_id": 7}}),
+    ))["report"]
+        .clone();
+    assert_eq!(report["size"], 1 << 20, "{report}");
+    let work = tempfile::tempdir().unwrap();
+    let out = sh(report["curl"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    let saved = std::fs::read(work.path().join("review-7-report.csv")).unwrap();
+    assert_eq!(saved.len(), 1 << 20);
+    assert_eq!(sluice::Sha256::of(&saved).to_hex(), report["sha256"]);
+}
