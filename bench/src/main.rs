@@ -2,6 +2,7 @@
 //! the same run, every figure reported as a ratio to its reference, because
 //! this machine is shared and noisy and only same-run ratios mean anything.
 
+mod actions;
 mod backends;
 mod lambda;
 mod load;
@@ -14,13 +15,14 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 
-struct Args {
+pub(crate) struct Args {
     size_mib: u64,
     runs: usize,
     out: Option<PathBuf>,
     only: Option<String>,
     requests: usize,
     concurrency: usize,
+    action_size_mib: u64,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -31,6 +33,7 @@ fn parse_args() -> anyhow::Result<Args> {
         only: None,
         requests: 20_000,
         concurrency: 32,
+        action_size_mib: 256,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -38,12 +41,21 @@ fn parse_args() -> anyhow::Result<Args> {
             "--size-mib" => args.size_mib = it.next().context("--size-mib N")?.parse()?,
             "--runs" => args.runs = it.next().context("--runs N")?.parse()?,
             "--out" => args.out = Some(it.next().context("--out FILE")?.into()),
-            "--only" => args.only = Some(it.next().context("--only data|mcp|backends|lambda")?),
+            "--only" => {
+                args.only = Some(
+                    it.next()
+                        .context("--only data|actions|mcp|backends|lambda")?,
+                )
+            }
             "--requests" => args.requests = it.next().context("--requests N")?.parse()?,
             "--concurrency" => args.concurrency = it.next().context("--concurrency N")?.parse()?,
+            "--action-size-mib" => {
+                args.action_size_mib = it.next().context("--action-size-mib N")?.parse()?
+            }
             other => bail!(
                 "unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE, \
-                 --only data|mcp, --requests N, --concurrency N)"
+                 --only data|actions|mcp|backends|lambda, --requests N, --concurrency N, \
+                 --action-size-mib N)"
             ),
         }
     }
@@ -75,6 +87,9 @@ fn main() -> anyhow::Result<()> {
     let wants = |name: &str| args.only.as_deref().is_none_or(|o| o == name);
     if wants("data") {
         report.push_str(&data_plane(&args)?);
+    }
+    if wants("actions") {
+        report.push_str(&actions::run(&args)?);
     }
     if wants("mcp") {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -122,7 +137,7 @@ fn sluice_bin() -> anyhow::Result<PathBuf> {
 }
 
 /// Writes `size` pseudo-random bytes to `path` and returns their sha256.
-fn make_file(path: &Path, size: u64) -> anyhow::Result<sluice::Sha256> {
+pub(crate) fn make_file(path: &Path, size: u64) -> anyhow::Result<sluice::Sha256> {
     use sha2::Digest as _;
     let mut block = vec![0u8; 1 << 20];
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -145,7 +160,7 @@ fn make_file(path: &Path, size: u64) -> anyhow::Result<sluice::Sha256> {
     Ok(sluice::Sha256::from_bytes(hasher.finalize().into()))
 }
 
-struct Sluice {
+pub(crate) struct Sluice {
     child: Child,
     base: String,
     token: String,
@@ -159,12 +174,19 @@ impl Drop for Sluice {
 }
 
 fn start_sluice(data_dir: &Path) -> anyhow::Result<Sluice> {
+    start_sluice_with(data_dir, &[])
+}
+
+/// A `sluice` process on `data_dir` with extra variables, and a token for it
+/// (the default scopes: files and actions).
+pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow::Result<Sluice> {
     let bin = sluice_bin()?;
     let mut child = Command::new(&bin)
         .env("SLUICE_PORT", "0")
         .env("SLUICE_DATA_DIR", data_dir)
         .env("SLUICE_LOG", "warn")
         .env("SLUICE_QUOTA_BYTES", (1u64 << 40).to_string())
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()?;
     let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
@@ -183,7 +205,7 @@ fn start_sluice(data_dir: &Path) -> anyhow::Result<Sluice> {
 }
 
 /// `VmHWM` (peak) and `VmRSS` (now) of a process, in KiB.
-fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
+pub(crate) fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let field = |name: &str| -> anyhow::Result<u64> {
         let line = status
@@ -197,7 +219,7 @@ fn memory_kib(pid: u32) -> anyhow::Result<(u64, u64)> {
 
 /// Runs curl and returns the seconds it took; fails on a non-2xx. Dirty pages
 /// are flushed first, so no transfer pays for the previous one's writeback.
-fn timed_curl(args: &[&str]) -> anyhow::Result<f64> {
+pub(crate) fn timed_curl(args: &[&str]) -> anyhow::Result<f64> {
     Command::new("sync").status()?;
     let start = Instant::now();
     let out = Command::new("curl")
@@ -214,7 +236,11 @@ fn timed_curl(args: &[&str]) -> anyhow::Result<f64> {
     Ok(secs)
 }
 
-fn post(url: &str, token: &str, body: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
+pub(crate) fn post(
+    url: &str,
+    token: &str,
+    body: &serde_json::Value,
+) -> anyhow::Result<serde_json::Value> {
     let out = Command::new("curl")
         .args([
             "-sS",
@@ -234,9 +260,26 @@ fn post(url: &str, token: &str, body: &serde_json::Value) -> anyhow::Result<serd
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// The reference servers as a child process serving `file` (`size`
+/// bytes): the child, and the `discard` and `hash+file` addresses.
+pub(crate) fn start_refs(file: &Path, size: u64) -> anyhow::Result<(Child, String, String)> {
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("--serve-refs")
+        .arg(file)
+        .arg(size.to_string())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
+    let mut addrs = line.split_whitespace();
+    let discard = addrs.next().context("discard address")?.to_owned();
+    let reference = addrs.next().context("reference address")?.to_owned();
+    Ok((child, discard, reference))
 }
 
 fn data_plane(args: &Args) -> anyhow::Result<String> {
@@ -247,17 +290,7 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
     let sha = make_file(&file, size)?;
     let file_arg = file.to_str().context("utf-8 path")?.to_owned();
 
-    let mut refs_child = Command::new(std::env::current_exe()?)
-        .arg("--serve-refs")
-        .arg(&file)
-        .arg(size.to_string())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut line = String::new();
-    BufReader::new(refs_child.stdout.take().context("stdout")?).read_line(&mut line)?;
-    let mut addrs = line.split_whitespace();
-    let discard = addrs.next().context("discard address")?.to_owned();
-    let reference = addrs.next().context("reference address")?.to_owned();
+    let (mut refs_child, discard, reference) = start_refs(&file, size)?;
     let sluice = start_sluice(&work.path().join("sluice"))?;
     let pid = sluice.child.id();
 

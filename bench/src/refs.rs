@@ -1,6 +1,7 @@
 //! Reference servers, measured beside sluice in the same run.
 //!
-//! `discard` only moves bytes over HTTP (the loopback ceiling); `work` does the
+//! `discard` only moves bytes over HTTP (the loopback ceiling; its `/sink`
+//! is an action upstream that only takes the bytes); `work` does the
 //! unavoidable work of a verifying store and nothing else: sha256 of every
 //! byte plus writing it to a file and syncing it (upload), or reading it from
 //! a file (download).
@@ -35,6 +36,7 @@ pub async fn start(file: PathBuf, size: u64) -> anyhow::Result<(SocketAddr, Sock
     };
     let discard = Router::new()
         .route("/object", put(discard_put).get(discard_get))
+        .route("/sink", axum::routing::post(discard_sink))
         .with_state(state.clone());
     let work = Router::new()
         .route("/object", put(work_put).get(work_get))
@@ -56,6 +58,11 @@ async fn discard_put(body: Body) -> String {
         n += chunk.len() as u64;
     }
     n.to_string()
+}
+
+/// An action upstream that only takes the bytes: reads the body, answers its length.
+async fn discard_sink(body: Body) -> axum::Json<serde_json::Value> {
+    axum::Json(serde_json::json!({ "received": discard_put(body).await }))
 }
 
 async fn discard_get(State(refs): State<Refs>) -> Body {

@@ -3,14 +3,15 @@
 // upstream (upstream.py). Run by tests/tests/actions.rs; exits non-zero,
 // naming the failed check, on any failure.
 
-import { execSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+import { check, sh, sha256, text } from "./common.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -23,13 +24,6 @@ const { values: args } = parseArgs({
   },
 });
 
-function check(cond, message) {
-  if (!cond) throw new Error(`check failed: ${message}`);
-}
-
-const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
-const text = (result) => result.content.map((c) => c.text ?? "").join(" ");
-const sh = (line, cwd) => execSync(line, { cwd, stdio: ["ignore", "pipe", "pipe"], shell: "/bin/sh" });
 
 const transport = new StreamableHTTPClientTransport(new URL(args.url), {
   requestInit: { headers: { Authorization: `Bearer ${args.token}` } },

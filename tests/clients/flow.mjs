@@ -2,14 +2,15 @@
 // Run by the Rust end-to-end tests (tests/tests/mcp_clients.rs) against a real
 // sluice process. Exits non-zero, naming the failed check, on any failure.
 
-import { execSync } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+import { check, sh, sha256, text } from "./common.mjs";
 
 const TOOLS = ["request_upload", "get_download_url", "list_files", "upload_small_file", "read_small_file"];
 
@@ -23,13 +24,6 @@ const { values: args } = parseArgs({
   },
 });
 
-function check(cond, message) {
-  if (!cond) throw new Error(`check failed: ${message}`);
-}
-
-const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
-const text = (result) => result.content.map((c) => c.text ?? "").join(" ");
-const sh = (line, cwd) => execSync(line, { cwd, stdio: ["ignore", "pipe", "pipe"], shell: "/bin/sh" });
 
 // Records the status of every response and the size of every POST body.
 function recordingFetch(log) {

@@ -481,3 +481,90 @@ fn the_example_actions_work_with_no_configuration() {
     assert_eq!(saved.len(), 1 << 20);
     assert_eq!(sluice::Sha256::of(&saved).to_hex(), report["sha256"]);
 }
+
+/// The same flows on the aws backends: files in s3s-fs (uploaded with the
+/// presigned PUTs the curl lines carry), records there too, links spent in
+/// the DynamoDB emulator.
+#[test]
+fn actions_run_on_the_aws_backends() {
+    use crate::aws::{provision, start, token_with};
+    let emulators = crate::emulators::Emulators::start();
+    provision(&emulators, "actions");
+    let upstream = Upstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = write_catalog(dir.path(), &upstream.url);
+    let (server, _server_dir) = start(
+        &emulators,
+        "actions",
+        &[
+            ("SLUICE_ACTIONS_FILE", catalog.to_str().unwrap()),
+            ("SLUICE_ACTION_MAX_CONCURRENT_READS", "2"),
+        ],
+    );
+    let checks = run_actions_client(
+        root().join(".venv/bin/python").to_str().unwrap(),
+        "actions.py",
+        &server.base,
+        [
+            token_with(&emulators, "alice", ALL),
+            token_with(&emulators, "bob", ALL),
+            token_with(&emulators, "alice", &["files:read", "files:write"]),
+        ],
+        &upstream,
+    );
+    assert_checks(&checks, PYTHON_CHECKS);
+}
+
+/// The `mcp` function under the emulated Lambda runtime reads its catalog
+/// from the bucket at cold start (`SLUICE_ACTIONS_S3_KEY`) and streams a
+/// file from S3 to the upstream.
+#[test]
+fn the_mcp_function_runs_actions_with_a_catalog_from_s3() {
+    use crate::lambda::{event, invoke};
+    let emulators = crate::emulators::Emulators::start();
+    let upstream = Upstream::start();
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let (store, _) = emulators.provision("lambda-actions").await;
+        store
+            .client()
+            .put_object()
+            .bucket("lambda-actions")
+            .key("config/actions.toml")
+            .body(catalog(&upstream.url).into_bytes().into())
+            .send()
+            .await
+            .expect("catalog uploaded");
+    });
+    // A file uploaded through a sluice on the same bucket and secret.
+    let (server, _server_dir) = crate::aws::start(&emulators, "lambda-actions", &[]);
+    let token = crate::aws::token_with(&emulators, "alice", ALL);
+    let data = bytes(2 << 20, 9);
+    let handle = upload(&server, &token, "rapport final;v2 (été).pdf", &data);
+
+    let mut env = emulators.env("lambda-actions");
+    env.push(("SLUICE_ACTIONS_S3_KEY", "config/actions.toml".into()));
+    env.push(("SLUICE_PUBLIC_URL", "https://files.example.com".into()));
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "action_echo", "arguments": {"document": handle}}});
+    let response = invoke(
+        "mcp",
+        &env,
+        vec![event(
+            "POST",
+            "/mcp",
+            json!({"authorization": format!("Bearer {token}"), "content-type": "application/json",
+                   "accept": "application/json, text/event-stream", "host": "files.example.com",
+                   "mcp-protocol-version": "2025-11-25"}),
+            Some(&call.to_string()),
+        )],
+    )
+    .remove(0);
+    assert_eq!(response["statusCode"], 200, "{response}");
+    let body: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
+    let file = &body["result"]["structuredContent"]["fields"]["document"]["file"];
+    assert_eq!(file["sha256"], sluice::Sha256::of(&data).to_hex(), "{body}");
+    assert_eq!(file["name"], "rapport final;v2 (été).pdf");
+    let log = upstream.log();
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["complete"], true);
+}

@@ -8,7 +8,11 @@ use crate::util::{Server, bytes, out_text, request, sh};
 
 /// Starts a sluice process on the AWS backends (bucket and table `name`),
 /// with the (unused) data directory it must still be given.
-fn start(emulators: &Emulators, name: &str, extra: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
+pub fn start(
+    emulators: &Emulators,
+    name: &str,
+    extra: &[(&str, &str)],
+) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let env = emulators.env(name);
     let mut vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -16,7 +20,7 @@ fn start(emulators: &Emulators, name: &str, extra: &[(&str, &str)]) -> (Server, 
     (Server::start_in(dir.path(), &vars), dir)
 }
 
-fn provision(emulators: &Emulators, name: &str) {
+pub fn provision(emulators: &Emulators, name: &str) {
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(emulators.provision(name));
@@ -24,6 +28,12 @@ fn provision(emulators: &Emulators, name: &str) {
 
 /// A token for `user` that the AWS-mode servers accept (same master secret).
 fn token(emulators: &Emulators, user: &str) -> String {
+    token_with(emulators, user, &[])
+}
+
+/// A token for `user` with `scopes` (none: the default ones) that the
+/// AWS-mode servers accept.
+pub fn token_with(emulators: &Emulators, user: &str, scopes: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let env = emulators.env("unused");
     let secret = env
@@ -37,6 +47,12 @@ fn token(emulators: &Emulators, user: &str) -> String {
         .env("SLUICE_DATA_DIR", dir.path())
         .env("SLUICE_MASTER_SECRET", secret)
         .args(["token", "--user", user])
+        .args(if scopes.is_empty() {
+            &[][..]
+        } else {
+            &["--scope"][..]
+        })
+        .args(scopes)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", out_text(&out));

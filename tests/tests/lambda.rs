@@ -82,7 +82,7 @@ impl RuntimeApi {
 }
 
 /// An API Gateway HTTP API (payload format 2.0) event.
-fn event(method: &str, path: &str, headers: Value, body: Option<&str>) -> Value {
+pub fn event(method: &str, path: &str, headers: Value, body: Option<&str>) -> Value {
     json!({
         "version": "2.0",
         "routeKey": "$default",
@@ -122,7 +122,7 @@ fn stop(child: &mut Child) {
 
 /// Runs `function` under the emulated runtime for `events`; returns what it
 /// answered to each, in order.
-fn invoke(function: &str, env: &[(&str, String)], events: Vec<Value>) -> Vec<Value> {
+pub fn invoke(function: &str, env: &[(&str, String)], events: Vec<Value>) -> Vec<Value> {
     let n = events.len();
     let api = RuntimeApi::start(events);
     let mut child = spawn(function, &api, env);

@@ -1,0 +1,12 @@
+// Helpers shared by the TypeScript SDK client scripts.
+
+import { execSync } from "node:child_process";
+import { createHash } from "node:crypto";
+
+export function check(cond, message) {
+  if (!cond) throw new Error(`check failed: ${message}`);
+}
+
+export const sha256 = (buf) => createHash("sha256").update(buf).digest("hex");
+export const text = (result) => result.content.map((c) => c.text ?? "").join(" ");
+export const sh = (line, cwd) => execSync(line, { cwd, stdio: ["ignore", "pipe", "pipe"], shell: "/bin/sh" });
