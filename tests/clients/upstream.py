@@ -7,7 +7,8 @@ POST /<mode> receives {action, user, fields} as sluice sends it. Modes:
           by name, content type, size and sha256; other values as they came
   stall   wait 60 s before answering (for the timeout test)
   fail    answer 500 with a JSON message
-  export  answer one file of fields.size bytes (a data: URI) and a 10 KiB one
+  export  answer one file of fields.size bytes named fields.name (a data: URI)
+          and a 10 KiB one
 GET /log lists what every POST received: path, declared and read lengths,
 and whether the body arrived whole.
 
@@ -133,12 +134,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(500, {"message": "the review database is down"})
         if mode == "export":
             size = int(request["fields"].get("size", 1 << 20))
+            name = request["fields"].get("name", "rapport final;v2 (été).pdf")
             big = bytes((i * 7 + 3) % 251 for i in range(size))
             small = bytes(i % 251 for i in range(10 * 1024))
             return self.reply(
                 200,
                 {
-                    "report": "data:application/pdf;name=" + urllib.parse.quote("rapport final;v2 (été).pdf")
+                    "report": "data:application/pdf;name=" + urllib.parse.quote(name)
                     + ";base64," + base64.b64encode(big).decode(),
                     "report_sha256": hashlib.sha256(big).hexdigest(),
                     "thumbnail": {"file": "data:image/png;base64," + base64.b64encode(small).decode()},

@@ -129,6 +129,9 @@ auth = {{ header = "Authorization", value = "Bearer {UPSTREAM_KEY}" }}
 [[actions.fields]]
 name = "size"
 type = "Number"
+[[actions.fields]]
+name = "name"
+type = "String"
 "#
     )
 }
@@ -397,6 +400,24 @@ fn the_total_bytes_cap_is_checked_before_any_read() {
         "action_echo",
         json!({"document": a}),
     ));
+}
+
+/// The upstream has run by the time its answer is read: a file in it whose
+/// name sluice cannot keep is kept under a plain name, not refused.
+#[test]
+fn a_result_file_with_an_unusable_name_is_kept_under_a_plain_one() {
+    let upstream = Upstream::start();
+    let (server, _dir) = server(&upstream, &[]);
+    let token = server.token("alice", ALL);
+    let got = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "action_export",
+        json!({"size": 20_000, "name": "x".repeat(2000)}),
+    ));
+    assert_eq!(got["report"]["filename"], "export-result.pdf", "{got}");
+    assert_eq!(got["report"]["size"], 20_000);
+    assert_eq!(got["report"]["sha256"], got["report_sha256"]);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::auth::Caller;
 use crate::datauri::DataUri;
 use crate::error::ApiError;
-use crate::service::{DownloadTicket, SMALL_FILE_MAX, Sluice};
+use crate::service::{DownloadTicket, MAX_FILENAME_BYTES, SMALL_FILE_MAX, Sluice};
 use crate::sha::Sha256;
 
 /// A file from a result, as the model receives it.
@@ -72,16 +72,38 @@ pub(crate) async fn externalize(
         if uri.data.len() <= SMALL_FILE_MAX {
             continue;
         }
+        // The upstream has run: nothing it named may fail the call now, so
+        // an unusable name or type falls back to a plain one.
         let filename = uri
             .name
             .clone()
+            .filter(|n| !n.trim().is_empty() && n.len() <= MAX_FILENAME_BYTES)
             .unwrap_or_else(|| default_name(action, &uri.mime));
+        let content_type = uri
+            .mime
+            .parse::<mime::Mime>()
+            .map(|m| m.essence_str().to_owned())
+            .unwrap_or_else(|_| crate::datauri::DEFAULT_MIME.to_owned());
         let sha256 = Sha256::of(&uri.data);
+        // Never "try again": the action itself has already run.
+        let ran = |e: ApiError| {
+            let why = match e {
+                ApiError::Internal(inner) => {
+                    tracing::error!(action, error = %inner, "a file in an action result could not be stored");
+                    "internal error".to_owned()
+                }
+                other => other.to_string(),
+            };
+            ApiError::Upstream(format!(
+                "the action ran, but a file in its result could not be kept ({why}): check the result in the backend before running it again"
+            ))
+        };
         let upload = sluice
-            .store_inline(&caller.sub, filename, uri.data, sha256, Some(uri.mime))
-            .await?;
+            .store_inline(&caller.sub, filename, uri.data, sha256, Some(content_type))
+            .await
+            .map_err(ran)?;
         let file = sluice.redeem_handle(caller, &upload.handle)?;
-        let ticket = sluice.issue_download(&file).await?;
+        let ticket = sluice.issue_download(&file).await.map_err(ran)?;
         tracing::info!(action, file_id = %file.id, size = file.size, "file in an action result stored");
         *slot = serde_json::to_value(ResultFile {
             handle: upload.handle,
