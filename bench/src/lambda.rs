@@ -38,6 +38,9 @@ fn init_time(bin: &Path, function: &str) -> anyhow::Result<Duration> {
             "a-bench-master-secret-of-32-bytes-or-more",
         )
         .env("SLUICE_PUBLIC_URL", "https://files.example.com")
+        // As deployed: an authorization server's JWKS (fetched on first use).
+        .env("SLUICE_AUTH_ISSUER", "https://auth.example.com")
+        .env("SLUICE_AUTH_JWKS_URL", "https://auth.example.com/jwks")
         .env("SLUICE_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -54,6 +54,10 @@ pub const VARIABLES: &[&str] = &[
     "SLUICE_MCP_MAX_BODY_BYTES",
     "SLUICE_DEV_TOKEN_TTL_SECS",
     "SLUICE_LOG",
+    "SLUICE_MCP_URL",
+    "SLUICE_AUTH_CLIENT_IDS",
+    "SLUICE_AUTH_SCOPE_PREFIX",
+    "SLUICE_DEV_TOKENS",
     "SLUICE_ACTIONS_FILE",
     "SLUICE_ACTIONS_S3_KEY",
     "SLUICE_EXAMPLE_ACTIONS",
@@ -130,8 +134,26 @@ pub struct Config {
     pub quota_bytes: u64,
     /// The `iss` bearer tokens must carry (`SLUICE_AUTH_ISSUER`, default `sluice-local`).
     pub auth_issuer: String,
-    /// The `aud` bearer tokens must carry (`SLUICE_AUTH_AUDIENCE`, default `sluice`).
-    pub auth_audience: String,
+    /// The `aud` bearer tokens must carry (`SLUICE_AUTH_AUDIENCE`). Unset:
+    /// with an authorization server's JWKS, the MCP URL itself (RFC 8707);
+    /// for local development tokens, `sluice`.
+    pub auth_audience: Option<String>,
+    /// Client ids whose access tokens are accepted without an `aud`
+    /// (`SLUICE_AUTH_CLIENT_IDS`, comma-separated): Cognito's shape, where an
+    /// access token names its `client_id` and says `token_use: access`.
+    pub auth_client_ids: Vec<String>,
+    /// A prefix that scopes carry at the authorization server
+    /// (`SLUICE_AUTH_SCOPE_PREFIX`, e.g. Cognito's `sluice/` for
+    /// `sluice/files:read`); stripped before the scope is read.
+    pub auth_scope_prefix: Option<String>,
+    /// Whether locally minted HS256 bearer tokens are accepted in aws mode
+    /// (`SLUICE_DEV_TOKENS=true`): for development without an
+    /// authorization server, never a silent fallback.
+    pub dev_tokens: bool,
+    /// The MCP endpoint's URL, when it is not `SLUICE_PUBLIC_URL` + `/mcp`
+    /// (`SLUICE_MCP_URL`, ending in `/mcp`): one prefix per function under
+    /// `cargo lambda watch`, say. It is the RFC 8707 resource.
+    pub mcp_url: Option<Url>,
     /// Authorization servers listed in the protected-resource metadata
     /// (`SLUICE_AUTH_SERVERS`, comma-separated URLs; default: the issuer, if
     /// it is a URL).
@@ -309,6 +331,62 @@ impl Config {
             )?,
             max_bytes: positive(&get, "SLUICE_ACTION_MAX_BYTES", defaults.max_bytes)?,
         };
+        let mcp_url = get("SLUICE_MCP_URL")
+            .map(|u| origin_url("SLUICE_MCP_URL", u))
+            .transpose()?;
+        if let Some(url) = &mcp_url
+            && !url.path().ends_with("/mcp")
+        {
+            return Err(invalid(
+                "SLUICE_MCP_URL",
+                "must be the MCP endpoint itself, ending in /mcp",
+            ));
+        }
+        let auth_client_ids: Vec<String> = get("SLUICE_AUTH_CLIENT_IDS")
+            .map(|list| {
+                list.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let jwks = get("SLUICE_AUTH_JWKS_URL").is_some();
+        if !auth_client_ids.is_empty() && !jwks {
+            return Err(invalid(
+                "SLUICE_AUTH_CLIENT_IDS",
+                "needs SLUICE_AUTH_JWKS_URL: client ids are checked on an authorization server's tokens",
+            ));
+        }
+        if get("SLUICE_AUTH_SCOPE_PREFIX").is_some() && !jwks {
+            return Err(invalid(
+                "SLUICE_AUTH_SCOPE_PREFIX",
+                "needs SLUICE_AUTH_JWKS_URL: the prefix is read off an authorization server's scopes",
+            ));
+        }
+        let dev_tokens = match get("SLUICE_DEV_TOKENS") {
+            None | Some("false" | "0" | "off") => false,
+            Some("true" | "1" | "on") => true,
+            Some(other) => {
+                return Err(invalid(
+                    "SLUICE_DEV_TOKENS",
+                    format!("must be true or false, got {other:?}"),
+                ));
+            }
+        };
+        if matches!(backend, Backend::Aws(_)) && !jwks && !dev_tokens {
+            return Err(invalid(
+                "SLUICE_AUTH_JWKS_URL",
+                "required when SLUICE_BACKEND=aws: name your authorization server's JWKS \
+                 (or, for development only, set SLUICE_DEV_TOKENS=true to accept tokens from `sluice token`)",
+            ));
+        }
+        if jwks && dev_tokens {
+            return Err(invalid(
+                "SLUICE_DEV_TOKENS",
+                "cannot be set with SLUICE_AUTH_JWKS_URL: bearer tokens come from one place",
+            ));
+        }
         let download_url_ttl = secs(&get, "SLUICE_DOWNLOAD_URL_TTL_SECS", 60)?;
         if download_url_ttl > Duration::from_secs(60) {
             return Err(invalid(
@@ -350,7 +428,11 @@ impl Config {
             auth_issuer: get("SLUICE_AUTH_ISSUER")
                 .unwrap_or("sluice-local")
                 .to_owned(),
-            auth_audience: get("SLUICE_AUTH_AUDIENCE").unwrap_or("sluice").to_owned(),
+            auth_audience: get("SLUICE_AUTH_AUDIENCE").map(str::to_owned),
+            auth_client_ids,
+            auth_scope_prefix: get("SLUICE_AUTH_SCOPE_PREFIX").map(str::to_owned),
+            dev_tokens,
+            mcp_url,
             auth_servers: match get("SLUICE_AUTH_SERVERS") {
                 Some(list) => list
                     .split(',')
@@ -489,6 +571,11 @@ mod tests {
             ("SLUICE_LOG", "sluice=loud"),
             ("SLUICE_ACTIONS_S3_KEY", "config/actions.toml"),
             ("SLUICE_EXAMPLE_ACTIONS", "maybe"),
+            ("SLUICE_MCP_URL", "https://files.example.com/api"),
+            ("SLUICE_MCP_URL", "files.example.com/mcp"),
+            ("SLUICE_AUTH_CLIENT_IDS", "abc"),
+            ("SLUICE_AUTH_SCOPE_PREFIX", "sluice/"),
+            ("SLUICE_DEV_TOKENS", "yes"),
             ("SLUICE_ACTION_MAX_CONCURRENT_READS", "0"),
             ("SLUICE_ACTION_READ_TIMEOUT_SECS", "-1"),
             ("SLUICE_ACTION_MAX_BYTES", "lots"),
@@ -526,6 +613,7 @@ mod tests {
             ("SLUICE_BACKEND", "aws"),
             ("SLUICE_S3_BUCKET", "b"),
             ("SLUICE_DYNAMODB_TABLE", "t"),
+            ("SLUICE_DEV_TOKENS", "true"),
         ];
         assert_eq!(config(&no_secret).unwrap_err().var, "SLUICE_MASTER_SECRET");
         let bad_endpoint = [
@@ -533,13 +621,14 @@ mod tests {
             ("SLUICE_S3_BUCKET", "b"),
             ("SLUICE_DYNAMODB_TABLE", "t"),
             ("SLUICE_MASTER_SECRET", secret.as_str()),
+            ("SLUICE_DEV_TOKENS", "true"),
             ("SLUICE_S3_ENDPOINT_URL", "localhost:9000"),
         ];
         assert_eq!(
             config(&bad_endpoint).unwrap_err().var,
             "SLUICE_S3_ENDPOINT_URL"
         );
-        let ok = config(&bad_endpoint[..4]).unwrap();
+        let ok = config(&bad_endpoint[..5]).unwrap();
         assert!(matches!(ok.backend, Backend::Aws(ref a) if a.bucket == "b" && a.table == "t"));
     }
 
@@ -557,6 +646,7 @@ mod tests {
             ("SLUICE_S3_BUCKET", "b"),
             ("SLUICE_DYNAMODB_TABLE", "t"),
             ("SLUICE_MASTER_SECRET", secret.as_str()),
+            ("SLUICE_DEV_TOKENS", "true"),
         ];
         let with = |extra: &[(&'static str, &'static str)]| {
             let mut vars = aws.to_vec();
@@ -587,6 +677,52 @@ mod tests {
         assert_eq!(limits.max_concurrent_reads, 2);
         assert_eq!(limits.read_timeout, Duration::from_secs(3));
         assert_eq!(limits.max_bytes, 64 << 20);
+    }
+
+    /// In aws mode, tokens come from an authorization server unless
+    /// development tokens are asked for by name: never a silent fallback.
+    #[test]
+    fn aws_mode_needs_an_authorization_server_or_an_explicit_dev_switch() {
+        let secret = "s".repeat(32);
+        let base = vec![
+            ("SLUICE_BACKEND", "aws"),
+            ("SLUICE_S3_BUCKET", "b"),
+            ("SLUICE_DYNAMODB_TABLE", "t"),
+            ("SLUICE_MASTER_SECRET", secret.as_str()),
+        ];
+        let err = config(&base).unwrap_err();
+        assert_eq!(err.var, "SLUICE_AUTH_JWKS_URL");
+        assert!(err.reason.contains("SLUICE_DEV_TOKENS=true"), "{err}");
+        let mut dev = base.clone();
+        dev.push(("SLUICE_DEV_TOKENS", "true"));
+        assert!(config(&dev).unwrap().dev_tokens);
+        let mut jwks = base.clone();
+        jwks.push(("SLUICE_AUTH_JWKS_URL", "https://auth.example.com/jwks"));
+        let c = config(&jwks).unwrap();
+        assert!(!c.dev_tokens);
+        assert_eq!(c.auth_audience, None, "the MCP URL, known at run time");
+        jwks.push(("SLUICE_DEV_TOKENS", "true"));
+        assert_eq!(config(&jwks).unwrap_err().var, "SLUICE_DEV_TOKENS");
+    }
+
+    #[test]
+    fn cognito_settings_are_read_with_a_jwks() {
+        let c = config(&[
+            ("SLUICE_AUTH_JWKS_URL", "https://cognito.example/jwks"),
+            ("SLUICE_AUTH_CLIENT_IDS", "abc, def,"),
+            ("SLUICE_AUTH_SCOPE_PREFIX", "sluice/"),
+            (
+                "SLUICE_MCP_URL",
+                "https://x.example/lambda-url/sluice-mcp/mcp",
+            ),
+        ])
+        .unwrap();
+        assert_eq!(c.auth_client_ids, ["abc", "def"]);
+        assert_eq!(c.auth_scope_prefix.as_deref(), Some("sluice/"));
+        assert_eq!(
+            c.mcp_url.unwrap().as_str(),
+            "https://x.example/lambda-url/sluice-mcp/mcp"
+        );
     }
 
     #[test]

@@ -145,16 +145,47 @@ pub fn local_keyring(config: &Config) -> Result<Keyring, StartError> {
     ))
 }
 
-/// Bearer-token validation for `config`.
-pub fn access_verifier(config: &Config, keys: Keyring) -> AccessVerifier {
-    let (issuer, audience) = (config.auth_issuer.clone(), config.auth_audience.clone());
+/// The MCP endpoint's URL: `SLUICE_MCP_URL`, or `public_url` + `/mcp`.
+pub fn mcp_url(config: &Config, public_url: &Url) -> Url {
+    config.mcp_url.clone().unwrap_or_else(|| {
+        let base = public_url.as_str().trim_end_matches('/');
+        Url::parse(&format!("{base}/mcp")).expect("a URL with /mcp appended is a URL")
+    })
+}
+
+/// Bearer-token validation for `config`, for the MCP endpoint at `mcp_url`.
+/// With an authorization server the audience is `SLUICE_AUTH_AUDIENCE`, or
+/// the MCP URL itself (RFC 8707), or, where client ids are configured
+/// (Cognito), none.
+pub fn access_verifier(config: &Config, keys: Keyring, mcp_url: &Url) -> AccessVerifier {
+    let issuer = config.auth_issuer.clone();
     match &config.auth_jwks_url {
-        Some(url) => AccessVerifier::with_jwks(
-            crate::auth::Jwks::new(url.clone(), config.auth_jwks_refresh),
+        Some(url) => {
+            let jwks = crate::auth::Jwks::new(url.clone(), config.auth_jwks_refresh);
+            let verifier = if config.auth_client_ids.is_empty() {
+                let audience = config
+                    .auth_audience
+                    .clone()
+                    .unwrap_or_else(|| mcp_url.as_str().to_owned());
+                AccessVerifier::with_jwks(jwks, issuer, audience)
+            } else {
+                AccessVerifier::with_jwks_for_clients(
+                    jwks,
+                    issuer,
+                    config.auth_client_ids.clone(),
+                    config.auth_audience.clone(),
+                )
+            };
+            verifier.with_scope_prefix(config.auth_scope_prefix.clone())
+        }
+        None => AccessVerifier::new(
+            keys,
             issuer,
-            audience,
+            config
+                .auth_audience
+                .clone()
+                .unwrap_or_else(|| "sluice".to_owned()),
         ),
-        None => AccessVerifier::new(keys, issuer, audience),
     }
 }
 
@@ -184,11 +215,19 @@ pub fn assemble(
     ledger: Arc<dyn crate::ledger::Ledger>,
     catalog: Catalog,
 ) -> Sluice {
+    let mcp_url = mcp_url(config, &public_url);
+    if config.dev_tokens && !matches!(config.backend, crate::config::Backend::Local) {
+        tracing::warn!(
+            "SLUICE_DEV_TOKENS=true: bearer tokens minted from the master secret are accepted; \
+             for development only, never in production"
+        );
+    }
     Sluice::new(Parts {
-        access: access_verifier(config, keys.clone()),
+        access: access_verifier(config, keys.clone(), &mcp_url),
         keys,
         store,
         ledger,
+        mcp_url,
         public_url,
         handle_ttl: config.handle_ttl,
         link_ttl: config.link_ttl,

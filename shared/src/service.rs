@@ -127,8 +127,11 @@ pub struct Parts {
     pub store: Arc<dyn ObjectStore>,
     /// Where spent tokens are recorded.
     pub ledger: Arc<dyn Ledger>,
-    /// The origin (and path prefix) clients reach sluice at.
+    /// The origin (and path prefix) clients reach sluice at: the base of
+    /// links and uploads.
     pub public_url: Url,
+    /// The MCP endpoint's URL (the RFC 8707 resource).
+    pub mcp_url: Url,
     /// Handle lifetime.
     pub handle_ttl: Duration,
     /// Download link lifetime.
@@ -193,6 +196,19 @@ impl Sluice {
     /// The public base URL, without a trailing slash.
     pub fn base_url(&self) -> &str {
         self.0.public_url.as_str().trim_end_matches('/')
+    }
+
+    /// The MCP endpoint's URL, e.g. `https://files.example.com/mcp`.
+    pub fn mcp_url(&self) -> &str {
+        self.0.mcp_url.as_str()
+    }
+
+    /// Where the `mcp` function's routes are mounted: the MCP URL without
+    /// its final `/mcp`.
+    pub fn mcp_base_url(&self) -> &str {
+        self.mcp_url()
+            .strip_suffix("/mcp")
+            .unwrap_or(self.mcp_url())
     }
 
     /// Validates an upload request, pins the file, records it, and signs its handle.

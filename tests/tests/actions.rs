@@ -33,10 +33,11 @@ impl Upstream {
             .stdout(Stdio::piped())
             .spawn()
             .expect("python3 runs the test upstream");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
+        stdout.read_line(&mut first).unwrap();
+        // Keep reading: a closed pipe would fail the server's next write.
+        std::thread::spawn(move || for _ in stdout.lines() {});
         let port = first
             .trim()
             .strip_prefix("listening on ")

@@ -166,6 +166,9 @@ impl Emulators {
                 "SLUICE_MASTER_SECRET",
                 "a-shared-master-secret-of-at-least-32-bytes".into(),
             ),
+            // These tests mint tokens with `sluice token`: development
+            // tokens, which aws mode accepts only when told to.
+            ("SLUICE_DEV_TOKENS", "true".into()),
             ("AWS_ACCESS_KEY_ID", ACCESS_KEY.into()),
             ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.into()),
             ("AWS_EC2_METADATA_DISABLED", "true".into()),

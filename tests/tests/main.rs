@@ -14,6 +14,7 @@ mod jwks;
 mod lambda;
 mod mcp_clients;
 mod mcp_http;
+mod oauth;
 mod refusals;
 mod restart;
 mod roundtrip;

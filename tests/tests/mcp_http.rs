@@ -110,11 +110,30 @@ fn protected_resource_metadata_lists_the_resource_and_scopes() {
             doc["authorization_servers"],
             serde_json::json!(["https://auth.example.com"])
         );
+        // The example actions are on: their scope is listed too.
         assert_eq!(
             doc["scopes_supported"],
-            serde_json::json!(["files:read", "files:write"])
+            serde_json::json!(["files:read", "files:write", "actions:execute"])
         );
     }
+    let without_actions = Server::start_in(
+        &dir.path().join("plain"),
+        &[("SLUICE_EXAMPLE_ACTIONS", "false")],
+    );
+    let doc = request(
+        "GET",
+        &format!(
+            "{}/.well-known/oauth-protected-resource/mcp",
+            without_actions.base
+        ),
+        &[],
+        None,
+    )
+    .json();
+    assert_eq!(
+        doc["scopes_supported"],
+        serde_json::json!(["files:read", "files:write"])
+    );
 }
 
 #[test]

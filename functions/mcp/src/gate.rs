@@ -23,39 +23,53 @@ fn rpc_error(status: StatusCode, id: Value, error: ErrorData) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-fn unauthorized(sluice: &Sluice, message: &'static str, invalid: bool) -> Response {
+/// A refusal that carries a bearer challenge: the status, a JSON body
+/// `{error, message, www_authenticate}`, and the same challenge in
+/// `WWW-Authenticate`. The body copy is for API Gateway, which renames a
+/// Lambda's `WWW-Authenticate`; its response mapping puts it back from there
+/// (template.yaml).
+fn challenged(status: StatusCode, error: &str, message: &str, challenge: String) -> Response {
     let mut response = (
-        StatusCode::UNAUTHORIZED,
-        axum::Json(serde_json::json!({ "error": if invalid { "invalid_token" } else { "unauthorized" }, "message": message })),
+        status,
+        axum::Json(serde_json::json!({
+            "error": error,
+            "message": message,
+            "www_authenticate": challenge,
+        })),
     )
         .into_response();
-    let value = if invalid {
-        challenge(sluice, None).replacen("Bearer ", "Bearer error=\"invalid_token\", ", 1)
-    } else {
-        challenge(sluice, None)
-    };
-    if let Ok(v) = HeaderValue::from_str(&value) {
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
     }
     response
 }
 
+fn unauthorized(sluice: &Sluice, message: &'static str, invalid: bool) -> Response {
+    let challenge = if invalid {
+        let scopes = crate::metadata::scopes(sluice)
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+        challenge(sluice, Some(("invalid_token", &scopes)))
+    } else {
+        challenge(sluice, None)
+    };
+    let error = if invalid {
+        "invalid_token"
+    } else {
+        "unauthorized"
+    };
+    challenged(StatusCode::UNAUTHORIZED, error, message, challenge)
+}
+
 fn insufficient_scope(sluice: &Sluice, scope: Scope, tool: &str) -> Response {
-    let mut response = (
+    challenged(
         StatusCode::FORBIDDEN,
-        axum::Json(serde_json::json!({
-            "error": "insufficient_scope",
-            "message": format!("the tool {tool} needs the '{scope}' scope"),
-        })),
+        "insufficient_scope",
+        &format!("the tool {tool} needs the '{scope}' scope"),
+        challenge(sluice, Some(("insufficient_scope", scope.as_str()))),
     )
-        .into_response();
-    if let Ok(v) = HeaderValue::from_str(&challenge(
-        sluice,
-        Some(("insufficient_scope", scope.as_str())),
-    )) {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-    }
-    response
 }
 
 /// Authenticates, checks the body, and passes the request on with the

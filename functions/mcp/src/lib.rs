@@ -52,7 +52,7 @@ pub fn router(state: Sluice) -> Router {
 /// (plus loopback names when the server itself is on loopback), against DNS
 /// rebinding.
 fn http_config(state: &Sluice) -> StreamableHttpServerConfig {
-    let url = &state.parts().public_url;
+    let url = &state.parts().mcp_url;
     let host = url
         .host_str()
         .unwrap_or("localhost")

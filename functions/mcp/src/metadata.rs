@@ -10,15 +10,35 @@ use sluice::{Scope, Sluice};
 /// The metadata document for the `/mcp` resource.
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
 
-/// The scopes an MCP client may ask for.
-pub const SCOPES: [Scope; 2] = [Scope::FilesRead, Scope::FilesWrite];
+/// The scopes an MCP client may ask for here: the file scopes, and
+/// `actions:execute` where actions are configured.
+pub fn scopes(sluice: &Sluice) -> Vec<Scope> {
+    let mut scopes = vec![Scope::FilesRead, Scope::FilesWrite];
+    if !sluice.actions().catalog().is_empty() {
+        scopes.push(Scope::ActionsExecute);
+    }
+    scopes
+}
+
+fn scope_list(sluice: &Sluice) -> String {
+    scopes(sluice)
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Where the metadata document is, as a client reaches it: beside the MCP
+/// endpoint, whatever prefix the endpoint is served under.
+pub fn metadata_url(sluice: &Sluice) -> String {
+    format!("{}{METADATA_PATH}", sluice.mcp_base_url())
+}
 
 pub(crate) async fn protected_resource(State(sluice): State<Sluice>) -> impl IntoResponse {
-    let base = sluice.base_url();
     let body = serde_json::json!({
-        "resource": format!("{base}/mcp"),
+        "resource": sluice.mcp_url(),
         "authorization_servers": sluice.parts().auth_servers.iter().map(|u| u.as_str().trim_end_matches('/')).collect::<Vec<_>>(),
-        "scopes_supported": SCOPES.map(|s| s.as_str()),
+        "scopes_supported": scopes(&sluice).iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         "bearer_methods_supported": ["header"],
         "resource_name": "sluice",
     });
@@ -31,18 +51,18 @@ pub(crate) async fn protected_resource(State(sluice): State<Sluice>) -> impl Int
     )
 }
 
-/// `WWW-Authenticate` for a request without a valid token.
+/// `WWW-Authenticate` for a request without a valid token, or, with
+/// `error`, for one refused (`invalid_token`) or lacking a scope
+/// (`insufficient_scope`, with the scope needed).
 pub(crate) fn challenge(sluice: &Sluice, error: Option<(&str, &str)>) -> String {
-    let mut value = format!(
-        "Bearer resource_metadata=\"{}{METADATA_PATH}\", scope=\"{}\"",
-        sluice.base_url(),
-        SCOPES.map(|s| s.as_str()).join(" ")
-    );
-    if let Some((code, scope)) = error {
-        value = format!(
-            "Bearer error=\"{code}\", scope=\"{scope}\", resource_metadata=\"{}{METADATA_PATH}\"",
-            sluice.base_url()
-        );
+    let metadata = metadata_url(sluice);
+    match error {
+        None => format!(
+            "Bearer resource_metadata=\"{metadata}\", scope=\"{}\"",
+            scope_list(sluice)
+        ),
+        Some((code, scope)) => {
+            format!("Bearer error=\"{code}\", scope=\"{scope}\", resource_metadata=\"{metadata}\"")
+        }
     }
-    value
 }

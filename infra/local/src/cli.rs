@@ -92,7 +92,9 @@ fn token(config: &Config, args: &[String]) -> Result<(), StartError> {
         scopes = default_scopes();
     }
     let keys = runtime::local_keyring(config)?;
-    let access = runtime::access_verifier(config, keys);
+    // The audience of a development token does not depend on the URL.
+    let placeholder = url::Url::parse("http://127.0.0.1/").expect("a valid URL");
+    let access = runtime::access_verifier(config, keys, &runtime::mcp_url(config, &placeholder));
     match access.mint(&user, &scopes, config.dev_token_ttl) {
         Some(token) => {
             println!("{token}");

@@ -116,7 +116,10 @@ const JWKS_LEEWAY_SECS: u64 = 30;
 pub struct AccessVerifier {
     keys: Keys,
     issuer: String,
-    audience: String,
+    /// The `aud` required; `None` only where client ids are checked instead.
+    audience: Option<String>,
+    client_ids: Vec<String>,
+    scope_prefix: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -127,6 +130,12 @@ struct ExternalClaims {
     /// Some servers send scopes as an array (`scp`).
     #[serde(default)]
     scp: Option<Vec<String>>,
+    /// Cognito names the client instead of an audience.
+    #[serde(default)]
+    client_id: Option<String>,
+    /// Cognito says which kind of token this is: `access` or `id`.
+    #[serde(default)]
+    token_use: Option<String>,
 }
 
 impl AccessVerifier {
@@ -135,27 +144,63 @@ impl AccessVerifier {
         Self {
             keys: Keys::Local(Box::new(keys)),
             issuer,
-            audience,
+            audience: Some(audience),
+            client_ids: Vec::new(),
+            scope_prefix: None,
         }
     }
 
-    /// A verifier for an authorization server's RS256/ES256 tokens.
+    /// A verifier for an authorization server's RS256/ES256 tokens for
+    /// `audience` (RFC 8707: the MCP URL).
     pub fn with_jwks(jwks: Jwks, issuer: String, audience: String) -> Self {
         Self {
             keys: Keys::Jwks(Arc::new(jwks)),
             issuer,
-            audience,
+            audience: Some(audience),
+            client_ids: Vec::new(),
+            scope_prefix: None,
         }
+    }
+
+    /// A verifier for an authorization server that names the client in
+    /// access tokens instead of an audience (Cognito): `client_id` must be
+    /// one of `client_ids`, and `aud` is checked only if `audience` is given.
+    pub fn with_jwks_for_clients(
+        jwks: Jwks,
+        issuer: String,
+        client_ids: Vec<String>,
+        audience: Option<String>,
+    ) -> Self {
+        Self {
+            keys: Keys::Jwks(Arc::new(jwks)),
+            issuer,
+            audience,
+            client_ids,
+            scope_prefix: None,
+        }
+    }
+
+    /// Reads scopes that carry `prefix` at the authorization server
+    /// (Cognito's `<resource server>/files:read`) without it.
+    pub fn with_scope_prefix(mut self, prefix: Option<String>) -> Self {
+        self.scope_prefix = prefix;
+        self
+    }
+
+    /// The audience tokens must name, if one is checked.
+    pub fn audience(&self) -> Option<&str> {
+        self.audience.as_deref()
     }
 
     /// Validates a bearer token.
     pub async fn verify(&self, token: &str) -> Result<Caller, TokenError> {
         match &self.keys {
             Keys::Local(keys) => {
+                let audience = self.audience.as_deref().unwrap_or_default();
                 let claims: Claims =
                     token::verify_with(keys, Purpose::DevBearer, TYP, token, |v| {
                         v.set_issuer(&[&self.issuer]);
-                        v.set_audience(&[&self.audience]);
+                        v.set_audience(&[audience]);
                         v.validate_aud = true;
                         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
                     })?;
@@ -197,19 +242,43 @@ impl AccessVerifier {
         let mut v = Validation::new(alg);
         v.leeway = JWKS_LEEWAY_SECS;
         v.set_issuer(&[&self.issuer]);
-        v.set_audience(&[&self.audience]);
-        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        match &self.audience {
+            Some(audience) => {
+                v.set_audience(&[audience]);
+                v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+            }
+            None => {
+                v.validate_aud = false;
+                v.set_required_spec_claims(&["exp", "iss", "sub"]);
+            }
+        }
         let claims = jsonwebtoken::decode::<ExternalClaims>(token, &key, &v)
             .map_err(token::classify)?
             .claims;
+        // An ID token (Cognito: `token_use: id`) is never an access token.
+        if claims.token_use.as_deref().is_some_and(|u| u != "access") {
+            return Err(TokenError::WrongType);
+        }
+        if !self.client_ids.is_empty()
+            && !claims
+                .client_id
+                .as_ref()
+                .is_some_and(|id| self.client_ids.contains(id))
+        {
+            return Err(TokenError::WrongAudience);
+        }
         let names: Vec<String> = match (claims.scope, claims.scp) {
             (Some(s), _) => s.split_whitespace().map(str::to_owned).collect(),
             (None, Some(list)) => list,
             (None, None) => Vec::new(),
         };
+        let prefix = self.scope_prefix.as_deref().unwrap_or_default();
         Ok(Caller {
             sub: claims.sub,
-            scopes: names.iter().filter_map(|n| Scope::parse(n)).collect(),
+            scopes: names
+                .iter()
+                .filter_map(|n| Scope::parse(n.strip_prefix(prefix).unwrap_or(n)))
+                .collect(),
         })
     }
 
@@ -222,7 +291,7 @@ impl AccessVerifier {
         let now = crate::time::now_unix();
         let claims = Claims {
             iss: self.issuer.clone(),
-            aud: self.audience.clone(),
+            aud: self.audience.clone().unwrap_or_default(),
             sub: sub.to_owned(),
             scope: scopes
                 .iter()

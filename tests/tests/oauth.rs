@@ -1,0 +1,148 @@
+//! OAuth end to end: a real authorization server (oidc-provider, configured
+//! as a production one for MCP: `tests/clients/authz.mjs`) and the official
+//! MCP clients' own OAuth implementations, from an unauthenticated start to
+//! a real upload and download.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use crate::mcp_clients::root;
+use crate::util::{Server, out_text};
+
+/// The authorization server; killed on drop.
+pub struct AuthServer {
+    child: Child,
+    /// Its issuer URL (also its base URL).
+    pub issuer: String,
+}
+
+impl AuthServer {
+    /// Starts one signing access tokens with `alg` (`RS256` or `ES256`).
+    pub fn start(alg: &str) -> Self {
+        let mut child = Command::new("node")
+            .arg(root().join("tests/clients/authz.mjs"))
+            .args(["--alg", alg])
+            .current_dir(root().join("tests/clients"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node runs the authorization server (run `make test` to install it)");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        // Keep reading: a closed pipe would fail the server's next write.
+        std::thread::spawn(move || for _ in stdout.lines() {});
+        let issuer = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+            .to_owned();
+        Self { child, issuer }
+    }
+
+    /// The variables that point sluice at this server.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("SLUICE_AUTH_ISSUER", self.issuer.clone()),
+            ("SLUICE_AUTH_JWKS_URL", format!("{}/jwks", self.issuer)),
+        ]
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs an OAuth client script against the MCP endpoint at `mcp_url`;
+/// returns its checks.
+pub fn run_oauth_client(
+    program: &str,
+    script: &str,
+    mcp_url: &str,
+    auth: &AuthServer,
+    alg: &str,
+) -> Vec<String> {
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(program)
+        .arg(root().join("tests/clients").join(script))
+        .args(["--url", mcp_url, "--issuer", &auth.issuer, "--alg", alg])
+        .arg("--workdir")
+        .arg(work.path())
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .unwrap_or_else(|e| panic!("{program} could not run ({e}): run `make test`"));
+    assert!(out.status.success(), "{script}: {}", out_text(&out));
+    let summary: serde_json::Value = serde_json::from_slice(
+        out.stdout
+            .split(|b| *b == b'\n')
+            .find(|l| l.starts_with(b"{"))
+            .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{script} printed no summary ({e}): {}", out_text(&out)));
+    summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// What every OAuth client run must have checked.
+pub fn assert_oauth_checks(checks: &[String], alg: &str) {
+    for expected in [
+        format!(
+            "SDK OAuth: 401, discovery, registration, PKCE authorization, {alg} token for the MCP URL"
+        ),
+        "upload and download with the returned curl lines".to_owned(),
+        "403 insufficient_scope, then the SDK's step-up re-authorizes and the call succeeds"
+            .to_owned(),
+    ] {
+        assert!(
+            checks.contains(&expected),
+            "missing {expected:?}: {checks:?}"
+        );
+    }
+}
+
+fn server_for(auth: &AuthServer) -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = auth.env();
+    let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    (Server::start_in(dir.path(), &vars), dir)
+}
+
+#[test]
+fn the_python_sdk_completes_oauth_against_a_real_authorization_server() {
+    let auth = AuthServer::start("RS256");
+    let (server, _dir) = server_for(&auth);
+    let python = root().join(".venv/bin/python");
+    let checks = run_oauth_client(
+        python.to_str().unwrap(),
+        "oauth.py",
+        &format!("{}/mcp", server.base),
+        &auth,
+        "RS256",
+    );
+    assert_oauth_checks(&checks, "RS256");
+    assert!(
+        checks.contains(&"a token for another resource: 401 invalid_token".to_owned()),
+        "{checks:?}"
+    );
+}
+
+#[test]
+fn the_typescript_sdk_completes_oauth_against_a_real_authorization_server() {
+    let auth = AuthServer::start("ES256");
+    let (server, _dir) = server_for(&auth);
+    let checks = run_oauth_client(
+        "node",
+        "oauth.mjs",
+        &format!("{}/mcp", server.base),
+        &auth,
+        "ES256",
+    );
+    assert_oauth_checks(&checks, "ES256");
+}
