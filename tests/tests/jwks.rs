@@ -208,3 +208,122 @@ fn an_unknown_key_id_is_refetched_at_most_once_per_interval() {
         "garbage key ids must not hammer the JWKS"
     );
 }
+
+/// An access token in Cognito's exact shape: no `aud`, the app client in
+/// `client_id`, `token_use: access`, custom scopes prefixed with the
+/// resource server's identifier, and no `typ` in the header.
+fn cognito_token(pem: &str, client_id: &str, token_use: &str, scope: &str) -> String {
+    let now = sluice::time::now_unix();
+    let mut claims = json!({
+        "sub": "5f1c2b3a-0000-4000-8000-000000000001", "iss": ISSUER,
+        "client_id": client_id, "origin_jti": "o-1", "event_id": "e-1",
+        "token_use": token_use, "scope": scope, "auth_time": now, "iat": now,
+        "exp": now + 300, "jti": "j-1", "username": "alice", "version": 2,
+    });
+    if token_use == "id" {
+        // ID tokens name the client as their audience instead.
+        claims["aud"] = json!(client_id);
+    }
+    let header = Header {
+        kid: Some("rsa-1".to_owned()),
+        ..Header::new(Algorithm::RS256)
+    };
+    jsonwebtoken::encode(
+        &header,
+        &claims,
+        &EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn cognito_access_tokens_are_accepted_only_as_configured() {
+    let keys = keys();
+    let jwks = JwksServer::start(json!({"keys": [keys["rsa"]["jwk"]]}));
+    let pem = keys["rsa"]["pem"].as_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cognito = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
+            ("SLUICE_AUTH_ISSUER", ISSUER),
+            ("SLUICE_AUTH_CLIENT_IDS", "app-client-1,app-client-2"),
+            ("SLUICE_AUTH_SCOPE_PREFIX", "sluice/"),
+        ],
+    );
+    let good = cognito_token(
+        pem,
+        "app-client-2",
+        "access",
+        "sluice/files:read sluice/files:write",
+    );
+    assert_eq!(upload_status(&cognito, &good), 200);
+    for (why, token, status) in [
+        (
+            "another app client",
+            cognito_token(pem, "app-client-9", "access", "sluice/files:write"),
+            401,
+        ),
+        (
+            "an ID token",
+            cognito_token(pem, "app-client-1", "id", "sluice/files:write"),
+            401,
+        ),
+        // Another resource server's scope of the same name is not ours.
+        (
+            "an unprefixed scope",
+            cognito_token(pem, "app-client-1", "access", "files:write"),
+            403,
+        ),
+        (
+            "the read scope only",
+            cognito_token(pem, "app-client-1", "access", "sluice/files:read"),
+            403,
+        ),
+    ] {
+        assert_eq!(upload_status(&cognito, &token), status, "{why}");
+    }
+    // Without SLUICE_AUTH_CLIENT_IDS the audience (the MCP URL) is
+    // required, and a Cognito access token has none.
+    let plain_dir = tempfile::tempdir().unwrap();
+    let rfc8707 = Server::start_in(
+        plain_dir.path(),
+        &[
+            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
+            ("SLUICE_AUTH_ISSUER", ISSUER),
+            ("SLUICE_AUTH_SCOPE_PREFIX", "sluice/"),
+        ],
+    );
+    assert_eq!(upload_status(&rfc8707, &good), 401);
+}
+
+/// With no SLUICE_AUTH_AUDIENCE, the audience is the MCP URL itself, so one
+/// deploy is enough: the URL is known when the first request arrives.
+#[test]
+fn without_a_configured_audience_the_mcp_url_is_the_audience() {
+    let keys = keys();
+    let jwks = JwksServer::start(json!({"keys": [keys["rsa"]["jwk"]]}));
+    let pem = keys["rsa"]["pem"].as_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
+            ("SLUICE_AUTH_ISSUER", ISSUER),
+        ],
+    );
+    let now = sluice::time::now_unix();
+    let for_aud = |aud: &str| {
+        sign(
+            Algorithm::RS256,
+            pem,
+            "rsa-1",
+            json!({"iss": ISSUER, "aud": aud, "sub": "alice", "scope": "files:write", "iat": now, "exp": now + 60}),
+        )
+    };
+    assert_eq!(
+        upload_status(&server, &for_aud(&format!("{}/mcp", server.base))),
+        200
+    );
+    assert_eq!(upload_status(&server, &for_aud(AUDIENCE)), 401);
+}

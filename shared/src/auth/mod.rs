@@ -272,13 +272,15 @@ impl AccessVerifier {
             (None, Some(list)) => list,
             (None, None) => Vec::new(),
         };
-        let prefix = self.scope_prefix.as_deref().unwrap_or_default();
+        // With a prefix configured, only prefixed names are ours: another
+        // resource server's `files:write` is not this one's.
+        let ours = |n: &String| match &self.scope_prefix {
+            Some(prefix) => n.strip_prefix(prefix.as_str()).and_then(Scope::parse),
+            None => Scope::parse(n),
+        };
         Ok(Caller {
             sub: claims.sub,
-            scopes: names
-                .iter()
-                .filter_map(|n| Scope::parse(n.strip_prefix(prefix).unwrap_or(n)))
-                .collect(),
+            scopes: names.iter().filter_map(ours).collect(),
         })
     }
 
