@@ -1,140 +1,39 @@
 //! Each function under the Lambda runtime: a real process of the function
 //! binary, `AWS_LAMBDA_RUNTIME_API` pointing at an emulation of the runtime
-//! API that hands it API Gateway HTTP API (payload 2.0) events and collects
-//! its answers.
+//! API (`gateway::LambdaFunction`) that hands it API Gateway HTTP API
+//! (payload 2.0) events and collects its answers.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// An emulated runtime API serving `events` in order, reporting each
-/// response the function posts back.
-struct RuntimeApi {
-    addr: String,
-    responses: mpsc::Receiver<Value>,
-}
-
-fn read_request(stream: &mut TcpStream) -> (String, Vec<u8>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut start = String::new();
-    reader.read_line(&mut start).unwrap();
-    let mut length = 0usize;
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line).unwrap();
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            length = v.trim().parse().unwrap();
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).unwrap();
-    (start, body)
-}
-
-fn respond(stream: &mut TcpStream, headers: &str, body: &str) {
-    let _ = write!(
-        stream,
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-}
-
-impl RuntimeApi {
-    fn start(events: Vec<Value>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let (tx, responses) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut events = events.into_iter().enumerate();
-            for stream in listener.incoming() {
-                let mut stream = stream.unwrap();
-                let (start, body) = read_request(&mut stream);
-                if start.starts_with("GET /2018-06-01/runtime/invocation/next") {
-                    match events.next() {
-                        Some((i, event)) => respond(
-                            &mut stream,
-                            &format!(
-                                "Lambda-Runtime-Aws-Request-Id: req-{i}\r\nLambda-Runtime-Deadline-Ms: {}\r\nLambda-Runtime-Invoked-Function-Arn: arn:aws:lambda:us-east-1:000000000000:function:sluice\r\n",
-                                (sluice::time::now_unix() + 30) * 1000
-                            ),
-                            &event.to_string(),
-                        ),
-                        // No more events: leave the function waiting.
-                        None => std::thread::sleep(Duration::from_secs(3600)),
-                    }
-                } else {
-                    respond(&mut stream, "", "{}");
-                    let _ = tx.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                }
-            }
-        });
-        Self { addr, responses }
-    }
-}
-
-/// An API Gateway HTTP API (payload format 2.0) event.
+/// An API Gateway HTTP API (payload format 2.0) event for the API's own
+/// domain, `files.example.com`.
 pub fn event(method: &str, path: &str, headers: Value, body: Option<&str>) -> Value {
-    json!({
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": headers,
-        "requestContext": {
-            "accountId": "000000000000", "apiId": "api", "domainName": "files.example.com",
-            "domainPrefix": "files", "requestId": "r", "routeKey": "$default", "stage": "$default",
-            "time": "30/Nov/2026:00:00:00 +0000", "timeEpoch": 0,
-            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "test"}
-        },
-        "body": body,
-        "isBase64Encoded": false
-    })
-}
-
-fn spawn(function: &str, api: &RuntimeApi, env: &[(&str, String)]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_sluice-function-under-test"))
-        .arg(function)
-        .env_clear()
-        .env("AWS_LAMBDA_RUNTIME_API", &api.addr)
-        .env("AWS_LAMBDA_FUNCTION_NAME", function)
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
-        .env("SLUICE_LOG", "warn")
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
-fn stop(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait();
+    let headers: Vec<(String, String)> = headers
+        .as_object()
+        .map(|h| {
+            h.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    crate::gateway::event(
+        method,
+        path,
+        "",
+        &headers,
+        body.unwrap_or_default().as_bytes(),
+        "files.example.com",
+    )
 }
 
 /// Runs `function` under the emulated runtime for `events`; returns what it
 /// answered to each, in order.
 pub fn invoke(function: &str, env: &[(&str, String)], events: Vec<Value>) -> Vec<Value> {
-    let n = events.len();
-    let api = RuntimeApi::start(events);
-    let mut child = spawn(function, &api, env);
-    let responses = (0..n)
-        .map(|_| {
-            api.responses
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|_| panic!("{function} answered"))
-        })
-        .collect();
-    stop(&mut child);
-    responses
+    let function = crate::gateway::LambdaFunction::start(function, env);
+    events.into_iter().map(|e| function.invoke(e)).collect()
 }
 
 #[test]

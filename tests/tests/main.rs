@@ -10,6 +10,7 @@ mod concurrency;
 mod contract;
 mod download;
 mod emulators;
+mod gateway;
 mod jwks;
 mod lambda;
 mod mcp_clients;

@@ -56,19 +56,21 @@ impl Drop for AuthServer {
     }
 }
 
-/// Runs an OAuth client script against the MCP endpoint at `mcp_url`;
-/// returns its checks.
-pub fn run_oauth_client(
+/// Runs an OAuth client script against the MCP endpoint at `mcp_url`, with
+/// `extra` arguments; returns its checks.
+pub fn run_oauth_client_with(
     program: &str,
     script: &str,
     mcp_url: &str,
     auth: &AuthServer,
     alg: &str,
+    extra: &[&str],
 ) -> Vec<String> {
     let work = tempfile::tempdir().unwrap();
     let out = Command::new(program)
         .arg(root().join("tests/clients").join(script))
         .args(["--url", mcp_url, "--issuer", &auth.issuer, "--alg", alg])
+        .args(extra)
         .arg("--workdir")
         .arg(work.path())
         .current_dir(root().join("tests/clients"))
@@ -88,6 +90,18 @@ pub fn run_oauth_client(
         .iter()
         .map(|c| c.as_str().unwrap().to_owned())
         .collect()
+}
+
+/// Runs an OAuth client script against the MCP endpoint at `mcp_url`;
+/// returns its checks.
+pub fn run_oauth_client(
+    program: &str,
+    script: &str,
+    mcp_url: &str,
+    auth: &AuthServer,
+    alg: &str,
+) -> Vec<String> {
+    run_oauth_client_with(program, script, mcp_url, auth, alg, &[])
 }
 
 /// What every OAuth client run must have checked.
@@ -145,4 +159,170 @@ fn the_typescript_sdk_completes_oauth_against_a_real_authorization_server() {
         "ES256",
     );
     assert_oauth_checks(&checks, "ES256");
+}
+
+/// The AWS stack's environment (emulated S3 and DynamoDB, bucket and table
+/// `name`) with `auth` as its authorization server.
+fn aws_env(
+    emulators: &crate::emulators::Emulators,
+    auth: &AuthServer,
+    name: &str,
+) -> Vec<(&'static str, String)> {
+    let mut env: Vec<(&'static str, String)> = emulators
+        .env(name)
+        .into_iter()
+        .filter(|(k, _)| *k != "SLUICE_DEV_TOKENS")
+        .collect();
+    env.extend(auth.env());
+    env
+}
+
+/// A request with no token, as a client's first one: the 401 and its headers.
+fn first_contact(mcp_url: &str) -> crate::util::Reply {
+    crate::util::request(
+        "POST",
+        mcp_url,
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        Some(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+    )
+}
+
+/// As deployed: API Gateway in front of the three functions, with the
+/// template's response mapping restoring the renamed challenge.
+#[test]
+fn the_python_sdk_completes_oauth_through_api_gateway_and_lambda() {
+    use crate::gateway::{Gateway, Topology};
+    let emulators = crate::emulators::Emulators::start();
+    crate::aws::provision(&emulators, "oauth-apigw");
+    let auth = AuthServer::start("RS256");
+    let gateway = Gateway::start(Topology::ApiGateway { restore: true }, |base| {
+        let mut env = aws_env(&emulators, &auth, "oauth-apigw");
+        env.push(("SLUICE_PUBLIC_URL", base.to_owned()));
+        env
+    });
+    let mcp_url = format!("{}/mcp", gateway.base);
+    let first = first_contact(&mcp_url);
+    assert_eq!(first.status, 401);
+    let challenge = first
+        .header("www-authenticate")
+        .expect("the mapping restores the challenge");
+    assert!(
+        challenge.contains(&format!(
+            "resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+            gateway.base
+        )),
+        "{challenge}"
+    );
+    assert_eq!(
+        first.header("x-amzn-remapped-www-authenticate"),
+        Some(challenge)
+    );
+    let python = root().join(".venv/bin/python");
+    let checks = run_oauth_client(
+        python.to_str().unwrap(),
+        "oauth.py",
+        &mcp_url,
+        &auth,
+        "RS256",
+    );
+    assert_oauth_checks(&checks, "RS256");
+}
+
+/// Without the mapping, a 401 through API Gateway carries no
+/// `WWW-Authenticate`; clients fall back to the well-known paths, which the
+/// `mcp` function serves at both places RFC 9728 allows.
+#[test]
+fn without_the_challenge_header_clients_discover_from_the_well_known_paths() {
+    use crate::gateway::{Gateway, Topology};
+    let emulators = crate::emulators::Emulators::start();
+    crate::aws::provision(&emulators, "oauth-remapped");
+    let auth = AuthServer::start("ES256");
+    let gateway = Gateway::start(Topology::ApiGateway { restore: false }, |base| {
+        let mut env = aws_env(&emulators, &auth, "oauth-remapped");
+        env.push(("SLUICE_PUBLIC_URL", base.to_owned()));
+        env
+    });
+    let mcp_url = format!("{}/mcp", gateway.base);
+    let first = first_contact(&mcp_url);
+    assert_eq!(first.status, 401);
+    assert_eq!(
+        first.header("www-authenticate"),
+        None,
+        "renamed by API Gateway"
+    );
+    assert!(first.header("x-amzn-remapped-www-authenticate").is_some());
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let doc = crate::util::request("GET", &format!("{}{path}", gateway.base), &[], None);
+        assert_eq!(doc.status, 200, "{path}");
+        assert_eq!(doc.json()["resource"], mcp_url, "{path}");
+    }
+    let checks = run_oauth_client_with(
+        "node",
+        "oauth.mjs",
+        &mcp_url,
+        &auth,
+        "ES256",
+        &["--skip-step-up"],
+    );
+    for expected in [
+        "SDK OAuth: 401, discovery, registration, PKCE authorization, ES256 token for the MCP URL",
+        "upload and download with the returned curl lines",
+    ] {
+        assert!(
+            checks.iter().any(|c| c == expected),
+            "{expected}: {checks:?}"
+        );
+    }
+}
+
+/// Under `cargo lambda watch` each function has its own prefix: links name
+/// the resolver's, the MCP resource and its metadata the mcp function's.
+#[test]
+fn the_oauth_flow_runs_under_cargo_lambda_watch_prefixes() {
+    use crate::gateway::{Gateway, Topology};
+    let emulators = crate::emulators::Emulators::start();
+    crate::aws::provision(&emulators, "oauth-watch");
+    let auth = AuthServer::start("RS256");
+    let gateway = Gateway::start(Topology::CargoLambdaWatch, |base| {
+        let mut env = aws_env(&emulators, &auth, "oauth-watch");
+        env.push((
+            "SLUICE_PUBLIC_URL",
+            format!("{base}/lambda-url/sluice-resolver"),
+        ));
+        env.push((
+            "SLUICE_MCP_URL",
+            format!("{base}/lambda-url/sluice-mcp/mcp"),
+        ));
+        env
+    });
+    let mcp_url = format!("{}/lambda-url/sluice-mcp/mcp", gateway.base);
+    let first = first_contact(&mcp_url);
+    assert_eq!(first.status, 401);
+    let metadata_url = format!(
+        "{}/lambda-url/sluice-mcp/.well-known/oauth-protected-resource/mcp",
+        gateway.base
+    );
+    let challenge = first.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{metadata_url}\"")),
+        "{challenge}"
+    );
+    let doc = crate::util::request("GET", &metadata_url, &[], None);
+    assert_eq!(doc.status, 200);
+    assert_eq!(doc.json()["resource"], mcp_url);
+    let python = root().join(".venv/bin/python");
+    let checks = run_oauth_client(
+        python.to_str().unwrap(),
+        "oauth.py",
+        &mcp_url,
+        &auth,
+        "RS256",
+    );
+    assert_oauth_checks(&checks, "RS256");
 }
