@@ -51,7 +51,8 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver --all-targets -- -D warnings
 
-# The SAM template, checked offline by cfn-lint and `sam validate --lint`.
+# The SAM template, checked offline by cfn-lint, `sam validate --lint`, and
+# infra/check-template.py on the SAM translator's output.
 # aws-sam-cli pins its own versions of shared packages: it gets a venv of its own.
 SAM_VENV := .venv-sam
 SAM_OFFLINE := AWS_DEFAULT_REGION=us-east-1 AWS_ACCESS_KEY_ID=offline AWS_SECRET_ACCESS_KEY=offline \
@@ -65,6 +66,7 @@ $(SAM_VENV)/.installed:
 template: $(SAM_VENV)/.installed
 	$(SAM_OFFLINE) $(SAM_VENV)/bin/cfn-lint template.yaml
 	$(SAM_OFFLINE) $(SAM_VENV)/bin/sam validate --lint --template template.yaml
+	$(SAM_OFFLINE) $(SAM_VENV)/bin/python infra/check-template.py
 
 fmt:
 	$(CARGO) fmt --all

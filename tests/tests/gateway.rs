@@ -374,14 +374,17 @@ fn serve_connection(
                     header.0 = "x-amzn-remapped-www-authenticate".into();
                 }
             }
-            // The template's mapping: on 401 and 403, WWW-Authenticate from
-            // the body's `www_authenticate`.
-            if restore && matches!(status, 401 | 403) {
-                let value = serde_json::from_slice::<Value>(&body)
-                    .ok()
-                    .and_then(|b| b["www_authenticate"].as_str().map(str::to_owned));
-                if let Some(value) = value {
-                    headers.push(("www-authenticate".into(), value));
+            // The template's own response mapping, as it is written there:
+            // on the mcp function's integration.
+            if restore && function == "mcp" {
+                let json = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+                for (on, header, field) in crate::template::mcp_response_mappings() {
+                    if on == status
+                        && let Some(value) = json[&field].as_str()
+                    {
+                        headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&header));
+                        headers.push((header.to_ascii_lowercase(), value.to_owned()));
+                    }
                 }
             }
         }

@@ -90,6 +90,24 @@ fn the_api_has_exactly_the_designed_routes() {
             ));
         }
     }
+    // Routes declared outside the functions' events (for a response mapping).
+    for (_, resource) in t["Resources"].as_hash().unwrap() {
+        if resource["Type"].as_str() != Some("AWS::ApiGatewayV2::Route") {
+            continue;
+        }
+        let p = &resource["Properties"];
+        let (method, path) = p["RouteKey"].as_str().unwrap().split_once(' ').unwrap();
+        let integration = p["Target"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("integrations/${")
+            .trim_end_matches('}');
+        let uri = t["Resources"][integration]["Properties"]["IntegrationUri"]
+            .as_str()
+            .unwrap();
+        let function = uri.trim_end_matches(".Arn").to_owned();
+        routes.insert((function, method.to_owned(), path.to_owned()));
+    }
     let expected: BTreeSet<(String, String, String)> = [
         ("McpFunction", "POST", "/mcp"),
         ("McpFunction", "GET", "/mcp"),
@@ -111,6 +129,43 @@ fn the_api_has_exactly_the_designed_routes() {
     .map(|(f, m, p)| (f.to_owned(), m.to_owned(), p.to_owned()))
     .collect();
     assert_eq!(routes, expected);
+}
+
+/// The response mapping of the mcp integration, as the template declares
+/// it: (status, header set, body field it is set from). The emulated API
+/// Gateway (`gateway.rs`) applies exactly this.
+pub fn mcp_response_mappings() -> Vec<(u16, String, String)> {
+    let t = template();
+    let mut out = Vec::new();
+    let mappings = &t["Resources"]["McpIntegration"]["Properties"]["ResponseParameters"];
+    for (status, map) in mappings
+        .as_hash()
+        .expect("the mcp integration has response mappings")
+    {
+        for entry in map["ResponseParameters"].as_vec().unwrap() {
+            let header = entry["Destination"].as_str().unwrap();
+            let source = entry["Source"].as_str().unwrap();
+            out.push((
+                status.as_str().unwrap().parse().unwrap(),
+                header.strip_prefix("overwrite:header.").unwrap().to_owned(),
+                source.strip_prefix("$response.body.").unwrap().to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_mcp_route_restores_the_challenge_on_401_and_403() {
+    let mappings = mcp_response_mappings();
+    for status in [401, 403] {
+        assert!(
+            mappings.iter().any(|(s, h, f)| *s == status
+                && h == "WWW-Authenticate"
+                && f == "www_authenticate"),
+            "{status}: {mappings:?}"
+        );
+    }
 }
 
 #[test]
