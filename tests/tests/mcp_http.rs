@@ -272,3 +272,119 @@ fn the_three_protocol_versions_are_spoken() {
         assert!(names.contains(&tool), "{tool} not in {names:?}");
     }
 }
+
+/// The 2026-07-28 envelope: `MCP-Protocol-Version` must match the body's
+/// `_meta` protocol version, and `Mcp-Method` (and, for a tool call,
+/// `Mcp-Name`) the body; a mismatch is HTTP 400 with JSON-RPC `-32020`
+/// (header mismatch), so a middlebox routing on headers cannot be misled.
+#[test]
+fn the_2026_07_28_header_rules_are_enforced() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &["files:read"]);
+    let meta = |version: &str| {
+        serde_json::json!({
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}
+        })
+    };
+    let list = |version: &str| {
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta(version)}})
+            .to_string()
+    };
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+        "params": {"name": "list_files", "arguments": {}, "_meta": meta("2026-07-28")}})
+    .to_string();
+    let ok = post(
+        &server,
+        Some(&token),
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/list"),
+        ],
+        list("2026-07-28").as_bytes(),
+    );
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    assert!(ok.json()["result"]["tools"].is_array());
+    let named = post(
+        &server,
+        Some(&token),
+        &[
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "list_files"),
+        ],
+        call.as_bytes(),
+    );
+    assert_eq!(named.status, 200, "{}", named.text());
+    for (why, headers, body) in [
+        (
+            "Mcp-Method names another method",
+            vec![
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+            ],
+            list("2026-07-28"),
+        ),
+        (
+            "no Mcp-Method",
+            vec![("MCP-Protocol-Version", "2026-07-28")],
+            list("2026-07-28"),
+        ),
+        (
+            "the header's version is not the body's",
+            vec![
+                ("MCP-Protocol-Version", "2025-11-25"),
+                ("Mcp-Method", "tools/list"),
+            ],
+            list("2026-07-28"),
+        ),
+        (
+            "Mcp-Name names another tool",
+            vec![
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "request_upload"),
+            ],
+            call.clone(),
+        ),
+    ] {
+        let reply = post(&server, Some(&token), &headers, body.as_bytes());
+        assert_eq!(reply.status, 400, "{why}: {}", reply.text());
+        assert_eq!(
+            reply.json()["error"]["code"],
+            -32020,
+            "{why}: {}",
+            reply.text()
+        );
+    }
+}
+
+/// All three revisions through the official Python client: 2026-07-28 by
+/// `server/discover`, 2025-11-25 and 2025-06-18 by `initialize`, each
+/// running the whole file flow.
+#[test]
+fn the_official_client_speaks_all_three_revisions() {
+    let (server, _dir) = Server::start();
+    let work = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(crate::mcp_clients::root().join(".venv/bin/python"))
+        .arg(crate::mcp_clients::root().join("tests/clients/protocols.py"))
+        .args(["--url", &format!("{}/mcp", server.base)])
+        .args([
+            "--token",
+            &server.token("alice", &["files:read", "files:write"]),
+        ])
+        .arg("--workdir")
+        .arg(work.path())
+        .current_dir(crate::mcp_clients::root().join("tests/clients"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::util::out_text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for version in ["2026-07-28", "2025-11-25", "2025-06-18"] {
+        assert!(
+            stdout.contains(&format!("{version}: opened, upload and download")),
+            "{version}: {stdout}"
+        );
+    }
+}

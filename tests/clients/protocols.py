@@ -1,0 +1,84 @@
+"""The three protocol revisions sluice speaks, through the official Python
+SDK client: 2026-07-28 opened with `server/discover` (the per-request
+envelope Claude's hosts now use), 2025-11-25 and 2025-06-18 opened with
+`initialize`. Each revision runs the same file flow: request_upload, the
+curl line, get_download_url, the curl line, bytes compared. Prints a JSON
+summary of the checks.
+"""
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import sys
+
+import httpx2
+import mcp.client.session as client_session
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp_common import is_error, sh, structured, text
+
+
+async def flow(session, workdir, tag):
+    up = os.path.join(workdir, tag, "up")
+    down = os.path.join(workdir, tag, "down")
+    os.makedirs(up)
+    os.makedirs(down)
+    data = os.urandom(50_000)
+    with open(os.path.join(up, "f.bin"), "wb") as f:
+        f.write(data)
+    result = await session.call_tool(
+        "request_upload", {"filename": "f.bin", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    )
+    assert not is_error(result), text(result)
+    sh(structured(result)["curl"], up)
+    result = await session.call_tool("get_download_url", {"file": structured(result)["handle"]})
+    assert not is_error(result), text(result)
+    sh(structured(result)["curl"], down)
+    with open(os.path.join(down, "f.bin"), "rb") as f:
+        assert f.read() == data, f"{tag}: downloaded bytes differ"
+
+
+async def run(url, token, workdir, version):
+    headers = {"Authorization": f"Bearer {token}"}
+    sent = []
+
+    async def hook(request):
+        sent.append(request.headers.get("mcp-protocol-version"))
+
+    async with httpx2.AsyncClient(headers=headers, timeout=30, event_hooks={"request": [hook]}) as http:
+        async with streamable_http_client(url, http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                if version == "2026-07-28":
+                    result = await session.discover()
+                    assert "2026-07-28" in result.supported_versions, result
+                else:
+                    client_session.LATEST_HANDSHAKE_VERSION = version
+                    result = await session.initialize()
+                    assert result.protocol_version == version, result.protocol_version
+                await flow(session, workdir, version)
+    # After the opening, every request names the revision in its header.
+    assert sent[-1] == version, f"{version}: the last request said {sent[-1]}"
+
+
+async def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--workdir", required=True)
+    args = p.parse_args()
+    checks = []
+    for version in ("2026-07-28", "2025-11-25", "2025-06-18"):
+        await run(args.url, args.token, args.workdir, version)
+        checks.append(f"{version}: opened, upload and download through the curl lines")
+    print(json.dumps({"checks": checks}))
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except AssertionError as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        sys.exit(1)
