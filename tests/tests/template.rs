@@ -201,3 +201,44 @@ fn each_function_is_built_from_its_own_crate_for_arm64() {
         );
     }
 }
+
+/// `infra/cargo-lambda.env` is a configuration the functions accept, with
+/// the per-function prefixes right: links at the resolver's, the MCP
+/// resource at the mcp function's.
+#[test]
+fn the_cargo_lambda_env_file_is_a_valid_configuration() {
+    let text =
+        std::fs::read_to_string(crate::mcp_clients::root().join("infra/cargo-lambda.env")).unwrap();
+    let vars: Vec<(String, String)> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (k, v) = l.split_once('=').unwrap();
+            (k.to_owned(), v.to_owned())
+        })
+        .collect();
+    for (name, _) in &vars {
+        if name.starts_with("SLUICE_") {
+            assert!(
+                sluice::config::VARIABLES.contains(&name.as_str()),
+                "{name} is not read by Config"
+            );
+        }
+    }
+    let config = sluice::Config::from_vars(vars).unwrap();
+    assert!(
+        config
+            .public_url
+            .unwrap()
+            .as_str()
+            .ends_with("/lambda-url/sluice-resolver")
+    );
+    assert!(
+        config
+            .mcp_url
+            .unwrap()
+            .as_str()
+            .ends_with("/lambda-url/sluice-mcp/mcp")
+    );
+}
