@@ -275,9 +275,14 @@ pub fn main_with(router: fn(Sluice) -> Router) -> ExitCode {
                 .await
                 .map_err(|e| e.to_string())?;
             println!("listening on {url}");
-            runtime::serve(listener, router(opened.sluice), runtime::shutdown_signal())
-                .await
-                .map_err(|e| format!("serving: {e}"))
+            runtime::serve(
+                listener,
+                router(opened.sluice),
+                runtime::ServeLimits::from_config(&config),
+                runtime::shutdown_signal(),
+            )
+            .await
+            .map_err(|e| format!("serving: {e}"))
         }
     });
     match result {

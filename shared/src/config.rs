@@ -54,6 +54,10 @@ pub const VARIABLES: &[&str] = &[
     "SLUICE_MCP_MAX_BODY_BYTES",
     "SLUICE_DEV_TOKEN_TTL_SECS",
     "SLUICE_LOG",
+    "SLUICE_MAX_TRANSFERS",
+    "SLUICE_MAX_CONNECTIONS",
+    "SLUICE_HEADER_READ_TIMEOUT_SECS",
+    "SLUICE_BODY_IDLE_TIMEOUT_SECS",
     "SLUICE_MCP_URL",
     "SLUICE_AUTH_CLIENT_IDS",
     "SLUICE_AUTH_SCOPE_PREFIX",
@@ -172,6 +176,18 @@ pub struct Config {
     /// What to log (`SLUICE_LOG`, default `info`): a level, or targets with
     /// levels such as `sluice=debug,info`.
     pub log: Targets,
+    /// Uploads and downloads through sluice at once (`SLUICE_MAX_TRANSFERS`,
+    /// default 256); more are answered 503 at once.
+    pub max_transfers: usize,
+    /// Open connections at once (`SLUICE_MAX_CONNECTIONS`, default 1024);
+    /// more wait to be accepted.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers
+    /// (`SLUICE_HEADER_READ_TIMEOUT_SECS`, default 10).
+    pub header_read_timeout: Duration,
+    /// How long an upload's body may go without a byte
+    /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
+    pub body_idle_timeout: Duration,
     /// Where the actions catalog comes from (`SLUICE_ACTIONS_FILE`, or in
     /// aws mode `SLUICE_ACTIONS_S3_KEY`); `None`: no configured actions.
     pub actions: Option<ActionsSource>,
@@ -472,6 +488,12 @@ impl Config {
             actions,
             example_actions,
             action_limits,
+            max_transfers: usize::try_from(positive(&get, "SLUICE_MAX_TRANSFERS", 256)?)
+                .unwrap_or(usize::MAX),
+            max_connections: usize::try_from(positive(&get, "SLUICE_MAX_CONNECTIONS", 1024)?)
+                .unwrap_or(usize::MAX),
+            header_read_timeout: secs(&get, "SLUICE_HEADER_READ_TIMEOUT_SECS", 10)?,
+            body_idle_timeout: secs(&get, "SLUICE_BODY_IDLE_TIMEOUT_SECS", 30)?,
         })
     }
 }
@@ -576,6 +598,10 @@ mod tests {
             ("SLUICE_AUTH_CLIENT_IDS", "abc"),
             ("SLUICE_AUTH_SCOPE_PREFIX", "sluice/"),
             ("SLUICE_DEV_TOKENS", "yes"),
+            ("SLUICE_MAX_TRANSFERS", "0"),
+            ("SLUICE_MAX_CONNECTIONS", "many"),
+            ("SLUICE_HEADER_READ_TIMEOUT_SECS", "0"),
+            ("SLUICE_BODY_IDLE_TIMEOUT_SECS", "-3"),
             ("SLUICE_ACTION_MAX_CONCURRENT_READS", "0"),
             ("SLUICE_ACTION_READ_TIMEOUT_SECS", "-1"),
             ("SLUICE_ACTION_MAX_BYTES", "lots"),

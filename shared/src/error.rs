@@ -37,12 +37,19 @@ pub enum ApiError {
     /// 409: the request conflicts with what is stored.
     #[error("{0}")]
     Conflict(String),
+    /// 408: the client took too long (a stalled body, an expired upload).
+    #[error("{0}")]
+    Timeout(String),
     /// 413: the body is larger than allowed.
     #[error("{0}")]
     PayloadTooLarge(String),
     /// 502: an action's upstream failed, and the message quotes it.
     #[error("{0}")]
     Upstream(String),
+    /// 503: refused for now (every slot is taken); answered with
+    /// `Retry-After`.
+    #[error("{0}")]
+    Unavailable(String),
     /// 507: the store has no room.
     #[error("{0}")]
     InsufficientStorage(String),
@@ -61,8 +68,10 @@ impl ApiError {
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -90,9 +99,21 @@ impl From<StoreError> for ApiError {
             StoreError::AlreadyExists => ApiError::Conflict(
                 "this file was already uploaded; the link cannot be used again".into(),
             ),
+            StoreError::Busy(crate::store::Busy::Upload) => ApiError::Conflict(
+                "an upload to this link is already in progress: a link stores one upload; \
+                 wait for it to finish, then check the file"
+                    .into(),
+            ),
+            StoreError::Busy(busy) => ApiError::Unavailable(format!(
+                "{busy}: nothing was read or stored; try again in a few seconds"
+            )),
             StoreError::Mismatch(m) => ApiError::BadRequest(format!(
                 "{m}; nothing was stored and the link can be used again"
             )),
+            StoreError::Body(e) if e.kind() == std::io::ErrorKind::TimedOut => ApiError::Timeout(
+                "the upload stopped sending data, so it was ended; nothing was stored and the link can be used again"
+                    .into(),
+            ),
             StoreError::Body(e) => ApiError::BadRequest(format!(
                 "the upload was interrupted ({e}); nothing was stored and the link can be used again"
             )),
@@ -130,6 +151,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::MethodNotAllowed(allow) => {
                 headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+            }
+            ApiError::Unavailable(_) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             }
             _ => {}
         }

@@ -21,7 +21,7 @@
 //! implementation (a directory, an SQLite file) behind the `local` feature:
 //! the Lambda functions are built without it, and so without SQLite. [`auth`] validates bearer
 //! tokens. [`service`] is the issuing and resolving logic every function calls
-//! in-process, and [`error`] is the one place where its errors become HTTP
+//! in-process, [`links`] the one place a download link is redeemed, and [`error`] is the one place where its errors become HTTP
 //! responses.
 
 pub mod actions;
@@ -36,6 +36,7 @@ pub mod filename;
 mod http_client;
 pub mod keys;
 pub mod ledger;
+pub mod links;
 pub mod runtime;
 pub mod service;
 pub mod sha;

@@ -237,14 +237,15 @@ pub fn assemble(
         mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
         auth_servers: config.auth_servers.clone(),
         actions: Actions::new(catalog, config.action_limits),
+        body_idle_timeout: config.body_idle_timeout,
     })
 }
 
 /// Opens the local backends: a directory of objects and an SQLite ledger.
 #[cfg(feature = "local")]
 pub fn local_backends(config: &Config) -> Result<(LocalStore, SqliteLedger), StartError> {
-    let store =
-        LocalStore::open(&config.data_dir, config.quota_bytes).map_err(|e| StartError::Io {
+    let store = LocalStore::open(&config.data_dir, config.quota_bytes, config.max_transfers)
+        .map_err(|e| StartError::Io {
             what: format!("opening the store in {}", config.data_dir.display()),
             source: io::Error::other(e),
         })?;
@@ -287,15 +288,70 @@ pub async fn bind(config: &Config) -> Result<(TcpListener, Url), StartError> {
     Ok((listener, url))
 }
 
+/// How a server treats its connections.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeLimits {
+    /// Connections open at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers.
+    pub header_read_timeout: std::time::Duration,
+}
+
+impl ServeLimits {
+    /// The limits `config` sets.
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            max_connections: config.max_connections,
+            header_read_timeout: config.header_read_timeout,
+        }
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` resolves, then drains.
+/// Connections past `limits.max_connections` are not accepted until one
+/// closes, and one that does not send its headers in time is closed.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    limits: ServeLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    tokio::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, say: wait rather than spin.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    // Let requests in flight finish, for a while.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(30), graceful.shutdown()).await;
+    Ok(())
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

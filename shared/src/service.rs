@@ -148,6 +148,8 @@ pub struct Parts {
     pub auth_servers: Vec<Url>,
     /// The configured actions (none: the action tools are not listed).
     pub actions: crate::actions::Actions,
+    /// How long an upload's body may go without a byte.
+    pub body_idle_timeout: Duration,
 }
 
 /// The shared state of every function: cheap to clone.

@@ -319,9 +319,7 @@ fn a_read_that_times_out_frees_its_slot() {
     let token = server.token("alice", ALL);
     let stalled = upload(&server, &token, "empty.bin", b"");
     let object = stored_objects(&server.data_dir).pop().unwrap();
-    std::fs::remove_file(&object).unwrap();
-    let made = Command::new("mkfifo").arg(&object).status().unwrap();
-    assert!(made.success());
+    crate::util::stall_reads_of(&object);
 
     let message = tool_error(&call_tool(
         &server.base,
@@ -344,7 +342,7 @@ fn a_read_that_times_out_frees_its_slot() {
         sluice::Sha256::of(b"fine").to_hex()
     );
     // Release the reader still blocked on the FIFO.
-    drop(std::fs::OpenOptions::new().write(true).open(&object));
+    crate::util::release_fifo(&object);
 }
 
 /// The stored bytes changed after upload (same size): the upstream receives

@@ -164,7 +164,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn the_local_backends_keep_the_contract() {
     let dir = tempfile::tempdir().unwrap();
     runtime().block_on(async {
-        let store = LocalStore::open(dir.path(), 1 << 30).unwrap();
+        let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
         store_contract(&store).await;
         let ledger = SqliteLedger::open(&dir.path().join("ledger.sqlite3")).unwrap();
         ledger_contract(Arc::new(ledger)).await;

@@ -11,6 +11,7 @@ mod contract;
 mod download;
 mod emulators;
 mod gateway;
+mod hardening;
 mod jwks;
 mod lambda;
 mod mcp_clients;

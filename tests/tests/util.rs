@@ -206,7 +206,8 @@ pub fn request(method: &str, url: &str, headers: &[(&str, &str)], body: Option<&
     let head = dir.path().join("head");
     let out_body = dir.path().join("body");
     let mut cmd = Command::new("curl");
-    cmd.arg("-sS")
+    // No test waits for ever on a server that stopped answering.
+    cmd.args(["-sS", "--max-time", "60"])
         .arg("-D")
         .arg(&head)
         .arg("-o")
@@ -345,4 +346,92 @@ pub fn tool_names(base: &str, token: &str) -> Vec<String> {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// Opens a connection to `base` and sends `head` (request line and
+/// headers, without the blank line) and then `body`, leaving the request
+/// open: a client that stalls.
+pub fn stalled_request(base: &str, head: &str, body: &[u8]) -> std::net::TcpStream {
+    use std::io::Write as _;
+    let addr = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let host = format!("Host: {addr}\r\n");
+    stream
+        .write_all(format!("{head}\r\n{host}\r\n").as_bytes())
+        .unwrap();
+    stream.write_all(body).unwrap();
+    stream
+}
+
+/// The status of the response arriving on `stream` within `wait`, or
+/// `None` if none came (or the server closed the connection without one).
+pub fn response_status(stream: &mut std::net::TcpStream, wait: std::time::Duration) -> Option<u16> {
+    use std::io::Read as _;
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let text = String::from_utf8_lossy(&got);
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether the server closed `stream` within `wait` (a read returns end of
+/// stream or a reset), answering or not.
+pub fn closed_within(stream: &mut std::net::TcpStream, wait: std::time::Duration) -> bool {
+    use std::io::Read as _;
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) => {
+                return !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            }
+        }
+    }
+}
+
+/// A PUT link for a file of `size` bytes with digest `sha256`, minted with
+/// the keys of `data_dir` (no record, no request: as many as a test needs).
+pub fn put_link(data_dir: &Path, size: u64, sha256: sluice::Sha256) -> String {
+    let keys = sluice::runtime::local_keyring(&config_for(data_dir)).unwrap();
+    let file = sluice::FileMeta {
+        id: sluice::FileId::random(),
+        owner: "mallory".into(),
+        filename: "f.bin".into(),
+        content_type: "application/octet-stream".into(),
+        size,
+        sha256,
+    };
+    let link = sluice::LinkToken::new(sluice::Method::Put, file, sluice::time::now_unix() + 600);
+    format!("/uploads/{}", link.encode(&keys))
+}
+
+/// Replaces the object file at `path` by a FIFO no one writes to: a read of
+/// it waits until [`release_fifo`].
+pub fn stall_reads_of(path: &Path) {
+    std::fs::remove_file(path).unwrap();
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success());
+}
+
+/// Releases a reader waiting on the FIFO at `path`, if any. The write end is
+/// opened without blocking (O_NONBLOCK), so this returns whether or not
+/// anyone was reading.
+pub fn release_fifo(path: &Path) {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    const O_NONBLOCK: i32 = 0o4000;
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path);
 }

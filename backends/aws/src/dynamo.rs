@@ -65,4 +65,17 @@ impl Ledger for DynamoLedger {
             )),
         }
     }
+
+    async fn is_spent(&self, jti: &str) -> Result<bool, LedgerError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY, AttributeValue::S(format!("jti#{jti}")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| LedgerError::Backend(DisplayErrorContext(e).to_string().into()))?;
+        Ok(out.item().is_some())
+    }
 }

@@ -3,6 +3,7 @@
 //! store's upload endpoint (`PUT /uploads/{token}`).
 
 use std::io;
+use std::time::Duration;
 
 use axum::Json;
 use axum::Router;
@@ -15,6 +16,9 @@ use serde::Serialize;
 use sluice::error::JsonBody;
 use sluice::service::{UploadRequest, UploadTicket};
 use sluice::{ApiError, Caller, FileId, Method, Scope, Sha256, Sluice};
+
+/// How long after its link expires an upload may still finish.
+pub const UPLOAD_GRACE_SECS: i64 = 10;
 
 /// The issuer's routes.
 pub fn router(state: Sluice) -> Router {
@@ -82,11 +86,22 @@ async fn upload(
         }
     }
     let stream = body.into_data_stream().map_err(io::Error::other).boxed();
-    match sluice
-        .store()
-        .put(&file.object_key(), file.size, file.sha256, stream)
-        .await
-    {
+    let stream = sluice::store::idle_timeout(stream, sluice.parts().body_idle_timeout);
+    // An upload started before the link expired may finish shortly after,
+    // never trickle on for ever.
+    let deadline = link.expires_at + UPLOAD_GRACE_SECS;
+    let left = u64::try_from(deadline - sluice::time::now_unix()).unwrap_or(0);
+    let key = file.object_key();
+    let put = sluice.store().put(&key, file.size, file.sha256, stream);
+    let Ok(stored) = tokio::time::timeout(Duration::from_secs(left), put).await else {
+        tracing::info!(file_id = %file.id, jti = %link.jti, "upload ended at its link's expiry");
+        return Err(ApiError::Timeout(
+            "the upload link expired before the upload finished; nothing was stored: \
+             call request_upload again and upload to the new URL"
+                .into(),
+        ));
+    };
+    match stored {
         Ok(()) => {
             tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload stored");
             Ok(Json(Uploaded {

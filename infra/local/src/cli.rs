@@ -169,7 +169,12 @@ fn serve(config: Config) -> Result<(), StartError> {
         if examples {
             app = app.merge(crate::example::router(example_key));
         }
-        runtime::serve(listener, app, runtime::shutdown_signal())
+        runtime::serve(
+            listener,
+            app,
+            runtime::ServeLimits::from_config(&config),
+            runtime::shutdown_signal(),
+        )
             .await
             .map_err(|source| StartError::Io {
                 what: "serving".into(),

@@ -26,7 +26,7 @@ use crate::datauri::DataUri;
 use crate::error::ApiError;
 use crate::file::FileMeta;
 use crate::service::Sluice;
-use crate::store::{ByteStream, verified};
+use crate::store::{ByteStream, idle_timeout, verified};
 
 /// How reads of stored files are bounded, process-wide.
 #[derive(Debug, Clone)]
@@ -243,25 +243,6 @@ fn file_stream(
     futures_util::stream::once(open).try_flatten().boxed()
 }
 
-/// Fails with `TimedOut` when `stream` yields nothing for `limit`.
-fn idle_timeout(stream: ByteStream, limit: Duration) -> ByteStream {
-    futures_util::stream::unfold(Some(stream), move |state| async move {
-        let mut stream = state?;
-        match tokio::time::timeout(limit, stream.next()).await {
-            Ok(Some(item)) => {
-                let done = item.is_err();
-                Some((item, (!done).then_some(stream)))
-            }
-            Ok(None) => None,
-            Err(_) => Some((
-                Err(io::Error::new(io::ErrorKind::TimedOut, "read timed out")),
-                None,
-            )),
-        }
-    })
-    .boxed()
-}
-
 /// Base64 of `stream`, chunk by chunk: each output chunk encodes whole
 /// 3-byte groups; the one or two bytes left over wait for the next chunk, and
 /// the padded tail is written when the input ends.
@@ -330,15 +311,5 @@ mod tests {
         }
         let empty: Vec<Bytes> = base64_stream(chunks(&[])).try_collect().await.unwrap();
         assert!(empty.concat().is_empty());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_stalled_stream_times_out() {
-        let stalled = futures_util::stream::pending::<io::Result<Bytes>>().boxed();
-        let got = idle_timeout(stalled, Duration::from_secs(2))
-            .next()
-            .await
-            .unwrap();
-        assert_eq!(got.unwrap_err().kind(), io::ErrorKind::TimedOut);
     }
 }

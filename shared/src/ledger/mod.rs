@@ -37,4 +37,8 @@ pub trait Ledger: Send + Sync + fmt::Debug {
     /// Spends `jti`, keeping the record at least until `expires_at` (epoch
     /// seconds). Atomic: exactly one caller ever gets [`Spend::Fresh`].
     async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError>;
+
+    /// Whether `jti` is already spent: a read, to refuse a replayed link
+    /// before anything is read for it. Only [`Ledger::spend`] decides.
+    async fn is_spent(&self, jti: &str) -> Result<bool, LedgerError>;
 }

@@ -54,8 +54,8 @@ impl SqliteLedger {
         sweep(&state.conn)
     }
 
-    /// Whether `jti` is recorded as spent (for tests and diagnostics).
-    pub fn is_spent(&self, jti: &str) -> Result<bool, LedgerError> {
+    /// Whether `jti` is recorded as spent.
+    pub fn is_spent_now(&self, jti: &str) -> Result<bool, LedgerError> {
         let state = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         state
             .conn
@@ -100,5 +100,12 @@ impl Ledger for SqliteLedger {
         })
         .await
         .map_err(backend)?
+    }
+
+    async fn is_spent(&self, jti: &str) -> Result<bool, LedgerError> {
+        let (ledger, jti) = (self.clone(), jti.to_owned());
+        tokio::task::spawn_blocking(move || ledger.is_spent_now(&jti))
+            .await
+            .map_err(backend)?
     }
 }

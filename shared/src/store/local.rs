@@ -1,29 +1,36 @@
 //! Objects in a directory: `<root>/objects/<key>`, written through `<root>/tmp`.
 //!
-//! A body is streamed to a temporary file on a blocking thread (hashing as it
-//! goes), synced, and only then linked into place with a no-clobber rename,
-//! so a partial or unverified object is never visible and the first complete
-//! upload wins, across processes.
+//! A body is gathered into chunks of [`CHUNK`] bytes, each hashed and written
+//! to a temporary file by one short blocking task, then synced and linked into
+//! place with a no-clobber rename: a partial or unverified object is never
+//! visible and the first complete upload wins, across processes. No thread
+//! waits on a client: a stalled upload or download holds a task, a file and
+//! (for a transfer) one of a bounded number of transfer slots, nothing more.
 
+use std::collections::HashSet;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt as _;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::small::SmallObjects;
 use super::{ByteStream, ObjectInfo, ObjectStore, StoreError};
 use crate::file::ObjectKey;
 use crate::sha::{Sha256, Verifier};
 
-/// Chunk size for reads and the write buffer: large enough to keep syscalls
-/// few, small enough that memory per transfer stays a small constant.
+/// Chunk size for reads and writes: large enough to keep syscalls and
+/// blocking tasks few, small enough that memory per transfer stays a small
+/// constant (about two chunks).
 const CHUNK: usize = 256 * 1024;
-/// Chunks in flight between the network and the disk thread.
-const QUEUE: usize = 8;
+
+/// The most transfers (uploads and downloads) at once, by default.
+pub const DEFAULT_MAX_TRANSFERS: usize = 256;
 
 /// A directory of objects with a quota on the bytes it holds.
 #[derive(Debug, Clone)]
@@ -32,21 +39,94 @@ pub struct LocalStore {
     tmp: PathBuf,
     quota: u64,
     small: SmallObjects,
+    /// Bytes stored plus bytes reserved by uploads in progress: a running
+    /// figure, so a PUT never walks the store.
+    used: Arc<AtomicU64>,
+    /// Keys with an upload in progress: one per link at a time.
+    uploading: Arc<Mutex<HashSet<String>>>,
+    /// Transfer slots.
+    transfers: Arc<Semaphore>,
+}
+
+/// Releases an upload's key and its unused reservation when it ends.
+struct UploadGuard {
+    key: String,
+    uploading: Arc<Mutex<HashSet<String>>>,
+    used: Arc<AtomicU64>,
+    reserved: u64,
+}
+
+impl Drop for UploadGuard {
+    fn drop(&mut self) {
+        self.used.fetch_sub(self.reserved, Ordering::SeqCst);
+        if let Ok(mut keys) = self.uploading.lock() {
+            keys.remove(&self.key);
+        }
+    }
 }
 
 impl LocalStore {
-    /// Opens (creating if needed) a store under `root`.
-    pub fn open(root: &Path, quota: u64) -> Result<Self, StoreError> {
+    /// Opens (creating if needed) a store under `root`, with at most
+    /// `max_transfers` uploads and downloads at once.
+    pub fn open(root: &Path, quota: u64, max_transfers: usize) -> Result<Self, StoreError> {
         let objects = root.join("objects");
         let tmp = root.join("tmp");
         std::fs::create_dir_all(&objects)?;
         std::fs::create_dir_all(&tmp)?;
+        // What is stored now; uploads and the sweep keep the figure after.
+        let used = dir_size(&objects)?;
         Ok(Self {
             small: SmallObjects::open(&root.join("records.sqlite3"))?,
             objects,
             tmp,
             quota,
+            used: Arc::new(AtomicU64::new(used)),
+            uploading: Arc::new(Mutex::new(HashSet::new())),
+            transfers: Arc::new(Semaphore::new(max_transfers.max(1))),
         })
+    }
+
+    /// A transfer slot, or the refusal when all are taken.
+    fn transfer_slot(&self) -> Result<OwnedSemaphorePermit, StoreError> {
+        self.transfers
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| StoreError::Busy(super::Busy::Transfers))
+    }
+
+    /// Claims `key` for one upload and reserves `size` bytes of the quota.
+    fn begin_upload(&self, key: &ObjectKey, size: u64) -> Result<UploadGuard, StoreError> {
+        {
+            let mut keys = self.uploading.lock().unwrap_or_else(|p| p.into_inner());
+            if !keys.insert(key.as_str().to_owned()) {
+                return Err(StoreError::Busy(super::Busy::Upload));
+            }
+        }
+        let mut guard = UploadGuard {
+            key: key.as_str().to_owned(),
+            uploading: self.uploading.clone(),
+            used: self.used.clone(),
+            reserved: 0,
+        };
+        let mut used = self.used.load(Ordering::SeqCst);
+        loop {
+            if used.saturating_add(size) > self.quota {
+                return Err(StoreError::QuotaExceeded {
+                    used,
+                    quota: self.quota,
+                    needed: size,
+                });
+            }
+            match self
+                .used
+                .compare_exchange(used, used + size, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => break,
+                Err(now) => used = now,
+            }
+        }
+        guard.reserved = size;
+        Ok(guard)
     }
 
     fn path(&self, key: &ObjectKey) -> PathBuf {
@@ -55,9 +135,9 @@ impl LocalStore {
         self.objects.join(key.as_str())
     }
 
-    /// Bytes held: stored objects plus uploads in progress.
-    pub fn used_bytes(&self) -> io::Result<u64> {
-        Ok(dir_size(&self.objects)? + dir_size(&self.tmp)?)
+    /// Bytes held: stored objects plus uploads in progress (reserved).
+    pub fn used_bytes(&self) -> u64 {
+        self.used.load(Ordering::SeqCst)
     }
 
     /// Deletes objects older than `max_age` and temporary files left by
@@ -69,6 +149,7 @@ impl LocalStore {
         for entry in walk(&self.objects)? {
             if entry.1.modified()? < cutoff {
                 std::fs::remove_file(&entry.0)?;
+                self.used.fetch_sub(entry.1.len(), Ordering::SeqCst);
                 // Drop the now-empty `<file_id>` directory; ignore failure
                 // (another process may be writing a sibling).
                 if let Some(dir) = entry.0.parent() {
@@ -83,18 +164,6 @@ impl LocalStore {
             }
         }
         Ok(removed)
-    }
-
-    fn check_room(&self, needed: u64) -> Result<(), StoreError> {
-        let used = self.used_bytes()?;
-        if used.saturating_add(needed) > self.quota {
-            return Err(StoreError::QuotaExceeded {
-                used,
-                quota: self.quota,
-                needed,
-            });
-        }
-        Ok(())
     }
 }
 
@@ -121,59 +190,72 @@ impl ObjectStore for LocalStore {
         mut body: ByteStream,
     ) -> Result<(), StoreError> {
         let dest = self.path(key);
-        {
-            let this = self.clone();
+        let exists = {
             let dest = dest.clone();
-            tokio::task::spawn_blocking(move || {
-                if dest.exists() {
-                    return Err(StoreError::AlreadyExists);
-                }
-                this.check_room(size)
-            })
-            .await
-            .map_err(join_error)??;
+            tokio::task::spawn_blocking(move || dest.exists())
+                .await
+                .map_err(join_error)?
+        };
+        if exists {
+            return Err(StoreError::AlreadyExists);
         }
+        // Refusals decided before any byte is read, in this order: another
+        // upload of this link in progress, no transfer slot, no room.
+        let guard = self.begin_upload(key, size)?;
+        let _slot = self.transfer_slot()?;
 
-        let tmp = tempfile::NamedTempFile::new_in(&self.tmp)?;
-        let (tx, mut rx) = mpsc::channel::<Bytes>(QUEUE);
-        let writer = tokio::task::spawn_blocking(move || {
-            let mut verifier = Verifier::new(size, sha256);
-            let mut out = BufWriter::with_capacity(CHUNK, tmp);
-            while let Some(chunk) = rx.blocking_recv() {
-                verifier.update(&chunk)?;
-                out.write_all(&chunk)?;
-            }
-            verifier.finish()?;
-            let tmp = out.into_inner().map_err(|e| e.into_error())?;
-            tmp.as_file().sync_all()?;
-            Ok::<_, StoreError>(tmp)
-        });
-
+        let tmp = {
+            let dir = self.tmp.clone();
+            tokio::task::spawn_blocking(move || tempfile::NamedTempFile::new_in(dir))
+                .await
+                .map_err(join_error)??
+        };
+        // The file and the verifier travel to each short blocking write and
+        // back; the body is read here, in async code, between writes.
+        let mut state = Some((tmp, Verifier::new(size, sha256)));
+        let mut pending: Option<tokio::task::JoinHandle<WriteResult>> = None;
+        let mut buf = BytesMut::with_capacity(CHUNK);
         let mut body_error = None;
-        while let Some(chunk) = body.next().await {
-            match chunk {
-                // A closed channel means the writer stopped on an error,
-                // which joining it below reports.
-                Ok(chunk) => {
-                    if tx.send(chunk).await.is_err() {
-                        break;
-                    }
+        loop {
+            let next = body.next().await;
+            let last = match next {
+                Some(Ok(chunk)) => {
+                    buf.extend_from_slice(&chunk);
+                    false
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     body_error = Some(e);
                     break;
                 }
+                None => true,
+            };
+            if buf.len() >= CHUNK || (last && !buf.is_empty()) {
+                // One write in flight: wait for the previous before the next.
+                if let Some(handle) = pending.take() {
+                    state = Some(handle.await.map_err(join_error)??);
+                }
+                let (file, verifier) = state.take().expect("no write is in flight");
+                let chunk = buf.split().freeze();
+                pending = Some(tokio::task::spawn_blocking(move || {
+                    write_chunk(file, verifier, chunk)
+                }));
+            }
+            if last {
+                break;
             }
         }
-        drop(tx);
-        let written = writer.await.map_err(join_error)?;
+        if let Some(handle) = pending.take() {
+            state = Some(handle.await.map_err(join_error)??);
+        }
         if let Some(e) = body_error {
-            // The temporary file is removed when `written` drops.
+            // The temporary file is removed when `state` drops.
             return Err(StoreError::Body(e));
         }
-        let tmp = written?;
+        let (tmp, verifier) = state.expect("the last write returned the file");
+        verifier.finish()?;
 
         tokio::task::spawn_blocking(move || {
+            tmp.as_file().sync_all()?;
             let dir = dest.parent().expect("object keys have a directory");
             std::fs::create_dir_all(dir)?;
             match tmp.persist_noclobber(&dest) {
@@ -188,7 +270,11 @@ impl ObjectStore for LocalStore {
             Ok(())
         })
         .await
-        .map_err(join_error)?
+        .map_err(join_error)??;
+        // Stored: the reservation becomes usage.
+        let mut guard = guard;
+        guard.reserved = 0;
+        Ok(())
     }
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError> {
@@ -203,7 +289,8 @@ impl ObjectStore for LocalStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        Ok(Some(read_stream(file)))
+        let slot = self.transfer_slot()?;
+        Ok(Some(read_stream(file, slot)))
     }
 
     async fn put_small(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
@@ -219,36 +306,56 @@ impl ObjectStore for LocalStore {
     }
 }
 
-/// Streams a file from a blocking thread, a bounded number of chunks ahead.
-fn read_stream(mut file: File) -> ByteStream {
-    let (tx, rx) = mpsc::channel::<io::Result<Bytes>>(QUEUE);
-    tokio::task::spawn_blocking(move || {
-        loop {
-            let mut buf = BytesMut::zeroed(CHUNK);
-            let chunk = match file.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => {
-                    buf.truncate(n);
-                    Ok(buf.freeze())
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => Err(e),
-            };
-            let stop = chunk.is_err();
-            // The reader went away: stop reading.
-            if tx.blocking_send(chunk).is_err() || stop {
-                return;
-            }
-        }
-    });
-    tokio_stream(rx)
+/// What a chunk write hands back: the file and the verifier, for the next.
+type WriteResult = Result<(tempfile::NamedTempFile, Verifier), StoreError>;
+
+/// Hashes and writes one chunk (a short blocking task).
+fn write_chunk(
+    mut file: tempfile::NamedTempFile,
+    mut verifier: Verifier,
+    chunk: Bytes,
+) -> WriteResult {
+    verifier.update(&chunk)?;
+    file.write_all(&chunk)?;
+    Ok((file, verifier))
 }
 
-fn tokio_stream<T: Send + 'static>(
-    rx: mpsc::Receiver<T>,
-) -> futures_util::stream::BoxStream<'static, T> {
-    futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|v| (v, rx)) })
-        .boxed()
+/// Reads one chunk (a short blocking task); an empty chunk is the end.
+fn read_chunk(mut file: File) -> (File, io::Result<Bytes>) {
+    let mut buf = BytesMut::zeroed(CHUNK);
+    loop {
+        match file.read(&mut buf) {
+            Ok(n) => {
+                buf.truncate(n);
+                return (file, Ok(buf.freeze()));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return (file, Err(e)),
+        }
+    }
+}
+
+/// Streams a file chunk by chunk, each read a short blocking task started
+/// as the previous chunk is handed out (one chunk of read-ahead). The
+/// transfer slot is held until the stream ends or is dropped.
+fn read_stream(file: File, slot: OwnedSemaphorePermit) -> ByteStream {
+    let first = tokio::task::spawn_blocking(move || read_chunk(file));
+    futures_util::stream::unfold(Some((first, slot)), |state| async move {
+        let (reading, slot) = state?;
+        let (file, chunk) = match reading.await {
+            Ok(done) => done,
+            Err(e) => return Some((Err(io::Error::other(e)), None)),
+        };
+        match chunk {
+            Ok(chunk) if chunk.is_empty() => None,
+            Ok(chunk) => {
+                let next = tokio::task::spawn_blocking(move || read_chunk(file));
+                Some((Ok(chunk), Some((next, slot))))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    })
+    .boxed()
 }
 
 fn join_error(e: tokio::task::JoinError) -> StoreError {

@@ -10,7 +10,7 @@ mod local;
 mod small;
 
 #[cfg(feature = "local")]
-pub use local::LocalStore;
+pub use local::{DEFAULT_MAX_TRANSFERS, LocalStore};
 
 use std::fmt;
 use std::io;
@@ -73,6 +73,9 @@ pub enum StoreError {
     /// An object is already stored under this key.
     #[error("an object is already stored under this key")]
     AlreadyExists,
+    /// Refused for now; the same request may succeed later.
+    #[error("{0}")]
+    Busy(Busy),
     /// The body did not match its pinned size or digest; nothing was stored.
     #[error(transparent)]
     Mismatch(#[from] Mismatch),
@@ -82,6 +85,18 @@ pub enum StoreError {
     /// The storage itself failed.
     #[error("storage failed: {0}")]
     Io(#[from] io::Error),
+}
+
+/// Why a transfer was refused for now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Busy {
+    /// Another upload of the same link is in progress.
+    #[error("an upload to this link is already in progress")]
+    Upload,
+    /// Every transfer slot is taken.
+    #[error("too many transfers are in progress")]
+    Transfers,
 }
 
 /// Where file bytes live. Keys are written once; readers stream.
@@ -178,4 +193,44 @@ pub fn verified(stream: ByteStream, size: u64, sha256: Sha256) -> ByteStream {
         }
     })
     .boxed()
+}
+
+/// Passes `stream` through, failing with `TimedOut` when it yields nothing
+/// for `limit`: a stalled client or object read ends instead of waiting.
+pub fn idle_timeout(stream: ByteStream, limit: std::time::Duration) -> ByteStream {
+    use futures_util::StreamExt as _;
+    futures_util::stream::unfold(Some(stream), move |state| async move {
+        let mut stream = state?;
+        match tokio::time::timeout(limit, stream.next()).await {
+            Ok(Some(item)) => {
+                let done = item.is_err();
+                Some((item, (!done).then_some(stream)))
+            }
+            Ok(None) => None,
+            Err(_) => Some((
+                Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no data within the time limit",
+                )),
+                None,
+            )),
+        }
+    })
+    .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::StreamExt as _;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_stream_times_out() {
+        let stalled = futures_util::stream::pending::<io::Result<Bytes>>().boxed();
+        let got = idle_timeout(stalled, std::time::Duration::from_secs(2))
+            .next()
+            .await
+            .unwrap();
+        assert_eq!(got.unwrap_err().kind(), io::ErrorKind::TimedOut);
+    }
 }

@@ -1,0 +1,277 @@
+//! Bounded resources under hostile and careless clients (local mode): each
+//! test here failed on the code before its fix.
+
+use std::time::{Duration, Instant};
+
+use crate::util::{
+    Server, bytes, call_tool, closed_within, out_text, put_link, request, response_status, sh,
+    stalled_request, stored_objects,
+};
+
+const SECOND: Duration = Duration::from_secs(1);
+
+fn put_head(path: &str, length: usize) -> String {
+    format!("PUT {path} HTTP/1.1\r\nContent-Length: {length}")
+}
+
+/// Hundreds of uploads that send one byte and stall hold no thread: other
+/// routes, including the ones that touch SQLite on the blocking pool, keep
+/// answering. (Before: each parked a blocking-pool thread for its life, and
+/// 520 of them made `/resolve`, `/links` and `list_files` hang.)
+#[test]
+fn stalled_uploads_leave_every_other_route_answering() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            // Above tokio's 512 blocking threads, so a parked thread per
+            // upload would exhaust them.
+            ("SLUICE_MAX_TRANSFERS", "2000"),
+            ("SLUICE_BODY_IDLE_TIMEOUT_SECS", "600"),
+        ],
+    );
+    let token = server.token("alice", &["files:read", "files:write"]);
+    let ticket = server.upload(&token, "kept.bin", &bytes(5000, 1));
+    let handle = ticket["handle"].as_str().unwrap().to_owned();
+
+    let stalled: Vec<_> = (0..600)
+        .map(|_| {
+            let path = put_link(dir.path(), 1000, sluice::Sha256::of(b"whatever"));
+            stalled_request(&server.base, &put_head(&path, 1000), b"x")
+        })
+        .collect();
+    std::thread::sleep(SECOND);
+
+    // Issuing (a record write), uploading, resolving, downloading,
+    // listing: all answer (each request bounded, so a hang is a failure).
+    let data = bytes(3000, 2);
+    let fresh = server.request_upload(&token, "during.bin", &data);
+    let put = request(
+        "PUT",
+        fresh["upload"]["url"].as_str().unwrap(),
+        &[("Content-Type", "application/octet-stream")],
+        Some(&data),
+    );
+    assert_eq!(put.status, 200, "{}", put.text());
+    let link = server.download_ticket(&token, &handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let got = request("GET", &link, &[], None);
+    assert_eq!(got.status, 200);
+    assert_eq!(got.body, bytes(5000, 1));
+    let listed = call_tool(&server.base, &token, "list_files", serde_json::json!({}));
+    assert_eq!(
+        listed["structuredContent"]["files"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    drop(stalled);
+}
+
+/// A link takes one upload at a time: a second PUT while the first is in
+/// progress is refused at once, and the link is usable again after.
+#[test]
+fn a_second_upload_to_a_link_in_progress_is_refused_at_once() {
+    let (server, dir) = Server::start();
+    let data = bytes(4000, 3);
+    let path = put_link(dir.path(), data.len() as u64, sluice::Sha256::of(&data));
+    let first = stalled_request(&server.base, &put_head(&path, data.len()), &data[..10]);
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let second = request("PUT", &format!("{}{path}", server.base), &[], Some(&data));
+    assert_eq!(second.status, 409, "{}", second.text());
+    assert!(
+        second.message().contains("already in progress"),
+        "{}",
+        second.text()
+    );
+    assert!(
+        started.elapsed() < 5 * SECOND,
+        "refused at once, not after the first"
+    );
+    drop(first);
+    std::thread::sleep(Duration::from_millis(300));
+    let third = request("PUT", &format!("{}{path}", server.base), &[], Some(&data));
+    assert_eq!(third.status, 200, "{}", third.text());
+}
+
+/// The quota counts what uploads in progress have declared: five
+/// concurrent 400 KB uploads under a 1 MB quota store two. (Before: all five.)
+#[test]
+fn the_quota_is_reserved_when_an_upload_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_QUOTA_BYTES", "1000000")]);
+    let uploads: Vec<(Vec<u8>, String)> = (0..5)
+        .map(|i| {
+            let data = bytes(400_000, 10 + i);
+            let path = put_link(dir.path(), data.len() as u64, sluice::Sha256::of(&data));
+            (data, path)
+        })
+        .collect();
+    let mut open: Vec<_> = uploads
+        .iter()
+        .map(|(data, path)| {
+            let s = stalled_request(&server.base, &put_head(path, data.len()), &data[..1000]);
+            std::thread::sleep(Duration::from_millis(100));
+            s
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for ((data, _), stream) in uploads.iter().zip(open.iter_mut()) {
+        use std::io::Write as _;
+        let _ = stream.write_all(&data[1000..]);
+        statuses.push(response_status(stream, 10 * SECOND));
+    }
+    let stored = statuses.iter().filter(|s| **s == Some(200)).count();
+    let full = statuses.iter().filter(|s| **s == Some(507)).count();
+    assert_eq!((stored, full), (2, 3), "{statuses:?}");
+    assert_eq!(stored_objects(dir.path()).len(), 2);
+}
+
+/// A body that stops arriving is ended after the idle timeout: 408, nothing
+/// stored, and the link works for a proper upload afterwards.
+#[test]
+fn a_stalled_body_is_ended_after_the_idle_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_BODY_IDLE_TIMEOUT_SECS", "1")]);
+    let data = bytes(5000, 4);
+    let path = put_link(dir.path(), data.len() as u64, sluice::Sha256::of(&data));
+    let mut stalled = stalled_request(&server.base, &put_head(&path, data.len()), &data[..100]);
+    assert_eq!(response_status(&mut stalled, 10 * SECOND), Some(408));
+    assert!(stored_objects(dir.path()).is_empty());
+    let retry = request("PUT", &format!("{}{path}", server.base), &[], Some(&data));
+    assert_eq!(retry.status, 200, "{}", retry.text());
+}
+
+/// An upload started before its link expired cannot trickle on for ever:
+/// it ends shortly after the expiry (a grace of 10 s), with 408.
+#[test]
+fn an_upload_ends_shortly_after_its_link_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_UPLOAD_TTL_SECS", "1")]);
+    let token = server.token("alice", &["files:write"]);
+    let data = bytes(100, 5);
+    let ticket = server.request_upload(&token, "slow.bin", &data);
+    let url = ticket["upload"]["url"].as_str().unwrap().to_owned();
+    let path = url.trim_start_matches(&server.base).to_owned();
+    let started = Instant::now();
+    let mut stream = stalled_request(&server.base, &put_head(&path, data.len()), b"");
+    let mut status = None;
+    for byte in &data {
+        use std::io::Write as _;
+        // One byte a second: never idle long enough for the idle timeout.
+        if stream.write_all(std::slice::from_ref(byte)).is_err() {
+            break;
+        }
+        status = response_status(&mut stream, SECOND);
+        if status.is_some() || started.elapsed() > 30 * SECOND {
+            break;
+        }
+    }
+    assert_eq!(status, Some(408));
+    assert!(started.elapsed() < 20 * SECOND, "{:?}", started.elapsed());
+    assert!(stored_objects(dir.path()).is_empty());
+}
+
+/// A client that never finishes its headers is disconnected.
+#[test]
+fn headers_must_arrive_in_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_HEADER_READ_TIMEOUT_SECS", "1")]);
+    let addr = server.base.trim_start_matches("http://");
+    let mut slow = std::net::TcpStream::connect(addr).unwrap();
+    use std::io::Write as _;
+    slow.write_all(b"GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    assert!(
+        closed_within(&mut slow, 10 * SECOND),
+        "the connection stayed open"
+    );
+}
+
+/// Connections past the cap wait to be accepted; once others close, they
+/// are served.
+#[test]
+fn connections_past_the_cap_wait_their_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_MAX_CONNECTIONS", "3"),
+            ("SLUICE_HEADER_READ_TIMEOUT_SECS", "60"),
+        ],
+    );
+    let addr = server.base.trim_start_matches("http://").to_owned();
+    let idle: Vec<_> = (0..3)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let metadata = format!("{}/.well-known/oauth-protected-resource", server.base);
+    let waiting = sh(
+        &format!("curl -sS --max-time 2 -o /dev/null -w '%{{http_code}}' {metadata}"),
+        dir.path(),
+    );
+    assert!(
+        !waiting.status.success(),
+        "served past the cap: {}",
+        out_text(&waiting)
+    );
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(request("GET", &metadata, &[], None).status, 200);
+}
+
+/// Past the transfer cap, another transfer is refused at once with 503 and
+/// `Retry-After`.
+#[test]
+fn transfers_past_the_cap_are_refused_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_MAX_TRANSFERS", "2")]);
+    let open: Vec<_> = (0..2)
+        .map(|_| {
+            let path = put_link(dir.path(), 1000, sluice::Sha256::of(b"x"));
+            stalled_request(&server.base, &put_head(&path, 1000), b"x")
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let data = bytes(10, 6);
+    let path = put_link(dir.path(), 10, sluice::Sha256::of(&data));
+    let refused = request("PUT", &format!("{}{path}", server.base), &[], Some(&data));
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert_eq!(refused.header("retry-after"), Some("5"));
+    drop(open);
+    std::thread::sleep(Duration::from_millis(300));
+    let later = request("PUT", &format!("{}{path}", server.base), &[], Some(&data));
+    assert_eq!(later.status, 200, "{}", later.text());
+}
+
+/// A spent link is refused before its object is read: here the object is
+/// replaced by a FIFO no one writes to, which a read would wait on for ever.
+#[test]
+fn a_spent_link_is_refused_before_its_object_is_read() {
+    let (server, dir) = Server::start();
+    let token = server.token("alice", &["files:read", "files:write"]);
+    let ticket = server.upload(&token, "a.bin", &bytes(2000, 7));
+    let link =
+        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    assert_eq!(request("GET", &link, &[], None).status, 200);
+    let object = stored_objects(dir.path()).pop().unwrap();
+    crate::util::stall_reads_of(&object);
+    let replay = sh(
+        &format!("curl -sS --max-time 5 -o /dev/null -w '%{{http_code}}' '{link}'"),
+        dir.path(),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&replay.stdout),
+        "404",
+        "{}",
+        out_text(&replay)
+    );
+    crate::util::release_fifo(&object);
+}
