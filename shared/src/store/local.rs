@@ -29,6 +29,14 @@ use crate::sha::{Sha256, Verifier};
 /// constant (about two chunks).
 const CHUNK: usize = 256 * 1024;
 
+/// How far the body is read ahead of the disk during an upload.
+const QUEUED: usize = 8 * CHUNK;
+
+/// Chunk size for reads: each is one short blocking task, so larger chunks
+/// than for writes (whose size the network sets) keep those tasks few; a
+/// download holds at most two (one read ahead).
+const READ_CHUNK: usize = 1024 * 1024;
+
 /// The most transfers (uploads and downloads) at once, by default.
 pub const DEFAULT_MAX_TRANSFERS: usize = 256;
 
@@ -211,48 +219,61 @@ impl ObjectStore for LocalStore {
                 .map_err(join_error)??
         };
         // The file and the verifier travel to each short blocking write and
-        // back; the body is read here, in async code, between writes.
-        let mut state = Some((tmp, Verifier::new(size, sha256)));
+        // back; the body is read here, in async code, between writes. Frames
+        // are batched as they came (no copy) until a batch holds CHUNK bytes.
+        let mut state = Some((
+            std::io::BufWriter::with_capacity(CHUNK, tmp),
+            Verifier::new(size, sha256),
+        ));
         let mut pending: Option<tokio::task::JoinHandle<WriteResult>> = None;
-        let mut buf = BytesMut::with_capacity(CHUNK);
+        let mut batch: Vec<Bytes> = Vec::new();
+        let mut batched = 0usize;
+        let mut ended = false;
         let mut body_error = None;
+        // The body keeps being read while a write runs, up to QUEUED bytes
+        // ahead of the disk, so a stall in writeback does not stop the
+        // network at once.
         loop {
-            let next = body.next().await;
-            let last = match next {
-                Some(Ok(chunk)) => {
-                    buf.extend_from_slice(&chunk);
-                    false
-                }
-                Some(Err(e)) => {
-                    body_error = Some(e);
-                    break;
-                }
-                None => true,
-            };
-            if buf.len() >= CHUNK || (last && !buf.is_empty()) {
-                // One write in flight: wait for the previous before the next.
-                if let Some(handle) = pending.take() {
-                    state = Some(handle.await.map_err(join_error)??);
-                }
+            if pending.is_none() && (batched >= CHUNK || (ended && batched > 0)) {
                 let (file, verifier) = state.take().expect("no write is in flight");
-                let chunk = buf.split().freeze();
+                let chunks = std::mem::take(&mut batch);
+                batched = 0;
                 pending = Some(tokio::task::spawn_blocking(move || {
-                    write_chunk(file, verifier, chunk)
+                    write_chunks(file, verifier, chunks)
                 }));
             }
-            if last {
+            if ended && pending.is_none() {
                 break;
             }
-        }
-        if let Some(handle) = pending.take() {
-            state = Some(handle.await.map_err(join_error)??);
+            tokio::select! {
+                written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
+                    pending = None;
+                    state = Some(written.map_err(join_error)??);
+                }
+                next = body.next(), if !ended && batched < QUEUED => match next {
+                    Some(Ok(chunk)) => {
+                        batched += chunk.len();
+                        batch.push(chunk);
+                    }
+                    Some(Err(e)) => {
+                        body_error = Some(e);
+                        ended = true;
+                        batch.clear();
+                        batched = 0;
+                    }
+                    None => ended = true,
+                },
+            }
         }
         if let Some(e) = body_error {
             // The temporary file is removed when `state` drops.
             return Err(StoreError::Body(e));
         }
-        let (tmp, verifier) = state.expect("the last write returned the file");
+        let (file, verifier) = state.expect("the last write returned the file");
         verifier.finish()?;
+        let tmp = file
+            .into_inner()
+            .map_err(|e| StoreError::Io(e.into_error()))?;
 
         tokio::task::spawn_blocking(move || {
             tmp.as_file().sync_all()?;
@@ -306,23 +327,25 @@ impl ObjectStore for LocalStore {
     }
 }
 
-/// What a chunk write hands back: the file and the verifier, for the next.
-type WriteResult = Result<(tempfile::NamedTempFile, Verifier), StoreError>;
+/// What a write hands back: the file and the verifier, for the next.
+type WriteResult = Result<(std::io::BufWriter<tempfile::NamedTempFile>, Verifier), StoreError>;
 
-/// Hashes and writes one chunk (a short blocking task).
-fn write_chunk(
-    mut file: tempfile::NamedTempFile,
+/// Hashes and writes a batch of chunks (one short blocking task).
+fn write_chunks(
+    mut file: std::io::BufWriter<tempfile::NamedTempFile>,
     mut verifier: Verifier,
-    chunk: Bytes,
+    chunks: Vec<Bytes>,
 ) -> WriteResult {
-    verifier.update(&chunk)?;
-    file.write_all(&chunk)?;
+    for chunk in chunks {
+        verifier.update(&chunk)?;
+        file.write_all(&chunk)?;
+    }
     Ok((file, verifier))
 }
 
 /// Reads one chunk (a short blocking task); an empty chunk is the end.
 fn read_chunk(mut file: File) -> (File, io::Result<Bytes>) {
-    let mut buf = BytesMut::zeroed(CHUNK);
+    let mut buf = BytesMut::zeroed(READ_CHUNK);
     loop {
         match file.read(&mut buf) {
             Ok(n) => {
