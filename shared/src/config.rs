@@ -466,12 +466,16 @@ impl Config {
                 .map(|u| {
                     let url = Url::parse(u)
                         .map_err(|e| invalid("SLUICE_AUTH_JWKS_URL", format!("not a URL ({e})")))?;
-                    if matches!(url.scheme(), "http" | "https") && url.host().is_some() {
+                    // Keys that decide who may do what come over TLS; plain
+                    // HTTP only from this machine (a local authorization server).
+                    if url.scheme() == "https" && url.host().is_some()
+                        || url.scheme() == "http" && crate::actions::upstream_url_allowed(&url)
+                    {
                         Ok(url)
                     } else {
                         Err(invalid(
                             "SLUICE_AUTH_JWKS_URL",
-                            "must be an http:// or https:// URL",
+                            "must be an https:// URL (http:// only on a loopback address)",
                         ))
                     }
                 })
@@ -587,6 +591,7 @@ mod tests {
             ("SLUICE_AUTH_SERVERS", "https://ok.example, nope"),
             ("SLUICE_MCP_MAX_BODY_BYTES", "0"),
             ("SLUICE_AUTH_JWKS_URL", "file:///etc/keys"),
+            ("SLUICE_AUTH_JWKS_URL", "http://auth.example.com/jwks"),
             ("SLUICE_AUTH_JWKS_REFRESH_SECS", "soon"),
             ("SLUICE_BACKEND", "gcs"),
             ("SLUICE_DOWNLOAD_URL_TTL_SECS", "61"),

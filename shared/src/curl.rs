@@ -26,6 +26,16 @@ fn path_arg(name: &str) -> String {
     }
 }
 
+/// The file an upload command reads: the label's last path component, so a
+/// label such as `/etc/passwd` or `../../secret` names a file in the current
+/// directory, never a path elsewhere.
+pub fn local_file_name(label: &str) -> &str {
+    label
+        .rsplit(['/', '\\'])
+        .find(|part| !part.is_empty() && *part != "." && *part != "..")
+        .unwrap_or("file")
+}
+
 /// `curl` that PUTs the local file `local_file` to `url` with exactly `headers`,
 /// and fails loudly on any non-2xx.
 pub fn upload_command<'a>(
@@ -58,6 +68,17 @@ pub fn download_command(url: &str, out_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_upload_reads_a_file_in_the_current_directory() {
+        assert_eq!(local_file_name("report.pdf"), "report.pdf");
+        assert_eq!(local_file_name("/etc/passwd"), "passwd");
+        assert_eq!(local_file_name("../../secret.txt"), "secret.txt");
+        assert_eq!(local_file_name("C:\\Users\\me\\a b.txt"), "a b.txt");
+        assert_eq!(local_file_name("dir/.."), "dir");
+        assert_eq!(local_file_name("/"), "file");
+        assert_eq!(local_file_name(".."), "file");
+    }
     use std::process::Command;
 
     fn sh_echo(arg: &str) -> String {

@@ -12,26 +12,50 @@ const REPLACED: &[char] = &[
     '/', '\\', '"', '\'', ';', ':', '*', '?', '<', '>', '|', '`', '$',
 ];
 
-/// A name safe to use as a single path component and in a shell line: no
-/// `/`, `\`, `..`, quotes, `;` or control characters, no leading dot or dash,
-/// at most [`MAX_NAME_BYTES`] bytes; `file` when nothing is left.
-pub fn safe_name(label: &str) -> String {
-    let mut out = String::with_capacity(label.len());
-    for c in label.chars() {
-        if c.is_control() {
-            continue;
-        }
-        let c = if REPLACED.contains(&c) { '_' } else { c };
-        // Collapse runs of dots, so `..` cannot survive anywhere.
+/// Unicode format characters (general category Cf: bidi controls, zero-width
+/// spaces and joiners, the soft hyphen, tags…) and the line and paragraph
+/// separators (Zl, Zp). Invisible, and able to make one name read as another
+/// (`invoice\u{202E}fdp.exe` shows as `invoiceexe.pdf`).
+fn is_invisible(c: char) -> bool {
+    matches!(c as u32,
+        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
+        | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF
+        | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD | 0x13430..=0x1343F | 0x1BCA0..=0x1BCA3
+        | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F)
+}
+
+/// Collapses runs of dots, so `..` cannot survive anywhere.
+fn collapse_dots(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
         if c == '.' && out.ends_with('.') {
             continue;
         }
         out.push(c);
     }
-    let trimmed = out
-        .trim_start_matches(['.', '-', ' '])
-        .trim_end_matches(['.', ' ']);
-    let name = truncate_keeping_extension(trimmed, MAX_NAME_BYTES);
+    out
+}
+
+fn trim(name: &str) -> &str {
+    name.trim_start_matches(['.', '-', ' '])
+        .trim_end_matches(['.', ' '])
+}
+
+/// A name safe to use as a single path component and in a shell line:
+/// NFC-normalized, no `/`, `\`, `..`, quotes, `;`, control or invisible
+/// characters, no leading dot or dash, at most [`MAX_NAME_BYTES`] bytes;
+/// `file` when nothing is left.
+pub fn safe_name(label: &str) -> String {
+    use unicode_normalization::UnicodeNormalization as _;
+    let kept: String = label
+        .nfc()
+        .filter(|c| !c.is_control() && !is_invisible(*c))
+        .map(|c| if REPLACED.contains(&c) { '_' } else { c })
+        .collect();
+    let collapsed = collapse_dots(&kept);
+    let cut = truncate_keeping_extension(trim(&collapsed), MAX_NAME_BYTES);
+    // Truncation can join two dots again (`a.` + `.pdf`): collapse once more.
+    let name = trim(&collapse_dots(&cut)).to_owned();
     if name.is_empty() {
         "file".to_owned()
     } else {
@@ -135,6 +159,25 @@ mod tests {
         assert!(safe.len() <= MAX_NAME_BYTES);
         assert!(safe.ends_with(".pdf"));
         assert!(safe.starts_with('é'));
+    }
+
+    #[test]
+    fn invisible_characters_are_dropped_and_names_normalized() {
+        // A right-to-left override would show this as "invoiceexe.pdf".
+        assert_eq!(safe_name("invoice\u{202E}fdp.exe"), "invoicefdp.exe");
+        assert_eq!(safe_name("a\u{200B}b\u{FEFF}c\u{2028}.txt"), "abc.txt");
+        assert_eq!(safe_name("tag\u{E0041}s.txt"), "tags.txt");
+        // "é" as e + combining acute becomes the one precomposed character.
+        assert_eq!(safe_name("e\u{301}te\u{301}.txt"), "\u{E9}t\u{E9}.txt");
+    }
+
+    #[test]
+    fn truncation_cannot_join_two_dots() {
+        // Cut just after a dot, then the extension is put back.
+        let name = format!("{}.{}.pdf", "a".repeat(MAX_NAME_BYTES - 6), "b".repeat(300));
+        let safe = safe_name(&name);
+        assert!(!safe.contains(".."), "{safe}");
+        assert!(safe.len() <= MAX_NAME_BYTES);
     }
 
     #[test]

@@ -90,7 +90,7 @@ pub fn local_secret(config: &Config) -> Result<MasterSecret, StartError> {
         return Ok(secret.clone());
     }
     let dir = &config.data_dir;
-    std::fs::create_dir_all(dir).map_err(io_error(format!("creating {}", dir.display())))?;
+    crate::store::private_dir(dir).map_err(io_error(format!("creating {}", dir.display())))?;
     let path = dir.join(SECRET_FILE);
     match std::fs::read(&path) {
         Ok(bytes) => MasterSecret::new(trim_newline(bytes)).map_err(|e| StartError::Io {

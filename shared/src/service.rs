@@ -301,7 +301,7 @@ impl Sluice {
                 .iter()
                 .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
                 .map(|(k, v)| (k.as_str(), v.as_str())),
-            &file.filename,
+            curl::local_file_name(&file.filename),
         );
         Ok(UploadTicket {
             handle,

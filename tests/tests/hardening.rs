@@ -275,3 +275,71 @@ fn a_spent_link_is_refused_before_its_object_is_read() {
     );
     crate::util::release_fifo(&object);
 }
+
+/// The data directory is its owner's alone, and so are its SQLite files.
+#[test]
+fn the_data_directory_and_its_databases_are_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (server, dir) = Server::start();
+    let token = server.token("alice", &["files:read", "files:write"]);
+    server.upload(&token, "a.txt", b"a");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(dir.path()), 0o700);
+    for name in ["ledger.sqlite3", "records.sqlite3", "master.key"] {
+        assert_eq!(mode(&dir.path().join(name)), 0o600, "{name}");
+    }
+}
+
+/// The upload command reads a file in the current directory named like
+/// the label's last component, never an absolute or parent path.
+#[test]
+fn the_upload_command_never_reads_outside_the_current_directory() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &["files:write"]);
+    for label in ["/etc/passwd", "../../secret.txt"] {
+        let ticket = server.request_upload(&token, label, b"x");
+        let curl = ticket["curl"].as_str().unwrap();
+        assert!(!curl.contains("'/etc"), "{curl}");
+        assert!(!curl.contains(".."), "{curl}");
+    }
+    let ticket = server.request_upload(&token, "/etc/passwd", b"safe copy");
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("passwd"), b"safe copy").unwrap();
+    let out = sh(ticket["curl"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+}
+
+/// The token `sluice` prints at start is short-lived (12 hours).
+#[test]
+fn the_printed_token_is_short_lived() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(crate::util::BIN)
+        .env_clear()
+        .env("SLUICE_PORT", "0")
+        .env("SLUICE_DATA_DIR", dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines: Vec<String> = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .take(5)
+        .map(Result::unwrap)
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    let token = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with("eyJ"))
+        .unwrap_or_else(|| panic!("no token in {lines:?}"))
+        .trim();
+    use base64::Engine as _;
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let lifetime = claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap();
+    assert_eq!(lifetime, 12 * 3600);
+}

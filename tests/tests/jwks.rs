@@ -327,3 +327,36 @@ fn without_a_configured_audience_the_mcp_url_is_the_audience() {
     );
     assert_eq!(upload_status(&server, &for_aud(AUDIENCE)), 401);
 }
+
+/// A token not valid yet (`nbf`, or an `iat` in the future beyond the
+/// allowed skew), or whose subject could not own files, is refused.
+#[test]
+fn tokens_not_yet_valid_or_with_unusable_subjects_are_refused() {
+    let keys = keys();
+    let jwks = JwksServer::start(json!({"keys": [keys["rsa"]["jwk"]]}));
+    let (server, _dir) = start_with(&jwks, "1");
+    let pem = keys["rsa"]["pem"].as_str().unwrap();
+    let now = sluice::time::now_unix();
+    let token = |changes: Value| {
+        let mut c = claims("alice", "files:write", 300);
+        for (k, v) in changes.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        sign(Algorithm::RS256, pem, "rsa-1", c)
+    };
+    assert_eq!(upload_status(&server, &token(json!({}))), 200);
+    for (why, changes) in [
+        ("nbf in ten minutes", json!({"nbf": now + 600})),
+        ("issued an hour from now", json!({"iat": now + 3600})),
+        ("an empty subject", json!({"sub": ""})),
+        ("a 300-byte subject", json!({"sub": "a".repeat(300)})),
+        ("a subject with a newline", json!({"sub": "alice\nbob"})),
+    ] {
+        assert_eq!(upload_status(&server, &token(changes)), 401, "{why}");
+    }
+    // Within the allowed skew, a slightly early clock is fine.
+    assert_eq!(
+        upload_status(&server, &token(json!({"iat": now + 10, "nbf": now + 10}))),
+        200
+    );
+}

@@ -47,6 +47,9 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// How long the token printed at start is valid.
+const PRINTED_TOKEN_TTL: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+
 fn default_scopes() -> Vec<Scope> {
     crate::example::dev_scopes()
 }
@@ -155,9 +158,16 @@ fn serve(config: Config) -> Result<(), StartError> {
         } else {
             println!("actions: {}", actions.join(", "));
         }
-        match sluice.access().mint("dev", &default_scopes(), config.dev_token_ttl) {
+        // Printed tokens end up in terminals and scrollback: short-lived.
+        // `sluice token` mints longer-lived ones, when asked.
+        let printed_ttl = PRINTED_TOKEN_TTL.min(config.dev_token_ttl);
+        match sluice.access().mint("dev", &default_scopes(), printed_ttl) {
             Some(dev) => {
-                println!("dev bearer token (user 'dev', files:read files:write actions:execute):\n  {dev}");
+                println!(
+                    "dev bearer token (user 'dev', files:read files:write actions:execute; valid {} h, \
+                     `sluice token` mints more):\n  {dev}",
+                    printed_ttl.as_secs() / 3600
+                );
                 println!("connect Claude Code:\n  claude mcp add --transport http sluice {base}/mcp --header \"Authorization: Bearer {dev}\"");
             }
             None => println!("bearer tokens: from the authorization server (SLUICE_AUTH_JWKS_URL)"),

@@ -69,6 +69,24 @@ impl std::fmt::Debug for Jwks {
     }
 }
 
+/// Whether a JWK may verify signatures: `use`, when given, is `sig`, and
+/// `key_ops`, when given, includes `verify`. An encryption key published
+/// beside the signing keys is never used to accept a token.
+fn usable_for_verifying(jwk: &jsonwebtoken::jwk::Jwk) -> bool {
+    use jsonwebtoken::jwk::{KeyOperations, PublicKeyUse};
+    let use_ok = jwk
+        .common
+        .public_key_use
+        .as_ref()
+        .is_none_or(|u| *u == PublicKeyUse::Signature);
+    let ops_ok = jwk
+        .common
+        .key_operations
+        .as_ref()
+        .is_none_or(|ops| ops.contains(&KeyOperations::Verify));
+    use_ok && ops_ok
+}
+
 /// The algorithm a JWK is for: its `alg`, or what its key type implies.
 fn algorithm_of(jwk: &jsonwebtoken::jwk::Jwk) -> Option<Algorithm> {
     match (&jwk.common.key_algorithm, &jwk.algorithm) {
@@ -159,6 +177,7 @@ impl Jwks {
         Ok(set
             .keys
             .iter()
+            .filter(|jwk| usable_for_verifying(jwk))
             .filter_map(|jwk| {
                 let kid = jwk.common.key_id.clone()?;
                 let alg = algorithm_of(jwk)?;
@@ -227,6 +246,28 @@ mod tests {
         let keys = fetch(Some(http("200 OK", doc))).await.unwrap();
         assert_eq!(keys.len(), 1);
         assert_eq!(keys["ec1"].1, Algorithm::ES256);
+    }
+
+    /// A key published for encryption, or whose operations exclude
+    /// verifying, never verifies a token.
+    #[tokio::test]
+    async fn keys_not_meant_for_signatures_are_skipped() {
+        let key = |kid: &str, extra: &str| {
+            format!(
+                r#"{{"kty":"EC","crv":"P-256","kid":"{kid}","x":"MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4","y":"4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM"{extra}}}"#
+            )
+        };
+        let doc = format!(
+            r#"{{"keys":[{},{},{},{}]}}"#,
+            key("sig", r#","use":"sig""#),
+            key("enc", r#","use":"enc""#),
+            key("ops-verify", r#","key_ops":["verify"]"#),
+            key("ops-encrypt", r#","key_ops":["encrypt"]"#),
+        );
+        let keys = fetch(Some(http("200 OK", doc.as_bytes()))).await.unwrap();
+        let mut ids: Vec<&str> = keys.keys().map(String::as_str).collect();
+        ids.sort();
+        assert_eq!(ids, ["ops-verify", "sig"]);
     }
 
     #[tokio::test]

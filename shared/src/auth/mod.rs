@@ -108,6 +108,18 @@ enum Keys {
     Jwks(Arc<Jwks>),
 }
 
+/// The longest subject accepted: files are owned by it.
+pub const MAX_SUBJECT_BYTES: usize = 255;
+
+/// A subject names the owner of files: it is never empty, never huge, and
+/// has no control characters.
+fn check_subject(sub: &str) -> Result<(), TokenError> {
+    if sub.is_empty() || sub.len() > MAX_SUBJECT_BYTES || sub.chars().any(char::is_control) {
+        return Err(TokenError::Malformed);
+    }
+    Ok(())
+}
+
 /// The clock skew allowed for tokens from another machine's clock.
 const JWKS_LEEWAY_SECS: u64 = 30;
 
@@ -136,6 +148,9 @@ struct ExternalClaims {
     /// Cognito says which kind of token this is: `access` or `id`.
     #[serde(default)]
     token_use: Option<String>,
+    /// When it was issued: one from the future is refused.
+    #[serde(default)]
+    iat: Option<i64>,
 }
 
 impl AccessVerifier {
@@ -202,8 +217,13 @@ impl AccessVerifier {
                         v.set_issuer(&[&self.issuer]);
                         v.set_audience(&[audience]);
                         v.validate_aud = true;
+                        v.validate_nbf = true;
                         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
                     })?;
+                if claims.iat > crate::time::now_unix() {
+                    return Err(TokenError::NotYetValid);
+                }
+                check_subject(&claims.sub)?;
                 Ok(Caller {
                     sub: claims.sub,
                     scopes: claims
@@ -241,6 +261,7 @@ impl AccessVerifier {
         }
         let mut v = Validation::new(alg);
         v.leeway = JWKS_LEEWAY_SECS;
+        v.validate_nbf = true;
         v.set_issuer(&[&self.issuer]);
         match &self.audience {
             Some(audience) => {
@@ -259,6 +280,13 @@ impl AccessVerifier {
         if claims.token_use.as_deref().is_some_and(|u| u != "access") {
             return Err(TokenError::WrongType);
         }
+        if claims
+            .iat
+            .is_some_and(|iat| iat > crate::time::now_unix() + JWKS_LEEWAY_SECS as i64)
+        {
+            return Err(TokenError::NotYetValid);
+        }
+        check_subject(&claims.sub)?;
         if !self.client_ids.is_empty()
             && !claims
                 .client_id

@@ -79,6 +79,7 @@ impl LocalStore {
     pub fn open(root: &Path, quota: u64, max_transfers: usize) -> Result<Self, StoreError> {
         let objects = root.join("objects");
         let tmp = root.join("tmp");
+        super::private_dir(root)?;
         std::fs::create_dir_all(&objects)?;
         std::fs::create_dir_all(&tmp)?;
         // What is stored now; uploads and the sweep keep the figure after.

@@ -195,6 +195,18 @@ pub fn verified(stream: ByteStream, size: u64, sha256: Sha256) -> ByteStream {
     .boxed()
 }
 
+/// Creates `dir` if needed, and makes it its owner's alone (0700): a data
+/// directory holds every user's files, the ledger and the master secret.
+pub fn private_dir(dir: &std::path::Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
 /// Passes `stream` through, failing with `TimedOut` when it yields nothing
 /// for `limit`: a stalled client or object read ends instead of waiting.
 pub fn idle_timeout(stream: ByteStream, limit: std::time::Duration) -> ByteStream {

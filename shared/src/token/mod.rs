@@ -40,6 +40,9 @@ pub enum TokenError {
     /// Past its expiry.
     #[error("the token has expired")]
     Expired,
+    /// Not valid yet: its `nbf` or `iat` is in the future.
+    #[error("the token is not valid yet")]
+    NotYetValid,
     /// A bearer token for another issuer or audience.
     #[error("the token was issued by another issuer or for another audience")]
     WrongAudience,
@@ -50,6 +53,7 @@ pub(crate) fn classify(e: jsonwebtoken::errors::Error) -> TokenError {
     match e.kind() {
         ErrorKind::InvalidSignature => TokenError::BadSignature,
         ErrorKind::ExpiredSignature => TokenError::Expired,
+        ErrorKind::ImmatureSignature => TokenError::NotYetValid,
         ErrorKind::InvalidIssuer
         | ErrorKind::InvalidAudience
         | ErrorKind::MissingRequiredClaim(_) => TokenError::WrongAudience,
