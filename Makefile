@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test lint fmt bench clean clients template
+.PHONY: all build run test lint fmt bench fuzz clean clients template
 
 all: build
 
@@ -77,6 +77,12 @@ bench: clients
 	$(CARGO) build --profile fast --bin sluice --bin sluice-bench
 	$(CARGO) build --release -p sluice-mcp -p sluice-issuer -p sluice-resolver
 	target/fast/sluice-bench --out BENCHMARKS.md
+
+# The codecs' property tests (shared/src/props.rs) with a million cases
+# each; `make test` runs them with 256. Figures in BENCHMARKS.md.
+FUZZ_CASES ?= 1000000
+fuzz:
+	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test -p sluice --features local props:: -- --skip real_shell --test-threads 2
 
 clean:
 	$(CARGO) clean

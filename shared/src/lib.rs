@@ -46,6 +46,9 @@ pub mod store;
 pub mod time;
 pub mod token;
 
+#[cfg(test)]
+mod props;
+
 pub use auth::{Caller, Scope};
 pub use config::{AwsConfig, Backend, Config, ConfigError};
 pub use error::ApiError;

@@ -13,16 +13,14 @@ The catalog the server runs (written by the Rust test) has the actions
 """
 
 import argparse
-import asyncio
 import base64
 import hashlib
 import json
 import os
 import subprocess
-import sys
 import urllib.request
 
-from mcp_common import Recorder, is_error, session_for, sh, structured, text
+from mcp_common import Recorder, is_error, run_main, session_for, sh, structured, text
 
 FILE_NAME = "rapport final;v2 (été).pdf"
 
@@ -247,8 +245,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except AssertionError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main)

@@ -5,14 +5,13 @@ sluice process. Exits non-zero, naming the failed check, on any failure.
 """
 
 import argparse
-import asyncio
 import base64
 import hashlib
 import json
 import os
 import sys
 
-from mcp_common import Recorder, errors_of, is_error, session_for, sh, structured, text
+from mcp_common import Recorder, errors_of, is_error, run_main, session_for, sh, structured, text
 
 TOOLS = {"request_upload", "get_download_url", "list_files", "upload_small_file", "read_small_file"}
 
@@ -151,8 +150,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except AssertionError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main)

@@ -1,6 +1,8 @@
 """Helpers shared by the MCP client scripts (official Python SDK)."""
 
+import asyncio
 import subprocess
+import sys
 
 import httpx2
 from mcp import ClientSession
@@ -66,3 +68,12 @@ async def session_for(url, token, recorder=None, run=None):
             async with ClientSession(read, write) as session:
                 await session.initialize()
                 return await run(session)
+
+
+def run_main(main):
+    """Runs an async `main`; a failed check exits 1 naming it."""
+    try:
+        asyncio.run(main())
+    except AssertionError as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -12,12 +12,10 @@ there completes itself (authz.mjs). Prints a JSON summary of the checks.
 """
 
 import argparse
-import asyncio
 import base64
 import hashlib
 import json
 import os
-import sys
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import httpx2
@@ -26,7 +24,7 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from mcp_common import is_error, sh, structured, text
+from mcp_common import is_error, run_main, sh, structured, text
 
 REDIRECT = "http://127.0.0.1:9/callback"
 
@@ -199,8 +197,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except AssertionError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main)

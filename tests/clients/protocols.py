@@ -7,18 +7,16 @@ summary of the checks.
 """
 
 import argparse
-import asyncio
 import hashlib
 import json
 import os
-import sys
 
 import httpx2
 import mcp.client.session as client_session
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_common import is_error, sh, structured, text
+from mcp_common import is_error, run_main, sh, structured, text
 
 
 async def flow(session, workdir, tag):
@@ -77,8 +75,4 @@ async def main():
 
 
 if __name__ == "__main__":
-    try:
-        asyncio.run(main())
-    except AssertionError as e:
-        print(f"FAILED: {e}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main)

@@ -3,9 +3,8 @@
 //! upstream written independently in Python's standard library
 //! (`tests/clients/upstream.py`) and decoding what it receives there.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 use serde_json::{Value, json};
 
@@ -27,22 +26,11 @@ pub struct Upstream {
 
 impl Upstream {
     pub fn start() -> Self {
-        let mut child = Command::new("python3")
+        let mut command = Command::new("python3");
+        command
             .arg(root().join("tests/clients/upstream.py"))
-            .arg(UPSTREAM_KEY)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the test upstream");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        stdout.read_line(&mut first).unwrap();
-        // Keep reading: a closed pipe would fail the server's next write.
-        std::thread::spawn(move || for _ in stdout.lines() {});
-        let port = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-            .to_owned();
+            .arg(UPSTREAM_KEY);
+        let (child, port) = crate::util::spawn_announcing(command);
         Self {
             child,
             url: format!("http://127.0.0.1:{port}"),
@@ -178,20 +166,7 @@ pub fn run_actions_client(
         .current_dir(root().join("tests/clients"))
         .output()
         .unwrap_or_else(|e| panic!("{program} could not run ({e}): run `make test`"));
-    assert!(out.status.success(), "{script}: {}", out_text(&out));
-    let summary: Value = serde_json::from_slice(
-        out.stdout
-            .split(|b| *b == b'\n')
-            .find(|l| l.starts_with(b"{"))
-            .unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("{script} printed no summary ({e}): {}", out_text(&out)));
-    summary["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect()
+    crate::util::client_checks(script, &out)
 }
 
 /// The checks `actions.py` must report, wherever it runs.

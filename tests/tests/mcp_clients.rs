@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::util::{Server, out_text};
+use crate::util::Server;
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -34,15 +34,7 @@ fn run_client(program: &str, script: &str) {
         .unwrap_or_else(|e| {
             panic!("{program} could not run ({e}): run `make test`, which installs the MCP clients")
         });
-    assert!(out.status.success(), "{script}: {}", out_text(&out));
-    let summary: serde_json::Value = serde_json::from_slice(
-        out.stdout
-            .split(|b| *b == b'\n')
-            .find(|l| l.starts_with(b"{"))
-            .unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("{script} printed no summary ({e}): {}", out_text(&out)));
-    let checks = summary["checks"].as_array().unwrap();
+    let checks = crate::util::client_checks(script, &out);
     for expected in [
         "request_upload + curl",
         "get_download_url + curl, bytes identical",
@@ -51,14 +43,12 @@ fn run_client(program: &str, script: &str) {
     ] {
         assert!(
             checks.iter().any(|c| c == expected),
-            "{script} skipped {expected:?}: {summary}"
+            "{script} skipped {expected:?}: {checks:?}"
         );
     }
     assert!(
-        checks
-            .iter()
-            .any(|c| c.as_str().unwrap().contains("of the 1 MiB flow")),
-        "{summary}"
+        checks.iter().any(|c| c.contains("of the 1 MiB flow")),
+        "{checks:?}"
     );
 }
 

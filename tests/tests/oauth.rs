@@ -3,11 +3,10 @@
 //! MCP clients' own OAuth implementations, from an unauthenticated start to
 //! a real upload and download.
 
-use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use crate::mcp_clients::root;
-use crate::util::{Server, out_text};
+use crate::util::Server;
 
 /// The authorization server; killed on drop.
 pub struct AuthServer {
@@ -19,24 +18,13 @@ pub struct AuthServer {
 impl AuthServer {
     /// Starts one signing access tokens with `alg` (`RS256` or `ES256`).
     pub fn start(alg: &str) -> Self {
-        let mut child = Command::new("node")
+        let mut command = Command::new("node");
+        command
             .arg(root().join("tests/clients/authz.mjs"))
             .args(["--alg", alg])
             .current_dir(root().join("tests/clients"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node runs the authorization server (run `make test` to install it)");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        stdout.read_line(&mut first).unwrap();
-        // Keep reading: a closed pipe would fail the server's next write.
-        std::thread::spawn(move || for _ in stdout.lines() {});
-        let issuer = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-            .to_owned();
+            .stderr(Stdio::null());
+        let (child, issuer) = crate::util::spawn_announcing(command);
         Self { child, issuer }
     }
 
@@ -76,20 +64,7 @@ pub fn run_oauth_client_with(
         .current_dir(root().join("tests/clients"))
         .output()
         .unwrap_or_else(|e| panic!("{program} could not run ({e}): run `make test`"));
-    assert!(out.status.success(), "{script}: {}", out_text(&out));
-    let summary: serde_json::Value = serde_json::from_slice(
-        out.stdout
-            .split(|b| *b == b'\n')
-            .find(|l| l.starts_with(b"{"))
-            .unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("{script} printed no summary ({e}): {}", out_text(&out)));
-    summary["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect()
+    crate::util::client_checks(script, &out)
 }
 
 /// Runs an OAuth client script against the MCP endpoint at `mcp_url`;

@@ -435,3 +435,42 @@ pub fn release_fifo(path: &Path) {
         .custom_flags(O_NONBLOCK)
         .open(path);
 }
+
+/// Spawns `command` (stdout piped) and returns it with what its first line
+/// announces after `listening on `; the rest of its output keeps being read,
+/// since a closed pipe would fail the server's next write.
+pub fn spawn_announcing(mut command: Command) -> (Child, String) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{command:?} could not start ({e}): run `make test`"));
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    std::thread::spawn(move || for _ in stdout.lines() {});
+    let announced = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+        .to_owned();
+    (child, announced)
+}
+
+/// The checks a client script reported in its JSON summary line; the
+/// script must have succeeded.
+pub fn client_checks(script: &str, out: &Output) -> Vec<String> {
+    assert!(out.status.success(), "{script}: {}", out_text(out));
+    let summary: Value = serde_json::from_slice(
+        out.stdout
+            .split(|b| *b == b'\n')
+            .find(|l| l.starts_with(b"{"))
+            .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{script} printed no summary ({e}): {}", out_text(out)));
+    summary["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect()
+}
