@@ -85,7 +85,16 @@ impl ApiError {
 
 impl From<LedgerError> for ApiError {
     fn from(e: LedgerError) -> Self {
-        ApiError::internal(e)
+        match e {
+            LedgerError::Unavailable(why) => {
+                tracing::warn!(reason = %why, "ledger unavailable");
+                ApiError::Unavailable(
+                    "the ledger cannot answer right now; nothing was spent: try again in a few seconds"
+                        .into(),
+                )
+            }
+            other => ApiError::internal(other),
+        }
     }
 }
 

@@ -87,6 +87,12 @@ impl Emulators {
         }
     }
 
+    /// Stops the DynamoDB emulator, as an outage would.
+    pub fn stop_dynamodb(&mut self) {
+        let _ = self.moto.kill();
+        let _ = self.moto.wait();
+    }
+
     /// Settings for a bucket and table of these emulators.
     pub fn settings(&self, name: &str) -> sluice::AwsConfig {
         sluice::AwsConfig {

@@ -343,3 +343,72 @@ fn the_printed_token_is_short_lived() {
     let lifetime = claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap();
     assert_eq!(lifetime, 12 * 3600);
 }
+
+/// Another process holding the SQLite ledger past the busy timeout: the
+/// redemption answers 503 after a bounded wait, spends nothing, and the same
+/// link works once the lock is gone.
+#[test]
+fn a_locked_ledger_answers_503_and_spends_nothing() {
+    let (server, dir) = Server::start();
+    let token = server.token("alice", &["files:read", "files:write"]);
+    let ticket = server.upload(&token, "a.bin", &bytes(3000, 8));
+    let link =
+        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let ledger = dir.path().join("ledger.sqlite3");
+    let mut holder = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3, sys, time\n\
+             db = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+             db.execute('BEGIN EXCLUSIVE')\n\
+             print('locked', flush=True)\n\
+             time.sleep(60)",
+        )
+        .arg(&ledger)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+    let started = Instant::now();
+    let locked = request("GET", &link, &[], None);
+    assert_eq!(locked.status, 503, "{}", locked.text());
+    assert!(
+        locked.message().contains("nothing was spent"),
+        "{}",
+        locked.text()
+    );
+    assert!(started.elapsed() < 30 * SECOND);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    let got = request("GET", &link, &[], None);
+    assert_eq!(got.status, 200, "the link was not spent: {}", got.text());
+    assert_eq!(got.body, bytes(3000, 8));
+}
+
+/// The DynamoDB emulator down during a redemption: a clear 503, not a 500.
+#[test]
+fn dynamodb_down_during_a_redemption_answers_503() {
+    let mut emulators = crate::emulators::Emulators::start();
+    crate::aws::provision(&emulators, "outage");
+    let (server, _dir) = crate::aws::start(&emulators, "outage", &[]);
+    let token = crate::aws::token_with(&emulators, "alice", &[]);
+    let ticket = server.upload(&token, "a.bin", &bytes(2000, 9));
+    let link =
+        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    emulators.stop_dynamodb();
+    let got = request("GET", &link, &[], None);
+    assert_eq!(got.status, 503, "{}", got.text());
+    assert!(got.header("retry-after").is_some());
+}

@@ -39,6 +39,35 @@ impl DynamoLedger {
     }
 }
 
+/// DynamoDB out of reach, timing out or throttling is "not now" (503);
+/// anything else is a failure.
+fn ledger_error<E, R>(e: aws_sdk_dynamodb::error::SdkError<E, R>) -> LedgerError
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    use aws_sdk_dynamodb::error::SdkError;
+    let transient = match &e {
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) => true,
+        SdkError::ServiceError(s) => matches!(
+            s.err().code(),
+            Some(
+                "ProvisionedThroughputExceededException"
+                    | "RequestLimitExceeded"
+                    | "ThrottlingException"
+                    | "InternalServerError"
+            )
+        ),
+        _ => false,
+    };
+    let text = DisplayErrorContext(e).to_string();
+    if transient {
+        LedgerError::Unavailable(text)
+    } else {
+        LedgerError::Backend(text.into())
+    }
+}
+
 #[async_trait::async_trait]
 impl Ledger for DynamoLedger {
     async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError> {
@@ -60,9 +89,7 @@ impl Ledger for DynamoLedger {
             {
                 Ok(Spend::AlreadySpent)
             }
-            Err(e) => Err(LedgerError::Backend(
-                DisplayErrorContext(e).to_string().into(),
-            )),
+            Err(e) => Err(ledger_error(e)),
         }
     }
 
@@ -75,7 +102,7 @@ impl Ledger for DynamoLedger {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| LedgerError::Backend(DisplayErrorContext(e).to_string().into()))?;
+            .map_err(ledger_error)?;
         Ok(out.item().is_some())
     }
 }

@@ -29,6 +29,10 @@ pub enum LedgerError {
     /// The backing database failed.
     #[error("ledger backend failed: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The backing database cannot answer now (locked, throttled, out of
+    /// reach); the same request may succeed later. Nothing was spent.
+    #[error("ledger unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// Records spent token ids.

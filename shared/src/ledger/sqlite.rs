@@ -27,6 +27,18 @@ fn backend(e: impl std::error::Error + Send + Sync + 'static) -> LedgerError {
     LedgerError::Backend(Box::new(e))
 }
 
+/// Another process holding the database past the busy timeout is "not
+/// now", not a failure.
+fn write_error(e: rusqlite::Error) -> LedgerError {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked};
+    match e.sqlite_error_code() {
+        Some(DatabaseBusy | DatabaseLocked) => {
+            LedgerError::Unavailable(format!("the ledger is locked by another process ({e})"))
+        }
+        _ => backend(e),
+    }
+}
+
 impl SqliteLedger {
     /// Opens (creating if needed) the ledger at `path`.
     pub fn open(path: &Path) -> Result<Self, LedgerError> {
@@ -87,7 +99,7 @@ impl Ledger for SqliteLedger {
                     "INSERT INTO spent (jti, expires_at) VALUES (?1, ?2) ON CONFLICT (jti) DO NOTHING",
                     params![jti, expires_at],
                 )
-                .map_err(backend)?;
+                .map_err(write_error)?;
             state.spends += 1;
             if state.spends.is_multiple_of(SWEEP_EVERY) {
                 sweep(&state.conn)?;
