@@ -82,7 +82,7 @@ bench: clients
 # each; `make test` runs them with 256. Figures in BENCHMARKS.md.
 FUZZ_CASES ?= 1000000
 fuzz:
-	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test -p sluice --features local props:: -- --skip real_shell --test-threads 2
+	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --profile fuzz -p sluice --features local props:: -- --skip real_shell --test-threads 2
 
 clean:
 	$(CARGO) clean
