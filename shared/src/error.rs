@@ -25,6 +25,20 @@ pub enum ApiError {
     /// 403: the token lacks a scope.
     #[error("this needs the '{0}' scope")]
     InsufficientScope(Scope),
+    /// 401 or 403 with a bearer challenge (`auth::challenge`): answered with
+    /// `WWW-Authenticate` and, for gateways that rename that header, the
+    /// same challenge in the body's `www_authenticate`.
+    #[error("{message}")]
+    Challenge {
+        /// 401 or 403.
+        status: StatusCode,
+        /// `unauthorized`, `invalid_token` or `insufficient_scope`.
+        error: &'static str,
+        /// What is wrong, for a person.
+        message: String,
+        /// The `WWW-Authenticate` value.
+        challenge: String,
+    },
     /// 403: the caller may not touch this.
     #[error("{0}")]
     Forbidden(String),
@@ -65,6 +79,7 @@ impl ApiError {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::InsufficientScope(_) | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Challenge { status, .. } => *status,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
@@ -134,6 +149,30 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
+        if let ApiError::Challenge {
+            error,
+            message,
+            challenge,
+            ..
+        } = &self
+        {
+            let mut response = (
+                status,
+                Json(serde_json::json!({
+                    "error": error,
+                    "message": message,
+                    "www_authenticate": challenge,
+                })),
+            )
+                .into_response();
+            if let Ok(v) = HeaderValue::from_str(challenge) {
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+            }
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            return response;
+        }
         let message = match &self {
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");

@@ -388,3 +388,40 @@ fn the_official_client_speaks_all_three_revisions() {
         );
     }
 }
+
+/// The REST routes answer with the same challenge as `/mcp`: a program
+/// learns where the authorization server is from either door.
+#[test]
+fn rest_routes_challenge_like_the_mcp_endpoint() {
+    let (server, _dir) = Server::start();
+    let metadata = format!(
+        "resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+        server.base
+    );
+    let body = serde_json::json!({"filename": "a", "size": 1, "sha256": "0".repeat(64)});
+    let uploads = format!("{}/uploads", server.base);
+    let none = crate::util::post_json(&uploads, None, &body);
+    assert_eq!(none.status, 401);
+    assert!(none.header("www-authenticate").unwrap().contains(&metadata));
+    assert_eq!(
+        none.json()["www_authenticate"],
+        none.header("www-authenticate").unwrap()
+    );
+    let bad = crate::util::post_json(&uploads, Some("garbage"), &body);
+    assert_eq!(bad.status, 401);
+    assert!(
+        bad.header("www-authenticate")
+            .unwrap()
+            .contains("error=\"invalid_token\"")
+    );
+    let read_only = server.token("alice", &["files:read"]);
+    let refused = crate::util::post_json(&uploads, Some(&read_only), &body);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let challenge = refused.header("www-authenticate").unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    assert!(challenge.contains("scope=\"files:write\""), "{challenge}");
+    assert!(challenge.contains(&metadata), "{challenge}");
+}

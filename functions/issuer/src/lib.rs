@@ -39,7 +39,7 @@ async fn request_upload(
     caller: Caller,
     JsonBody(req): JsonBody<UploadRequest>,
 ) -> Result<Json<UploadTicket>, ApiError> {
-    caller.require(Scope::FilesWrite)?;
+    sluice.require(&caller, Scope::FilesWrite)?;
     sluice.issue_upload(&caller.sub, req).await.map(Json)
 }
 

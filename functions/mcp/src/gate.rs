@@ -8,68 +8,18 @@ use axum::body::{Body, to_bytes};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode, header};
+use http::StatusCode;
 use rmcp::ErrorData;
 use serde_json::Value;
 use sluice::auth::BearerError;
-use sluice::{Caller, Scope, Sluice};
+use sluice::{Caller, Sluice};
 
-use crate::metadata::challenge;
 use crate::tools;
 
 /// A JSON-RPC error response with an HTTP status.
 fn rpc_error(status: StatusCode, id: Value, error: ErrorData) -> Response {
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error });
     (status, axum::Json(body)).into_response()
-}
-
-/// A refusal that carries a bearer challenge: the status, a JSON body
-/// `{error, message, www_authenticate}`, and the same challenge in
-/// `WWW-Authenticate`. The body copy is for API Gateway, which renames a
-/// Lambda's `WWW-Authenticate`; its response mapping puts it back from there
-/// (template.yaml).
-fn challenged(status: StatusCode, error: &str, message: &str, challenge: String) -> Response {
-    let mut response = (
-        status,
-        axum::Json(serde_json::json!({
-            "error": error,
-            "message": message,
-            "www_authenticate": challenge,
-        })),
-    )
-        .into_response();
-    if let Ok(v) = HeaderValue::from_str(&challenge) {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-    }
-    response
-}
-
-fn unauthorized(sluice: &Sluice, message: &'static str, invalid: bool) -> Response {
-    let challenge = if invalid {
-        let scopes = crate::metadata::scopes(sluice)
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(" ");
-        challenge(sluice, Some(("invalid_token", &scopes)))
-    } else {
-        challenge(sluice, None)
-    };
-    let error = if invalid {
-        "invalid_token"
-    } else {
-        "unauthorized"
-    };
-    challenged(StatusCode::UNAUTHORIZED, error, message, challenge)
-}
-
-fn insufficient_scope(sluice: &Sluice, scope: Scope, tool: &str) -> Response {
-    challenged(
-        StatusCode::FORBIDDEN,
-        "insufficient_scope",
-        &format!("the tool {tool} needs the '{scope}' scope"),
-        challenge(sluice, Some(("insufficient_scope", scope.as_str()))),
-    )
 }
 
 /// Authenticates, checks the body, and passes the request on with the
@@ -79,13 +29,19 @@ pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next)
     let token = match sluice::auth::bearer(&parts.headers) {
         Ok(t) => t.to_owned(),
         // A missing header gets a plain challenge; a malformed one, invalid_token.
-        Err(e) => return unauthorized(&sluice, e.message(), e == BearerError::Malformed),
+        Err(e) => {
+            return sluice
+                .unauthorized(e.message(), e == BearerError::Malformed)
+                .into_response();
+        }
     };
     let caller: Caller = match sluice.access().verify(&token).await {
         Ok(c) => c,
         Err(e) => {
             tracing::debug!(reason = %e, "bearer token refused");
-            return unauthorized(&sluice, "the bearer token is not valid here", true);
+            return sluice
+                .unauthorized("the bearer token is not valid here", true)
+                .into_response();
         }
     };
 
@@ -129,9 +85,10 @@ pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next)
             .and_then(Value::as_str)
             .unwrap_or_default();
         if let Some(scope) = tools::required_scope(name)
-            && !caller.scopes.contains(&scope)
+            && let Err(refused) = sluice.require(&caller, scope)
         {
-            return insufficient_scope(&sluice, scope, name);
+            tracing::debug!(tool = name, %scope, "tool call without its scope");
+            return refused.into_response();
         }
     }
 

@@ -5,34 +5,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::response::IntoResponse;
 use http::{HeaderValue, header};
-use sluice::{Scope, Sluice};
+use sluice::Sluice;
 
-/// The metadata document for the `/mcp` resource.
-pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
-
-/// The scopes an MCP client may ask for here: the file scopes, and
-/// `actions:execute` where actions are configured.
-pub fn scopes(sluice: &Sluice) -> Vec<Scope> {
-    let mut scopes = vec![Scope::FilesRead, Scope::FilesWrite];
-    if !sluice.actions().catalog().is_empty() {
-        scopes.push(Scope::ActionsExecute);
-    }
-    scopes
-}
-
-fn scope_list(sluice: &Sluice) -> String {
-    scopes(sluice)
-        .iter()
-        .map(|s| s.as_str())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Where the metadata document is, as a client reaches it: beside the MCP
-/// endpoint, whatever prefix the endpoint is served under.
-pub fn metadata_url(sluice: &Sluice) -> String {
-    format!("{}{METADATA_PATH}", sluice.mcp_base_url())
-}
+pub use sluice::auth::METADATA_PATH;
+use sluice::auth::offered_scopes as scopes;
 
 pub(crate) async fn protected_resource(State(sluice): State<Sluice>) -> impl IntoResponse {
     let body = serde_json::json!({
@@ -49,20 +25,4 @@ pub(crate) async fn protected_resource(State(sluice): State<Sluice>) -> impl Int
         )],
         Json(body),
     )
-}
-
-/// `WWW-Authenticate` for a request without a valid token, or, with
-/// `error`, for one refused (`invalid_token`) or lacking a scope
-/// (`insufficient_scope`, with the scope needed).
-pub(crate) fn challenge(sluice: &Sluice, error: Option<(&str, &str)>) -> String {
-    let metadata = metadata_url(sluice);
-    match error {
-        None => format!(
-            "Bearer resource_metadata=\"{metadata}\", scope=\"{}\"",
-            scope_list(sluice)
-        ),
-        Some((code, scope)) => {
-            format!("Bearer error=\"{code}\", scope=\"{scope}\", resource_metadata=\"{metadata}\"")
-        }
-    }
 }

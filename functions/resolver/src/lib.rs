@@ -46,7 +46,7 @@ async fn resolve(
     JsonBody(req): JsonBody<ResolveRequest>,
 ) -> Result<Json<DownloadTicket>, ApiError> {
     if !caller.scopes.contains(&Scope::FilesResolve) {
-        caller.require(Scope::FilesRead)?;
+        sluice.require(&caller, Scope::FilesRead)?;
     }
     let file = sluice.redeem_handle(&caller, &req.handle)?;
     sluice.issue_download(&file).await.map(Json)

@@ -4,8 +4,10 @@
 //! development tokens are HS256 under a key derived for that purpose alone,
 //! so a handle or link token can never pass as a bearer token.
 
+mod challenge;
 mod jwks;
 
+pub use challenge::{METADATA_PATH, challenge, metadata_url, offered_scopes};
 pub use jwks::Jwks;
 
 use std::collections::BTreeSet;
@@ -392,10 +394,11 @@ where
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let sluice = Sluice::from_ref(state);
-        let token = bearer(&parts.headers)?;
+        let token = bearer(&parts.headers)
+            .map_err(|e| sluice.unauthorized(e.message(), e == BearerError::Malformed))?;
         sluice.access().verify(token).await.map_err(|e| {
             tracing::debug!(reason = %e, "bearer token refused");
-            ApiError::Unauthorized("the bearer token is not valid here")
+            sluice.unauthorized("the bearer token is not valid here", true)
         })
     }
 }
