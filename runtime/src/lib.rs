@@ -67,11 +67,6 @@ impl Backends {
         Ok(())
     }
 
-    /// The actions catalog.
-    pub fn catalog(&self) -> &Catalog {
-        &self.catalog
-    }
-
     /// The local store, to sweep; `None` on AWS.
     #[cfg(feature = "local")]
     pub fn local_store(&self) -> Option<LocalStore> {

@@ -14,6 +14,16 @@ const NAME_KEEP: &AsciiSet = &NON_ALPHANUMERIC
 /// The media type used when none is known.
 pub const DEFAULT_MIME: &str = "application/octet-stream";
 
+/// The bare media type of `content_type` (`text/plain` for
+/// `text/plain; charset=utf-8`), as a data URI carries it; the default
+/// for one that does not parse.
+pub fn essence(content_type: &str) -> String {
+    content_type
+        .parse::<mime::Mime>()
+        .map(|m| m.essence_str().to_owned())
+        .unwrap_or_else(|_| DEFAULT_MIME.to_owned())
+}
+
 /// A parsed data URI. Only `name` and `charset` are read back from its parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataUri {

@@ -149,30 +149,6 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if let ApiError::Challenge {
-            error,
-            message,
-            challenge,
-            ..
-        } = &self
-        {
-            let mut response = (
-                status,
-                Json(serde_json::json!({
-                    "error": error,
-                    "message": message,
-                    "www_authenticate": challenge,
-                })),
-            )
-                .into_response();
-            if let Ok(v) = HeaderValue::from_str(challenge) {
-                response.headers_mut().insert(header::WWW_AUTHENTICATE, v);
-            }
-            response
-                .headers_mut()
-                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-            return response;
-        }
         let message = match &self {
             ApiError::Internal(e) => {
                 tracing::error!(error = %e, "internal error");
@@ -180,10 +156,25 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let mut response =
-            (status, Json(serde_json::json!({ "message": message }))).into_response();
+        let body = match &self {
+            // The challenge in the body too, for gateways that rename the header.
+            ApiError::Challenge {
+                error, challenge, ..
+            } => serde_json::json!({
+                "error": error,
+                "message": message,
+                "www_authenticate": challenge,
+            }),
+            _ => serde_json::json!({ "message": message }),
+        };
+        let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();
         match &self {
+            ApiError::Challenge { challenge, .. } => {
+                if let Ok(v) = HeaderValue::from_str(challenge) {
+                    headers.insert(header::WWW_AUTHENTICATE, v);
+                }
+            }
             ApiError::Unauthorized(_) => {
                 headers.insert(
                     header::WWW_AUTHENTICATE,

@@ -69,14 +69,11 @@ impl Sluice {
             return Err(ApiError::NotFound);
         }
         let info = self.store().head(&key).await?.ok_or(ApiError::NotFound)?;
-        // A direct store (S3) records the digest it verified on upload;
-        // without one the object is vouched for by reading it, below.
+        // A direct store (S3) records the digest it verified on upload and
+        // is never read here, so it must have one; elsewhere the object is
+        // vouched for by reading it, below.
         let direct = self.store().is_direct();
-        let digest_ok = match info.sha256 {
-            Some(d) => d == file.sha256,
-            None => !direct,
-        };
-        if info.size != file.size || !digest_ok {
+        if info.contradicts(&file) || (direct && info.sha256.is_none()) {
             tracing::warn!(file_id = %file.id, jti = %link.jti, "stored object does not match its link");
             return Err(stored_mismatch());
         }

@@ -342,12 +342,21 @@ impl Sluice {
                 data.len()
             )));
         }
-        self.store_inline(owner, filename, data, sha256, content_type)
-            .await
+        let (file, handle) = self
+            .store_inline(owner, filename, data, sha256, content_type)
+            .await?;
+        Ok(SmallUpload {
+            handle,
+            file_id: file.id,
+            filename: file.filename,
+            size: file.size,
+            sha256: file.sha256,
+        })
     }
 
     /// Stores bytes already in memory as a new file of `owner` (callers
-    /// bound their size and have checked `sha256`), and returns its handle.
+    /// bound their size and have checked `sha256`); returns what it pins
+    /// and its handle.
     pub(crate) async fn store_inline(
         &self,
         owner: &str,
@@ -355,7 +364,7 @@ impl Sluice {
         data: Vec<u8>,
         sha256: Sha256,
         content_type: Option<String>,
-    ) -> Result<SmallUpload, ApiError> {
+    ) -> Result<(FileMeta, String), ApiError> {
         let req = UploadRequest {
             filename,
             size: data.len() as u64,
@@ -370,13 +379,7 @@ impl Sluice {
             .put(&file.object_key(), file.size, file.sha256, body)
             .await?;
         tracing::info!(file_id = %file.id, size = file.size, "inline file stored");
-        Ok(SmallUpload {
-            handle,
-            file_id: file.id,
-            filename: file.filename,
-            size: file.size,
-            sha256: file.sha256,
-        })
+        Ok((file, handle))
     }
 
     /// Reads a small file whole, verified, for the base64 fallback.
@@ -445,6 +448,12 @@ impl Sluice {
         if self.store().head(&file.object_key()).await?.is_none() {
             return Err(not_uploaded());
         }
+        Ok(self.download_ticket(file))
+    }
+
+    /// A single-use download link for a file the caller knows is stored
+    /// (just stored, or just checked): no request to the store.
+    pub(crate) fn download_ticket(&self, file: &FileMeta) -> DownloadTicket {
         let link = LinkToken::new(
             Method::Get,
             file.clone(),
@@ -452,7 +461,7 @@ impl Sluice {
         );
         tracing::info!(file_id = %file.id, jti = %link.jti, "download link issued");
         let url = format!("{}/links/{}", self.base_url(), link.encode(&self.0.keys));
-        Ok(DownloadTicket {
+        DownloadTicket {
             file_id: file.id.clone(),
             filename: file.filename.clone(),
             size: file.size,
@@ -464,7 +473,7 @@ impl Sluice {
                 method: "GET",
                 expires_at: rfc3339(link.expires_at),
             },
-        })
+        }
     }
 
     /// Verifies a link token for `method`. Every failure is the same 404, so

@@ -56,9 +56,8 @@ pub struct ActionList {
     pub actions: Vec<ActionInfo>,
 }
 
-/// `list_actions`, for a caller holding `actions:execute`.
-pub fn list(sluice: &Sluice, caller: &Caller) -> Result<CallToolResult, ApiError> {
-    caller.require(Scope::ActionsExecute)?;
+/// `list_actions` (the tool has checked the caller's scope).
+pub fn list(sluice: &Sluice) -> Result<CallToolResult, ApiError> {
     let actions: Vec<ActionInfo> = sluice
         .actions()
         .catalog()
@@ -78,14 +77,13 @@ pub fn list(sluice: &Sluice, caller: &Caller) -> Result<CallToolResult, ApiError
 }
 
 /// Runs `action` with `fields` for `caller`: the one path behind both
-/// `execute_action` and `action_<name>`.
+/// `execute_action` and `action_<name>` (each has checked the caller's scope).
 pub async fn execute(
     sluice: &Sluice,
     caller: &Caller,
     action: &str,
     fields: Value,
 ) -> Result<CallToolResult, ApiError> {
-    caller.require(Scope::ActionsExecute)?;
     let outcome = sluice.execute_action(caller, action, fields).await?;
     let files = match outcome.files_linked {
         0 => String::new(),
@@ -132,7 +130,8 @@ pub fn routes(sluice: &Sluice) -> Vec<ToolRoute<SluiceTools>> {
                 let name = name.clone();
                 Box::pin(async move {
                     let outcome = async {
-                        let caller = caller_of(&context.request_context.extensions)?;
+                        let caller =
+                            caller_of(&context.request_context.extensions, Scope::ActionsExecute)?;
                         let fields = Value::Object(context.arguments.clone().unwrap_or_default());
                         execute(context.service.sluice(), &caller, &name, fields).await
                     }

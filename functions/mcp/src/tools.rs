@@ -189,13 +189,16 @@ fn caller(parts: &Parts, scope: Scope) -> Result<Caller, ApiError> {
     Ok(caller)
 }
 
-/// The caller the gate authenticated, from a tool call's context.
-pub(crate) fn caller_of(extensions: &rmcp::model::Extensions) -> Result<Caller, ApiError> {
-    extensions
+/// The caller the gate authenticated, holding `scope`, from a tool call's
+/// context (for tools built at run time, which take no `Extension`).
+pub(crate) fn caller_of(
+    extensions: &rmcp::model::Extensions,
+    scope: Scope,
+) -> Result<Caller, ApiError> {
+    let parts = extensions
         .get::<Parts>()
-        .and_then(|parts| parts.extensions.get::<Caller>())
-        .cloned()
-        .ok_or(ApiError::Unauthorized("a bearer token is required"))
+        .ok_or(ApiError::Unauthorized("a bearer token is required"))?;
+    caller(parts, scope)
 }
 
 #[tool_router]
@@ -245,8 +248,8 @@ Each action is also its own tool, `action_<name>`.",
     ) -> Result<CallToolResult, ErrorData> {
         finish(
             async {
-                let caller = caller(&parts, Scope::ActionsExecute)?;
-                crate::actions::list(&self.sluice, &caller)
+                caller(&parts, Scope::ActionsExecute)?;
+                crate::actions::list(&self.sluice)
             }
             .await,
         )

@@ -101,12 +101,10 @@ pub(crate) struct Body {
 
 /// The `data:` URI header for a file: `data:<mime>;name=<name>;base64,`.
 fn uri_header(meta: &FileMeta) -> String {
-    let essence = meta
-        .content_type
-        .parse::<mime::Mime>()
-        .map(|m| m.essence_str().to_owned())
-        .unwrap_or_else(|_| crate::datauri::DEFAULT_MIME.to_owned());
-    DataUri::header(&essence, Some(&meta.filename))
+    DataUri::header(
+        &crate::datauri::essence(&meta.content_type),
+        Some(&meta.filename),
+    )
 }
 
 /// Lays out the body of `plan` for action `action` called by `user`.

@@ -17,8 +17,8 @@ mod schema;
 mod upstream;
 
 pub use catalog::{
-    Action, AuthValue, Catalog, CatalogError, Field, FieldKind, FileDelivery, MAX_TIMEOUT_SECS,
-    UpstreamAuth, upstream_url_allowed, valid_action_name,
+    Action, AuthValue, Catalog, CatalogError, Field, FieldKind, FileDelivery, UpstreamAuth,
+    upstream_url_allowed,
 };
 pub use results::ResultFile;
 pub use schema::{FILE_FIELD_HELP, input_schema};
@@ -85,11 +85,6 @@ impl Actions {
     /// The catalog.
     pub fn catalog(&self) -> &Catalog {
         &self.catalog
-    }
-
-    /// The limits.
-    pub fn limits(&self) -> ActionLimits {
-        self.limits
     }
 }
 
@@ -191,8 +186,7 @@ impl Sluice {
                                 ),
                             )
                         })?;
-                        let digest_ok = info.sha256.is_none_or(|d| d == meta.sha256);
-                        if info.size != meta.size || !digest_ok {
+                        if info.contradicts(&meta) {
                             tracing::warn!(file_id = %meta.id, "stored object does not match its handle");
                             return Err(field_error(
                                 &field,
@@ -225,7 +219,7 @@ impl Sluice {
                 (Source::Stored(meta), _) | (Source::Inline(_), Some(meta)) => meta.clone(),
                 (Source::Inline(uri), None) => {
                     let name = uri.name.clone().unwrap_or_else(|| "file".to_owned());
-                    let kept = self
+                    let (meta, _) = self
                         .store_inline(
                             &caller.sub,
                             name,
@@ -234,12 +228,13 @@ impl Sluice {
                             Some(uri.mime.clone()),
                         )
                         .await?;
-                    let meta = self.redeem_handle(caller, &kept.handle)?;
                     stored[index] = Some(meta.clone());
                     meta
                 }
             };
-            let ticket = self.issue_download(&meta).await?;
+            // Stored files were checked by `check_stored`, inline ones just
+            // stored: no second request to the store.
+            let ticket = self.download_ticket(&meta);
             links.push_back(json!({
                 "url": ticket.download.url,
                 "size": ticket.size,

@@ -79,11 +79,7 @@ pub(crate) async fn externalize(
             .clone()
             .filter(|n| !n.trim().is_empty() && n.len() <= MAX_FILENAME_BYTES)
             .unwrap_or_else(|| default_name(action, &uri.mime));
-        let content_type = uri
-            .mime
-            .parse::<mime::Mime>()
-            .map(|m| m.essence_str().to_owned())
-            .unwrap_or_else(|_| crate::datauri::DEFAULT_MIME.to_owned());
+        let content_type = crate::datauri::essence(&uri.mime);
         let sha256 = Sha256::of(&uri.data);
         // Never "try again": the action itself has already run.
         let ran = |e: ApiError| {
@@ -98,18 +94,13 @@ pub(crate) async fn externalize(
                 "the action ran, but a file in its result could not be kept ({why}): check the result in the backend before running it again"
             ))
         };
-        let upload = sluice
+        let (file, handle) = sluice
             .store_inline(&caller.sub, filename, uri.data, sha256, Some(content_type))
             .await
             .map_err(ran)?;
-        let file = sluice.redeem_handle(caller, &upload.handle)?;
-        let ticket = sluice.issue_download(&file).await.map_err(ran)?;
+        let ticket = sluice.download_ticket(&file);
         tracing::info!(action, file_id = %file.id, size = file.size, "file in an action result stored");
-        *slot = serde_json::to_value(ResultFile {
-            handle: upload.handle,
-            ticket,
-        })
-        .map_err(ApiError::internal)?;
+        *slot = serde_json::to_value(ResultFile { handle, ticket }).map_err(ApiError::internal)?;
         stored += 1;
     }
     Ok(stored)

@@ -204,11 +204,6 @@ impl AccessVerifier {
         self
     }
 
-    /// The audience tokens must name, if one is checked.
-    pub fn audience(&self) -> Option<&str> {
-        self.audience.as_deref()
-    }
-
     /// Validates a bearer token.
     pub async fn verify(&self, token: &str) -> Result<Caller, TokenError> {
         match &self.keys {

@@ -37,9 +37,6 @@ const QUEUED: usize = 8 * CHUNK;
 /// download holds at most two (one read ahead).
 const READ_CHUNK: usize = 1024 * 1024;
 
-/// The most transfers (uploads and downloads) at once, by default.
-pub const DEFAULT_MAX_TRANSFERS: usize = 256;
-
 /// A directory of objects with a quota on the bytes it holds.
 #[derive(Debug, Clone)]
 pub struct LocalStore {
@@ -67,9 +64,10 @@ struct UploadGuard {
 impl Drop for UploadGuard {
     fn drop(&mut self) {
         self.used.fetch_sub(self.reserved, Ordering::SeqCst);
-        if let Ok(mut keys) = self.uploading.lock() {
-            keys.remove(&self.key);
-        }
+        self.uploading
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
     }
 }
 
@@ -117,23 +115,15 @@ impl LocalStore {
             used: self.used.clone(),
             reserved: 0,
         };
-        let mut used = self.used.load(Ordering::SeqCst);
-        loop {
-            if used.saturating_add(size) > self.quota {
-                return Err(StoreError::QuotaExceeded {
-                    used,
-                    quota: self.quota,
-                    needed: size,
-                });
-            }
-            match self
-                .used
-                .compare_exchange(used, used + size, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(_) => break,
-                Err(now) => used = now,
-            }
-        }
+        self.used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                (used.saturating_add(size) <= self.quota).then_some(used + size)
+            })
+            .map_err(|used| StoreError::QuotaExceeded {
+                used,
+                quota: self.quota,
+                needed: size,
+            })?;
         guard.reserved = size;
         Ok(guard)
     }

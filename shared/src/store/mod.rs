@@ -10,7 +10,7 @@ mod local;
 mod small;
 
 #[cfg(feature = "local")]
-pub use local::{DEFAULT_MAX_TRANSFERS, LocalStore};
+pub use local::LocalStore;
 
 use std::fmt;
 use std::io;
@@ -36,6 +36,15 @@ pub struct ObjectInfo {
     pub created_at: i64,
     /// The object's version, where the store keeps versions (S3).
     pub version: Option<String>,
+}
+
+impl ObjectInfo {
+    /// Whether what the store knows contradicts what `file` pins: another
+    /// size, or a recorded digest that differs. (A store that records no
+    /// digest contradicts nothing about it; the bytes must then be read.)
+    pub fn contradicts(&self, file: &crate::file::FileMeta) -> bool {
+        self.size != file.size || self.sha256.is_some_and(|d| d != file.sha256)
+    }
 }
 
 /// A presigned request: the URL and exactly the headers the client must send.
