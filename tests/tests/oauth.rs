@@ -136,20 +136,40 @@ fn the_typescript_sdk_completes_oauth_against_a_real_authorization_server() {
     assert_oauth_checks(&checks, "ES256");
 }
 
-/// The AWS stack's environment (emulated S3 and DynamoDB, bucket and table
-/// `name`) with `auth` as its authorization server.
-fn aws_env(
-    emulators: &crate::emulators::Emulators,
-    auth: &AuthServer,
+/// The stack as deployed behind `topology`: emulated S3 and DynamoDB
+/// (bucket and table `name`), an authorization server signing `alg`, and the
+/// three functions, given the URL variables `urls` makes of the gateway's
+/// base. Dropped in this order: the functions first.
+struct Deployed {
+    gateway: crate::gateway::Gateway,
+    auth: AuthServer,
+    _emulators: crate::emulators::Emulators,
+}
+
+fn deploy(
+    topology: crate::gateway::Topology,
     name: &str,
-) -> Vec<(&'static str, String)> {
-    let mut env: Vec<(&'static str, String)> = emulators
-        .env(name)
-        .into_iter()
-        .filter(|(k, _)| *k != "SLUICE_DEV_TOKENS")
-        .collect();
-    env.extend(auth.env());
-    env
+    alg: &str,
+    urls: impl Fn(&str) -> Vec<(&'static str, String)>,
+) -> Deployed {
+    let emulators = crate::emulators::Emulators::start();
+    crate::aws::provision(&emulators, name);
+    let auth = AuthServer::start(alg);
+    let gateway = crate::gateway::Gateway::start(topology, |base| {
+        let mut env: Vec<(&'static str, String)> = emulators
+            .env(name)
+            .into_iter()
+            .filter(|(k, _)| *k != "SLUICE_DEV_TOKENS")
+            .collect();
+        env.extend(auth.env());
+        env.extend(urls(base));
+        env
+    });
+    Deployed {
+        gateway,
+        auth,
+        _emulators: emulators,
+    }
 }
 
 /// A request with no token, as a client's first one: the 401 and its headers.
@@ -169,15 +189,12 @@ fn first_contact(mcp_url: &str) -> crate::util::Reply {
 /// template's response mapping restoring the renamed challenge.
 #[test]
 fn the_python_sdk_completes_oauth_through_api_gateway_and_lambda() {
-    use crate::gateway::{Gateway, Topology};
-    let emulators = crate::emulators::Emulators::start();
-    crate::aws::provision(&emulators, "oauth-apigw");
-    let auth = AuthServer::start("RS256");
-    let gateway = Gateway::start(Topology::ApiGateway { restore: true }, |base| {
-        let mut env = aws_env(&emulators, &auth, "oauth-apigw");
-        env.push(("SLUICE_PUBLIC_URL", base.to_owned()));
-        env
-    });
+    let Deployed { gateway, auth, .. } = &deploy(
+        crate::gateway::Topology::ApiGateway { restore: true },
+        "oauth-apigw",
+        "RS256",
+        |base| vec![("SLUICE_PUBLIC_URL", base.to_owned())],
+    );
     let mcp_url = format!("{}/mcp", gateway.base);
     let first = first_contact(&mcp_url);
     assert_eq!(first.status, 401);
@@ -200,7 +217,7 @@ fn the_python_sdk_completes_oauth_through_api_gateway_and_lambda() {
         python.to_str().unwrap(),
         "oauth.py",
         &mcp_url,
-        &auth,
+        auth,
         "RS256",
     );
     assert_oauth_checks(&checks, "RS256");
@@ -211,15 +228,12 @@ fn the_python_sdk_completes_oauth_through_api_gateway_and_lambda() {
 /// `mcp` function serves at both places RFC 9728 allows.
 #[test]
 fn without_the_challenge_header_clients_discover_from_the_well_known_paths() {
-    use crate::gateway::{Gateway, Topology};
-    let emulators = crate::emulators::Emulators::start();
-    crate::aws::provision(&emulators, "oauth-remapped");
-    let auth = AuthServer::start("ES256");
-    let gateway = Gateway::start(Topology::ApiGateway { restore: false }, |base| {
-        let mut env = aws_env(&emulators, &auth, "oauth-remapped");
-        env.push(("SLUICE_PUBLIC_URL", base.to_owned()));
-        env
-    });
+    let Deployed { gateway, auth, .. } = &deploy(
+        crate::gateway::Topology::ApiGateway { restore: false },
+        "oauth-remapped",
+        "ES256",
+        |base| vec![("SLUICE_PUBLIC_URL", base.to_owned())],
+    );
     let mcp_url = format!("{}/mcp", gateway.base);
     let first = first_contact(&mcp_url);
     assert_eq!(first.status, 401);
@@ -241,7 +255,7 @@ fn without_the_challenge_header_clients_discover_from_the_well_known_paths() {
         "node",
         "oauth.mjs",
         &mcp_url,
-        &auth,
+        auth,
         "ES256",
         &["--skip-step-up"],
     );
@@ -260,22 +274,23 @@ fn without_the_challenge_header_clients_discover_from_the_well_known_paths() {
 /// the resolver's, the MCP resource and its metadata the mcp function's.
 #[test]
 fn the_oauth_flow_runs_under_cargo_lambda_watch_prefixes() {
-    use crate::gateway::{Gateway, Topology};
-    let emulators = crate::emulators::Emulators::start();
-    crate::aws::provision(&emulators, "oauth-watch");
-    let auth = AuthServer::start("RS256");
-    let gateway = Gateway::start(Topology::CargoLambdaWatch, |base| {
-        let mut env = aws_env(&emulators, &auth, "oauth-watch");
-        env.push((
-            "SLUICE_PUBLIC_URL",
-            format!("{base}/lambda-url/sluice-resolver"),
-        ));
-        env.push((
-            "SLUICE_MCP_URL",
-            format!("{base}/lambda-url/sluice-mcp/mcp"),
-        ));
-        env
-    });
+    let Deployed { gateway, auth, .. } = &deploy(
+        crate::gateway::Topology::CargoLambdaWatch,
+        "oauth-watch",
+        "RS256",
+        |base| {
+            vec![
+                (
+                    "SLUICE_PUBLIC_URL",
+                    format!("{base}/lambda-url/sluice-resolver"),
+                ),
+                (
+                    "SLUICE_MCP_URL",
+                    format!("{base}/lambda-url/sluice-mcp/mcp"),
+                ),
+            ]
+        },
+    );
     let mcp_url = format!("{}/lambda-url/sluice-mcp/mcp", gateway.base);
     let first = first_contact(&mcp_url);
     assert_eq!(first.status, 401);
@@ -296,7 +311,7 @@ fn the_oauth_flow_runs_under_cargo_lambda_watch_prefixes() {
         python.to_str().unwrap(),
         "oauth.py",
         &mcp_url,
-        &auth,
+        auth,
         "RS256",
     );
     assert_oauth_checks(&checks, "RS256");
