@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test lint fmt bench fuzz clean clients template
+.PHONY: all build run test lint fmt bench fuzz soak deny clean clients template
 
 all: build
 
@@ -78,11 +78,31 @@ bench: clients
 	$(CARGO) build --release -p sluice-mcp -p sluice-issuer -p sluice-resolver
 	target/fast/sluice-bench --out BENCHMARKS.md
 
+# The local server under mixed well-formed and hostile load for SOAK_SECS
+# (default 10 minutes), on loopback; fails on any 5xx to a well-formed
+# request or any transfer that is not byte-exact, and writes the RSS and
+# open-fd figures into BENCHMARKS.md's "Soak" section.
+SOAK_SECS ?= 600
+soak:
+	$(CARGO) build --profile fast --bin sluice --bin sluice-bench
+	target/fast/sluice-bench --soak $(SOAK_SECS) --out BENCHMARKS.md
+
 # The codecs' property tests (shared/src/props.rs) with a million cases
 # each; `make test` runs them with 256. Figures in BENCHMARKS.md.
 FUZZ_CASES ?= 1000000
 fuzz:
 	PROPTEST_CASES=$(FUZZ_CASES) $(CARGO) test --profile fuzz -p sluice --features local props:: -- --skip real_shell --test-threads 2
+
+# Licences and banned crates (deny.toml), with a pinned cargo-deny.
+CARGO_DENY_VERSION := 0.20.2
+CARGO_DENY := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/cargo-deny
+
+$(CARGO_DENY):
+	$(CARGO) install cargo-deny@$(CARGO_DENY_VERSION) --locked
+	touch $@
+
+deny: $(CARGO_DENY)
+	$(CARGO_DENY) check licenses bans
 
 clean:
 	$(CARGO) clean

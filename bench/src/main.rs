@@ -7,6 +7,7 @@ mod backends;
 mod lambda;
 mod load;
 mod refs;
+mod soak;
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
@@ -23,6 +24,7 @@ pub(crate) struct Args {
     requests: usize,
     concurrency: usize,
     action_size_mib: u64,
+    soak_secs: Option<u64>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -34,6 +36,7 @@ fn parse_args() -> anyhow::Result<Args> {
         requests: 20_000,
         concurrency: 32,
         action_size_mib: 256,
+        soak_secs: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -52,10 +55,11 @@ fn parse_args() -> anyhow::Result<Args> {
             "--action-size-mib" => {
                 args.action_size_mib = it.next().context("--action-size-mib N")?.parse()?
             }
+            "--soak" => args.soak_secs = Some(it.next().context("--soak SECS")?.parse()?),
             other => bail!(
                 "unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE, \
                  --only data|actions|mcp|backends|lambda, --requests N, --concurrency N, \
-                 --action-size-mib N)"
+                 --action-size-mib N, --soak SECS)"
             ),
         }
     }
@@ -79,6 +83,17 @@ fn main() -> anyhow::Result<()> {
         });
     }
     let args = parse_args()?;
+    if let Some(secs) = args.soak_secs {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        let section = rt.block_on(soak::run(secs))?;
+        print!("{section}");
+        if let Some(out) = &args.out {
+            merge_sections(out, &section)?;
+        }
+        return Ok(());
+    }
     let mut report = String::from(
         "# Benchmarks\n\nFigures from one run of `make bench` on the development machine. \
          Every figure stands beside a reference measured in the same run, as a ratio: \
@@ -117,9 +132,46 @@ fn main() -> anyhow::Result<()> {
     }
     print!("{report}");
     if let Some(out) = &args.out {
-        std::fs::write(out, report)?;
-        eprintln!("wrote {}", out.display());
+        if args.only.is_some() {
+            // One part measured: only its sections are replaced.
+            let sections = report.find("\n## ").map_or("", |i| &report[i + 1..]);
+            merge_sections(out, sections)?;
+        } else {
+            std::fs::write(out, report)?;
+            eprintln!("wrote {}", out.display());
+        }
     }
+    Ok(())
+}
+
+/// Replaces, in the report at `out`, each `## ` section that `sections`
+/// holds (appending the new ones), leaving every other section as it was.
+fn merge_sections(out: &Path, sections: &str) -> anyhow::Result<()> {
+    let existing = std::fs::read_to_string(out).unwrap_or_default();
+    let split = |text: &str| -> Vec<String> {
+        let mut parts = Vec::new();
+        let mut current = String::new();
+        for line in text.split_inclusive('\n') {
+            if line.starts_with("## ") && !current.is_empty() {
+                parts.push(std::mem::take(&mut current));
+            }
+            current.push_str(line);
+        }
+        if !current.is_empty() {
+            parts.push(current);
+        }
+        parts
+    };
+    let heading = |part: &str| part.lines().next().unwrap_or_default().to_owned();
+    let mut parts = split(&existing);
+    for new in split(sections) {
+        match parts.iter_mut().find(|p| heading(p) == heading(&new)) {
+            Some(old) => *old = new,
+            None => parts.push(new),
+        }
+    }
+    std::fs::write(out, parts.concat())?;
+    eprintln!("updated {}", out.display());
     Ok(())
 }
 

@@ -141,6 +141,22 @@ impl From<StoreError> for ApiError {
             StoreError::Body(e) => ApiError::BadRequest(format!(
                 "the upload was interrupted ({e}); nothing was stored and the link can be used again"
             )),
+            StoreError::Unavailable(why) => {
+                tracing::warn!(reason = %why, "store unavailable");
+                ApiError::Unavailable(
+                    "file storage cannot answer right now; nothing was stored or spent: \
+                     try again in a few seconds"
+                        .into(),
+                )
+            }
+            StoreError::Io(e) if e.kind() == std::io::ErrorKind::StorageFull => {
+                tracing::error!(error = %e, "the disk holding the data directory is full");
+                ApiError::InsufficientStorage(
+                    "the server's disk is full: nothing was stored and the link can be used again \
+                     once space is freed"
+                        .into(),
+                )
+            }
             StoreError::Io(e) => ApiError::internal(e),
         }
     }

@@ -416,7 +416,7 @@ impl Sluice {
     pub async fn resolve_file(&self, caller: &Caller, file: &str) -> Result<FileMeta, ApiError> {
         let file = file.trim();
         if let Some(id) = FileId::parse(file) {
-            return self.find_file(&caller.sub, &id).await;
+            return self.find_file(&caller.owner, &id).await;
         }
         self.redeem_handle(caller, file)
     }
@@ -435,7 +435,7 @@ impl Sluice {
                     .into(),
             ),
         })?;
-        if h.file.owner != caller.sub && !caller.scopes.contains(&Scope::FilesResolve) {
+        if h.file.owner != caller.owner && !caller.scopes.contains(&Scope::FilesResolve) {
             return Err(ApiError::Forbidden(
                 "this handle was issued to another user".into(),
             ));

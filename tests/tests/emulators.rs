@@ -18,7 +18,8 @@ pub const REGION: &str = "us-east-1";
 pub struct Emulators {
     s3: Child,
     moto: Child,
-    _dir: tempfile::TempDir,
+    s3_port: u16,
+    dir: tempfile::TempDir,
     /// The S3 endpoint.
     pub s3_url: String,
     /// The DynamoDB endpoint.
@@ -56,18 +57,22 @@ fn s3s_fs() -> PathBuf {
     bin
 }
 
+fn spawn_s3(port: u16, dir: &std::path::Path) -> Child {
+    Command::new(s3s_fs())
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("s3s-fs starts")
+}
+
 impl Emulators {
     pub fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let (s3_port, moto_port) = (free_port(), free_port());
-        let s3 = Command::new(s3s_fs())
-            .args(["--host", "127.0.0.1", "--port", &s3_port.to_string()])
-            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("s3s-fs starts");
+        let s3 = spawn_s3(s3_port, dir.path());
         let moto_bin = root().join(".venv/bin/moto_server");
         assert!(moto_bin.exists(), "moto is not installed: run `make test`");
         let moto = Command::new(moto_bin)
@@ -81,7 +86,8 @@ impl Emulators {
         Self {
             s3,
             moto,
-            _dir: dir,
+            s3_port,
+            dir,
             s3_url: format!("http://127.0.0.1:{s3_port}"),
             dynamodb_url: format!("http://127.0.0.1:{moto_port}"),
         }
@@ -91,6 +97,18 @@ impl Emulators {
     pub fn stop_dynamodb(&mut self) {
         let _ = self.moto.kill();
         let _ = self.moto.wait();
+    }
+
+    /// Kills the S3 emulator, as an outage would, mid-request or not.
+    pub fn kill_s3(&mut self) {
+        let _ = self.s3.kill();
+        let _ = self.s3.wait();
+    }
+
+    /// Starts the S3 emulator again on the same port and the same data.
+    pub fn restart_s3(&mut self) {
+        self.s3 = spawn_s3(self.s3_port, self.dir.path());
+        wait_for(self.s3_port, "s3s-fs");
     }
 
     /// Settings for a bucket and table of these emulators.

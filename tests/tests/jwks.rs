@@ -360,3 +360,40 @@ fn tokens_not_yet_valid_or_with_unusable_subjects_are_refused() {
         200
     );
 }
+
+/// Owners are the issuer and the subject: after the deployment moves to
+/// another authorization server, its `alice` is not the old one's, and cannot
+/// resolve the old `alice`'s handles.
+#[test]
+fn the_same_subject_from_another_issuer_owns_nothing_of_the_first() {
+    let keys = keys();
+    let jwks = JwksServer::start(json!({"keys": [keys["rsa"]["jwk"]]}));
+    let (server, dir) = start_with(&jwks, "1");
+    let rsa_pem = keys["rsa"]["pem"].as_str().unwrap();
+    let alice = sign(
+        Algorithm::RS256,
+        rsa_pem,
+        "rsa-1",
+        claims("alice", "files:read files:write", 300),
+    );
+    let ticket = server.upload(&alice, "a.txt", b"from the first issuer");
+    let handle = ticket["handle"].as_str().unwrap();
+    assert_eq!(server.resolve(&alice, handle).status, 200);
+    server.stop();
+
+    const OTHER: &str = "https://other-auth.example.com";
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_AUTH_JWKS_URL", &jwks.url),
+            ("SLUICE_AUTH_ISSUER", OTHER),
+            ("SLUICE_AUTH_AUDIENCE", AUDIENCE),
+        ],
+    );
+    let mut other = claims("alice", "files:read files:write", 300);
+    other["iss"] = json!(OTHER);
+    let other_alice = sign(Algorithm::RS256, rsa_pem, "rsa-1", other);
+    let reply = server.resolve(&other_alice, handle);
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    assert!(reply.text().contains("another user"), "{}", reply.text());
+}

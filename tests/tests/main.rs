@@ -10,6 +10,7 @@ mod concurrency;
 mod contract;
 mod download;
 mod emulators;
+mod faults;
 mod gateway;
 mod hardening;
 mod jwks;

@@ -438,22 +438,42 @@ pub fn release_fifo(path: &Path) {
 
 /// Spawns `command` (stdout piped) and returns it with what its first line
 /// announces after `listening on `; the rest of its output keeps being read,
-/// since a closed pipe would fail the server's next write.
-pub fn spawn_announcing(mut command: Command) -> (Child, String) {
-    let mut child = command
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{command:?} could not start ({e}): run `make test`"));
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    std::thread::spawn(move || for _ in stdout.lines() {});
-    let announced = first
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-        .to_owned();
-    (child, announced)
+/// since a closed pipe would fail the server's next write. A process that
+/// announces nothing within 30 s is killed and started once more (seen here,
+/// rarely: a Node process hung before it listened, under a loaded machine);
+/// a second silence fails the test.
+pub fn spawn_announcing(command: Command) -> (Child, String) {
+    spawn_announcing_within(command, std::time::Duration::from_secs(30))
+}
+
+fn spawn_announcing_within(mut command: Command, wait: std::time::Duration) -> (Child, String) {
+    for attempt in 1..=2 {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{command:?} could not start ({e}): run `make test`"));
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let (first_line, first) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut first = String::new();
+            let _ = stdout.read_line(&mut first);
+            let _ = first_line.send(first);
+            for _ in stdout.lines() {}
+        });
+        let Ok(first) = first.recv_timeout(wait) else {
+            eprintln!("{command:?} announced nothing within {wait:?} (attempt {attempt})");
+            let _ = child.kill();
+            let _ = child.wait();
+            continue;
+        };
+        let announced = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+            .to_owned();
+        return (child, announced);
+    }
+    panic!("{command:?} announced nothing twice");
 }
 
 /// The checks a client script reported in its JSON summary line; the

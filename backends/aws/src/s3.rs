@@ -30,11 +30,29 @@ pub struct S3Store {
     bucket: String,
 }
 
-fn s3_error<E>(e: aws_sdk_s3::error::SdkError<E>) -> StoreError
+/// S3 out of reach, timing out, throttling or failing on its side is "not
+/// now" (503): nothing was stored or read, and the same request may succeed
+/// later. An unexpected 403 is the deployment's permissions, not the
+/// caller's doing: logged with the key, and also answered 503, never 500.
+fn s3_error<E>(e: aws_sdk_s3::error::SdkError<E>, key: &str) -> StoreError
 where
     E: std::error::Error + Send + Sync + 'static,
 {
-    StoreError::Io(io::Error::other(DisplayErrorContext(e).to_string()))
+    use aws_sdk_s3::error::SdkError;
+    let status = e.raw_response().map(|r| r.status().as_u16());
+    let transient = matches!(
+        e,
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_)
+    ) || status.is_some_and(|s| s >= 500);
+    let text = DisplayErrorContext(e).to_string();
+    if status == Some(403) {
+        tracing::error!(key, error = %text, "S3 refused access: check the function's IAM policy");
+        StoreError::Unavailable(format!("S3 refused access to {key}"))
+    } else if transient {
+        StoreError::Unavailable(format!("{key}: {text}"))
+    } else {
+        StoreError::Io(io::Error::other(text))
+    }
 }
 
 impl S3Store {
@@ -95,7 +113,7 @@ impl ObjectStore for S3Store {
             Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
                 return Ok(None);
             }
-            Err(e) => return Err(s3_error(e)),
+            Err(e) => return Err(s3_error(e, key.as_str())),
         };
         Ok(Some(ObjectInfo {
             size: out.content_length().unwrap_or(0).max(0) as u64,
@@ -141,7 +159,7 @@ impl ObjectStore for S3Store {
                 Err(StoreError::AlreadyExists)
             }
             Err(e) if e.code() == Some("PreconditionFailed") => Err(StoreError::AlreadyExists),
-            Err(e) => Err(s3_error(e)),
+            Err(e) => Err(s3_error(e, key.as_str())),
         }
     }
 
@@ -165,7 +183,7 @@ impl ObjectStore for S3Store {
                 Ok(Some(stream.boxed()))
             }
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
-            Err(e) => Err(s3_error(e)),
+            Err(e) => Err(s3_error(e, key.as_str())),
         }
     }
 
@@ -179,7 +197,7 @@ impl ObjectStore for S3Store {
             .send()
             .await
             .map(drop)
-            .map_err(s3_error)
+            .map_err(|e| s3_error(e, key.as_str()))
     }
 
     async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
@@ -200,7 +218,7 @@ impl ObjectStore for S3Store {
             .send();
         let mut keys = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(s3_error)?;
+            let page = page.map_err(|e| s3_error(e, prefix))?;
             keys.extend(
                 page.contents()
                     .iter()
@@ -230,7 +248,7 @@ impl ObjectStore for S3Store {
             .content_type(content_type)
             .presigned(config)
             .await
-            .map_err(s3_error)?;
+            .map_err(|e| s3_error(e, key.as_str()))?;
         // Exactly the headers the signature covers (less Host, which the URL
         // gives). Inside Lambda the SDK also adds X-Amzn-Trace-Id, which it
         // does not sign: it means nothing to S3 coming from the client, and
@@ -268,7 +286,10 @@ impl ObjectStore for S3Store {
         if let Some(version) = &info.version {
             request = request.version_id(version);
         }
-        let presigned = request.presigned(config).await.map_err(s3_error)?;
+        let presigned = request
+            .presigned(config)
+            .await
+            .map_err(|e| s3_error(e, key.as_str()))?;
         Ok(Some(presigned.uri().to_owned()))
     }
 }

@@ -40,7 +40,7 @@ async fn request_upload(
     JsonBody(req): JsonBody<UploadRequest>,
 ) -> Result<Json<UploadTicket>, ApiError> {
     sluice.require(&caller, Scope::FilesWrite)?;
-    sluice.issue_upload(&caller.sub, req).await.map(Json)
+    sluice.issue_upload(&caller.owner, req).await.map(Json)
 }
 
 /// What a successful upload answers.

@@ -301,7 +301,7 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
         finish(async {
             let caller = caller(&parts, Scope::FilesWrite)?;
             let (name, size) = (req.filename.clone(), req.size);
-            let ticket = self.sluice.issue_upload(&caller.sub, req).await?;
+            let ticket = self.sluice.issue_upload(&caller.owner, req).await?;
             success(
                 format!(
                     "Upload link for {name} ({size} bytes) until {}. Run the curl command where the file is; \
@@ -352,7 +352,7 @@ The bytes never pass through the conversation. The size and sha256 are returned 
         finish(
             async {
                 let caller = caller(&parts, Scope::FilesRead)?;
-                let files = self.sluice.list_files(&caller.sub).await?;
+                let files = self.sluice.list_files(&caller.owner).await?;
                 success(format!("{} file(s).", files.len()), &FileList { files })
             }
             .await,
@@ -384,7 +384,7 @@ with its sha256 (required, checked). Best effort, small files only: prefer reque
                 .map_err(|_| ApiError::BadRequest("data_base64 is not valid base64".into()))?;
             let stored = self
                 .sluice
-                .upload_small(&caller.sub, args.filename, data, args.sha256, args.content_type)
+                .upload_small(&caller.owner, args.filename, data, args.sha256, args.content_type)
                 .await?;
             success(
                 format!("Stored {} ({} bytes) as {}.", stored.filename, stored.size, stored.file_id),

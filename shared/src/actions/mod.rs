@@ -130,7 +130,7 @@ impl Sluice {
                     &actions.reads,
                     &failure,
                     &action.name,
-                    &caller.sub,
+                    &caller.owner,
                     &plan,
                 )?;
                 Payload::Stream {
@@ -221,7 +221,7 @@ impl Sluice {
                     let name = uri.name.clone().unwrap_or_else(|| "file".to_owned());
                     let (meta, _) = self
                         .store_inline(
-                            &caller.sub,
+                            &caller.owner,
                             name,
                             uri.data.clone(),
                             crate::sha::Sha256::of(&uri.data),

@@ -95,7 +95,13 @@ pub(crate) async fn externalize(
             ))
         };
         let (file, handle) = sluice
-            .store_inline(&caller.sub, filename, uri.data, sha256, Some(content_type))
+            .store_inline(
+                &caller.owner,
+                filename,
+                uri.data,
+                sha256,
+                Some(content_type),
+            )
             .await
             .map_err(ran)?;
         let ticket = sluice.download_ticket(&file);

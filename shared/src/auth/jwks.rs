@@ -1,7 +1,10 @@
 //! Bearer tokens from an external authorization server: RS256 or ES256,
 //! verified with the keys of its JWKS document, fetched on first use, cached,
 //! and fetched again when a token names a key id the cache lacks (the
-//! server rotated its keys) or the cache is older than an hour.
+//! server rotated its keys) or the cache is older than an hour. When the
+//! server cannot be reached, the keys last fetched keep serving for a bounded
+//! time ([`MAX_STALE`]), then are dropped: a key the server withdrew while
+//! unreachable is not trusted forever.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -22,6 +25,11 @@ use crate::token::TokenError;
 
 /// Keys are refetched at least this often, rotation or not.
 const MAX_AGE: Duration = Duration::from_secs(3600);
+
+/// How long keys are kept, since the last successful fetch, while every
+/// refresh fails. Each failure is logged with the keys' age; dropping them is
+/// logged as an error, and tokens are then refused until a fetch succeeds.
+pub const MAX_STALE: Duration = Duration::from_secs(6 * 3600);
 
 /// How long one fetch of the document may take, connection included.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -47,7 +55,33 @@ enum FetchError {
 #[derive(Default)]
 struct Cache {
     keys: HashMap<String, (DecodingKey, Algorithm)>,
+    /// The last fetch tried, successful or not: refetches are spaced by it.
+    tried_at: Option<Instant>,
+    /// The last fetch that succeeded: the keys' age.
     fetched_at: Option<Instant>,
+}
+
+impl Cache {
+    /// Whether `kid` can be answered from the cache without a fetch: the keys
+    /// are fresh, or a fetch was just tried (and failed) and they are not too
+    /// stale. `Err` when the key is known not to be there and a fetch was
+    /// just tried.
+    fn answer(
+        &self,
+        kid: &str,
+        max_age: Duration,
+        max_stale: Duration,
+        min_refresh: Duration,
+    ) -> Option<Result<(DecodingKey, Algorithm), TokenError>> {
+        let age = self.fetched_at.map(|t| t.elapsed());
+        let just_tried = self.tried_at.is_some_and(|t| t.elapsed() < min_refresh);
+        match self.keys.get(kid) {
+            Some(key) if age.is_some_and(|a| a < max_age) => Some(Ok(key.clone())),
+            Some(key) if just_tried && age.is_some_and(|a| a < max_stale) => Some(Ok(key.clone())),
+            _ if just_tried => Some(Err(TokenError::UnknownKey)),
+            _ => None,
+        }
+    }
 }
 
 /// A cached JWKS document.
@@ -57,6 +91,8 @@ pub struct Jwks {
     /// milliseconds that a Lambda cold start need not spend.
     client: std::sync::OnceLock<Client<HttpsConnector<HttpConnector>, Empty<Bytes>>>,
     min_refresh: Duration,
+    max_age: Duration,
+    max_stale: Duration,
     cache: RwLock<Cache>,
     refreshing: Mutex<()>,
 }
@@ -112,44 +148,73 @@ impl Jwks {
             url,
             client: std::sync::OnceLock::new(),
             min_refresh,
+            max_age: MAX_AGE,
+            max_stale: MAX_STALE,
             cache: RwLock::new(Cache::default()),
             refreshing: Mutex::new(()),
         }
     }
 
+    /// Refetches keys older than `max_age`, and drops them once `max_stale`
+    /// has passed without a successful fetch (defaults: [`MAX_AGE`], [`MAX_STALE`]).
+    pub fn with_ages(mut self, max_age: Duration, max_stale: Duration) -> Self {
+        self.max_age = max_age;
+        self.max_stale = max_stale.max(max_age);
+        self
+    }
+
     /// The key `kid` names, fetching the document again if needed.
     pub async fn key(&self, kid: &str) -> Result<(DecodingKey, Algorithm), TokenError> {
+        let (max_age, max_stale, min_refresh) = (self.max_age, self.max_stale, self.min_refresh);
+        if let Some(answer) = self
+            .cache
+            .read()
+            .await
+            .answer(kid, max_age, max_stale, min_refresh)
         {
-            let cache = self.cache.read().await;
-            let fresh = cache.fetched_at.is_some_and(|t| t.elapsed() < MAX_AGE);
-            if let (true, Some(key)) = (fresh, cache.keys.get(kid)) {
-                return Ok(key.clone());
-            }
+            return answer;
         }
         // One refresh at a time; whoever waited re-checks what it brought.
         let _guard = self.refreshing.lock().await;
+        if let Some(answer) = self
+            .cache
+            .read()
+            .await
+            .answer(kid, max_age, max_stale, min_refresh)
         {
-            let cache = self.cache.read().await;
-            let fresh = cache.fetched_at.is_some_and(|t| t.elapsed() < MAX_AGE);
-            let recent = cache
-                .fetched_at
-                .is_some_and(|t| t.elapsed() < self.min_refresh);
-            match cache.keys.get(kid) {
-                Some(key) if fresh => return Ok(key.clone()),
-                None if recent => return Err(TokenError::UnknownKey),
-                _ => {}
-            }
+            return answer;
         }
         let fetched = self.fetch().await;
         let mut cache = self.cache.write().await;
-        cache.fetched_at = Some(Instant::now());
+        cache.tried_at = Some(Instant::now());
         match fetched {
             Ok(keys) => {
                 tracing::info!(url = %self.url, keys = keys.len(), "JWKS fetched");
                 cache.keys = keys;
+                cache.fetched_at = cache.tried_at;
             }
-            // Keep serving the keys we had; the next refresh may succeed.
-            Err(e) => tracing::warn!(url = %self.url, error = %e, "JWKS fetch failed"),
+            Err(e) => {
+                let age = cache.fetched_at.map(|t| t.elapsed());
+                if age.is_some_and(|a| a < max_stale) {
+                    // Keep serving the keys we had; the next refresh may succeed.
+                    tracing::warn!(
+                        url = %self.url, error = %e, keys_age_secs = age.map(|a| a.as_secs()),
+                        max_stale_secs = max_stale.as_secs(),
+                        "JWKS fetch failed; keeping the keys last fetched"
+                    );
+                } else {
+                    if !cache.keys.is_empty() {
+                        tracing::error!(
+                            url = %self.url, error = %e, keys_age_secs = age.map(|a| a.as_secs()),
+                            "JWKS fetch failed and the keys last fetched are too old: dropped; \
+                             bearer tokens are refused until a fetch succeeds"
+                        );
+                    } else {
+                        tracing::warn!(url = %self.url, error = %e, "JWKS fetch failed");
+                    }
+                    cache.keys.clear();
+                }
+            }
         }
         cache.keys.get(kid).cloned().ok_or(TokenError::UnknownKey)
     }
@@ -297,6 +362,46 @@ mod tests {
     async fn a_server_that_never_answers_times_out() {
         let err = fetch(None).await.unwrap_err();
         assert!(matches!(err, FetchError::Timeout), "{err}");
+    }
+
+    /// A server that answers `responses`, one per connection, in order.
+    async fn answering_each(responses: Vec<Vec<u8>>) -> Url {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            for response in responses {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.ends_with(b"\r\n\r\n") {
+                    let n = stream.read(&mut buf).await.unwrap();
+                    assert!(n > 0, "the request ended early");
+                    head.extend_from_slice(&buf[..n]);
+                }
+                let _ = stream.write_all(&response).await;
+            }
+        });
+        Url::parse(&format!("http://{addr}/jwks.json")).unwrap()
+    }
+
+    /// While refreshes fail, the keys last fetched serve until they are
+    /// `max_stale` old, then are dropped.
+    #[tokio::test]
+    async fn keys_are_kept_a_bounded_time_when_refreshes_fail() {
+        let doc = br#"{"keys":[{"kty":"EC","crv":"P-256","kid":"ec1","x":"MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4","y":"4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM"}]}"#;
+        let failing = || http("503 Service Unavailable", b"{}");
+        let url = answering_each(vec![http("200 OK", doc), failing(), failing(), failing()]).await;
+        let jwks =
+            Jwks::new(url, Duration::ZERO).with_ages(Duration::ZERO, Duration::from_millis(400));
+        assert!(jwks.key("ec1").await.is_ok(), "first fetch");
+        // Every call refetches (max_age 0); the refetch fails, the key stays.
+        assert!(jwks.key("ec1").await.is_ok(), "kept after one failure");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            matches!(jwks.key("ec1").await, Err(TokenError::UnknownKey)),
+            "dropped once stale"
+        );
+        assert!(jwks.cache.read().await.keys.is_empty());
     }
 
     #[tokio::test]

@@ -73,8 +73,14 @@ impl fmt::Display for Scope {
 /// An authenticated caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// The token's subject: the owner of the files this caller creates.
+    /// The token's subject, as its issuer wrote it: what an upstream action
+    /// is told the user is.
     pub sub: String,
+    /// Who owns the files this caller creates: the subject, qualified by its
+    /// issuer when tokens come from an external authorization server, so that
+    /// the same `sub` from another issuer (a changed or second server) can
+    /// never reach these files.
+    pub owner: String,
     /// Scopes granted; unknown scope names are dropped.
     pub scopes: BTreeSet<Scope>,
 }
@@ -120,6 +126,12 @@ fn check_subject(sub: &str) -> Result<(), TokenError> {
         return Err(TokenError::Malformed);
     }
     Ok(())
+}
+
+/// The owner of an external issuer's subject: `<issuer> <sub>`. An issuer is
+/// a URL, which holds no space, so no two pairs give one owner.
+fn external_owner(issuer: &str, sub: &str) -> String {
+    format!("{issuer} {sub}")
 }
 
 /// The clock skew allowed for tokens from another machine's clock.
@@ -222,6 +234,7 @@ impl AccessVerifier {
                 }
                 check_subject(&claims.sub)?;
                 Ok(Caller {
+                    owner: claims.sub.clone(),
                     sub: claims.sub,
                     scopes: claims
                         .scope
@@ -304,6 +317,7 @@ impl AccessVerifier {
             None => Scope::parse(n),
         };
         Ok(Caller {
+            owner: external_owner(&self.issuer, &claims.sub),
             sub: claims.sub,
             scopes: names.iter().filter_map(ours).collect(),
         })
@@ -446,7 +460,16 @@ mod tests {
             expires_at: crate::time::now_unix() + 60,
         }
         .encode(&keys);
-        let jwt = handle.strip_prefix(crate::token::HANDLE_PREFIX).unwrap();
-        assert_eq!(verifier().verify(jwt).await, Err(TokenError::WrongType));
+        let sealed = handle.strip_prefix(crate::token::HANDLE_PREFIX).unwrap();
+        // A sealed handle is not even a JWT; and a bearer token is no handle.
+        assert_eq!(verifier().verify(sealed).await, Err(TokenError::Malformed));
+        let bearer = verifier()
+            .mint(
+                "alice",
+                &[Scope::FilesRead],
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap();
+        assert_eq!(Handle::decode(&keys, &bearer), Err(TokenError::Malformed));
     }
 }

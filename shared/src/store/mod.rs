@@ -91,7 +91,11 @@ pub enum StoreError {
     /// Reading the request body failed (the client went away); nothing was stored.
     #[error("the upload body could not be read: {0}")]
     Body(#[source] io::Error),
-    /// The storage itself failed.
+    /// The storage cannot answer right now (out of reach, throttling,
+    /// refusing access); nothing was stored or read.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
+    /// The storage itself failed. A full disk is `ErrorKind::StorageFull`.
     #[error("storage failed: {0}")]
     Io(#[from] io::Error),
 }

@@ -16,8 +16,30 @@ type Write = (
     String,
     Bytes,
     i64,
-    tokio::sync::oneshot::Sender<Result<(), String>>,
+    tokio::sync::oneshot::Sender<Result<(), Failed>>,
 );
+
+/// Why a batch failed, cloneable for every writer waiting on it.
+#[derive(Debug, Clone)]
+struct Failed {
+    full: bool,
+    text: String,
+}
+
+impl From<Failed> for StoreError {
+    fn from(f: Failed) -> Self {
+        let kind = if f.full {
+            std::io::ErrorKind::StorageFull
+        } else {
+            std::io::ErrorKind::Other
+        };
+        StoreError::Io(std::io::Error::new(kind, f.text))
+    }
+}
+
+fn is_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
 
 /// The most writes committed in one transaction.
 const MAX_BATCH: usize = 256;
@@ -54,7 +76,10 @@ fn writer(mut conn: Connection, queue: std::sync::mpsc::Receiver<Write>) {
             }
             tx.commit()
         })()
-        .map_err(|e| e.to_string());
+        .map_err(|e| Failed {
+            full: is_full(&e),
+            text: e.to_string(),
+        });
         for (_, _, _, reply) in batch {
             let _ = reply.send(result.clone());
         }
@@ -62,6 +87,9 @@ fn writer(mut conn: Connection, queue: std::sync::mpsc::Receiver<Write>) {
 }
 
 fn db(e: rusqlite::Error) -> StoreError {
+    if is_full(&e) {
+        return StoreError::Io(std::io::Error::new(std::io::ErrorKind::StorageFull, e));
+    }
     StoreError::Io(std::io::Error::other(e))
 }
 
@@ -127,10 +155,7 @@ impl SmallObjects {
         );
         let gone = || StoreError::Io(std::io::Error::other("the record writer has stopped"));
         self.writes.send(write).map_err(|_| gone())?;
-        answer
-            .await
-            .map_err(|_| gone())?
-            .map_err(|e| StoreError::Io(std::io::Error::other(e)))
+        answer.await.map_err(|_| gone())?.map_err(StoreError::from)
     }
 
     pub(super) async fn get(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {

@@ -1,15 +1,15 @@
-//! `$uploadedFile:<jwt>` handles: what the model passes around instead of bytes.
+//! `$uploadedFile:<token>` handles: what the model passes around instead of bytes.
 
 use serde::{Deserialize, Serialize};
 
-use super::{TokenError, sign, verify};
+use super::TokenError;
+use super::sealed::{self, HANDLE};
 use crate::file::{FileId, FileMeta};
 use crate::keys::{Keyring, Purpose};
 use crate::sha::Sha256;
 
 /// The prefix that marks a handle in tool arguments.
 pub const PREFIX: &str = "$uploadedFile:";
-const TYP: &str = "sluice-handle";
 
 /// A verified handle: the file it names and when it stops being redeemable.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +21,8 @@ pub struct Handle {
 }
 
 /// Claim names are one or two letters: the handle travels through the model's
-/// context, so every byte of it costs tokens.
+/// context, so every byte of it costs tokens. Sealed: nobody who reads a
+/// handle learns its owner, filename or content type.
 #[derive(Serialize, Deserialize)]
 struct Claims {
     sub: String,
@@ -31,7 +32,6 @@ struct Claims {
     ct: String,
     sz: u64,
     sh: String,
-    exp: i64,
 }
 
 impl Handle {
@@ -44,15 +44,15 @@ impl Handle {
             ct: self.file.content_type.clone(),
             sz: self.file.size,
             sh: self.file.sha256.to_base64url(),
-            exp: self.expires_at,
         };
-        format!("{PREFIX}{}", sign(keys, Purpose::Handle, TYP, &claims))
+        let sealed = sealed::seal(keys, Purpose::Handle, HANDLE, claims, self.expires_at);
+        format!("{PREFIX}{sealed}")
     }
 
     /// Verifies a handle, with or without its `$uploadedFile:` prefix.
     pub fn decode(keys: &Keyring, s: &str) -> Result<Self, TokenError> {
-        let jwt = s.trim().strip_prefix(PREFIX).unwrap_or(s.trim());
-        let c: Claims = verify(keys, Purpose::Handle, TYP, jwt)?;
+        let token = s.trim().strip_prefix(PREFIX).unwrap_or(s.trim());
+        let (c, exp): (Claims, i64) = sealed::open(keys, Purpose::Handle, HANDLE, token)?;
         Ok(Self {
             file: FileMeta {
                 id: FileId::parse(&c.fid).ok_or(TokenError::Malformed)?,
@@ -62,7 +62,7 @@ impl Handle {
                 size: c.sz,
                 sha256: Sha256::from_base64(&c.sh).map_err(|_| TokenError::Malformed)?,
             },
-            expires_at: c.exp,
+            expires_at: exp,
         })
     }
 }

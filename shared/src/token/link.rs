@@ -1,15 +1,15 @@
-//! Link tokens: the last path segment of `/links/<jwt>` and `/uploads/<jwt>`.
+//! Link tokens: the last path segment of `/links/<token>` and `/uploads/<token>`,
+//! sealed like handles.
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{TokenError, random_id, sign, verify};
+use super::sealed::{self, LINK};
+use super::{TokenError, random_id};
 use crate::file::{FileId, FileMeta};
 use crate::keys::{Keyring, Purpose};
 use crate::sha::Sha256;
-
-const TYP: &str = "sluice-link";
 
 /// What a link lets its bearer do, once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,7 +62,6 @@ struct Claims {
     sz: u64,
     sh: String,
     jti: String,
-    exp: i64,
 }
 
 impl LinkToken {
@@ -87,14 +86,13 @@ impl LinkToken {
             sz: self.file.size,
             sh: self.file.sha256.to_base64url(),
             jti: self.jti.clone(),
-            exp: self.expires_at,
         };
-        sign(keys, Purpose::Link, TYP, &claims)
+        sealed::seal(keys, Purpose::Link, LINK, claims, self.expires_at)
     }
 
     /// Verifies a link token and checks that it allows `method`.
     pub fn decode(keys: &Keyring, token: &str, method: Method) -> Result<Self, TokenError> {
-        let c: Claims = verify(keys, Purpose::Link, TYP, token)?;
+        let (c, exp): (Claims, i64) = sealed::open(keys, Purpose::Link, LINK, token)?;
         if c.m != method {
             return Err(TokenError::WrongType);
         }
@@ -109,7 +107,7 @@ impl LinkToken {
                 sha256: Sha256::from_base64(&c.sh).map_err(|_| TokenError::Malformed)?,
             },
             jti: c.jti,
-            expires_at: c.exp,
+            expires_at: exp,
         })
     }
 }

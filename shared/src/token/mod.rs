@@ -1,12 +1,15 @@
-//! Handles and link tokens: JWTs signed with HS256 under a per-purpose key.
+//! Handles and link tokens, sealed (encrypted and authenticated, see
+//! [`sealed`]) under a per-purpose key; and the HS256 JWTs of local
+//! development bearer tokens.
 //!
-//! Verification pins the algorithm, checks the header's `typ` (so one kind of
-//! token is never redeemed as another), looks the key up by `kid` (current or
-//! previous), and allows no clock leeway. Each way a token can be bad is its
+//! Both kinds pin their algorithm, check the token's kind (so one kind of
+//! token is never redeemed as another), look the key up by `kid` (current or
+//! previous), and allow no clock leeway. Each way a token can be bad is its
 //! own [`TokenError`] variant; the HTTP edge folds them into one answer.
 
 pub(crate) mod handle;
 mod link;
+mod sealed;
 
 pub use handle::{Handle, PREFIX as HANDLE_PREFIX};
 pub use link::{LinkToken, Method};
@@ -80,6 +83,7 @@ pub(crate) fn sign<C: Serialize>(
 
 /// Verifies a JWT of type `typ` for `purpose` and returns its claims.
 /// The claims must carry `exp`.
+#[cfg(test)]
 pub(crate) fn verify<C: DeserializeOwned>(
     keys: &Keyring,
     purpose: Purpose,
