@@ -108,7 +108,7 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
         "SLUICE_DATA_DIR".to_owned(),
         dir.path().to_string_lossy().into_owned(),
     )])?;
-    let (local, _) = sluice::runtime::local_sluice(&config, "http://127.0.0.1:8787".parse()?)?;
+    let (local, _) = sluice_runtime::local_sluice(&config, "http://127.0.0.1:8787".parse()?)?;
     let start = Instant::now();
     for _ in 0..N {
         let req = UploadRequest {

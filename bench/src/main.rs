@@ -238,6 +238,9 @@ pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow
         .env("SLUICE_DATA_DIR", data_dir)
         .env("SLUICE_LOG", "warn")
         .env("SLUICE_QUOTA_BYTES", (1u64 << 40).to_string())
+        // The load is one user asking for files as fast as it can.
+        .env("SLUICE_ISSUE_RATE_PER_MINUTE", "1000000000")
+        .env("SLUICE_ISSUE_BURST", "1000000")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()?;

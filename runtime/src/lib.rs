@@ -2,13 +2,18 @@
 //! (local or AWS), and serving a router as a plain HTTP server or, inside
 //! AWS Lambda, through the Lambda runtime API.
 
+mod wiring;
+
+pub use wiring::*;
+
+use wiring as runtime;
+
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use axum::Router;
 use sluice::actions::{AuthValue, Catalog, CatalogError};
 use sluice::config::ActionsSource;
-use sluice::runtime::{self, StartError};
 #[cfg(feature = "local")]
 use sluice::store::LocalStore;
 use sluice::{Backend, Config, Keyring, MasterSecret, Sluice};

@@ -58,6 +58,8 @@ pub const VARIABLES: &[&str] = &[
     "SLUICE_MAX_CONNECTIONS",
     "SLUICE_HEADER_READ_TIMEOUT_SECS",
     "SLUICE_BODY_IDLE_TIMEOUT_SECS",
+    "SLUICE_ISSUE_RATE_PER_MINUTE",
+    "SLUICE_ISSUE_BURST",
     "SLUICE_MCP_URL",
     "SLUICE_AUTH_CLIENT_IDS",
     "SLUICE_AUTH_SCOPE_PREFIX",
@@ -188,6 +190,12 @@ pub struct Config {
     /// How long an upload's body may go without a byte
     /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
     pub body_idle_timeout: Duration,
+    /// Files one user may have issued (uploads requested, small files
+    /// stored) per minute, sustained (`SLUICE_ISSUE_RATE_PER_MINUTE`,
+    /// default 120), and at once after a quiet spell (`SLUICE_ISSUE_BURST`,
+    /// default 60). More are answered 429 with `Retry-After`. Counted per
+    /// process: on Lambda, per warm instance.
+    pub issue_rate: crate::limits::IssueRate,
     /// Where the actions catalog comes from (`SLUICE_ACTIONS_FILE`, or in
     /// aws mode `SLUICE_ACTIONS_S3_KEY`); `None`: no configured actions.
     pub actions: Option<ActionsSource>,
@@ -498,6 +506,11 @@ impl Config {
                 .unwrap_or(usize::MAX),
             header_read_timeout: secs(&get, "SLUICE_HEADER_READ_TIMEOUT_SECS", 10)?,
             body_idle_timeout: secs(&get, "SLUICE_BODY_IDLE_TIMEOUT_SECS", 30)?,
+            issue_rate: crate::limits::IssueRate {
+                per_minute: u32::try_from(positive(&get, "SLUICE_ISSUE_RATE_PER_MINUTE", 120)?)
+                    .unwrap_or(u32::MAX),
+                burst: u32::try_from(positive(&get, "SLUICE_ISSUE_BURST", 60)?).unwrap_or(u32::MAX),
+            },
         })
     }
 }

@@ -60,6 +60,14 @@ pub enum ApiError {
     /// 502: an action's upstream failed, and the message quotes it.
     #[error("{0}")]
     Upstream(String),
+    /// 429: this caller asked too often; answered with `Retry-After`.
+    #[error("{message}")]
+    TooManyRequests {
+        /// What happened and when to come back, for a person.
+        message: String,
+        /// Seconds until a retry can succeed.
+        retry_after: u64,
+    },
     /// 503: refused for now (every slot is taken); answered with
     /// `Retry-After`.
     #[error("{0}")]
@@ -86,6 +94,7 @@ impl ApiError {
             ApiError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -209,6 +218,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::Unavailable(_) => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            ApiError::TooManyRequests { retry_after, .. } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
             _ => {}
         }

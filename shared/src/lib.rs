@@ -11,7 +11,7 @@
 //! The codecs turn untrusted strings into typed values at the edge and do no
 //! I/O: [`sha`] (digests and the streaming verifier), [`keys`] (the master
 //! secret and the per-purpose keys derived from it), [`token`] (handles and
-//! link tokens as JWTs), [`filename`], [`datauri`] and [`curl`]. [`config`]
+//! link tokens, sealed), [`filename`], [`datauri`] and [`curl`]. [`config`]
 //! reads the environment once, at start.
 //!
 //! [`actions`] runs backend operations whose File fields take handles:
@@ -21,7 +21,8 @@
 //! implementation (a directory, an SQLite file) behind the `local` feature:
 //! the Lambda functions are built without it, and so without SQLite. [`auth`] validates bearer
 //! tokens. [`service`] is the issuing and resolving logic every function calls
-//! in-process, [`links`] the one place a download link is redeemed, and [`error`] is the one place where its errors become HTTP
+//! in-process, [`limits`] how fast one user may ask for files, [`links`] the
+//! one place a download link is redeemed, and [`error`] is the one place where its errors become HTTP
 //! responses.
 
 pub mod actions;
@@ -36,8 +37,8 @@ pub mod filename;
 mod http_client;
 pub mod keys;
 pub mod ledger;
+pub mod limits;
 pub mod links;
-pub mod runtime;
 pub mod service;
 pub mod sha;
 #[cfg(feature = "local")]

@@ -150,6 +150,8 @@ pub struct Parts {
     pub actions: crate::actions::Actions,
     /// How long an upload's body may go without a byte.
     pub body_idle_timeout: Duration,
+    /// How fast one user may have files issued.
+    pub issue_limit: crate::limits::IssueLimit,
 }
 
 /// The shared state of every function: cheap to clone.
@@ -234,6 +236,7 @@ impl Sluice {
                 req.size, self.0.max_upload_bytes
             )));
         }
+        self.0.issue_limit.check(owner)?;
         let content_type = match req.content_type.as_deref().map(str::trim) {
             None | Some("") => mime_guess::from_path(filename)
                 .first_or_octet_stream()

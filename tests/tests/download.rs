@@ -112,7 +112,7 @@ fn a_link_to_an_object_not_yet_uploaded_is_404_and_not_spent() {
     );
 
     // …and a link minted anyway finds nothing, without being spent.
-    let keys = sluice::runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
+    let keys = sluice_runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
     let file = Handle::decode(&keys, handle).unwrap().file;
     let link = LinkToken::new(Method::Get, file, sluice::time::now_unix() + 60);
     let url = format!("{}/links/{}", server.base, link.encode(&keys));

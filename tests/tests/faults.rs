@@ -141,7 +141,9 @@ fn s3_killed_mid_download_the_presigned_url_gives_the_file_after() {
     provision(&emulators, "fault-dl");
     let (server, _dir) = start(&emulators, "fault-dl", &[]);
     let token = token_with(&emulators, "alice", &[]);
-    let data = bytes(4 * 1024 * 1024, 9);
+    // Larger than what loopback's socket buffers can hold, so that killing
+    // S3 cuts the transfer rather than leaving the rest queued in the kernel.
+    let data = bytes(24 * 1024 * 1024, 9);
     let ticket = server.upload(&token, "dl.bin", &data);
     let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
     let redirect = request(
@@ -156,7 +158,7 @@ fn s3_killed_mid_download_the_presigned_url_gives_the_file_after() {
     let work = tempfile::tempdir().unwrap();
     let partial = work.path().join("partial");
     let mut slow = Command::new("curl")
-        .args(["-sS", "--fail", "--limit-rate", "512k", "-o"])
+        .args(["-sS", "--fail", "--limit-rate", "1m", "-o"])
         .arg(&partial)
         .arg(&location)
         .spawn()

@@ -412,3 +412,60 @@ fn dynamodb_down_during_a_redemption_answers_503() {
     assert_eq!(got.status, 503, "{}", got.text());
     assert!(got.header("retry-after").is_some());
 }
+
+/// One user asking for files in a loop is slowed down, not everyone: past
+/// the burst, 429 with `Retry-After` and nothing issued, through REST and
+/// as a tool error the model can read; another user is still served.
+#[test]
+fn issuing_is_rate_limited_per_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_ISSUE_RATE_PER_MINUTE", "1"),
+            ("SLUICE_ISSUE_BURST", "3"),
+        ],
+    );
+    let alice = server.token("alice", &[]);
+    let body =
+        serde_json::json!({"filename": "a.txt", "size": 1, "sha256": sluice::Sha256::of(b"a")});
+    let url = format!("{}/uploads", server.base);
+    for _ in 0..3 {
+        assert_eq!(
+            crate::util::post_json(&url, Some(&alice), &body).status,
+            200
+        );
+    }
+    let refused = crate::util::post_json(&url, Some(&alice), &body);
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    let retry: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert!(
+        refused.message().contains("try again in"),
+        "{}",
+        refused.text()
+    );
+
+    let tool = call_tool(
+        &server.base,
+        &alice,
+        "request_upload",
+        serde_json::json!({"filename": "b.txt", "size": 1, "sha256": sluice::Sha256::of(b"b")}),
+    );
+    assert!(
+        crate::util::tool_error(&tool).contains("too many files requested"),
+        "{tool}"
+    );
+    // Nothing was issued for the refused requests: three files listed.
+    let listed = call_tool(&server.base, &alice, "list_files", serde_json::json!({}));
+    assert_eq!(
+        listed["structuredContent"]["files"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+
+    let bob = server.token("bob", &[]);
+    assert_eq!(crate::util::post_json(&url, Some(&bob), &body).status, 200);
+}

@@ -21,7 +21,7 @@ fn setup(server: &Server) -> (String, String, String) {
 fn every_bad_link_token_gets_the_same_404() {
     let (server, _dir) = Server::start();
     let (token, handle, url) = setup(&server);
-    let keys = sluice::runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
+    let keys = sluice_runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
     let file = Handle::decode(&keys, &handle).unwrap().file;
     let base = format!("{}/links/", server.base);
     let good = url.strip_prefix(&base).unwrap().to_owned();
@@ -31,7 +31,7 @@ fn every_bad_link_token_gets_the_same_404() {
     tampered[mid] = if tampered[mid] == b'A' { b'B' } else { b'A' };
     let expired = LinkToken::new(Method::Get, file.clone(), 1).encode(&keys);
     let other_dir = tempfile::tempdir().unwrap();
-    let other_keys = sluice::runtime::local_keyring(&config_for(other_dir.path())).unwrap();
+    let other_keys = sluice_runtime::local_keyring(&config_for(other_dir.path())).unwrap();
     let other_instance = LinkToken::new(Method::Get, file.clone(), sluice::time::now_unix() + 60)
         .encode(&other_keys);
     let upload_link =
@@ -157,7 +157,7 @@ fn another_users_handle_is_refused_but_a_resolving_service_may_redeem_it() {
 fn an_expired_or_garbled_handle_says_what_to_do() {
     let (server, _dir) = Server::start();
     let (token, handle, _) = setup(&server);
-    let keys = sluice::runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
+    let keys = sluice_runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
     let mut h = Handle::decode(&keys, &handle).unwrap();
     h.expires_at = 1;
     let reply = server.resolve(&token, &h.encode(&keys));

@@ -403,7 +403,7 @@ pub fn closed_within(stream: &mut std::net::TcpStream, wait: std::time::Duration
 /// A PUT link for a file of `size` bytes with digest `sha256`, minted with
 /// the keys of `data_dir` (no record, no request: as many as a test needs).
 pub fn put_link(data_dir: &Path, size: u64, sha256: sluice::Sha256) -> String {
-    let keys = sluice::runtime::local_keyring(&config_for(data_dir)).unwrap();
+    let keys = sluice_runtime::local_keyring(&config_for(data_dir)).unwrap();
     let file = sluice::FileMeta {
         id: sluice::FileId::random(),
         owner: "mallory".into(),

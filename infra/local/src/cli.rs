@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
-use sluice::runtime::{self, StartError};
 use sluice::{Config, Scope};
+use sluice_runtime::{self as runtime, StartError};
 
 const USAGE: &str = "\
 sluice: move files between AI clients and storage without the bytes passing through the model.

@@ -11,15 +11,15 @@ use axum::Router;
 use tokio::net::TcpListener;
 use url::Url;
 
-use crate::actions::{Actions, Catalog};
-use crate::auth::AccessVerifier;
-use crate::config::Config;
-use crate::keys::{Keyring, MasterSecret};
+use sluice::actions::{Actions, Catalog};
+use sluice::auth::AccessVerifier;
+use sluice::config::Config;
+use sluice::keys::{Keyring, MasterSecret};
 #[cfg(feature = "local")]
-use crate::ledger::SqliteLedger;
-use crate::service::{Parts, Sluice};
+use sluice::ledger::SqliteLedger;
+use sluice::service::{Parts, Sluice};
 #[cfg(feature = "local")]
-use crate::store::LocalStore;
+use sluice::store::LocalStore;
 
 /// The file in a data directory that keeps its generated master secret.
 pub const SECRET_FILE: &str = "master.key";
@@ -30,7 +30,7 @@ pub const SECRET_FILE: &str = "master.key";
 pub enum StartError {
     /// The configuration was refused.
     #[error("configuration: {0}")]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] sluice::config::ConfigError),
     /// The data directory or listener could not be set up.
     #[error("{what}: {source}")]
     Io {
@@ -42,7 +42,7 @@ pub enum StartError {
     },
     /// The ledger could not be opened.
     #[error("ledger: {0}")]
-    Ledger(#[from] crate::ledger::LedgerError),
+    Ledger(#[from] sluice::ledger::LedgerError),
     /// The master secret could not be read.
     #[error("master secret: {0}")]
     Secret(String),
@@ -52,7 +52,7 @@ pub enum StartError {
         /// Where the catalog came from (a path, an S3 key).
         origin: String,
         /// What is wrong with it.
-        error: crate::actions::CatalogError,
+        error: sluice::actions::CatalogError,
     },
     /// The config names the local backends, which this binary was built without.
     #[error(
@@ -90,7 +90,7 @@ pub fn local_secret(config: &Config) -> Result<MasterSecret, StartError> {
         return Ok(secret.clone());
     }
     let dir = &config.data_dir;
-    crate::store::private_dir(dir).map_err(io_error(format!("creating {}", dir.display())))?;
+    sluice::store::private_dir(dir).map_err(io_error(format!("creating {}", dir.display())))?;
     let path = dir.join(SECRET_FILE);
     match std::fs::read(&path) {
         Ok(bytes) => MasterSecret::new(trim_newline(bytes)).map_err(|e| StartError::Io {
@@ -112,7 +112,7 @@ fn trim_newline(mut bytes: Vec<u8>) -> Vec<u8> {
 /// Writes a fresh secret without overwriting one a concurrent first run made.
 fn create_secret(path: &Path) -> Result<MasterSecret, StartError> {
     use std::io::Write as _;
-    let secret = crate::token::random_id::<32>();
+    let secret = sluice::token::random_id::<32>();
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -161,7 +161,7 @@ pub fn access_verifier(config: &Config, keys: Keyring, mcp_url: &Url) -> AccessV
     let issuer = config.auth_issuer.clone();
     match &config.auth_jwks_url {
         Some(url) => {
-            let jwks = crate::auth::Jwks::new(url.clone(), config.auth_jwks_refresh);
+            let jwks = sluice::auth::Jwks::new(url.clone(), config.auth_jwks_refresh);
             let verifier = if config.auth_client_ids.is_empty() {
                 let audience = config
                     .auth_audience
@@ -211,12 +211,12 @@ pub fn assemble(
     config: &Config,
     public_url: Url,
     keys: Keyring,
-    store: Arc<dyn crate::store::ObjectStore>,
-    ledger: Arc<dyn crate::ledger::Ledger>,
+    store: Arc<dyn sluice::store::ObjectStore>,
+    ledger: Arc<dyn sluice::ledger::Ledger>,
     catalog: Catalog,
 ) -> Sluice {
     let mcp_url = mcp_url(config, &public_url);
-    if config.dev_tokens && !matches!(config.backend, crate::config::Backend::Local) {
+    if config.dev_tokens && !matches!(config.backend, sluice::config::Backend::Local) {
         tracing::warn!(
             "SLUICE_DEV_TOKENS=true: bearer tokens minted from the master secret are accepted; \
              for development only, never in production"
@@ -238,6 +238,7 @@ pub fn assemble(
         auth_servers: config.auth_servers.clone(),
         actions: Actions::new(catalog, config.action_limits),
         body_idle_timeout: config.body_idle_timeout,
+        issue_limit: sluice::limits::IssueLimit::new(config.issue_rate),
     })
 }
 

@@ -1,0 +1,135 @@
+//! Per-user limits on issuing files: a token bucket per owner (GCRA, from
+//! `governor`), so one user asking for uploads in a loop is answered 429
+//! with `Retry-After` while everyone else is served.
+//!
+//! The buckets live in the process. Locally that is the whole server; on
+//! Lambda each warm instance keeps its own, so a user spread over `n`
+//! instances gets up to `n` times the rate: API Gateway's throttling bounds
+//! the whole stage.
+
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use governor::clock::{Clock as _, DefaultClock};
+use governor::{Quota, RateLimiter};
+
+use crate::error::ApiError;
+
+/// The configured rate: sustained per minute, and the burst allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IssueRate {
+    /// Files issued per minute, sustained.
+    pub per_minute: u32,
+    /// Files issued at once after a quiet spell.
+    pub burst: u32,
+}
+
+type Keyed =
+    RateLimiter<String, governor::state::keyed::DefaultKeyedStateStore<String>, DefaultClock>;
+
+/// One bucket per owner.
+pub struct IssueLimit {
+    limiter: Keyed,
+    clock: DefaultClock,
+    checks: AtomicU64,
+}
+
+impl std::fmt::Debug for IssueLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssueLimit")
+            .field("owners", &self.limiter.len())
+            .finish()
+    }
+}
+
+/// Buckets of owners idle long enough to be full again are dropped this
+/// often (in checks), so memory follows the active users only.
+const RETAIN_EVERY: u64 = 4096;
+
+impl IssueLimit {
+    /// Buckets refilling at `rate.per_minute`, holding `rate.burst`.
+    pub fn new(rate: IssueRate) -> Self {
+        let nz = |n: u32| NonZeroU32::new(n.max(1)).expect("at least 1");
+        let quota = Quota::per_minute(nz(rate.per_minute)).allow_burst(nz(rate.burst));
+        Self {
+            limiter: RateLimiter::keyed(quota),
+            clock: DefaultClock::default(),
+            checks: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes one file from `owner`'s bucket, or says when to come back.
+    pub fn check(&self, owner: &str) -> Result<(), ApiError> {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {
+            self.limiter.retain_recent();
+            self.limiter.shrink_to_fit();
+        }
+        let key = crate::file::owner_hash(owner);
+        match self.limiter.check_key(&key) {
+            Ok(()) => Ok(()),
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(self.clock.now());
+                let retry_after = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                tracing::info!(owner = %key, retry_after, "issuing rate limit reached");
+                Err(ApiError::TooManyRequests {
+                    message: format!(
+                        "too many files requested in a short time: nothing was issued; \
+                         try again in {retry_after} s"
+                    ),
+                    retry_after,
+                })
+            }
+        }
+    }
+
+    /// Owners with a bucket now.
+    pub fn owners(&self) -> usize {
+        self.limiter.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(per_minute: u32, burst: u32) -> IssueLimit {
+        IssueLimit::new(IssueRate { per_minute, burst })
+    }
+
+    #[test]
+    fn a_burst_is_allowed_then_refused_with_a_retry_time() {
+        let l = limit(60, 3);
+        for _ in 0..3 {
+            assert!(l.check("alice").is_ok());
+        }
+        match l.check("alice") {
+            Err(ApiError::TooManyRequests {
+                retry_after,
+                message,
+            }) => {
+                assert!((1..=2).contains(&retry_after), "{retry_after}");
+                assert!(message.contains("nothing was issued"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_owner_has_a_bucket_of_their_own() {
+        let l = limit(60, 1);
+        assert!(l.check("alice").is_ok());
+        assert!(l.check("alice").is_err());
+        assert!(l.check("bob").is_ok());
+        assert_eq!(l.owners(), 2);
+    }
+
+    #[test]
+    fn the_bucket_refills_at_the_rate() {
+        // 6000 a minute: one every 10 ms.
+        let l = limit(6000, 1);
+        assert!(l.check("alice").is_ok());
+        assert!(l.check("alice").is_err());
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert!(l.check("alice").is_ok());
+    }
+}
