@@ -18,9 +18,10 @@ run:
 	$(CARGO) run --profile fast --bin sluice
 
 # What the end-to-end tests drive and talk to: the official MCP clients (the
-# Python SDK in a venv, the TypeScript SDK from the lock file), moto server
-# (DynamoDB, in the same venv) and s3s-fs (S3, which verifies presigned
-# signatures and checksums).
+# Python SDK in a venv, the TypeScript SDK from the lock file), dynalite
+# (DynamoDB, from the same lock file: its conditional writes are atomic),
+# oidc-provider, and s3s-fs (S3, which verifies presigned signatures and
+# checksums).
 S3S_FS_VERSION := 0.14.1
 S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
 

@@ -1,10 +1,8 @@
 //! The cost of the backends' own work, beside each other in one run:
 //! issuing an upload (aws: presign + handle, no network; local: link token +
 //! handle, and the whole `issue_upload` with its record), and spending a
-//! token (SQLite vs DynamoDB on moto server over loopback).
+//! token (SQLite vs DynamoDB on dynalite over loopback).
 
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,22 +30,7 @@ fn file() -> FileMeta {
     }
 }
 
-fn sdk_config() -> aws_config::SdkConfig {
-    use aws_sdk_s3::config::{Credentials, SharedCredentialsProvider};
-    aws_config::SdkConfig::builder()
-        .behavior_version(aws_config::BehaviorVersion::latest())
-        .region(aws_config::Region::new("us-east-1"))
-        .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-            "AKIDBENCH",
-            "bench-secret",
-            None,
-            None,
-            "bench",
-        )))
-        .build()
-}
-
-pub async fn run(root: &Path) -> anyhow::Result<String> {
+pub async fn run() -> anyhow::Result<String> {
     let keys = Keyring::new(
         (
             KeyId::new("k1").unwrap(),
@@ -74,16 +57,8 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
     let local_sign = per_op(start.elapsed(), N);
 
     // AWS: presigned PUT + handle; presigning is local computation.
-    let moto = start_moto(root)?;
-    let settings = sluice::AwsConfig {
-        bucket: "bench".into(),
-        table: "bench".into(),
-        region: Some("us-east-1".into()),
-        s3_endpoint: Some("http://127.0.0.1:9".parse()?),
-        dynamodb_endpoint: Some(moto.url.parse()?),
-        master_secret_id: None,
-    };
-    let (s3, dynamo) = sluice_aws::backends(&sdk_config(), &settings);
+    let emulators = sluice_testkit::emulators::Emulators::start();
+    let (s3, dynamo) = emulators.provision("bench").await;
     let start = Instant::now();
     for _ in 0..N {
         let f = file();
@@ -121,8 +96,7 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
     }
     let local_issue = per_op(start.elapsed(), N);
 
-    // Ledger spends: SQLite (fsync per spend) vs DynamoDB on moto.
-    create_table(&dynamo).await?;
+    // Ledger spends: SQLite (fsync per spend) vs DynamoDB on dynalite.
     let sqlite = Arc::new(SqliteLedger::open(&dir.path().join("ledger.sqlite3"))?);
     let spends = 500;
     let start = Instant::now();
@@ -135,7 +109,7 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
         dynamo.spend(&FileId::random().to_string(), exp).await?;
     }
     let aws_spend = per_op(start.elapsed(), spends);
-    drop(moto);
+    drop(emulators);
 
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -147,7 +121,7 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
         out,
         "`target/fast/sluice-bench --only backends`: in-process, sequential, mean of {N} operations \
          ({spends} for spends). The aws presign is computed locally (no network); the DynamoDB spend is \
-         a conditional PutItem to moto server over loopback, so it measures the SDK and a local HTTP \
+         a conditional PutItem to dynalite over loopback, so it measures the SDK and a local HTTP \
          round trip, not AWS.\n"
     )?;
     writeln!(out, "| operation | local | aws | aws / local |")?;
@@ -159,7 +133,7 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
     )?;
     writeln!(
         out,
-        "| spend a token (local: SQLite insert, synchronous=FULL; aws: DynamoDB PutItem on moto) | {local_spend:.1} µs | {aws_spend:.1} µs | {:.2} |",
+        "| spend a token (local: SQLite insert, synchronous=FULL; aws: DynamoDB PutItem on dynalite) | {local_spend:.1} µs | {aws_spend:.1} µs | {:.2} |",
         aws_spend / local_spend
     )?;
     writeln!(
@@ -167,63 +141,4 @@ pub async fn run(root: &Path) -> anyhow::Result<String> {
         "\nThe whole local `issue_upload` (validation, file record, both tokens, curl line): {local_issue:.1} µs."
     )?;
     Ok(out)
-}
-
-async fn create_table(ledger: &sluice_aws::DynamoLedger) -> anyhow::Result<()> {
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-    };
-    ledger
-        .client()
-        .create_table()
-        .table_name("bench")
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("pk")
-                .attribute_type(ScalarAttributeType::S)
-                .build()?,
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("pk")
-                .key_type(KeyType::Hash)
-                .build()?,
-        )
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await?;
-    Ok(())
-}
-
-struct Moto {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_moto(root: &Path) -> anyhow::Result<Moto> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let child = Command::new(root.join(".venv/bin/moto_server"))
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("moto_server (run `make clients` first)")?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        anyhow::ensure!(Instant::now() < deadline, "moto_server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(Moto {
-        child,
-        url: format!("http://127.0.0.1:{port}"),
-    })
 }

@@ -116,7 +116,7 @@ fn main() -> anyhow::Result<()> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        report.push_str(&rt.block_on(backends::run(&repo_root()))?);
+        report.push_str(&rt.block_on(backends::run())?);
     }
     if wants("lambda") {
         // This binary is target/fast/sluice-bench; the functions are built

@@ -132,18 +132,8 @@ impl Target {
     }
 }
 
-/// Pseudo-random bytes of `len`, different per `seed`.
 fn payload(len: usize, seed: u64) -> Bytes {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect::<Vec<u8>>()
-        .into()
+    sluice_testkit::bytes(len, seed).into()
 }
 
 /// Upload a file, download it back, compare, replay the spent link.

@@ -1,6 +1,6 @@
 //! One contract suite for the storage traits, run against both
 //! implementations: the local directory + SQLite, and S3 (s3s-fs) +
-//! DynamoDB (moto). It covers every behaviour the handlers rely on.
+//! DynamoDB (dynalite). It covers every behaviour the handlers rely on.
 
 use std::sync::Arc;
 

@@ -5,14 +5,11 @@
 //!
 //! The clients are installed by `make test` (a venv and `npm ci`).
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use crate::util::Server;
 
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+pub use sluice_testkit::root;
 
 fn run_client(program: &str, script: &str) {
     let (server, _dir) = Server::start();

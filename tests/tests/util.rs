@@ -255,36 +255,7 @@ pub fn post_json(url: &str, token: Option<&str>, body: &Value) -> Reply {
     request("POST", url, &headers, Some(body.to_string().as_bytes()))
 }
 
-/// Deterministic pseudo-random bytes (xorshift), so large payloads are not
-/// trivially compressible or patterned.
-pub fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
-/// Every regular file below `dir`.
-pub fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
-}
+pub use sluice_testkit::{bytes, files_under};
 
 /// The stored object files of a data directory.
 pub fn stored_objects(data_dir: &Path) -> Vec<PathBuf> {
