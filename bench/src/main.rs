@@ -7,6 +7,7 @@ mod backends;
 mod lambda;
 mod load;
 mod refs;
+mod scale;
 mod soak;
 
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -47,7 +48,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--only" => {
                 args.only = Some(
                     it.next()
-                        .context("--only data|actions|mcp|backends|lambda")?,
+                        .context("--only data|actions|mcp|backends|scale|lambda")?,
                 )
             }
             "--requests" => args.requests = it.next().context("--requests N")?.parse()?,
@@ -58,7 +59,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--soak" => args.soak_secs = Some(it.next().context("--soak SECS")?.parse()?),
             other => bail!(
                 "unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE, \
-                 --only data|actions|mcp|backends|lambda, --requests N, --concurrency N, \
+                 --only data|actions|mcp|backends|scale|lambda, --requests N, --concurrency N, \
                  --action-size-mib N, --soak SECS)"
             ),
         }
@@ -117,6 +118,12 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?;
         report.push_str(&rt.block_on(backends::run())?);
+    }
+    if wants("scale") {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        report.push_str(&rt.block_on(scale::run())?);
     }
     if wants("lambda") {
         // This binary is target/fast/sluice-bench; the functions are built

@@ -14,8 +14,6 @@ use std::sync::Arc;
 use axum::Router;
 use sluice::actions::{AuthValue, Catalog, CatalogError};
 use sluice::config::ActionsSource;
-#[cfg(feature = "local")]
-use sluice::store::LocalStore;
 use sluice::{Backend, Config, Keyring, MasterSecret, Sluice};
 use url::Url;
 
@@ -24,9 +22,10 @@ use url::Url;
 pub struct Opened {
     /// The shared state.
     pub sluice: Sluice,
-    /// The local store, to sweep; `None` on AWS (S3 lifecycle rules expire objects).
+    /// The local backends, to sweep; `None` on AWS (S3 lifecycle rules and
+    /// DynamoDB's TTL expire objects and records).
     #[cfg(feature = "local")]
-    pub local_store: Option<LocalStore>,
+    pub local: Option<runtime::LocalBackends>,
 }
 
 /// The backends, keys and actions `config` names, opened once at start.
@@ -35,8 +34,9 @@ pub struct Backends {
     catalog: Catalog,
     store: Arc<dyn sluice::ObjectStore>,
     ledger: Arc<dyn sluice::Ledger>,
+    records: Arc<dyn sluice::records::RecordStore>,
     #[cfg(feature = "local")]
-    local_store: Option<LocalStore>,
+    local: Option<runtime::LocalBackends>,
 }
 
 impl std::fmt::Debug for Backends {
@@ -56,6 +56,7 @@ impl Backends {
             self.keys.clone(),
             self.store.clone(),
             self.ledger.clone(),
+            self.records.clone(),
             self.catalog.clone(),
         )
     }
@@ -72,10 +73,10 @@ impl Backends {
         Ok(())
     }
 
-    /// The local store, to sweep; `None` on AWS.
+    /// The local backends, to sweep; `None` on AWS.
     #[cfg(feature = "local")]
-    pub fn local_store(&self) -> Option<LocalStore> {
-        self.local_store.clone()
+    pub fn local(&self) -> Option<runtime::LocalBackends> {
+        self.local.clone()
     }
 }
 
@@ -147,13 +148,14 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
     match &config.backend {
         #[cfg(feature = "local")]
         Backend::Local => {
-            let (store, ledger) = runtime::local_backends(config)?;
+            let local = runtime::local_backends(config)?;
             Ok(Backends {
-                catalog: load_catalog(config, &store).await?,
+                catalog: load_catalog(config, &local.store).await?,
                 keys: runtime::local_keyring(config)?,
-                store: Arc::new(store.clone()),
-                ledger: Arc::new(ledger),
-                local_store: Some(store),
+                store: Arc::new(local.store.clone()),
+                ledger: local.ledger.clone(),
+                records: Arc::new(local.records.clone()),
+                local: Some(local),
             })
         }
         #[cfg(not(feature = "local"))]
@@ -176,9 +178,10 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
                 catalog: load_catalog(config, &store).await?,
                 keys: Keyring::new((config.key_id.clone(), secret), config.previous.clone()),
                 store: Arc::new(store),
+                records: Arc::new(sluice_aws::DynamoRecords::beside(&ledger)),
                 ledger: Arc::new(ledger),
                 #[cfg(feature = "local")]
-                local_store: None,
+                local: None,
             })
         }
     }
@@ -190,7 +193,7 @@ pub async fn open(config: &Config, public_url: Url) -> Result<Opened, StartError
     Ok(Opened {
         sluice: backends.sluice(config, public_url),
         #[cfg(feature = "local")]
-        local_store: backends.local_store,
+        local: backends.local,
     })
 }
 
@@ -326,7 +329,7 @@ mod tests {
         )
         .await
         .unwrap();
-        assert!(opened.local_store.is_some());
+        assert!(opened.local.is_some());
         assert!(dir.join("ledger.sqlite3").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }

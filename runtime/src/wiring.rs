@@ -213,6 +213,7 @@ pub fn assemble(
     keys: Keyring,
     store: Arc<dyn sluice::store::ObjectStore>,
     ledger: Arc<dyn sluice::ledger::Ledger>,
+    records: Arc<dyn sluice::records::RecordStore>,
     catalog: Catalog,
 ) -> Sluice {
     let mcp_url = mcp_url(config, &public_url);
@@ -239,35 +240,63 @@ pub fn assemble(
         actions: Actions::new(catalog, config.action_limits),
         body_idle_timeout: config.body_idle_timeout,
         issue_limit: sluice::limits::IssueLimit::new(config.issue_rate),
+        records,
+        pending_caps: config.pending_caps,
     })
 }
 
-/// Opens the local backends: a directory of objects and an SQLite ledger.
+/// The local backends: a directory of objects, an SQLite ledger, SQLite
+/// file records.
 #[cfg(feature = "local")]
-pub fn local_backends(config: &Config) -> Result<(LocalStore, SqliteLedger), StartError> {
+#[derive(Debug, Clone)]
+pub struct LocalBackends {
+    /// The objects.
+    pub store: LocalStore,
+    /// Spent tokens.
+    pub ledger: Arc<SqliteLedger>,
+    /// File records.
+    pub records: sluice::records::SqliteRecords,
+}
+
+/// Opens the local backends in the data directory.
+#[cfg(feature = "local")]
+pub fn local_backends(config: &Config) -> Result<LocalBackends, StartError> {
     let store = LocalStore::open(&config.data_dir, config.quota_bytes, config.max_transfers)
         .map_err(|e| StartError::Io {
             what: format!("opening the store in {}", config.data_dir.display()),
             source: io::Error::other(e),
         })?;
     let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
-    Ok((store, ledger))
+    let records = sluice::records::SqliteRecords::open(&config.data_dir.join("files.sqlite3"))
+        .map_err(|e| StartError::Io {
+            what: format!("opening the file records in {}", config.data_dir.display()),
+            source: io::Error::other(e),
+        })?;
+    Ok(LocalBackends {
+        store,
+        ledger: Arc::new(ledger),
+        records,
+    })
 }
 
 /// Assembles sluice on the local backends (a directory and an SQLite ledger).
 #[cfg(feature = "local")]
-pub fn local_sluice(config: &Config, public_url: Url) -> Result<(Sluice, LocalStore), StartError> {
+pub fn local_sluice(
+    config: &Config,
+    public_url: Url,
+) -> Result<(Sluice, LocalBackends), StartError> {
     let keys = local_keyring(config)?;
-    let (store, ledger) = local_backends(config)?;
+    let local = local_backends(config)?;
     let sluice = assemble(
         config,
         public_url,
         keys,
-        Arc::new(store.clone()),
-        Arc::new(ledger),
+        Arc::new(local.store.clone()),
+        local.ledger.clone(),
+        Arc::new(local.records.clone()),
         Catalog::default(),
     );
-    Ok((sluice, store))
+    Ok((sluice, local))
 }
 
 /// Binds the configured address and works out the public URL: the configured

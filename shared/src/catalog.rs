@@ -1,26 +1,33 @@
-//! File records: a small JSON object per file, written when the file is
-//! issued, so a file id resolves to its pinned description and `list_files`
-//! can tell pending files (issued, not yet uploaded) from ready ones.
+//! The service side of file records ([`crate::records`]): written when a
+//! file is issued, so a file id resolves to its pinned description,
+//! `list_files` pages through a user's files and tells pending ones (issued,
+//! not yet uploaded) from ready ones, and the per-user caps on pending files
+//! and declared bytes can be checked.
 
-use serde::{Deserialize, Serialize};
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::file::{FileId, FileMeta, ObjectKey};
+use crate::file::{FileId, FileMeta, owner_hash};
+use crate::records::{Cursor, FileRecord};
 use crate::service::Sluice;
 use crate::sha::Sha256;
 use crate::time::{now_unix, rfc3339};
 
-/// What is stored about a file besides its bytes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Record {
-    file_id: String,
-    owner: String,
-    filename: String,
-    content_type: String,
-    size: u64,
-    sha256: Sha256,
-    created_at: i64,
-    expires_at: i64,
+/// The page size of `list_files` when none is asked for.
+pub const DEFAULT_PAGE: usize = 50;
+/// The largest page of `list_files`.
+pub const MAX_PAGE: usize = 100;
+/// HEADs at once when pending entries are checked for their bytes.
+const HEADS_AT_ONCE: usize = 8;
+
+/// Per-user limits on files waiting for their bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingCaps {
+    /// Pending files one user may have (`SLUICE_MAX_PENDING_FILES`).
+    pub files: u64,
+    /// Bytes those files may declare in all (`SLUICE_MAX_PENDING_BYTES`).
+    pub bytes: u64,
 }
 
 /// Whether a file's bytes have arrived.
@@ -54,49 +61,37 @@ pub struct FileListing {
     pub expires_at: String,
 }
 
-impl Record {
-    fn meta(&self) -> Option<FileMeta> {
-        Some(FileMeta {
-            id: FileId::parse(&self.file_id)?,
-            owner: self.owner.clone(),
-            filename: self.filename.clone(),
-            content_type: self.content_type.clone(),
-            size: self.size,
-            sha256: self.sha256,
-        })
-    }
+/// One page of `list_files`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FilePage {
+    /// The files, newest first.
+    pub files: Vec<FileListing>,
+    /// Pass as `cursor` for the next page; absent after the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 impl Sluice {
-    /// Records a newly issued file.
+    /// Records a newly issued file, pending until its bytes arrive.
     pub(crate) async fn record_file(
         &self,
         file: &FileMeta,
         expires_at: i64,
     ) -> Result<(), ApiError> {
-        let record = Record {
-            file_id: file.id.to_string(),
-            owner: file.owner.clone(),
-            filename: file.filename.clone(),
-            content_type: file.content_type.clone(),
-            size: file.size,
-            sha256: file.sha256,
-            created_at: now_unix(),
+        let record = FileRecord {
+            file: file.clone(),
+            created_ms: crate::time::now_millis(),
             expires_at,
+            ready: false,
         };
-        let bytes = serde_json::to_vec(&record).map_err(ApiError::internal)?;
-        self.store()
-            .put_small(&ObjectKey::record(&file.owner, &file.id), bytes.into())
-            .await?;
+        self.records().put(&record).await?;
         Ok(())
     }
 
-    async fn read_record(&self, key: &ObjectKey) -> Result<Option<Record>, ApiError> {
-        let Some(bytes) = self.store().get_small(key).await? else {
-            return Ok(None);
-        };
-        // A record this version cannot read is skipped, not fatal.
-        Ok(serde_json::from_slice(&bytes).ok())
+    /// Notes that a file's bytes have arrived (uploads through sluice).
+    pub async fn file_stored(&self, file: &FileMeta) -> Result<(), ApiError> {
+        self.records().mark_ready(&file.owner, &file.id).await?;
+        Ok(())
     }
 
     /// Finds file `id` among `owner`'s files. Another user's file id is
@@ -108,49 +103,152 @@ impl Sluice {
             ))
         };
         let record = self
-            .read_record(&ObjectKey::record(owner, id))
+            .records()
+            .get(owner, id)
             .await?
-            .filter(|r| r.owner == owner)
+            .filter(|r| r.file.owner == owner)
             .ok_or_else(not_found)?;
         if record.expires_at <= now_unix() {
             return Err(ApiError::BadRequest(format!(
                 "file {id} has expired: upload it again with request_upload"
             )));
         }
-        record.meta().ok_or_else(not_found)
+        Ok(record.file)
     }
 
-    /// The caller's unexpired files, newest first.
-    pub async fn list_files(&self, owner: &str) -> Result<Vec<FileListing>, ApiError> {
-        let now = now_unix();
-        let mut out = Vec::new();
-        for key in self.store().list(&ObjectKey::records_prefix(owner)).await? {
-            let Some(record) = self.read_record(&key).await? else {
-                continue;
-            };
-            if record.owner != owner || record.expires_at <= now {
-                continue;
-            }
-            let Some(meta) = record.meta() else { continue };
-            let state = match self.store().head(&meta.object_key()).await? {
-                Some(_) => FileState::Ready,
-                None => FileState::Pending,
-            };
-            out.push((
-                record.created_at,
-                FileListing {
-                    file_id: record.file_id,
-                    filename: record.filename,
-                    size: record.size,
-                    sha256: record.sha256,
-                    content_type: record.content_type,
-                    state,
-                    created_at: rfc3339(record.created_at),
-                    expires_at: rfc3339(record.expires_at),
-                },
-            ));
+    /// Checks which of `records` marked pending have their bytes by now
+    /// (bounded-parallel HEADs), marks those ready, and returns the records
+    /// with their state brought up to date.
+    async fn refresh(&self, records: Vec<FileRecord>) -> Result<Vec<FileRecord>, ApiError> {
+        futures_util::stream::iter(records)
+            .map(|mut record| async move {
+                if !record.ready
+                    && self
+                        .store()
+                        .head(&record.file.object_key())
+                        .await?
+                        .is_some()
+                {
+                    self.records()
+                        .mark_ready(&record.file.owner, &record.file.id)
+                        .await?;
+                    record.ready = true;
+                }
+                Ok::<_, ApiError>(record)
+            })
+            .buffered(HEADS_AT_ONCE)
+            .try_collect()
+            .await
+    }
+
+    /// One page of the caller's unexpired files, newest first: at most
+    /// `limit` (default [`DEFAULT_PAGE`], at most [`MAX_PAGE`]), after `cursor`.
+    pub async fn list_files(
+        &self,
+        owner: &str,
+        limit: Option<usize>,
+        cursor: Option<&str>,
+    ) -> Result<FilePage, ApiError> {
+        let limit = limit.unwrap_or(DEFAULT_PAGE);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(ApiError::BadRequest(format!(
+                "limit must be between 1 and {MAX_PAGE}, got {limit}"
+            )));
         }
-        out.sort_by_key(|(created, _)| std::cmp::Reverse(*created));
-        Ok(out.into_iter().map(|(_, l)| l).collect())
+        let after = match cursor.map(str::trim).filter(|c| !c.is_empty()) {
+            None => None,
+            Some(c) => Some(
+                Cursor::decode(c)
+                    .filter(|c| c.owner == owner_hash(owner))
+                    .ok_or_else(|| {
+                        ApiError::BadRequest(
+                            "this cursor is not one list_files returned to you: \
+                             pass next_cursor exactly, or leave it out for the first page"
+                                .into(),
+                        )
+                    })?,
+            ),
+        };
+        let page = self
+            .records()
+            .page(owner, limit, after.as_ref(), now_unix())
+            .await?;
+        let files = self
+            .refresh(page.records)
+            .await?
+            .into_iter()
+            .map(|r| FileListing {
+                file_id: r.file.id.to_string(),
+                filename: r.file.filename,
+                size: r.file.size,
+                sha256: r.file.sha256,
+                content_type: r.file.content_type,
+                state: if r.ready {
+                    FileState::Ready
+                } else {
+                    FileState::Pending
+                },
+                created_at: rfc3339(r.created_ms / 1000),
+                expires_at: rfc3339(r.expires_at),
+            })
+            .collect();
+        Ok(FilePage {
+            files,
+            next_cursor: page.next.map(|c| c.encode()),
+        })
+    }
+
+    /// Refuses a new file of `size` bytes when `owner` already has as many
+    /// pending files, or pending bytes, as the caps allow. Files uploaded
+    /// straight to the store are found ready here before they are counted.
+    pub(crate) async fn check_pending_caps(&self, owner: &str, size: u64) -> Result<(), ApiError> {
+        let caps = self.parts().pending_caps;
+        let now = now_unix();
+        let count = |records: &[FileRecord]| {
+            let pending: Vec<&FileRecord> = records.iter().filter(|r| !r.ready).collect();
+            let bytes = pending
+                .iter()
+                .map(|r| r.file.size)
+                .fold(0u64, u64::saturating_add);
+            (pending.len() as u64, bytes)
+        };
+        let over = |(files, bytes): (u64, u64)| {
+            files >= caps.files || bytes.saturating_add(size) > caps.bytes
+        };
+        let pending = self.records().pending(owner, now, caps.files).await?;
+        if !over(count(&pending)) {
+            return Ok(());
+        }
+        let pending = self.refresh(pending).await?;
+        let (files, bytes) = count(&pending);
+        if !over((files, bytes)) {
+            return Ok(());
+        }
+        let next_expiry = pending
+            .iter()
+            .filter(|r| !r.ready)
+            .map(|r| r.expires_at)
+            .min()
+            .unwrap_or(now + 60);
+        let retry_after = u64::try_from(next_expiry - now).unwrap_or(1).max(1);
+        Err(ApiError::TooManyRequests {
+            message: if files >= caps.files {
+                format!(
+                    "you have {files} files waiting for their upload (the limit is {}): nothing \
+                     was issued; upload them, or wait until the oldest expires at {}",
+                    caps.files,
+                    rfc3339(next_expiry)
+                )
+            } else {
+                format!(
+                    "your pending files already declare {bytes} bytes and this one {size} more \
+                     (the limit is {}): nothing was issued; upload them, or wait until the oldest \
+                     expires at {}",
+                    caps.bytes,
+                    rfc3339(next_expiry)
+                )
+            },
+            retry_after,
+        })
     }
 }

@@ -52,16 +52,6 @@ impl ObjectKey {
         format!("files/{}/", owner_hash(owner))
     }
 
-    /// The key prefix under which all of one owner's file records live.
-    pub fn records_prefix(owner: &str) -> String {
-        format!("records/{}/", owner_hash(owner))
-    }
-
-    /// The key of the record that describes file `id` of `owner`.
-    pub fn record(owner: &str, id: &FileId) -> Self {
-        Self(format!("{}{id}.json", Self::records_prefix(owner)))
-    }
-
     /// A key as a store listed it. Only for keys the store itself returns.
     pub fn from_stored(key: String) -> Self {
         Self(key)

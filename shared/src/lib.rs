@@ -39,6 +39,7 @@ pub mod keys;
 pub mod ledger;
 pub mod limits;
 pub mod links;
+pub mod records;
 pub mod service;
 pub mod sha;
 #[cfg(feature = "local")]

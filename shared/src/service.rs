@@ -152,6 +152,10 @@ pub struct Parts {
     pub body_idle_timeout: Duration,
     /// How fast one user may have files issued.
     pub issue_limit: crate::limits::IssueLimit,
+    /// Where file records live.
+    pub records: Arc<dyn crate::records::RecordStore>,
+    /// Per-user caps on files waiting for their bytes.
+    pub pending_caps: crate::catalog::PendingCaps,
 }
 
 /// The shared state of every function: cheap to clone.
@@ -175,6 +179,11 @@ impl Sluice {
     /// The object store.
     pub fn store(&self) -> &dyn ObjectStore {
         &*self.0.store
+    }
+
+    /// The file records.
+    pub fn records(&self) -> &dyn crate::records::RecordStore {
+        &*self.0.records
     }
 
     /// The spent-token ledger.
@@ -237,6 +246,7 @@ impl Sluice {
             )));
         }
         self.0.issue_limit.check(owner)?;
+        self.check_pending_caps(owner, req.size).await?;
         let content_type = match req.content_type.as_deref().map(str::trim) {
             None | Some("") => mime_guess::from_path(filename)
                 .first_or_octet_stream()
@@ -381,6 +391,7 @@ impl Sluice {
         self.store()
             .put(&file.object_key(), file.size, file.sha256, body)
             .await?;
+        self.file_stored(&file).await?;
         tracing::info!(file_id = %file.id, size = file.size, "inline file stored");
         Ok((file, handle))
     }

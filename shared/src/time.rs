@@ -6,6 +6,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+/// Milliseconds since the Unix epoch, now: the order files were issued in.
+pub fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// Seconds since the Unix epoch, now.
 pub fn now_unix() -> i64 {
     SystemTime::now()

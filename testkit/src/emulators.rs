@@ -143,11 +143,41 @@ impl Emulators {
     }
 
     /// Creates bucket and table `name` (the table as the deployment makes
-    /// it: partition key `pk`; the deployment's TTL on `expires_at` is left
-    /// out, dynalite has no UpdateTimeToLive), and returns the backends.
+    /// it: partition key `pk`, the two indexes of file records; the
+    /// deployment's TTL on `expires_at` is left out, dynalite has no
+    /// UpdateTimeToLive), and returns the backends.
     pub async fn provision(&self, name: &str) -> (sluice_aws::S3Store, sluice_aws::DynamoLedger) {
         use aws_sdk_dynamodb::types::{
-            AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+            Projection, ProjectionType, ScalarAttributeType,
+        };
+        let attribute = |name: &str, kind: ScalarAttributeType| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(kind)
+                .build()
+                .unwrap()
+        };
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .unwrap()
+        };
+        // The deployment's two sparse indexes of file records (template.yaml).
+        let index = |name: &str, hash: &str| {
+            GlobalSecondaryIndex::builder()
+                .index_name(name)
+                .key_schema(key(hash, KeyType::Hash))
+                .key_schema(key("created", KeyType::Range))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::All)
+                        .build(),
+                )
+                .build()
+                .unwrap()
         };
         let (store, ledger) = sluice_aws::backends(&sdk_config(), &self.settings(name));
         store
@@ -161,20 +191,15 @@ impl Emulators {
             .client()
             .create_table()
             .table_name(name)
-            .attribute_definitions(
-                AttributeDefinition::builder()
-                    .attribute_name("pk")
-                    .attribute_type(ScalarAttributeType::S)
-                    .build()
-                    .unwrap(),
-            )
-            .key_schema(
-                KeySchemaElement::builder()
-                    .attribute_name("pk")
-                    .key_type(KeyType::Hash)
-                    .build()
-                    .unwrap(),
-            )
+            .set_attribute_definitions(Some(vec![
+                attribute("pk", ScalarAttributeType::S),
+                attribute("owner", ScalarAttributeType::S),
+                attribute("created", ScalarAttributeType::N),
+                attribute("pending", ScalarAttributeType::S),
+            ]))
+            .key_schema(key("pk", KeyType::Hash))
+            .global_secondary_indexes(index(sluice_aws::BY_OWNER, "owner"))
+            .global_secondary_indexes(index(sluice_aws::PENDING, "pending"))
             .billing_mode(BillingMode::PayPerRequest)
             .send()
             .await

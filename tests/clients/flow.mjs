@@ -106,6 +106,30 @@ result = await client.callTool({ name: "list_files", arguments: {} });
 check(result.structuredContent.files.some((f) => f.file_id === ticket.file_id && f.state === "ready"), "list_files");
 checks.push("list_files");
 
+// Pages: seven more files, read back three at a time through the cursor,
+// newest first, each once; a made-up cursor is refused.
+const issued = [];
+for (let i = 0; i < 7; i++) {
+  result = await client.callTool({ name: "request_upload", arguments: { filename: `page${i}.txt`, size: 1, sha256: sha256(Buffer.from("p")) } });
+  check(!result.isError, text(result));
+  issued.push(result.structuredContent.file_id);
+}
+const seen = [];
+let cursor;
+let pages = 0;
+do {
+  const page = (await client.callTool({ name: "list_files", arguments: { limit: 3, ...(cursor ? { cursor } : {}) } })).structuredContent;
+  check(page.files.length <= 3, `a page of ${page.files.length}`);
+  seen.push(...page.files.map((f) => f.file_id));
+  pages += 1;
+  cursor = page.next_cursor;
+} while (cursor);
+check(seen.length === 8 && new Set(seen).size === 8 && pages === 3, `pages: ${JSON.stringify(seen)} in ${pages}`);
+check(JSON.stringify(seen.slice(0, 7)) === JSON.stringify([...issued].reverse()), "newest first");
+const bad = await client.callTool({ name: "list_files", arguments: { cursor: "bm90LWEtY3Vyc29y" } });
+check(bad.isError && text(bad).includes("cursor"), text(bad));
+checks.push("list_files pages");
+
 for (const size of [0, 1, 16 * 1024]) {
   const small = randomBytes(size);
   result = await client.callTool({

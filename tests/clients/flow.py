@@ -90,6 +90,31 @@ async def main():
         assert mine and mine[0]["state"] == "ready", files
         checks.append("list_files")
 
+        # Pages: seven more files, read back three at a time through the
+        # cursor, newest first, each once; a made-up cursor is refused.
+        issued = []
+        for i in range(7):
+            result = await session.call_tool(
+                "request_upload", {"filename": f"page{i}.txt", "size": 1, "sha256": hashlib.sha256(b"p").hexdigest()}
+            )
+            assert not is_error(result), text(result)
+            issued.append(structured(result)["file_id"])
+        seen, cursor, pages = [], None, 0
+        while True:
+            args = {"limit": 3} | ({"cursor": cursor} if cursor else {})
+            page = structured(await session.call_tool("list_files", args))
+            assert len(page["files"]) <= 3, page
+            seen += [f["file_id"] for f in page["files"]]
+            pages += 1
+            cursor = page.get("next_cursor")
+            if not cursor:
+                break
+        assert len(seen) == len(set(seen)) == 8 and pages == 3, (seen, pages)
+        assert seen[:7] == list(reversed(issued)), (seen, issued)
+        bad = await session.call_tool("list_files", {"cursor": "bm90LWEtY3Vyc29y"})
+        assert is_error(bad) and "cursor" in text(bad), text(bad)
+        checks.append("list_files pages")
+
         # A file id works as well as a handle.
         result = await session.call_tool("get_download_url", {"file": ticket["file_id"]})
         assert not is_error(result), text(result)

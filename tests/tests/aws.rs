@@ -348,3 +348,24 @@ fn forty_rounds_of_64_concurrent_redemptions_on_a_busy_machine_have_one_winner_e
         b.join().unwrap();
     }
 }
+
+/// The pending caps on the AWS backends, where an upload goes straight to S3
+/// and sluice learns of it from a HEAD when the cap is reached.
+#[test]
+fn pending_caps_hold_with_uploads_straight_to_s3() {
+    let emulators = Emulators::start();
+    provision(&emulators, "caps");
+    let (server, _dir) = start(
+        &emulators,
+        "caps",
+        &[
+            ("SLUICE_MAX_PENDING_FILES", "3"),
+            ("SLUICE_MAX_PENDING_BYTES", "1000"),
+        ],
+    );
+    crate::hardening::pending_caps_hold(
+        &server,
+        &token(&emulators, "alice"),
+        &token(&emulators, "bob"),
+    );
+}

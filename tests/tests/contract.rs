@@ -1,4 +1,5 @@
-//! One contract suite for the storage traits, run against both
+//! One contract suite for each storage trait (objects, ledger, file
+//! records), run against both
 //! implementations: the local directory + SQLite, and S3 (s3s-fs) +
 //! DynamoDB (dynalite). It covers every behaviour the handlers rely on.
 
@@ -7,6 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::TryStreamExt as _;
 use sluice::ledger::{Ledger, Spend, SqliteLedger};
+use sluice::records::{Cursor, FileRecord, RecordStore, SqliteRecords};
 use sluice::store::{ByteStream, LocalStore, ObjectStore, StoreError};
 use sluice::{FileId, FileMeta, ObjectKey, Sha256};
 
@@ -90,12 +92,9 @@ async fn store_contract(store: &dyn ObjectStore) {
     );
     assert_eq!(read(store, &empty.object_key()).await.unwrap(), b"");
 
-    // Small objects: written whole, replaced, read, listed by owner prefix.
-    let (r1, r2) = (
-        ObjectKey::record("alice", &f.id),
-        ObjectKey::record("alice", &empty.id),
-    );
-    let other = ObjectKey::record("bob", &FileId::random());
+    // Small objects (the actions catalog): written whole, replaced, read.
+    let small = |name: &str| ObjectKey::from_stored(format!("config/{name}.toml"));
+    let (r1, r2, other) = (small("one"), small("two"), small("three"));
     assert!(store.get_small(&r1).await.unwrap().is_none());
     store
         .put_small(&r1, Bytes::from_static(b"{\"v\":1}"))
@@ -117,17 +116,6 @@ async fn store_contract(store: &dyn ObjectStore) {
         store.get_small(&r1).await.unwrap().unwrap(),
         Bytes::from_static(b"{\"v\":2}")
     );
-    let mut listed: Vec<String> = store
-        .list(&ObjectKey::records_prefix("alice"))
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|k| k.as_str().to_owned())
-        .collect();
-    listed.sort();
-    let mut expected = vec![r1.as_str().to_owned(), r2.as_str().to_owned()];
-    expected.sort();
-    assert_eq!(listed, expected);
 }
 
 async fn ledger_contract(ledger: Arc<dyn Ledger>) {
@@ -153,6 +141,120 @@ async fn ledger_contract(ledger: Arc<dyn Ledger>) {
     assert_eq!(fresh, 1);
 }
 
+fn record(owner: &str, created_ms: i64, expires_at: i64) -> FileRecord {
+    FileRecord {
+        file: file(
+            owner,
+            &format!("f{created_ms}.bin"),
+            &created_ms.to_be_bytes(),
+        ),
+        created_ms,
+        expires_at,
+        ready: false,
+    }
+}
+
+/// What the service relies on of a record store: a record reads back as
+/// written; pages are one owner's unexpired files, newest first, each file
+/// exactly once across pages however many there are, continued by the
+/// cursor; marking ready is seen by reads and leaves the pending set.
+async fn records_contract(records: &dyn RecordStore) {
+    let now = sluice::time::now_unix();
+    let later = now + 3600;
+    // 23 files of alice's, one expired, two of bob's.
+    let mut alice: Vec<FileRecord> = (0..23)
+        // Milliseconds: several within one second, and two issued at once.
+        .map(|i| {
+            record(
+                "alice",
+                now * 1000 - 5000 + i * 300 - i64::from(i == 9) * 300,
+                later,
+            )
+        })
+        .collect();
+    alice[5].expires_at = now - 1;
+    for r in &alice {
+        records.put(r).await.unwrap();
+    }
+    for i in 0..2 {
+        records
+            .put(&record("bob", now * 1000 - 2000 + i, later))
+            .await
+            .unwrap();
+    }
+
+    // A record reads back whole; another owner's id is not found.
+    let got = records.get("alice", &alice[3].file.id).await.unwrap();
+    assert_eq!(got.as_ref(), Some(&alice[3]));
+    assert_eq!(records.get("bob", &alice[3].file.id).await.unwrap(), None);
+    assert_eq!(records.get("alice", &FileId::random()).await.unwrap(), None);
+
+    // Pages of 5: newest first, the expired one left out, nobody else's,
+    // every file once.
+    let mut seen = Vec::new();
+    let mut after: Option<Cursor> = None;
+    let mut pages = 0;
+    loop {
+        let page = records.page("alice", 5, after.as_ref(), now).await.unwrap();
+        assert!(page.records.len() <= 5);
+        seen.extend(
+            page.records
+                .iter()
+                .map(|r| (r.created_ms, r.file.id.to_string())),
+        );
+        pages += 1;
+        assert!(pages < 20, "the cursor must advance");
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    // Newest first (files issued in the same millisecond in either order),
+    // each unexpired file exactly once.
+    assert!(seen.windows(2).all(|w| w[0].0 >= w[1].0), "{seen:?}");
+    let mut got: Vec<(i64, String)> = seen.clone();
+    got.sort();
+    got.dedup();
+    assert_eq!(got.len(), seen.len(), "no file twice");
+    let mut expected: Vec<(i64, String)> = alice
+        .iter()
+        .filter(|r| r.expires_at > now)
+        .map(|r| (r.created_ms, r.file.id.to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(got, expected);
+
+    // Pending: all of alice's unexpired files, up to the count asked for.
+    assert_eq!(records.pending("alice", now, 100).await.unwrap().len(), 22);
+    assert_eq!(records.pending("alice", now, 4).await.unwrap().len(), 4);
+    records
+        .mark_ready("alice", &alice[7].file.id)
+        .await
+        .unwrap();
+    let ready = records
+        .get("alice", &alice[7].file.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(ready.ready);
+    let pending = records.pending("alice", now, 100).await.unwrap();
+    assert_eq!(pending.len(), 21);
+    assert!(
+        pending
+            .iter()
+            .all(|r| r.file.id != alice[7].file.id && !r.ready)
+    );
+    let first = records.page("alice", 100, None, now).await.unwrap();
+    assert!(first.next.is_none());
+    assert_eq!(first.records.iter().filter(|r| r.ready).count(), 1);
+    // Marking a file that is not there is not an error.
+    records
+        .mark_ready("alice", &FileId::random())
+        .await
+        .unwrap();
+    assert_eq!(records.pending("bob", now, 100).await.unwrap().len(), 2);
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -168,6 +270,8 @@ fn the_local_backends_keep_the_contract() {
         store_contract(&store).await;
         let ledger = SqliteLedger::open(&dir.path().join("ledger.sqlite3")).unwrap();
         ledger_contract(Arc::new(ledger)).await;
+        let records = SqliteRecords::open(&dir.path().join("files.sqlite3")).unwrap();
+        records_contract(&records).await;
     });
 }
 
@@ -177,6 +281,8 @@ fn the_aws_backends_keep_the_contract() {
     runtime().block_on(async {
         let (store, ledger) = emulators.provision("contract").await;
         store_contract(&store).await;
+        let records = sluice_aws::DynamoRecords::beside(&ledger);
         ledger_contract(Arc::new(ledger)).await;
+        records_contract(&records).await;
     });
 }

@@ -285,7 +285,7 @@ fn the_data_directory_and_its_databases_are_private() {
     server.upload(&token, "a.txt", b"a");
     let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(dir.path()), 0o700);
-    for name in ["ledger.sqlite3", "records.sqlite3", "master.key"] {
+    for name in ["ledger.sqlite3", "files.sqlite3", "master.key"] {
         assert_eq!(mode(&dir.path().join(name)), 0o600, "{name}");
     }
 }
@@ -468,4 +468,59 @@ fn issuing_is_rate_limited_per_user() {
 
     let bob = server.token("bob", &[]);
     assert_eq!(crate::util::post_json(&url, Some(&bob), &body).status, 200);
+}
+
+/// Per-user caps on files waiting for their bytes, and on the bytes they
+/// declare: past either, 429 saying why and nothing issued; an upload frees
+/// a place (through sluice it is marked at once; straight to S3 it is found
+/// by a HEAD when the cap is reached). Another user is not affected.
+pub fn pending_caps_hold(server: &Server, alice: &str, bob: &str) {
+    let url = format!("{}/uploads", server.base);
+    let ask = |token: &str, name: &str, size: usize| {
+        let data = crate::util::bytes(size, name.len() as u64);
+        let body = serde_json::json!({"filename": name, "size": size, "sha256": sluice::Sha256::of(&data)});
+        (crate::util::post_json(&url, Some(token), &body), data)
+    };
+    let (first, first_data) = ask(alice, "a.bin", 10);
+    assert_eq!(first.status, 200, "{}", first.text());
+    assert_eq!(ask(alice, "bb.bin", 10).0.status, 200);
+    assert_eq!(ask(alice, "ccc.bin", 10).0.status, 200);
+    let (refused, _) = ask(alice, "dddd.bin", 10);
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert!(
+        refused.message().contains("3 files waiting"),
+        "{}",
+        refused.text()
+    );
+    assert!(refused.header("retry-after").is_some());
+    // Declared bytes: bob has room for files, not for 2000 bytes.
+    let (big, _) = ask(bob, "big.bin", 2000);
+    assert_eq!(big.status, 429, "{}", big.text());
+    assert!(big.message().contains("declare"), "{}", big.text());
+    assert_eq!(ask(bob, "small.bin", 10).0.status, 200);
+
+    // Alice uploads one of hers: a place is free again.
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("a.bin"), &first_data).unwrap();
+    let out = crate::util::sh(first.json()["curl"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", crate::util::out_text(&out));
+    let (again, _) = ask(alice, "dddd.bin", 10);
+    assert_eq!(again.status, 200, "{}", again.text());
+}
+
+#[test]
+fn pending_files_and_bytes_are_capped_per_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_MAX_PENDING_FILES", "3"),
+            ("SLUICE_MAX_PENDING_BYTES", "1000"),
+        ],
+    );
+    pending_caps_hold(
+        &server,
+        &server.token("alice", &[]),
+        &server.token("bob", &[]),
+    );
 }

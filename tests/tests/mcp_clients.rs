@@ -35,6 +35,7 @@ fn run_client(program: &str, script: &str) {
     for expected in [
         "request_upload + curl",
         "get_download_url + curl, bytes identical",
+        "list_files pages",
         "other user refused",
         "401 and 403",
     ] {

@@ -242,3 +242,94 @@ fn the_cargo_lambda_env_file_is_a_valid_configuration() {
             .ends_with("/lambda-url/sluice-mcp/mcp")
     );
 }
+
+/// Every IAM statement of `function`, as (actions, resource text, condition
+/// text) with the YAML rendered flat, for assertions on what it may do.
+fn statements(t: &Yaml, function: &str) -> Vec<(Vec<String>, String, String)> {
+    let resources = key(t, "Resources");
+    let props = key(&key(&resources, function), "Properties");
+    let mut out = Vec::new();
+    for policy in key(&props, "Policies").as_vec().unwrap() {
+        for s in key(policy, "Statement").as_vec().unwrap() {
+            let action = key(s, "Action");
+            let actions = match action.as_vec() {
+                Some(list) => list
+                    .iter()
+                    .map(|a| a.as_str().unwrap().to_owned())
+                    .collect(),
+                None => vec![action.as_str().unwrap().to_owned()],
+            };
+            out.push((
+                actions,
+                format!("{:?}", key(s, "Resource")),
+                format!("{:?}", key(s, "Condition")),
+            ));
+        }
+    }
+    out
+}
+
+/// The grants follow what each function's code calls: the resolver reads
+/// and spends ledger items; the mcp and issuer functions touch only record
+/// items (`LeadingKeys`) and query the record indexes; only the resolver,
+/// whose presigned GETs name a version, has GetObjectVersion; ListBucket has no s3:prefix
+/// condition (HeadObject carries none, so S3 would answer 403 instead of 404
+/// for a file not uploaded yet); and the table has the two record indexes.
+#[test]
+fn each_function_is_granted_what_its_code_calls() {
+    let t = template();
+    let has = |fun: &str, action: &str| {
+        statements(&t, fun)
+            .into_iter()
+            .filter(|(actions, _, _)| actions.iter().any(|a| a == action))
+            .collect::<Vec<_>>()
+    };
+    for action in ["dynamodb:GetItem", "dynamodb:PutItem"] {
+        assert!(
+            !has("ResolverFunction", action).is_empty(),
+            "resolver lacks {action}"
+        );
+    }
+    for fun in ["McpFunction", "IssuerFunction"] {
+        for action in [
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+        ] {
+            let grants = has(fun, action);
+            assert!(!grants.is_empty(), "{fun} lacks {action}");
+            assert!(
+                grants
+                    .iter()
+                    .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys") && c.contains("file#*")),
+                "{fun}: {action} must be limited to record items: {grants:?}"
+            );
+        }
+        let query = has(fun, "dynamodb:Query");
+        assert!(
+            query.iter().any(|(_, r, _)| r.contains("/index/*")),
+            "{fun} queries the indexes"
+        );
+    }
+    assert!(!has("ResolverFunction", "s3:GetObjectVersion").is_empty());
+    for fun in ["McpFunction", "IssuerFunction", "ResolverFunction"] {
+        assert!(
+            fun == "ResolverFunction" || has(fun, "s3:GetObjectVersion").is_empty(),
+            "{fun} has GetObjectVersion"
+        );
+        let list = has(fun, "s3:ListBucket");
+        assert!(!list.is_empty(), "{fun} lacks ListBucket");
+        assert!(
+            list.iter().all(|(_, _, c)| !c.contains("s3:prefix")),
+            "{fun}: {list:?}"
+        );
+    }
+    let table = key(&key(&key(&t, "Resources"), "SpentTokens"), "Properties");
+    let indexes: Vec<String> = key(&table, "GlobalSecondaryIndexes")
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|i| key(i, "IndexName").as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(indexes, [sluice_aws::BY_OWNER, sluice_aws::PENDING]);
+}

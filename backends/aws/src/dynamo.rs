@@ -23,7 +23,8 @@ pub struct DynamoLedger {
 
 impl DynamoLedger {
     pub(crate) fn new(shared: &aws_config::SdkConfig, aws: &AwsConfig) -> Self {
-        let mut config = aws_sdk_dynamodb::config::Builder::from(shared);
+        let mut config =
+            aws_sdk_dynamodb::config::Builder::from(shared).timeout_config(crate::timeouts());
         if let Some(endpoint) = &aws.dynamodb_endpoint {
             config = config.endpoint_url(crate::endpoint(endpoint));
         }
@@ -37,11 +38,16 @@ impl DynamoLedger {
     pub fn client(&self) -> &aws_sdk_dynamodb::Client {
         &self.client
     }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
 }
 
 /// DynamoDB out of reach, timing out or throttling is "not now" (503);
 /// anything else is a failure.
-fn ledger_error<E, R>(e: aws_sdk_dynamodb::error::SdkError<E, R>) -> LedgerError
+pub(crate) fn ledger_error<E, R>(e: aws_sdk_dynamodb::error::SdkError<E, R>) -> LedgerError
 where
     E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + Send + Sync + 'static,
     R: std::fmt::Debug + Send + Sync + 'static,

@@ -1,11 +1,13 @@
 //! sluice's AWS backends: [`S3Store`] (objects in S3, uploads and downloads
-//! through presigned URLs) and [`DynamoLedger`] (spent tokens as conditional
-//! puts with a TTL). This is the only crate that imports `aws-sdk-*`.
+//! through presigned URLs), [`DynamoLedger`] (spent tokens as conditional
+//! puts with a TTL) and [`DynamoRecords`] (file records in the same table). This is the only crate that imports `aws-sdk-*`.
 
 mod dynamo;
+mod records;
 mod s3;
 
 pub use dynamo::DynamoLedger;
+pub use records::{BY_OWNER, DynamoRecords, PENDING};
 pub use s3::S3Store;
 
 use std::time::Duration;
@@ -31,6 +33,18 @@ pub fn backends(shared: &aws_config::SdkConfig, config: &AwsConfig) -> (S3Store,
         S3Store::new(shared, config),
         DynamoLedger::new(shared, config),
     )
+}
+
+/// Time limits on every S3 and DynamoDB call, below the shortest function
+/// timeout (5 s, issuer and resolver): a backend that stops answering is a
+/// clear 503 from the function, not a Lambda timeout with no answer.
+/// Connect 1 s; one attempt 2 s; the whole operation, retries included, 4 s.
+pub fn timeouts() -> aws_config::timeout::TimeoutConfig {
+    aws_config::timeout::TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(1))
+        .operation_attempt_timeout(Duration::from_secs(2))
+        .operation_timeout(Duration::from_secs(4))
+        .build()
 }
 
 /// An emulator endpoint as the SDK takes it: no trailing slash.

@@ -60,7 +60,8 @@ impl S3Store {
         let mut config = aws_sdk_s3::config::Builder::from(shared)
             // Only the checksums sluice asks for: otherwise the SDK adds a
             // CRC32 to presigned requests, which no client could match.
-            .request_checksum_calculation(RequestChecksumCalculation::WhenRequired);
+            .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+            .timeout_config(crate::timeouts());
         if let Some(endpoint) = &aws.s3_endpoint {
             config = config
                 .endpoint_url(crate::endpoint(endpoint))
@@ -206,27 +207,6 @@ impl ObjectStore for S3Store {
         };
         let chunks: Vec<Bytes> = stream.try_collect().await.map_err(StoreError::Io)?;
         Ok(Some(chunks.concat().into()))
-    }
-
-    async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        let mut pages = self
-            .client
-            .list_objects_v2()
-            .bucket(&self.bucket)
-            .prefix(prefix)
-            .into_paginator()
-            .send();
-        let mut keys = Vec::new();
-        while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| s3_error(e, prefix))?;
-            keys.extend(
-                page.contents()
-                    .iter()
-                    .filter_map(|o| o.key())
-                    .map(|k| ObjectKey::from_stored(k.to_owned())),
-            );
-        }
-        Ok(keys)
     }
 
     fn is_direct(&self) -> bool {

@@ -104,6 +104,11 @@ async fn upload(
     match stored {
         Ok(()) => {
             tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload stored");
+            // The bytes are stored whatever happens here; a record left
+            // pending is found ready by the next listing.
+            if let Err(e) = sluice.file_stored(&file).await {
+                tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
+            }
             Ok(Json(Uploaded {
                 file_id: file.id,
                 size: file.size,

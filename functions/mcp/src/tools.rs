@@ -17,7 +17,7 @@ use rmcp::model::{
 use rmcp::{ErrorData, ServerHandler, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sluice::catalog::FileListing;
+use sluice::catalog::FilePage;
 use sluice::service::{DownloadTicket, SMALL_FILE_MAX, SmallUpload, UploadRequest, UploadTicket};
 use sluice::{ApiError, Caller, FileId, Scope, Sha256, Sluice};
 
@@ -100,11 +100,16 @@ pub struct SmallUploadArgs {
     pub content_type: Option<String>,
 }
 
-/// The caller's files.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct FileList {
-    /// Newest first; only the caller's own, unexpired files.
-    pub files: Vec<FileListing>,
+/// Which page of the caller's files.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListArgs {
+    /// How many files, 1 to 100 (default 50).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page; leave out for the first.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 /// A small file's bytes, inline.
@@ -342,18 +347,28 @@ The bytes never pass through the conversation. The size and sha256 are returned 
     }
 
     #[tool(
-        description = "List your files (newest first): file_id, name, size, sha256, content type, state (`pending` until uploaded, then `ready`) and expiry.",
-        output_schema = output::<FileList>()
+        description = "List your files, newest first, a page at a time (50 unless `limit` says otherwise, at most 100): file_id, name, size, sha256, content type, state (`pending` until uploaded, then `ready`) and expiry. When `next_cursor` is present there are more: pass it as `cursor` only if you need older files.",
+        input_schema = input::<ListArgs>(),
+        output_schema = output::<FilePage>()
     )]
     async fn list_files(
         &self,
         Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<ListArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         finish(
             async {
                 let caller = caller(&parts, Scope::FilesRead)?;
-                let files = self.sluice.list_files(&caller.owner).await?;
-                success(format!("{} file(s).", files.len()), &FileList { files })
+                let page = self
+                    .sluice
+                    .list_files(&caller.owner, args.limit, args.cursor.as_deref())
+                    .await?;
+                let more = if page.next_cursor.is_some() {
+                    " More are on the next page (next_cursor)."
+                } else {
+                    ""
+                };
+                success(format!("{} file(s).{more}", page.files.len()), &page)
             }
             .await,
         )

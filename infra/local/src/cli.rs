@@ -135,7 +135,7 @@ fn serve(config: Config) -> Result<(), StartError> {
                 crate::example::catalog(addr, &example_key),
             )?;
         }
-        let local_store = backends.local_store();
+        let local = backends.local();
         let sluice = backends.sluice(&config, url);
         let base = sluice.base_url().to_owned();
         // The first line is machine-readable: scripts and tests wait for it.
@@ -172,8 +172,8 @@ fn serve(config: Config) -> Result<(), StartError> {
             }
             None => println!("bearer tokens: from the authorization server (SLUICE_AUTH_JWKS_URL)"),
         }
-        if let Some(store) = local_store {
-            tokio::spawn(crate::sweep_forever(store, config.handle_ttl, config.link_ttl));
+        if let Some(local) = local {
+            tokio::spawn(crate::sweep_forever(local, config.handle_ttl, config.link_ttl));
         }
         let mut app = crate::app(sluice);
         if examples {

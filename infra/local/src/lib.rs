@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use axum::Router;
 use sluice::Sluice;
-use sluice::store::LocalStore;
+use sluice_runtime::LocalBackends;
 
 /// Every function's routes on one router.
 pub fn app(state: Sluice) -> Router {
@@ -22,15 +22,20 @@ pub fn app(state: Sluice) -> Router {
         .merge(sluice_resolver::router(state))
 }
 
-/// Deletes expired objects every minute. Objects live as long as the handle
-/// that names them, plus a margin for downloads issued just before expiry.
-pub async fn sweep_forever(store: LocalStore, handle_ttl: Duration, link_ttl: Duration) {
+/// Deletes expired objects and file records every minute. Objects live as
+/// long as the handle that names them, plus a margin for downloads issued
+/// just before expiry; records until their own expiry.
+pub async fn sweep_forever(local: LocalBackends, handle_ttl: Duration, link_ttl: Duration) {
     let max_age = handle_ttl + link_ttl + Duration::from_secs(60);
     let mut tick = tokio::time::interval(Duration::from_secs(60));
     loop {
         tick.tick().await;
-        let store = store.clone();
-        match tokio::task::spawn_blocking(move || store.sweep(max_age)).await {
+        let local = local.clone();
+        let swept = tokio::task::spawn_blocking(move || {
+            local.records.sweep(sluice::time::now_unix())?;
+            local.store.sweep(max_age)
+        });
+        match swept.await {
             Ok(Ok(0)) => {}
             Ok(Ok(n)) => tracing::info!(removed = n, "expired objects swept"),
             Ok(Err(e)) => tracing::warn!(error = %e, "sweep failed"),

@@ -31,8 +31,10 @@ const MAX_AGE: Duration = Duration::from_secs(3600);
 /// logged as an error, and tokens are then refused until a fetch succeeds.
 pub const MAX_STALE: Duration = Duration::from_secs(6 * 3600);
 
-/// How long one fetch of the document may take, connection included.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one fetch of the document may take, connection included:
+/// below the shortest function timeout (5 s), so a slow authorization
+/// server gives a clear 401, not a Lambda timeout.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The largest JWKS document read; real ones are a few KiB.
 const MAX_DOCUMENT_BYTES: usize = 1 << 20;

@@ -312,10 +312,6 @@ impl ObjectStore for LocalStore {
     async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
         self.small.get(key).await
     }
-
-    async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        self.small.list(prefix).await
-    }
 }
 
 /// What a write hands back: the file and the verifier, for the next.

@@ -138,9 +138,6 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// Reads a small object whole, or `None` if absent.
     async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError>;
 
-    /// Every key that starts with `prefix`, in no particular order.
-    async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError>;
-
     /// Whether clients send and fetch bytes directly to and from the store
     /// (S3, through presigned URLs) rather than through sluice's own
     /// `PUT /uploads/{token}` and streamed `GET /links/{token}`.

@@ -93,15 +93,6 @@ fn db(e: rusqlite::Error) -> StoreError {
     StoreError::Io(std::io::Error::other(e))
 }
 
-/// The smallest string greater than every key that starts with `prefix`,
-/// for a range scan. Prefixes end in `/`, whose successor is `0`.
-fn prefix_end(prefix: &str) -> String {
-    match prefix.strip_suffix('/') {
-        Some(stem) => format!("{stem}0"),
-        None => format!("{prefix}\u{10FFFF}"),
-    }
-}
-
 impl SmallObjects {
     pub(super) fn open(path: &Path) -> Result<Self, StoreError> {
         let conn = crate::sqlite::open_wal(path).map_err(db)?;
@@ -170,18 +161,6 @@ impl SmallObjects {
         .await
     }
 
-    pub(super) async fn list(&self, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        let (start, end) = (prefix.to_owned(), prefix_end(prefix));
-        self.with(move |c| {
-            let mut stmt = c.prepare("SELECT key FROM small WHERE key >= ?1 AND key < ?2")?;
-            let keys = stmt
-                .query_map([start, end], |r| r.get::<_, String>(0))?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(keys.into_iter().map(ObjectKey::from_stored).collect())
-        })
-        .await
-    }
-
     /// Deletes small objects written more than `max_age_secs` ago, then
     /// folds the write-ahead log back into the database and truncates it
     /// (see `open`: no checkpoint runs on the write path), so the log does
@@ -232,13 +211,5 @@ mod tests {
             small.get(&key).await.unwrap().is_some(),
             "young records stay"
         );
-    }
-
-    #[test]
-    fn a_prefix_range_ends_just_past_its_keys() {
-        let end = prefix_end("records/ab/");
-        assert!(*"records/ab/zzzz" < *end);
-        assert!(*"records/ab0" >= *end);
-        assert!(*"records/ab/" < *end);
     }
 }

@@ -1,0 +1,225 @@
+//! File records in DynamoDB, in the ledger's table (one table to deploy,
+//! secure and pay for): a record is the item `pk = file#<owner-hash>#<id>`,
+//! and two sparse global secondary indexes, keyed by owner hash and issue
+//! time, hold only records (ledger items lack their attributes):
+//!
+//! - [`BY_OWNER`] (`owner`, `created`): one user's files newest first, a page
+//!   per `Query` (`Limit`, `ExclusiveStartKey`), whatever their number;
+//! - [`PENDING`] (`pending`, `created`): only files still waiting for their
+//!   bytes: the attribute is removed when the file is marked ready, so the
+//!   per-user caps read just those.
+//!
+//! Why one table with indexes rather than a second table: the ledger's
+//! items and the records share the TTL attribute and the access pattern
+//! "by key", a second table would double the IAM grants, alarms and
+//! teardown, and sparse indexes cost nothing for the ledger's items. Index
+//! reads are eventually consistent: a file issued a moment ago may be missing
+//! from a page read at once; a file id is always found (`GetItem`, strongly
+//! consistent).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use sluice::file::owner_hash;
+use sluice::records::{Cursor, FileRecord, Page, RecordStore};
+use sluice::store::StoreError;
+use sluice::{FileId, LedgerError};
+
+use crate::dynamo::{DynamoLedger, KEY, TTL, ledger_error};
+
+/// The index of one user's files by issue time.
+pub const BY_OWNER: &str = "files-by-owner";
+/// The sparse index of one user's pending files by issue time.
+pub const PENDING: &str = "pending-by-owner";
+
+const OWNER: &str = "owner";
+const CREATED: &str = "created";
+const PENDING_OWNER: &str = "pending";
+const RECORD: &str = "rec";
+const READY: &str = "ready";
+
+/// File records in the ledger's DynamoDB table.
+#[derive(Debug, Clone)]
+pub struct DynamoRecords {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+fn key(owner_hash: &str, id: &str) -> String {
+    format!("file#{owner_hash}#{id}")
+}
+
+fn store_error(e: LedgerError) -> StoreError {
+    match e {
+        LedgerError::Unavailable(why) => StoreError::Unavailable(why),
+        other => StoreError::Io(std::io::Error::other(other)),
+    }
+}
+
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+fn n(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn record_of(item: &HashMap<String, AttributeValue>) -> Option<FileRecord> {
+    let json = item.get(RECORD)?.as_s().ok()?;
+    let ready = matches!(item.get(READY), Some(AttributeValue::Bool(true)));
+    FileRecord::from_json(json, ready)
+}
+
+impl DynamoRecords {
+    /// Records in the same table, through the same client, as `ledger`.
+    pub fn beside(ledger: &DynamoLedger) -> Self {
+        Self {
+            client: ledger.client().clone(),
+            table: ledger.table().to_owned(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RecordStore for DynamoRecords {
+    async fn put(&self, record: &FileRecord) -> Result<(), StoreError> {
+        let owner = owner_hash(&record.file.owner);
+        let id = record.file.id.to_string();
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(KEY, s(&key(&owner, &id)))
+            .item(OWNER, s(&owner))
+            .item(CREATED, n(record.created_ms))
+            .item(TTL, n(record.expires_at))
+            .item(RECORD, s(&record.to_json()))
+            .item(READY, AttributeValue::Bool(record.ready));
+        if !record.ready {
+            put = put.item(PENDING_OWNER, s(&owner));
+        }
+        put.send().await.map_err(|e| store_error(ledger_error(e)))?;
+        Ok(())
+    }
+
+    async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY, s(&key(&owner_hash(owner), &id.to_string())))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| store_error(ledger_error(e)))?;
+        Ok(out.item().and_then(record_of))
+    }
+
+    async fn page(
+        &self,
+        owner: &str,
+        limit: usize,
+        after: Option<&Cursor>,
+        now: i64,
+    ) -> Result<Page, StoreError> {
+        let hash = owner_hash(owner);
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(BY_OWNER)
+            .key_condition_expression("#o = :o")
+            .filter_expression("#t > :now")
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_names("#t", TTL)
+            .expression_attribute_values(":o", s(&hash))
+            .expression_attribute_values(":now", n(now))
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+        if let Some(c) = after {
+            query = query
+                .exclusive_start_key(KEY, s(&key(&hash, &c.file_id)))
+                .exclusive_start_key(OWNER, s(&hash))
+                .exclusive_start_key(CREATED, n(c.created_ms));
+        }
+        let out = query
+            .send()
+            .await
+            .map_err(|e| store_error(ledger_error(e)))?;
+        let records = out.items().iter().filter_map(record_of).collect();
+        let next = out.last_evaluated_key().and_then(|k| {
+            let pk = k.get(KEY)?.as_s().ok()?;
+            let created = k.get(CREATED)?.as_n().ok()?.parse().ok()?;
+            Some(Cursor {
+                owner: hash.clone(),
+                created_ms: created,
+                file_id: pk.rsplit('#').next()?.to_owned(),
+            })
+        });
+        Ok(Page { records, next })
+    }
+
+    async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&key(&owner_hash(owner), &id.to_string())))
+            .update_expression("REMOVE #p SET #r = :t")
+            .condition_expression("attribute_exists(#k)")
+            .expression_attribute_names("#p", PENDING_OWNER)
+            .expression_attribute_names("#r", READY)
+            .expression_attribute_names("#k", KEY)
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // The record is gone (expired): nothing to mark.
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(store_error(ledger_error(e))),
+        }
+    }
+
+    async fn pending(
+        &self,
+        owner: &str,
+        now: i64,
+        at_most: u64,
+    ) -> Result<Vec<FileRecord>, StoreError> {
+        let hash = owner_hash(owner);
+        let mut found = Vec::new();
+        let mut start: Option<HashMap<String, AttributeValue>> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(PENDING)
+                .key_condition_expression("#p = :o")
+                .filter_expression("#t > :now")
+                .expression_attribute_names("#p", PENDING_OWNER)
+                .expression_attribute_names("#t", TTL)
+                .expression_attribute_values(":o", s(&hash))
+                .expression_attribute_values(":now", n(now))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| store_error(ledger_error(e)))?;
+            found.extend(out.items().iter().filter_map(record_of));
+            if found.len() as u64 >= at_most {
+                found.truncate(usize::try_from(at_most).unwrap_or(usize::MAX));
+                return Ok(found);
+            }
+            match out.last_evaluated_key() {
+                Some(k) => start = Some(k.clone()),
+                None => return Ok(found),
+            }
+        }
+    }
+}

@@ -1,0 +1,181 @@
+//! File records: what is known about each issued file besides its bytes,
+//! kept apart from the bytes (the [`crate::store::ObjectStore`]) so that one
+//! user's files are one indexed query, newest first, a page at a time.
+//!
+//! Two implementations, one contract (`tests/tests/contract.rs`): SQLite in
+//! the local data directory ([`SqliteRecords`]), and DynamoDB on Lambda
+//! (`sluice_aws::DynamoRecords`).
+
+#[cfg(feature = "local")]
+mod sqlite;
+
+#[cfg(feature = "local")]
+pub use sqlite::SqliteRecords;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
+
+use crate::file::{FileId, FileMeta};
+use crate::sha::Sha256;
+use crate::store::StoreError;
+
+/// One file's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRecord {
+    /// What the file pins.
+    pub file: FileMeta,
+    /// When it was issued, in milliseconds since the Unix epoch (so that
+    /// files issued within one second still list newest first).
+    pub created_ms: i64,
+    /// When its handle and record expire.
+    pub expires_at: i64,
+    /// Whether its bytes are known to have arrived.
+    pub ready: bool,
+}
+
+/// One page of a user's unexpired files, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// The records; fewer than the limit only on the last page (or, on
+    /// DynamoDB, where expired items were filtered out of a page).
+    pub records: Vec<FileRecord>,
+    /// Where the next page starts; `None` after the last.
+    pub next: Option<Cursor>,
+}
+
+/// A user's files still waiting for their bytes, and the bytes they declare.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// Pending files.
+    pub files: u64,
+    /// Their declared sizes, summed.
+    pub bytes: u64,
+}
+
+/// Where a page starts: after the file issued at `created_ms` (milliseconds) with id
+/// `file_id`, for the owner whose hash is `owner`. Opaque to clients (a
+/// base64url string), checked against the caller when it comes back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// `file::owner_hash` of the owner the page is for.
+    #[serde(rename = "o")]
+    pub owner: String,
+    /// The last record's issue time.
+    #[serde(rename = "c")]
+    pub created_ms: i64,
+    /// The last record's id.
+    #[serde(rename = "f")]
+    pub file_id: String,
+}
+
+impl Cursor {
+    /// The string a client passes back.
+    pub fn encode(&self) -> String {
+        URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).expect("a cursor serializes"))
+    }
+
+    /// Reads a cursor a client passed back; `None` if it is not one.
+    pub fn decode(s: &str) -> Option<Self> {
+        let bytes = URL_SAFE_NO_PAD.decode(s.trim()).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+/// A record as stored: the same JSON on both backends.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Stored {
+    file_id: String,
+    owner: String,
+    filename: String,
+    content_type: String,
+    size: u64,
+    sha256: Sha256,
+    created_ms: i64,
+    expires_at: i64,
+}
+
+impl FileRecord {
+    /// The record's JSON, as both backends keep it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&Stored {
+            file_id: self.file.id.to_string(),
+            owner: self.file.owner.clone(),
+            filename: self.file.filename.clone(),
+            content_type: self.file.content_type.clone(),
+            size: self.file.size,
+            sha256: self.file.sha256,
+            created_ms: self.created_ms,
+            expires_at: self.expires_at,
+        })
+        .expect("a record serializes")
+    }
+
+    /// A record from its JSON and its ready flag; `None` if this version
+    /// cannot read it (skipped, not fatal).
+    pub fn from_json(json: &str, ready: bool) -> Option<Self> {
+        let s: Stored = serde_json::from_str(json).ok()?;
+        Some(Self {
+            file: FileMeta {
+                id: FileId::parse(&s.file_id)?,
+                owner: s.owner,
+                filename: s.filename,
+                content_type: s.content_type,
+                size: s.size,
+                sha256: s.sha256,
+            },
+            created_ms: s.created_ms,
+            expires_at: s.expires_at,
+            ready,
+        })
+    }
+}
+
+/// Where file records live.
+#[async_trait::async_trait]
+pub trait RecordStore: Send + Sync + std::fmt::Debug {
+    /// Records a newly issued (pending) file.
+    async fn put(&self, record: &FileRecord) -> Result<(), StoreError>;
+
+    /// File `id` of `owner`, expired or not; `None` if there is none.
+    async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError>;
+
+    /// Up to `limit` of `owner`'s files unexpired at `now`, newest first,
+    /// starting after `after`.
+    async fn page(
+        &self,
+        owner: &str,
+        limit: usize,
+        after: Option<&Cursor>,
+        now: i64,
+    ) -> Result<Page, StoreError>;
+
+    /// Marks file `id` of `owner` as uploaded.
+    async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError>;
+
+    /// `owner`'s unexpired files still marked pending, counted up to
+    /// `at_most` files (a caller checking a cap needs no more).
+    async fn pending(
+        &self,
+        owner: &str,
+        now: i64,
+        at_most: u64,
+    ) -> Result<Vec<FileRecord>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_round_trips_and_garbage_is_none() {
+        let c = Cursor {
+            owner: "abc".into(),
+            created_ms: 1_700_000_000,
+            file_id: "xyz".into(),
+        };
+        assert_eq!(Cursor::decode(&c.encode()), Some(c));
+        assert_eq!(Cursor::decode("not a cursor"), None);
+        assert_eq!(Cursor::decode(""), None);
+    }
+}

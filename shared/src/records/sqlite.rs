@@ -1,0 +1,194 @@
+//! File records in an SQLite file of the data directory: one table, keyed by
+//! owner and file id, indexed by owner and issue time for pages newest
+//! first, and a partial index of pending files for the per-user caps.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{Connection, OptionalExtension as _, params};
+
+use super::{Cursor, FileRecord, Page, RecordStore};
+use crate::file::{FileId, owner_hash};
+use crate::store::StoreError;
+
+/// File records in `files.sqlite3`.
+#[derive(Debug, Clone)]
+pub struct SqliteRecords {
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn db(e: rusqlite::Error) -> StoreError {
+    let kind = if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        std::io::ErrorKind::StorageFull
+    } else {
+        std::io::ErrorKind::Other
+    };
+    StoreError::Io(std::io::Error::new(kind, e))
+}
+
+impl SqliteRecords {
+    /// Opens (creating if needed) the records at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = crate::sqlite::open_wal(path).map_err(db)?;
+        // NORMAL: a commit survives a process crash, and may be lost only
+        // to a power cut, where the upload it describes is lost as well.
+        conn.execute_batch(
+            "PRAGMA synchronous = NORMAL;
+             CREATE TABLE IF NOT EXISTS files (
+                 owner TEXT NOT NULL,
+                 file_id TEXT NOT NULL,
+                 created_ms INTEGER NOT NULL,
+                 expires_at INTEGER NOT NULL,
+                 size INTEGER NOT NULL,
+                 ready INTEGER NOT NULL DEFAULT 0,
+                 record TEXT NOT NULL,
+                 PRIMARY KEY (owner, file_id)
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS files_by_time ON files (owner, created_ms DESC, file_id DESC);
+             CREATE INDEX IF NOT EXISTS files_pending ON files (owner, created_ms) WHERE ready = 0;",
+        )
+        .map_err(db)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || f(&conn.lock().unwrap_or_else(|p| p.into_inner())))
+            .await
+            .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
+            .map_err(db)
+    }
+
+    /// Deletes records that expired before `before`; returns how many.
+    pub fn sweep(&self, before: i64) -> Result<usize, StoreError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let n = conn
+            .execute("DELETE FROM files WHERE expires_at < ?1", [before])
+            .map_err(db)?;
+        // Give the log's space back after a large delete.
+        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
+            .map_err(db)?;
+        Ok(n)
+    }
+}
+
+fn rows(
+    stmt: &mut rusqlite::Statement<'_>,
+    args: impl rusqlite::Params,
+) -> rusqlite::Result<Vec<FileRecord>> {
+    let found = stmt.query_map(args, |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?;
+    let mut out = Vec::new();
+    for row in found {
+        let (json, ready) = row?;
+        if let Some(record) = FileRecord::from_json(&json, ready) {
+            out.push(record);
+        }
+    }
+    Ok(out)
+}
+
+#[async_trait::async_trait]
+impl RecordStore for SqliteRecords {
+    async fn put(&self, record: &FileRecord) -> Result<(), StoreError> {
+        let (owner, id) = (owner_hash(&record.file.owner), record.file.id.to_string());
+        let (created, expires, size) = (record.created_ms, record.expires_at, record.file.size);
+        let (ready, json) = (record.ready, record.to_json());
+        self.with(move |c| {
+            c.prepare_cached(
+                "INSERT OR REPLACE INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![owner, id, created, expires, size as i64, ready, json])
+            .map(|_| ())
+        })
+        .await
+    }
+
+    async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+        let (owner, id) = (owner_hash(owner), id.to_string());
+        let found = self
+            .with(move |c| {
+                c.prepare_cached(
+                    "SELECT record, ready FROM files WHERE owner = ?1 AND file_id = ?2",
+                )?
+                .query_row(params![owner, id], |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+                })
+                .optional()
+            })
+            .await?;
+        Ok(found.and_then(|(json, ready)| FileRecord::from_json(&json, ready)))
+    }
+
+    async fn page(
+        &self,
+        owner: &str,
+        limit: usize,
+        after: Option<&Cursor>,
+        now: i64,
+    ) -> Result<Page, StoreError> {
+        let hash = owner_hash(owner);
+        let (created, id) = match after {
+            Some(c) => (c.created_ms, c.file_id.clone()),
+            None => (i64::MAX, String::new()),
+        };
+        let first = after.is_none();
+        let want = limit as i64 + 1;
+        let owner_key = hash.clone();
+        let mut records = self
+            .with(move |c| {
+                let mut stmt = c.prepare_cached(
+                    "SELECT record, ready FROM files
+                     WHERE owner = ?1 AND expires_at > ?2
+                       AND (?5 OR created_ms < ?3 OR (created_ms = ?3 AND file_id < ?4))
+                     ORDER BY created_ms DESC, file_id DESC LIMIT ?6",
+                )?;
+                rows(&mut stmt, params![owner_key, now, created, id, first, want])
+            })
+            .await?;
+        let next = if records.len() > limit {
+            records.truncate(limit);
+            records.last().map(|r| Cursor {
+                owner: hash,
+                created_ms: r.created_ms,
+                file_id: r.file.id.to_string(),
+            })
+        } else {
+            None
+        };
+        Ok(Page { records, next })
+    }
+
+    async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
+        let (owner, id) = (owner_hash(owner), id.to_string());
+        self.with(move |c| {
+            c.prepare_cached("UPDATE files SET ready = 1 WHERE owner = ?1 AND file_id = ?2")?
+                .execute(params![owner, id])
+                .map(|_| ())
+        })
+        .await
+    }
+
+    async fn pending(
+        &self,
+        owner: &str,
+        now: i64,
+        at_most: u64,
+    ) -> Result<Vec<FileRecord>, StoreError> {
+        let owner = owner_hash(owner);
+        self.with(move |c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT record, ready FROM files
+                 WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
+                 ORDER BY created_ms LIMIT ?3",
+            )?;
+            rows(&mut stmt, params![owner, now, at_most as i64])
+        })
+        .await
+    }
+}
