@@ -7,7 +7,13 @@
   `www_authenticate`, which API Gateway would otherwise rename;
 - API Gateway may invoke the mcp function on that route;
 - with CreateCognitoUserPool=true the functions' auth variables point at
-  the pool, and nothing depends on itself.
+  the pool, and nothing depends on itself;
+- the outputs (McpUrl, ClaudeMcpAdd) name the right URL in every
+  configuration: the API's own, PublicUrl, a custom domain;
+- operations: every function logs to a group with retention, the stage is
+  throttled, alarms exist (with AlarmEmail) for API 5xx, each function's
+  errors and throttles and the table's throttles, and the bucket, table and
+  secret carry deletion and replacement policies.
 Exits non-zero naming what is wrong.
 """
 
@@ -85,7 +91,104 @@ def check(parameters):
     return resources
 
 
-check({})
+def evaluate(value, params, conditions, template):
+    """An output's value under `params`: Ref, Sub, Join and If; resources
+    and attributes stay as `<Name>` (only what the outputs use)."""
+    if isinstance(value, list):
+        return [evaluate(v, params, conditions, template) for v in value]
+    if not isinstance(value, dict):
+        return value
+    (fn, arg), = value.items()
+    known = {"AWS::Region": "us-east-1", "AWS::URLSuffix": "amazonaws.com"}
+    if fn == "Ref":
+        if arg in params:
+            return params[arg]
+        if arg in template["Parameters"]:
+            return str(template["Parameters"][arg].get("Default", ""))
+        return known.get(arg, f"<{arg}>")
+    if fn == "Fn::Sub":
+        import re
+        return re.sub(r"\$\{([^}]+)\}", lambda m: evaluate({"Ref": m.group(1)}, params, conditions, template), arg)
+    if fn == "Fn::Join":
+        return arg[0].join(evaluate(arg[1], params, conditions, template))
+    if fn == "Fn::If":
+        branch = arg[1] if condition(arg[0], params, template) else arg[2]
+        return evaluate(branch, params, conditions, template)
+    if fn == "Fn::GetAtt":
+        return f"<{'.'.join(arg)}>"
+    raise ValueError(f"cannot evaluate {fn}")
+
+
+def condition(name, params, template):
+    def ev(c):
+        (fn, arg), = c.items()
+        if fn == "Fn::Not":
+            return not ev(arg[0])
+        if fn == "Fn::Equals":
+            a, b = (evaluate(x, params, {}, template) if isinstance(x, dict) else x for x in arg)
+            return str(a) == str(b)
+        if fn == "Condition":
+            return condition(arg, params, template)
+        raise ValueError(f"cannot evaluate condition {fn}")
+    return ev(template["Conditions"][name])
+
+
+def outputs(params):
+    with open("template.yaml") as f:
+        template = yaml.load(f, Loader=Loader)
+    return {k: evaluate(v["Value"], params, {}, template) for k, v in template["Outputs"].items()
+            if "Condition" not in v or condition(v["Condition"], params, template)}
+
+
+def check_outputs():
+    api = "https://<HttpApi>.execute-api.us-east-1.amazonaws.com"
+    for params, base in [
+        ({}, api),
+        ({"PublicUrl": "https://proxy.example.com"}, "https://proxy.example.com"),
+        ({"DomainName": "files.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/x"},
+         "https://files.example.com"),
+    ]:
+        out = outputs(params)
+        if out["McpUrl"] != f"{base}/mcp":
+            fail(f"McpUrl with {params}: {out['McpUrl']}, expected {base}/mcp")
+        if out["ClaudeMcpAdd"] != f"claude mcp add --transport http sluice {base}/mcp":
+            fail(f"ClaudeMcpAdd with {params}: {out['ClaudeMcpAdd']}")
+        if ("RegionalDomainName" in out) != ("DomainName" in params):
+            fail(f"RegionalDomainName output with {params}: {out}")
+    out = outputs({"CreateCognitoUserPool": "true"})
+    if "--client-id <ClaudeAppClient>" not in out["ClaudeMcpAdd"]:
+        fail(f"ClaudeMcpAdd with Cognito: {out['ClaudeMcpAdd']}")
+
+
+def check_operations(resources):
+    for fn in ("McpFunction", "IssuerFunction", "ResolverFunction"):
+        props = resources[fn]["Properties"]
+        group = props.get("LoggingConfig", {}).get("LogGroup", {}).get("Ref")
+        if not group or "RetentionInDays" not in resources[group]["Properties"]:
+            fail(f"{fn} logs to no group with retention: {props.get('LoggingConfig')}")
+        if "ReservedConcurrentExecutions" not in props:
+            fail(f"{fn} has no (optional) reserved concurrency")
+    stages = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
+    settings = [s["Properties"].get("DefaultRouteSettings", {}) for s in stages]
+    if not any("ThrottlingRateLimit" in s and "ThrottlingBurstLimit" in s for s in settings):
+        fail(f"the API stage is not throttled: {settings}")
+    alarms = [n for n, r in resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    metrics = sorted({resources[a]["Properties"]["MetricName"] for a in alarms})
+    if metrics != ["5xx", "Errors", "ReadThrottleEvents", "Throttles", "WriteThrottleEvents"] or len(alarms) != 9:
+        fail(f"alarms: {alarms} on {metrics}")
+    if any(resources[a].get("Condition") != "HasAlarms" for a in alarms + ["AlarmTopic"]):
+        fail("alarms exist only with AlarmEmail")
+    for name in ("Bucket", "SpentTokens", "MasterSecret"):
+        r = resources[name]
+        if "DeletionPolicy" not in r or "UpdateReplacePolicy" not in r:
+            fail(f"{name} has no DeletionPolicy / UpdateReplacePolicy")
+    for name in ("ApiDomain", "ApiDomainMapping"):
+        if resources[name].get("Condition") != "HasCustomDomain":
+            fail(f"{name} exists only with DomainName")
+
+
+check_operations(check({}))
+check_outputs()
 cognito = check({"CreateCognitoUserPool": "true"})
 for name in ("UserPool", "UserPoolDomain", "SluiceResourceServer", "ClaudeAppClient"):
     if name not in cognito:
@@ -93,4 +196,7 @@ for name in ("UserPool", "UserPoolDomain", "SluiceResourceServer", "ClaudeAppCli
 env = cognito["McpFunction"]["Properties"]["Environment"]["Variables"]
 if "SLUICE_AUTH_CLIENT_IDS" not in json.dumps(env):
     fail("the functions are not given the Cognito app client id")
-print("template check: POST /mcp routed once with the WWW-Authenticate mapping; Cognito resources wired")
+print(
+    "template check: POST /mcp routed once with the WWW-Authenticate mapping; Cognito resources wired; "
+    "outputs right with the API URL, PublicUrl and a custom domain; logs, throttling, alarms and policies in place"
+)

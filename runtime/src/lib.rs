@@ -161,22 +161,18 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
         #[cfg(not(feature = "local"))]
         Backend::Local => Err(StartError::NoLocalBackend),
         Backend::Aws(aws) => {
-            let secret = match (&config.master_secret, &aws.master_secret_id) {
-                (Some(secret), _) => secret.clone(),
-                (None, Some(id)) => {
-                    let value = sluice_aws::read_secret(id, aws.region.as_deref())
-                        .await
-                        .map_err(StartError::Secret)?;
-                    MasterSecret::new(value.trim().as_bytes().to_vec()).map_err(|e| {
-                        StartError::Secret(format!("SLUICE_MASTER_SECRET_ID {id}: {e}"))
-                    })?
-                }
+            let keys = match (&config.master_secret, &aws.master_secret_id) {
+                (Some(secret), _) => Keyring::new(
+                    (config.key_id.clone(), secret.clone()),
+                    config.previous.clone(),
+                ),
+                (None, Some(id)) => secret_manager_keys(id, aws.region.as_deref()).await?,
                 (None, None) => unreachable!("Config::from_env requires one of them"),
             };
             let (store, ledger) = sluice_aws::connect(aws).await;
             Ok(Backends {
                 catalog: load_catalog(config, &store).await?,
-                keys: Keyring::new((config.key_id.clone(), secret), config.previous.clone()),
+                keys,
                 store: Arc::new(store),
                 records: Arc::new(sluice_aws::DynamoRecords::beside(&ledger)),
                 ledger: Arc::new(ledger),
@@ -185,6 +181,38 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
             })
         }
     }
+}
+
+/// The keyring of a master secret kept in Secrets Manager: its `AWSCURRENT`
+/// version signs, and its `AWSPREVIOUS` version (after `put-secret-value` or
+/// a rotation) still verifies, so links and handles in flight survive the
+/// change. Each version's key id comes from its version id, so tokens name
+/// the version that signed them.
+async fn secret_manager_keys(id: &str, region: Option<&str>) -> Result<Keyring, StartError> {
+    let (current, previous) = sluice_aws::read_secret_versions(id, region)
+        .await
+        .map_err(StartError::Secret)?;
+    let key = |v: &sluice_aws::SecretVersion| {
+        let secret = MasterSecret::new(v.value.trim().as_bytes().to_vec())
+            .map_err(|e| StartError::Secret(format!("SLUICE_MASTER_SECRET_ID {id}: {e}")))?;
+        Ok::<_, StartError>((version_key_id(&v.version_id), secret))
+    };
+    let previous = match &previous {
+        Some(v) => Some(key(v)?),
+        None => None,
+    };
+    Ok(Keyring::new(key(&current)?, previous))
+}
+
+/// A key id for a secret version: `v` and the first 12 letters and digits
+/// of its version id (a UUID), within the 32 characters a key id may have.
+fn version_key_id(version_id: &str) -> sluice::KeyId {
+    let plain: String = version_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(12)
+        .collect();
+    sluice::KeyId::new(&format!("v{plain}")).expect("v and 1-12 ASCII alphanumerics is a key id")
 }
 
 /// Builds sluice over the backends `config` names, at `public_url`.

@@ -12,18 +12,18 @@ use serde_json::{Value, json};
 
 use crate::util::{Server, post_json};
 
-const ISSUER: &str = "https://auth.example.com";
-const AUDIENCE: &str = "https://files.example.com/mcp";
+pub const ISSUER: &str = "https://auth.example.com";
+pub const AUDIENCE: &str = "https://files.example.com/mcp";
 
 /// A JWKS endpoint serving whatever document it currently holds.
-struct JwksServer {
-    url: String,
+pub struct JwksServer {
+    pub url: String,
     document: Arc<Mutex<Value>>,
     fetches: Arc<AtomicUsize>,
 }
 
 impl JwksServer {
-    fn start(document: Value) -> Self {
+    pub fn start(document: Value) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
         let document = Arc::new(Mutex::new(document));
@@ -54,7 +54,7 @@ impl JwksServer {
     }
 }
 
-fn keys() -> Value {
+pub fn keys() -> Value {
     let out = std::process::Command::new("node")
         .arg(crate::mcp_clients::root().join("tests/clients/keys.mjs"))
         .output()
@@ -63,7 +63,7 @@ fn keys() -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn sign(alg: Algorithm, pem: &str, kid: &str, claims: Value) -> String {
+pub fn sign(alg: Algorithm, pem: &str, kid: &str, claims: Value) -> String {
     let key = match alg {
         Algorithm::RS256 => EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap(),
         _ => EncodingKey::from_ec_pem(pem.as_bytes()).unwrap(),
@@ -76,7 +76,7 @@ fn sign(alg: Algorithm, pem: &str, kid: &str, claims: Value) -> String {
     jsonwebtoken::encode(&header, &claims, &key).unwrap()
 }
 
-fn claims(sub: &str, scope: &str, exp_in: i64) -> Value {
+pub fn claims(sub: &str, scope: &str, exp_in: i64) -> Value {
     let now = sluice::time::now_unix();
     json!({"iss": ISSUER, "aud": AUDIENCE, "sub": sub, "scope": scope, "iat": now, "exp": now + exp_in})
 }

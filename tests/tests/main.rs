@@ -20,6 +20,7 @@ mod mcp_http;
 mod oauth;
 mod refusals;
 mod restart;
+mod rotation;
 mod roundtrip;
 mod template;
 mod upload;

@@ -333,3 +333,53 @@ fn each_function_is_granted_what_its_code_calls() {
         .collect();
     assert_eq!(indexes, [sluice_aws::BY_OWNER, sluice_aws::PENDING]);
 }
+
+/// `samconfig.toml`'s dev and prod environments set only parameters the
+/// template has, to values it allows; the teardown script parses.
+#[test]
+fn the_deploy_environments_and_teardown_fit_the_template() {
+    let t = template();
+    let params = key(&t, "Parameters");
+    let text = std::fs::read_to_string(crate::mcp_clients::root().join("samconfig.toml")).unwrap();
+    let config: toml::Table = toml::from_str(&text).unwrap();
+    for env in ["dev", "prod"] {
+        let deploy = &config[env]["deploy"]["parameters"];
+        let overrides = deploy["parameter_overrides"].as_array().unwrap();
+        assert!(!overrides.is_empty(), "{env}");
+        for o in overrides {
+            let (name, value) = o.as_str().unwrap().split_once('=').unwrap();
+            let p = key(&params, name);
+            assert!(
+                !p.is_badvalue(),
+                "{env}: {name} is not a template parameter"
+            );
+            if let Some(allowed) = p["AllowedValues"].as_vec() {
+                let allowed: Vec<String> = allowed
+                    .iter()
+                    .map(|v| match v {
+                        Yaml::Integer(i) => i.to_string(),
+                        other => other.as_str().unwrap().to_owned(),
+                    })
+                    .collect();
+                assert!(allowed.contains(&value.to_owned()), "{env}: {name}={value}");
+            }
+        }
+        assert!(
+            config[env]["global"]["parameters"]["stack_name"]
+                .as_str()
+                .unwrap()
+                .contains(env)
+        );
+    }
+    let script = crate::mcp_clients::root().join("infra/teardown.sh");
+    let out = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

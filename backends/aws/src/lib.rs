@@ -76,5 +76,66 @@ pub async fn read_secret(secret_id: &str, region: Option<&str>) -> Result<String
         .ok_or_else(|| format!("secret {secret_id} has no string value"))
 }
 
+/// One version of a secret: its Secrets Manager version id and its value.
+#[derive(Debug, Clone)]
+pub struct SecretVersion {
+    /// The version's id (a UUID).
+    pub version_id: String,
+    /// The secret string.
+    pub value: String,
+}
+
+/// The `AWSCURRENT` and, when there is one, `AWSPREVIOUS` versions of a
+/// secret: the master secret at cold start, so that `put-secret-value` (or
+/// a rotation) moves to a new secret while tokens signed under the previous
+/// one stay valid until they expire.
+pub async fn read_secret_versions(
+    secret_id: &str,
+    region: Option<&str>,
+) -> Result<(SecretVersion, Option<SecretVersion>), String> {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if let Some(region) = region {
+        loader = loader.region(aws_config::Region::new(region.to_owned()));
+    }
+    let client = aws_sdk_secretsmanager::Client::new(&loader.load().await);
+    let read = |stage: &'static str| {
+        let client = client.clone();
+        async move {
+            match client
+                .get_secret_value()
+                .secret_id(secret_id)
+                .version_stage(stage)
+                .send()
+                .await
+            {
+                Ok(out) => {
+                    let value = out.secret_string().ok_or_else(|| {
+                        format!("secret {secret_id} ({stage}) has no string value")
+                    })?;
+                    Ok(Some(SecretVersion {
+                        version_id: out.version_id().unwrap_or(stage).to_owned(),
+                        value: value.to_owned(),
+                    }))
+                }
+                // A secret never changed has no previous version.
+                Err(e)
+                    if stage == "AWSPREVIOUS"
+                        && e.as_service_error()
+                            .is_some_and(|e| e.is_resource_not_found_exception()) =>
+                {
+                    Ok(None)
+                }
+                Err(e) => Err(format!(
+                    "reading secret {secret_id} ({stage}): {}",
+                    aws_sdk_secretsmanager::error::DisplayErrorContext(e)
+                )),
+            }
+        }
+    };
+    let current = read("AWSCURRENT").await?.ok_or("no current version")?;
+    let previous = read("AWSPREVIOUS").await?;
+    Ok((current, previous))
+}
+
 /// The longest a presigned download may stay valid.
 pub const MAX_GET_TTL: Duration = Duration::from_secs(60);
