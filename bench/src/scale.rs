@@ -35,6 +35,9 @@ async fn counting_proxy(upstream: String) -> anyhow::Result<(String, Arc<AtomicU
                 let Ok(server) = TcpStream::connect(&upstream).await else {
                     return;
                 };
+                // Each request goes on in one write, at once: no Nagle delay
+                // added to what is measured.
+                let _ = (client.set_nodelay(true), server.set_nodelay(true));
                 let (client_read, mut client_write) = client.into_split();
                 let (mut server_read, mut server_write) = server.into_split();
                 // Responses flow back untouched.
@@ -65,9 +68,8 @@ async fn counting_proxy(upstream: String) -> anyhow::Result<(String, Arc<AtomicU
                         return;
                     }
                     count.fetch_add(1, Ordering::Relaxed);
-                    if server_write.write_all(&head).await.is_err()
-                        || server_write.write_all(&body).await.is_err()
-                    {
+                    head.extend_from_slice(&body);
+                    if server_write.write_all(&head).await.is_err() {
                         return;
                     }
                 }
@@ -257,8 +259,8 @@ pub async fn run() -> anyhow::Result<String> {
     ));
     out.push_str(&format!(
         "A page costs {:.0}× fewer backend requests than the whole list did, and its cost does not \
-         grow with the number of files; the first visit of a page HEADs its pending entries and marks \
-         the uploaded ones ready (later pages of the same files cost one `Query`).\n",
+         grow with the number of files: one `Query`, plus a HEAD for each entry still marked pending \
+         (one found uploaded is marked ready and not HEADed again).\n",
         (old_s3 + old_ddb) as f64 / (new_s3 + new_ddb)
     ));
     Ok(out)

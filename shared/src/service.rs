@@ -440,12 +440,12 @@ impl Sluice {
         let h = Handle::decode(&self.0.keys, handle).map_err(|e| match e {
             TokenError::Expired => {
                 ApiError::BadRequest(
-                "this handle has expired: call request_upload again and upload the file to the new URL"
+                "this handle has expired: request a new upload (request_upload, or POST /uploads) and upload the file to the new URL"
                     .into(),
             )
             }
             _ => ApiError::BadRequest(
-                "this is not a valid handle: pass the exact \"$uploadedFile:…\" value returned by request_upload"
+                "this is not a valid handle: pass the exact \"$uploadedFile:…\" value the upload request returned"
                     .into(),
             ),
         })?;
@@ -509,7 +509,7 @@ pub fn stored_mismatch() -> ApiError {
 
 fn not_uploaded() -> ApiError {
     ApiError::Conflict(
-        "this file has not been uploaded yet: run the upload command from request_upload first"
+        "this file has not been uploaded yet: run the upload command (the curl line) its upload request returned first"
             .into(),
     )
 }

@@ -369,3 +369,41 @@ fn pending_caps_hold_with_uploads_straight_to_s3() {
         &token(&emulators, "bob"),
     );
 }
+
+/// S3 refusing access (here: s3s-fs refusing a wrong secret key, as S3
+/// answers a role without the permission) is not a 500 and not "not
+/// uploaded": a store-unavailable error, which sluice answers 503.
+#[test]
+fn s3_refusing_access_is_unavailable_not_missing() {
+    let emulators = Emulators::start();
+    provision(&emulators, "denied");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        use aws_sdk_s3::config::{Credentials, SharedCredentialsProvider};
+        let wrong = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                crate::emulators::ACCESS_KEY,
+                "not-the-secret-key",
+                None,
+                None,
+                "wrong",
+            )))
+            .build();
+        let (store, _) = sluice_aws::backends(&wrong, &emulators.settings("denied"));
+        let key = sluice::FileMeta {
+            id: sluice::FileId::random(),
+            owner: "alice".into(),
+            filename: "a.txt".into(),
+            content_type: "text/plain".into(),
+            size: 1,
+            sha256: sluice::Sha256::of(b"a"),
+        }
+        .object_key();
+        let err = sluice::ObjectStore::head(&store, &key).await.unwrap_err();
+        assert!(matches!(err, sluice::StoreError::Unavailable(_)), "{err:?}");
+        let api: sluice::ApiError = err.into();
+        assert_eq!(api.status(), 503);
+    });
+}

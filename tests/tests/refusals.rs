@@ -163,7 +163,9 @@ fn an_expired_or_garbled_handle_says_what_to_do() {
     let reply = server.resolve(&token, &h.encode(&keys));
     assert_eq!(reply.status, 400);
     assert!(
-        reply.message().contains("call request_upload again"),
+        reply
+            .message()
+            .contains("request a new upload (request_upload, or POST /uploads)"),
         "{}",
         reply.message()
     );
