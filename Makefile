@@ -20,12 +20,17 @@ run:
 # What the end-to-end tests drive and talk to: the official MCP clients (the
 # Python SDK in a venv, the TypeScript SDK from the lock file), dynalite
 # (DynamoDB, from the same lock file: its conditional writes are atomic),
-# oidc-provider, and s3s-fs (S3, which verifies presigned signatures and
-# checksums).
+# oidc-provider, playwright-core with Debian's Chromium (the upload page),
+# and s3s-fs (S3, which verifies presigned signatures and checksums).
 S3S_FS_VERSION := 0.14.1
 S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
 
-clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS)
+clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium
+
+# The browser the page tests drive (playwright-core cannot download its own
+# here): Debian's Chromium, installed as root (CI runs as root).
+/usr/bin/chromium:
+	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
 
 $(VENV)/.installed: tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)

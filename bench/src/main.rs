@@ -4,6 +4,7 @@
 
 mod actions;
 mod backends;
+mod browser;
 mod lambda;
 mod load;
 mod refs;
@@ -48,7 +49,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--only" => {
                 args.only = Some(
                     it.next()
-                        .context("--only data|actions|mcp|backends|scale|lambda")?,
+                        .context("--only data|actions|mcp|backends|browser|scale|lambda")?,
                 )
             }
             "--requests" => args.requests = it.next().context("--requests N")?.parse()?,
@@ -59,7 +60,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--soak" => args.soak_secs = Some(it.next().context("--soak SECS")?.parse()?),
             other => bail!(
                 "unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE, \
-                 --only data|actions|mcp|backends|scale|lambda, --requests N, --concurrency N, \
+                 --only data|actions|mcp|backends|browser|scale|lambda, --requests N, --concurrency N, \
                  --action-size-mib N, --soak SECS)"
             ),
         }
@@ -118,6 +119,9 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?;
         report.push_str(&rt.block_on(backends::run())?);
+    }
+    if wants("browser") {
+        report.push_str(&browser::run()?);
     }
     if wants("scale") {
         let rt = tokio::runtime::Builder::new_multi_thread()
@@ -248,6 +252,9 @@ pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow
         // The load is one user asking for files as fast as it can.
         .env("SLUICE_ISSUE_RATE_PER_MINUTE", "1000000000")
         .env("SLUICE_ISSUE_BURST", "1000000")
+        // …and leaving many of them pending (the soak's stalled bodies).
+        .env("SLUICE_MAX_PENDING_FILES", "1000000000")
+        .env("SLUICE_MAX_PENDING_BYTES", (1u64 << 50).to_string())
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()?;

@@ -87,10 +87,17 @@ pub enum Purpose {
     Link,
     /// Bearer tokens minted for local development.
     DevBearer,
+    /// Browser upload pages' capabilities.
+    Page,
 }
 
 impl Purpose {
-    const ALL: [Purpose; 3] = [Purpose::Handle, Purpose::Link, Purpose::DevBearer];
+    const ALL: [Purpose; 4] = [
+        Purpose::Handle,
+        Purpose::Link,
+        Purpose::DevBearer,
+        Purpose::Page,
+    ];
 
     fn info(self) -> &'static [u8] {
         match self {
@@ -99,6 +106,7 @@ impl Purpose {
             Purpose::Handle => b"sluice/v2/handle",
             Purpose::Link => b"sluice/v2/link",
             Purpose::DevBearer => b"sluice/v1/dev-bearer",
+            Purpose::Page => b"sluice/v2/page",
         }
     }
 
@@ -107,6 +115,7 @@ impl Purpose {
             Purpose::Handle => 0,
             Purpose::Link => 1,
             Purpose::DevBearer => 2,
+            Purpose::Page => 3,
         }
     }
 }
@@ -115,7 +124,7 @@ impl Purpose {
 #[derive(Clone)]
 struct KeySet {
     id: KeyId,
-    keys: [[u8; 32]; 3],
+    keys: [[u8; 32]; 4],
 }
 
 impl KeySet {
@@ -123,7 +132,7 @@ impl KeySet {
         // The key id is the salt, so two ids over the same bytes still give
         // unrelated keys.
         let hk = Hkdf::<sha2::Sha256>::new(Some(id.as_str().as_bytes()), secret.bytes());
-        let mut keys = [[0u8; 32]; 3];
+        let mut keys = [[0u8; 32]; 4];
         for purpose in Purpose::ALL {
             hk.expand(purpose.info(), &mut keys[purpose.index()])
                 .expect("32 bytes is a valid HKDF-SHA256 output length");

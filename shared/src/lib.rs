@@ -27,6 +27,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod browser;
 pub mod catalog;
 pub mod config;
 pub mod curl;

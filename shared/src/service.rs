@@ -181,6 +181,11 @@ impl Sluice {
         &*self.0.store
     }
 
+    /// The signing keys.
+    pub(crate) fn keys(&self) -> &Keyring {
+        &self.0.keys
+    }
+
     /// The file records.
     pub fn records(&self) -> &dyn crate::records::RecordStore {
         &*self.0.records
@@ -225,10 +230,11 @@ impl Sluice {
     }
 
     /// Validates an upload request, pins the file, records it, and signs its handle.
-    async fn issue_file(
+    pub(crate) async fn issue_file(
         &self,
         owner: &str,
         req: UploadRequest,
+        id: FileId,
     ) -> Result<(FileMeta, String), ApiError> {
         let filename = req.filename.trim();
         if filename.is_empty() {
@@ -255,7 +261,7 @@ impl Sluice {
             Some(ct) => parse_content_type(ct)?,
         };
         let file = FileMeta {
-            id: FileId::random(),
+            id,
             owner: owner.to_owned(),
             filename: filename.to_owned(),
             content_type,
@@ -278,7 +284,33 @@ impl Sluice {
         owner: &str,
         req: UploadRequest,
     ) -> Result<UploadTicket, ApiError> {
-        let (file, handle) = self.issue_file(owner, req).await?;
+        let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
+        let target = self.upload_target(&file).await?;
+        // curl sets Content-Length from the file itself: a file of another
+        // size then fails the store's check at once, where an explicit header
+        // would leave the request waiting for bytes that never come.
+        let curl = curl::upload_command(
+            &target.url,
+            target
+                .headers
+                .iter()
+                .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+            curl::local_file_name(&file.filename),
+        );
+        Ok(UploadTicket {
+            handle,
+            file_id: file.id,
+            upload: target,
+            curl,
+            max_bytes: self.0.max_upload_bytes,
+        })
+    }
+
+    /// Where and how to PUT `file`'s bytes: a presigned PUT of the store
+    /// (S3), which itself enforces size, digest and single use, or a
+    /// single-use link to sluice's own `PUT /uploads/{token}`.
+    pub(crate) async fn upload_target(&self, file: &FileMeta) -> Result<UploadTarget, ApiError> {
         let expires_at = now_unix() + self.0.upload_ttl.as_secs() as i64;
         let presigned = self
             .store()
@@ -305,28 +337,11 @@ impl Sluice {
                 )
             }
         };
-        // curl sets Content-Length from the file itself: a file of another
-        // size then fails the store's check at once, where an explicit header
-        // would leave the request waiting for bytes that never come.
-        let curl = curl::upload_command(
-            &url,
-            headers
-                .iter()
-                .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
-                .map(|(k, v)| (k.as_str(), v.as_str())),
-            curl::local_file_name(&file.filename),
-        );
-        Ok(UploadTicket {
-            handle,
-            file_id: file.id,
-            upload: UploadTarget {
-                url,
-                method: "PUT",
-                headers,
-                expires_at: rfc3339(expires_at),
-            },
-            curl,
-            max_bytes: self.0.max_upload_bytes,
+        Ok(UploadTarget {
+            url,
+            method: "PUT",
+            headers,
+            expires_at: rfc3339(expires_at),
         })
     }
 
@@ -384,7 +399,7 @@ impl Sluice {
             sha256,
             content_type,
         };
-        let (file, handle) = self.issue_file(owner, req).await?;
+        let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
         let body: crate::store::ByteStream = Box::pin(futures_util::stream::once(async move {
             Ok(bytes::Bytes::from(data))
         }));

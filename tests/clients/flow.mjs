@@ -12,7 +12,15 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 
 import { check, sh, sha256, text } from "./common.mjs";
 
-const TOOLS = ["request_upload", "get_download_url", "list_files", "upload_small_file", "read_small_file"];
+const TOOLS = [
+  "request_upload",
+  "get_download_url",
+  "list_files",
+  "upload_small_file",
+  "read_small_file",
+  "request_browser_upload",
+  "get_upload_status",
+];
 
 const { values: args } = parseArgs({
   options: {

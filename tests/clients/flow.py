@@ -13,7 +13,15 @@ import sys
 
 from mcp_common import Recorder, errors_of, is_error, run_main, session_for, sh, structured, text
 
-TOOLS = {"request_upload", "get_download_url", "list_files", "upload_small_file", "read_small_file"}
+TOOLS = {
+    "request_upload",
+    "get_download_url",
+    "list_files",
+    "upload_small_file",
+    "read_small_file",
+    "request_browser_upload",
+    "get_upload_status",
+}
 
 
 async def expect_refused(url, token, status):

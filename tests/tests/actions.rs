@@ -274,7 +274,10 @@ fn an_expired_handle_is_refused_naming_the_field_and_the_next_step() {
     ));
     assert!(message.starts_with("Field \"document\": "), "{message}");
     assert!(message.contains("expired"), "{message}");
-    assert!(message.contains("request_upload again"), "{message}");
+    assert!(
+        message.contains("request a new upload (request_upload"),
+        "{message}"
+    );
     assert!(upstream.log().is_empty(), "the upstream was not called");
 }
 

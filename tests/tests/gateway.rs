@@ -266,6 +266,11 @@ fn route(method: &str, path: &str) -> Option<&'static str> {
         | ("GET", "/.well-known/oauth-protected-resource")
         | ("GET", "/.well-known/oauth-protected-resource/mcp") => Some("mcp"),
         ("POST", "/uploads") => Some("issuer"),
+        ("GET", p) if p.starts_with("/browser/") && p.matches('/').count() == 2 => Some("issuer"),
+        ("GET", p) if p.starts_with("/browser/assets/") && p.matches('/').count() == 3 => {
+            Some("issuer")
+        }
+        ("POST", p) if p.starts_with("/browser/") && p.ends_with("/start") => Some("issuer"),
         ("POST", "/resolve") => Some("resolver"),
         ("GET", p) if p.starts_with("/links/") && p.matches('/').count() == 2 => Some("resolver"),
         _ => None,

@@ -6,6 +6,7 @@ mod util;
 
 mod actions;
 mod aws;
+mod browser;
 mod concurrency;
 mod contract;
 mod download;

@@ -122,6 +122,9 @@ fn the_api_has_exactly_the_designed_routes() {
             "/.well-known/oauth-protected-resource/mcp",
         ),
         ("IssuerFunction", "POST", "/uploads"),
+        ("IssuerFunction", "GET", "/browser/{token}"),
+        ("IssuerFunction", "GET", "/browser/assets/{name}"),
+        ("IssuerFunction", "POST", "/browser/{token}/start"),
         ("ResolverFunction", "GET", "/links/{token}"),
         ("ResolverFunction", "POST", "/resolve"),
     ]

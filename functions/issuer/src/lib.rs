@@ -1,6 +1,7 @@
 //! The `issuer` function: mints upload handles and links for programs that
-//! are not MCP clients (`POST /uploads`), and in local mode is the object
-//! store's upload endpoint (`PUT /uploads/{token}`).
+//! are not MCP clients (`POST /uploads`), serves the browser upload page
+//! (`/browser/{token}`), and in local mode is the object store's upload
+//! endpoint (`PUT /uploads/{token}`).
 
 use std::io;
 use std::time::Duration;
@@ -9,7 +10,8 @@ use axum::Json;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::routing::{post, put};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use http::{HeaderMap, header};
 use serde::Serialize;
@@ -31,6 +33,18 @@ pub fn router(state: Sluice) -> Router {
             "/uploads/{token}",
             put(upload).fallback(|| async { ApiError::MethodNotAllowed("PUT") }),
         )
+        .route(
+            "/browser/assets/{name}",
+            get(asset).fallback(|| async { ApiError::MethodNotAllowed("GET") }),
+        )
+        .route(
+            "/browser/{token}",
+            get(page).fallback(|| async { ApiError::MethodNotAllowed("GET") }),
+        )
+        .route(
+            "/browser/{token}/start",
+            post(start_browser).fallback(|| async { ApiError::MethodNotAllowed("POST") }),
+        )
         .with_state(state)
 }
 
@@ -41,6 +55,49 @@ async fn request_upload(
 ) -> Result<Json<UploadTicket>, ApiError> {
     sluice.require(&caller, Scope::FilesWrite)?;
     sluice.issue_upload(&caller.owner, req).await.map(Json)
+}
+
+/// The upload page for `token`, or a page saying why it cannot be used.
+async fn page(State(sluice): State<Sluice>, Path(token): Path<String>) -> Response {
+    let opened = sluice.open_page(&token);
+    let (status, html) = sluice::browser::render(&opened);
+    // On S3 the page PUTs to the store's origin: the policy must allow it.
+    let store_origin = match &opened {
+        Ok(_) => sluice.store_origin().await,
+        Err(_) => None,
+    };
+    (
+        status,
+        sluice::browser::headers(store_origin.as_deref()),
+        html,
+    )
+        .into_response()
+}
+
+/// The page's script and style: the same for every page.
+async fn asset(Path(name): Path<String>) -> Result<Response, ApiError> {
+    let asset = sluice::browser::ASSETS
+        .iter()
+        .find(|a| a.name == name)
+        .ok_or(ApiError::NotFound)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, asset.content_type),
+            (header::CACHE_CONTROL, "public, max-age=300"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        asset.body,
+    )
+        .into_response())
+}
+
+/// The page, having hashed the file, asks for its signed PUT.
+async fn start_browser(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+    JsonBody(start): JsonBody<sluice::browser::BrowserStart>,
+) -> Result<Json<sluice::browser::BrowserTarget>, ApiError> {
+    sluice.start_browser_upload(&token, start).await.map(Json)
 }
 
 /// What a successful upload answers.

@@ -69,12 +69,22 @@ fn output<T: JsonSchema + 'static>() -> std::sync::Arc<JsonObject> {
 /// The scope a tool needs, or `None` for a name that is not a tool here.
 pub fn required_scope(tool: &str) -> Option<Scope> {
     match tool {
-        "request_upload" | "upload_small_file" => Some(Scope::FilesWrite),
+        "request_upload" | "upload_small_file" | "request_browser_upload" | "get_upload_status" => {
+            Some(Scope::FilesWrite)
+        }
         "get_download_url" | "list_files" | "read_small_file" => Some(Scope::FilesRead),
         "list_actions" | "execute_action" => Some(Scope::ActionsExecute),
         t if t.starts_with(crate::actions::TOOL_PREFIX) => Some(Scope::ActionsExecute),
         _ => None,
     }
+}
+
+/// Which browser upload.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadIdArg {
+    /// The `upload_id` request_browser_upload returned.
+    pub upload_id: String,
 }
 
 /// A file named by its id or its handle.
@@ -287,6 +297,63 @@ Files in the result larger than 16 KiB come back as download links (run their cu
             }
             .await,
         )
+    }
+
+    #[tool(
+        description = "Let the PERSON upload a file from their own computer through a web page, when the file is on their machine \
+or your shell cannot reach the upload host (\"Host not in allowlist\"). Show them the returned `page_url` as a link, with words like: \
+\"Open this link to upload the file; tell me when it is done.\" Then wait for them to say so, and call get_upload_status once \
+(do not poll in a loop). The page hashes the file in their browser and sends it straight to storage; no bytes pass through the conversation.",
+        input_schema = input::<sluice::browser::BrowserUploadRequest>(),
+        output_schema = output::<sluice::browser::BrowserUpload>()
+    )]
+    async fn request_browser_upload(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<sluice::browser::BrowserUploadRequest>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(async {
+            let caller = caller(&parts, Scope::FilesWrite)?;
+            let page = self.sluice.request_browser_upload(&caller.owner, req)?;
+            success(
+                format!(
+                    "Show the person this link: \"Open this link to upload the file; tell me when it is done: {}\" \
+                     It works once, until {}. When they say it is done, call get_upload_status with upload_id {}.",
+                    page.page_url, page.expires_at, page.upload_id
+                ),
+                &page,
+            )
+        }
+        .await)
+    }
+
+    #[tool(
+        description = "After the person says they finished uploading on the page from request_browser_upload, get the result: \
+`ready` with the file's `handle` (use it like any handle), `pending` (not uploaded yet: ask them whether the page said it was done, \
+and call again only after they answer) or `expired` (ask for a new page). Call it once per answer from the person, never in a loop.",
+        input_schema = input::<UploadIdArg>(),
+        output_schema = output::<sluice::browser::UploadStatus>()
+    )]
+    async fn get_upload_status(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(arg): Parameters<UploadIdArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(async {
+            let caller = caller(&parts, Scope::FilesWrite)?;
+            let status = self.sluice.upload_status(&caller.owner, &arg.upload_id).await?;
+            let summary = match (&status.state, &status.filename, status.size) {
+                (sluice::browser::UploadState::Ready, Some(name), Some(size)) => {
+                    format!("Uploaded: {name} ({size} bytes). Use the handle.")
+                }
+                (sluice::browser::UploadState::Pending, _, _) => {
+                    "Not uploaded yet. Ask the person whether the page said it was done; call again after they answer.".to_owned()
+                }
+                _ => "The page expired before a file arrived. Call request_browser_upload for a new one.".to_owned(),
+            };
+            success(summary, &status)
+        }
+        .await)
     }
 
     #[tool(

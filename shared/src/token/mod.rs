@@ -9,10 +9,12 @@
 
 pub(crate) mod handle;
 mod link;
+mod page;
 mod sealed;
 
 pub use handle::{Handle, PREFIX as HANDLE_PREFIX};
 pub use link::{LinkToken, Method};
+pub use page::PageToken;
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};

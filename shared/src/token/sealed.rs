@@ -21,9 +21,10 @@ use super::TokenError;
 use crate::keys::{Keyring, Purpose};
 
 /// The visible first segment of each kind of sealed token. Version 1.
-pub(crate) const KINDS: [&str; 2] = [HANDLE, LINK];
+pub(crate) const KINDS: [&str; 3] = [HANDLE, LINK, PAGE];
 pub(crate) const HANDLE: &str = "h1";
 pub(crate) const LINK: &str = "l1";
+pub(crate) const PAGE: &str = "p1";
 
 const TAG_LEN: usize = 16;
 

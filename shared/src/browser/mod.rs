@@ -1,0 +1,342 @@
+//! Browser upload: for hosted clients whose sandbox cannot reach the upload
+//! host, and files that are on the person's own computer anyway. The model
+//! asks for a page (`request_browser_upload`), shows its link to the person,
+//! and once they say they are done, asks for the result
+//! (`get_upload_status`). The page hashes the file in the browser, asks for
+//! a signed PUT for exactly that size and digest (`POST
+//! /browser/{token}/start`), and uploads straight to the store.
+//!
+//! The page token is the whole capability: one file, for the user who asked,
+//! until it expires; it holds no bearer token. The file's id is chosen when
+//! the page is made, so the status is a lookup of that file's record: no
+//! other state.
+
+mod page;
+
+pub use page::{ASSETS, Asset, headers, human_size, render};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+use crate::file::FileId;
+use crate::service::{Sluice, UploadRequest, UploadTarget};
+use crate::sha::Sha256;
+use crate::time::{now_unix, rfc3339};
+use crate::token::{Handle, PageToken, TokenError};
+
+/// What `request_browser_upload` takes.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserUploadRequest {
+    /// The name of the file the person should pick, if known, e.g. `report.pdf` (shown on the page; the file they pick keeps its own name).
+    #[serde(default)]
+    pub filename: Option<String>,
+    /// The media type, if it must be a particular one; otherwise taken from the file.
+    #[serde(default)]
+    pub content_type: Option<String>,
+    /// The largest file to accept, in bytes (default: the server's limit).
+    #[serde(default)]
+    pub max_size: Option<u64>,
+}
+
+/// The answer to `request_browser_upload`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct BrowserUpload {
+    /// Pass to `get_upload_status` once the person says the upload is done.
+    pub upload_id: String,
+    /// The page the person opens to upload the file.
+    pub page_url: String,
+    /// When the page stops accepting an upload (RFC 3339).
+    pub expires_at: String,
+}
+
+/// What the page sends once it has hashed the file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserStart {
+    /// The picked file's name.
+    pub filename: String,
+    /// Its size.
+    pub size: u64,
+    /// Its SHA-256, computed in the browser.
+    pub sha256: Sha256,
+    /// Its media type, as the browser knows it.
+    #[serde(default)]
+    pub content_type: Option<String>,
+}
+
+/// Where the page PUTs the file.
+#[derive(Debug, Clone, Serialize)]
+pub struct BrowserTarget {
+    /// The file's id.
+    pub file_id: FileId,
+    /// The PUT.
+    pub upload: UploadTarget,
+}
+
+/// Where a browser upload stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UploadState {
+    /// Not uploaded (yet): the person has not finished.
+    Pending,
+    /// Uploaded and verified: the handle is ready.
+    Ready,
+    /// The page expired before a file arrived.
+    Expired,
+}
+
+/// The answer to `get_upload_status`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct UploadStatus {
+    /// `pending`, `ready` or `expired`.
+    pub state: UploadState,
+    /// When ready: what to pass to actions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
+    /// When ready: the file's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_id: Option<String>,
+    /// When ready: the name the person's file had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    /// When ready: its size in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// When ready: its SHA-256.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<Sha256>,
+}
+
+/// An upload id: the file's id and the page's expiry, so that the status
+/// can say `expired` without any state of its own.
+fn upload_id(file_id: &FileId, expires_at: i64) -> String {
+    format!("{file_id}.{expires_at}")
+}
+
+fn parse_upload_id(s: &str) -> Option<(FileId, i64)> {
+    let (id, exp) = s.trim().split_once('.')?;
+    Some((FileId::parse(id)?, exp.parse().ok()?))
+}
+
+/// Why a page cannot be used, in words for the person in front of it.
+pub fn page_refusal(e: &TokenError) -> &'static str {
+    match e {
+        TokenError::Expired => {
+            "This upload link has expired. Go back to the conversation and ask for a new one."
+        }
+        _ => {
+            "This upload link is not valid. Check that you opened the whole link, or go back to \
+             the conversation and ask for a new one."
+        }
+    }
+}
+
+impl Sluice {
+    /// Makes a page for the person to upload one file as `owner`.
+    pub fn request_browser_upload(
+        &self,
+        owner: &str,
+        req: BrowserUploadRequest,
+    ) -> Result<BrowserUpload, ApiError> {
+        let limit = self.parts().max_upload_bytes;
+        let max_size = req.max_size.unwrap_or(limit);
+        if max_size == 0 || max_size > limit {
+            return Err(ApiError::BadRequest(format!(
+                "max_size must be between 1 and {limit} bytes"
+            )));
+        }
+        let filename = req
+            .filename
+            .map(|f| f.trim().to_owned())
+            .filter(|f| !f.is_empty());
+        if filename
+            .as_ref()
+            .is_some_and(|f| f.len() > crate::service::MAX_FILENAME_BYTES)
+        {
+            return Err(ApiError::BadRequest("filename is too long".into()));
+        }
+        let expires_at = now_unix() + self.parts().handle_ttl.as_secs() as i64;
+        let page = PageToken {
+            owner: owner.to_owned(),
+            file_id: FileId::random(),
+            filename,
+            content_type: req
+                .content_type
+                .map(|c| c.trim().to_owned())
+                .filter(|c| !c.is_empty()),
+            max_size,
+            expires_at,
+        };
+        tracing::info!(file_id = %page.file_id, "browser upload page issued");
+        Ok(BrowserUpload {
+            upload_id: upload_id(&page.file_id, expires_at),
+            page_url: format!("{}/browser/{}", self.base_url(), page.encode(self.keys())),
+            expires_at: rfc3339(expires_at),
+        })
+    }
+
+    /// The origin uploads go to when it is not sluice's own (S3's, for the
+    /// page's Content-Security-Policy); `None` where sluice takes them.
+    pub async fn store_origin(&self) -> Option<String> {
+        let probe = crate::file::ObjectKey::from_stored("files/origin-probe".into());
+        let presigned = self
+            .store()
+            .presign_put(
+                &probe,
+                0,
+                Sha256::of(b""),
+                "application/octet-stream",
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .ok()??;
+        let url = url::Url::parse(&presigned.url).ok()?;
+        Some(url.origin().ascii_serialization())
+    }
+
+    /// Opens a page token, for the page or its start request.
+    pub fn open_page(&self, token: &str) -> Result<PageToken, TokenError> {
+        PageToken::decode(self.keys(), token)
+    }
+
+    /// The signed PUT for the file the person picked on the page `token`:
+    /// the file is issued (once per page) with the page's id, for exactly the
+    /// size and digest the browser computed.
+    pub async fn start_browser_upload(
+        &self,
+        token: &str,
+        start: BrowserStart,
+    ) -> Result<BrowserTarget, ApiError> {
+        let page = self
+            .open_page(token)
+            .map_err(|e| ApiError::Forbidden(page_refusal(&e).into()))?;
+        if start.size > page.max_size {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "This file is {} bytes; this link accepts files up to {} bytes.",
+                start.size, page.max_size
+            )));
+        }
+        let file = match self.records().get(&page.owner, &page.file_id).await? {
+            // Issued already, by this page: the same file may try again (a
+            // network failure mid-upload); another may not.
+            Some(record) => {
+                let same = record.file.size == start.size && record.file.sha256 == start.sha256;
+                let stored = record.ready
+                    || self
+                        .store()
+                        .head(&record.file.object_key())
+                        .await?
+                        .is_some();
+                if stored {
+                    return Err(ApiError::Conflict(
+                        "A file was already uploaded with this link. Go back to the conversation \
+                         and ask for a new link to upload another."
+                            .into(),
+                    ));
+                }
+                if !same {
+                    return Err(ApiError::Conflict(
+                        "This link is in use for another file. Go back to the conversation and \
+                         ask for a new link."
+                            .into(),
+                    ));
+                }
+                record.file
+            }
+            None => {
+                let req = UploadRequest {
+                    filename: start.filename,
+                    size: start.size,
+                    sha256: start.sha256,
+                    content_type: page.content_type.clone().or(start.content_type),
+                };
+                self.issue_file(&page.owner, req, page.file_id.clone())
+                    .await?
+                    .0
+            }
+        };
+        Ok(BrowserTarget {
+            upload: self.upload_target(&file).await?,
+            file_id: file.id,
+        })
+    }
+
+    /// Where the browser upload `upload_id` of `owner` stands.
+    pub async fn upload_status(
+        &self,
+        owner: &str,
+        upload_id: &str,
+    ) -> Result<UploadStatus, ApiError> {
+        let (file_id, page_expires) = parse_upload_id(upload_id).ok_or_else(|| {
+            ApiError::BadRequest(
+                "this is not an upload_id: pass the upload_id request_browser_upload returned"
+                    .into(),
+            )
+        })?;
+        let status = |state| UploadStatus {
+            state,
+            handle: None,
+            file_id: None,
+            filename: None,
+            size: None,
+            sha256: None,
+        };
+        let now = now_unix();
+        let Some(record) = self.records().get(owner, &file_id).await? else {
+            return Ok(status(if now >= page_expires {
+                UploadState::Expired
+            } else {
+                UploadState::Pending
+            }));
+        };
+        let ready = record.ready
+            || self
+                .store()
+                .head(&record.file.object_key())
+                .await?
+                .is_some();
+        if !ready {
+            return Ok(status(if now >= page_expires.max(record.expires_at) {
+                UploadState::Expired
+            } else {
+                UploadState::Pending
+            }));
+        }
+        if !record.ready {
+            self.file_stored(&record.file).await?;
+        }
+        if record.expires_at <= now {
+            return Ok(status(UploadState::Expired));
+        }
+        let handle = Handle {
+            file: record.file.clone(),
+            expires_at: record.expires_at,
+        }
+        .encode(self.keys());
+        Ok(UploadStatus {
+            state: UploadState::Ready,
+            handle: Some(handle),
+            file_id: Some(record.file.id.to_string()),
+            filename: Some(record.file.filename),
+            size: Some(record.file.size),
+            sha256: Some(record.file.sha256),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upload_id_round_trips_and_garbage_is_refused() {
+        let id = FileId::random();
+        assert_eq!(
+            parse_upload_id(&upload_id(&id, 1_700_000_000)),
+            Some((id, 1_700_000_000))
+        );
+        assert_eq!(parse_upload_id("nope"), None);
+        assert_eq!(parse_upload_id("abc.def"), None);
+    }
+}

@@ -1,0 +1,182 @@
+//! The upload page: one HTML document per page token, and two static
+//! assets (script and style) served beside it. No inline script or style,
+//! no external request: the Content-Security-Policy allows only these and
+//! the store's origin for the PUT.
+
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+
+use crate::token::{PageToken, TokenError};
+
+/// A static asset of the page.
+#[derive(Debug, Clone, Copy)]
+pub struct Asset {
+    /// Its name under `/browser/assets/`.
+    pub name: &'static str,
+    /// Its media type.
+    pub content_type: &'static str,
+    /// Its bytes.
+    pub body: &'static str,
+}
+
+/// The page's script and style.
+pub const ASSETS: [Asset; 2] = [
+    Asset {
+        name: "page.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_str!("assets/page.js"),
+    },
+    Asset {
+        name: "page.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_str!("assets/page.css"),
+    },
+];
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// Bytes as a person reads them: `3.2 MB`.
+pub fn human_size(n: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1000.0 && unit < UNITS.len() - 1 {
+        v /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// The headers of every page answer: never stored, never framed, no
+/// referrer, and a policy that allows only the page's own assets, its own
+/// origin, and `store_origin` (the presigned PUT's, on S3).
+pub fn headers(store_origin: Option<&str>) -> HeaderMap {
+    let connect = match store_origin {
+        Some(origin) => format!("'self' {origin}"),
+        None => "'self'".to_owned(),
+    };
+    let csp = format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+         connect-src {connect}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    );
+    let mut h = HeaderMap::new();
+    let mut set = |name: header::HeaderName, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            h.insert(name, v);
+        }
+    };
+    set(header::CONTENT_TYPE, "text/html; charset=utf-8");
+    set(header::CACHE_CONTROL, "no-store");
+    set(header::CONTENT_SECURITY_POLICY, &csp);
+    set(header::REFERRER_POLICY, "no-referrer");
+    set(header::X_CONTENT_TYPE_OPTIONS, "nosniff");
+    set(header::X_FRAME_OPTIONS, "DENY");
+    h
+}
+
+/// The page for `page` (or the reason it cannot be used), and its status.
+pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
+    let (status, body) = match page {
+        Ok(p) => {
+            let wanted = match &p.filename {
+                Some(f) => format!(
+                    "<p id=\"wanted\">Choose <strong>{}</strong> from your computer.</p>",
+                    escape(f)
+                ),
+                None => "<p id=\"wanted\">Choose the file from your computer.</p>".to_owned(),
+            };
+            let body = format!(
+                r#"<main id="page" data-max-size="{max}" data-expires-at="{exp}">
+<h1>Upload a file</h1>
+{wanted}
+<p class="hint">It goes straight to secure storage for this conversation; files up to {max_h}. The link works once and expires at <time datetime="{exp_iso}">{exp_iso}</time>.</p>
+<label id="zone" class="zone" for="file">
+<span class="zone-title">Drop the file here</span>
+<span class="zone-or">or</span>
+<span class="button">Choose a file…</span>
+<input id="file" name="file" type="file">
+</label>
+<section id="progress-box" class="progress-box" hidden aria-labelledby="phase">
+<p id="phase" class="phase"></p>
+<progress id="bar" max="100" value="0" aria-labelledby="phase"></progress>
+<p id="figures" class="figures"></p>
+</section>
+<div id="done" class="done" role="status" hidden></div>
+<div id="error" class="error" role="alert" hidden></div>
+<button id="retry" class="button" type="button" hidden>Try again</button>
+<p id="live" class="visually-hidden" aria-live="polite"></p>
+</main>"#,
+                max = p.max_size,
+                max_h = human_size(p.max_size),
+                exp = p.expires_at,
+                exp_iso = crate::time::rfc3339(p.expires_at),
+            );
+            (StatusCode::OK, body)
+        }
+        Err(e) => {
+            let status = match e {
+                TokenError::Expired => StatusCode::GONE,
+                _ => StatusCode::NOT_FOUND,
+            };
+            let body = format!(
+                "<main id=\"page\" class=\"refused\">\n<h1>This link cannot be used</h1>\n<div id=\"error\" class=\"error\" role=\"alert\">{}</div>\n</main>",
+                escape(super::page_refusal(e))
+            );
+            (status, body)
+        }
+    };
+    let html = format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n<title>Upload a file</title>\n\
+         <link rel=\"stylesheet\" href=\"assets/page.css\">\n\
+         <script src=\"assets/page.js\" defer></script>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
+    );
+    (status, html)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_people_read_them() {
+        assert_eq!(human_size(0), "0 bytes");
+        assert_eq!(human_size(999), "999 bytes");
+        assert_eq!(human_size(52_428_800), "52.4 MB");
+        assert_eq!(human_size(5 << 30), "5.4 GB");
+    }
+
+    #[test]
+    fn a_suggested_name_is_escaped() {
+        let page = Ok(PageToken {
+            owner: "alice".into(),
+            file_id: crate::file::FileId::random(),
+            filename: Some("<img src=x onerror=alert(1)>.pdf".into()),
+            content_type: None,
+            max_size: 10,
+            expires_at: crate::time::now_unix() + 60,
+        });
+        let (status, html) = render(&page);
+        assert_eq!(status, StatusCode::OK);
+        assert!(!html.contains("<img"));
+        assert!(html.contains("&lt;img src=x"));
+        assert!(!html.contains("<script>"), "no inline script");
+    }
+
+    #[test]
+    fn an_expired_page_says_so_with_410() {
+        let (status, html) = render(&Err(TokenError::Expired));
+        assert_eq!(status, StatusCode::GONE);
+        assert!(html.contains("expired"));
+    }
+}

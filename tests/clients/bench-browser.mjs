@@ -1,0 +1,61 @@
+// For `make bench`: uploads one file through the page in headless Chromium
+// and reports the page's own timings (hashing, upload) and the browser's
+// peak memory (the sum of its processes' RSS, sampled every 100 ms) over
+// its memory before the file was picked. Prints one JSON line.
+//
+//   node bench-browser.mjs --page URL --file PATH
+
+import { readFileSync, readdirSync } from "node:fs";
+import { parseArgs } from "node:util";
+
+import { chromium } from "playwright-core";
+
+const { values: args } = parseArgs({ options: { page: { type: "string" }, file: { type: "string" } } });
+
+function browserRssKib(rootPid) {
+  // Every process under this one (the browser and its helpers), not this one.
+  const parent = new Map();
+  const rss = new Map();
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      parent.set(Number(pid), Number(/PPid:\s+(\d+)/.exec(status)[1]));
+      const m = /VmRSS:\s+(\d+)/.exec(status);
+      rss.set(Number(pid), m ? Number(m[1]) : 0);
+    } catch (_) {
+      // gone
+    }
+  }
+  let total = 0;
+  for (const [pid, kib] of rss) {
+    if (pid === rootPid) continue;
+    for (let p = pid; p; p = parent.get(p)) {
+      if (p === rootPid) {
+        total += kib;
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+try {
+  const root = process.pid;
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(args.page);
+  const before = browserRssKib(root);
+  let peak = before;
+  const sampler = setInterval(() => { peak = Math.max(peak, browserRssKib(root)); }, 100);
+  await page.setInputFiles("#file", args.file);
+  await page.locator("#done").waitFor({ state: "visible", timeout: 600000 });
+  clearInterval(sampler);
+  const timings = await page.evaluate(() => window.sluiceTimings);
+  console.log(JSON.stringify({ ...timings, rssBeforeKib: before, rssPeakKib: peak }));
+} finally {
+  await browser.close();
+}

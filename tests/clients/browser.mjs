@@ -1,0 +1,139 @@
+// Drives the browser upload page in a real browser: Debian's Chromium through
+// playwright-core (whose own browser download cannot work here). Run by
+// tests/tests/browser.rs; prints one JSON line {"checks": [...]} and exits
+// non-zero naming the failed check.
+//
+//   node browser.mjs --page URL --file PATH --shots DIR --mode MODE [--prefix NAME]
+//
+// Modes: upload (pick, upload, done), used (a page already used refuses a
+// second file), expired (the page says so), network (the PUT fails, the page
+// says so, "Try again" then succeeds), keyboard (the same upload without a mouse).
+
+import { parseArgs } from "node:util";
+
+import { chromium } from "playwright-core";
+
+import { check } from "./common.mjs";
+
+const { values: args } = parseArgs({
+  options: {
+    page: { type: "string" },
+    file: { type: "string" },
+    shots: { type: "string" },
+    mode: { type: "string" },
+    prefix: { type: "string", default: "" },
+    width: { type: "string", default: "900" },
+  },
+});
+
+const checks = [];
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+  ],
+});
+const shot = (page, name) => page.screenshot({ path: `${args.shots}/${args.prefix}${name}.png`, fullPage: true });
+
+try {
+  const context = await browser.newContext({ viewport: { width: Number(args.width), height: 700 } });
+  const page = await context.newPage();
+  const external = [];
+  page.on("request", (r) => {
+    const url = new URL(r.url());
+    if (url.origin !== new URL(args.page).origin) external.push(r.url());
+  });
+  const violations = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") violations.push(m.text());
+  });
+
+  const response = await page.goto(args.page);
+
+  if (args.mode === "expired") {
+    check(response.status() === 410, `an expired page answers 410, got ${response.status()}`);
+    const text = await page.locator("#error").innerText();
+    check(/expired/i.test(text) && /ask for a new one/i.test(text), `the page says it expired: ${text}`);
+    await shot(page, "error-expired");
+    checks.push("expired page explained");
+  } else {
+    check(response.status() === 200, `the page answers 200, got ${response.status()}`);
+    await shot(page, "empty");
+    const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+    check(scrollWidth <= Number(args.width), `no horizontal scroll at ${args.width} px (${scrollWidth})`);
+
+    if (args.mode === "network") {
+      // The PUT fails as a dropped connection would.
+      await page.route(/\/uploads\//, (route) => route.abort("connectionreset"));
+    }
+
+    if (args.mode === "keyboard") {
+      await page.keyboard.press("Tab");
+      const focused = await page.evaluate(() => document.activeElement && document.activeElement.id);
+      check(focused === "file", `Tab reaches the file picker first (focused: ${focused})`);
+      const outline = await page.evaluate(() => getComputedStyle(document.getElementById("zone")).outlineStyle);
+      check(outline !== "none", "the focused drop zone shows a visible outline");
+      await shot(page, "keyboard-focus");
+      const [chooser] = await Promise.all([page.waitForEvent("filechooser"), page.keyboard.press("Space")]);
+      await chooser.setFiles(args.file);
+      checks.push("keyboard: Tab, Space, choose");
+    } else {
+      await page.setInputFiles("#file", args.file);
+    }
+
+    if (args.mode === "used") {
+      await page.locator("#error").waitFor({ state: "visible", timeout: 60000 });
+      const text = await page.locator("#error").innerText();
+      check(/already uploaded/i.test(text) && /new link/i.test(text), `a used page refuses: ${text}`);
+      await shot(page, "error-used");
+      checks.push("second upload refused in words");
+    } else if (args.mode === "network") {
+      await page.locator("#error").waitFor({ state: "visible", timeout: 60000 });
+      const text = await page.locator("#error").innerText();
+      check(/interrupted|connection/i.test(text), `a network failure is explained: ${text}`);
+      check(await page.locator("#retry").isVisible(), "Try again is offered");
+      await shot(page, "error-network");
+      await page.unroute(/\/uploads\//);
+      await page.locator("#retry").click();
+      await page.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+      checks.push("network failure explained, then Try again uploads");
+    } else {
+      // Progress: the upload phase shows bytes, percent and rate.
+      await page.waitForFunction(
+        () => document.getElementById("phase").textContent.startsWith("Uploading") || !document.getElementById("done").hidden,
+        null,
+        { timeout: 60000, polling: 20 },
+      );
+      const figures = await page.locator("#figures").innerText().catch(() => "");
+      if (await page.locator("#progress-box").isVisible()) {
+        await shot(page, "in-progress");
+        check(/of .* · \d+%/.test(figures), `progress shows bytes and percent: ${figures}`);
+        checks.push("progress shown");
+      }
+      await page.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+    }
+
+    if (args.mode !== "used") {
+      const text = await page.locator("#done").innerText();
+      check(/go back to the conversation/i.test(text), `the page says what to do next: ${text}`);
+      const focused = await page.evaluate(() => document.activeElement && document.activeElement.id);
+      check(focused === "done", "focus moves to the result, for screen readers and keyboards");
+      await shot(page, "done");
+      checks.push("upload done");
+    }
+  }
+  const thirdParty = external.filter((u) => !u.includes("127.0.0.1"));
+  check(thirdParty.length === 0, `no third-party requests: ${thirdParty}`);
+  check(!violations.some((v) => /Content Security Policy/i.test(v)), `no CSP violation: ${violations}`);
+  checks.push("no third-party requests, no CSP violation");
+  console.log(JSON.stringify({ checks }));
+} finally {
+  await browser.close();
+}

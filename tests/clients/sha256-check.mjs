@@ -1,0 +1,28 @@
+// Checks the upload page's incremental SHA-256 (shared/src/browser/assets/page.js)
+// against Node's, on many lengths and chunkings. Prints a JSON summary line.
+import { createHash, randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+
+import { check } from "./common.mjs";
+
+const source = readFileSync(new URL("../../shared/src/browser/assets/page.js", import.meta.url), "utf8");
+const body = source.slice(source.indexOf("const K ="), source.indexOf("async function sha256Hex"));
+const Sha256 = new Function(`${body}; return Sha256;`)();
+
+let cases = 0;
+for (let len = 0; len <= 300; len++) {
+  const data = randomBytes(len);
+  for (const chunk of [1, 7, 63, 64, 65, 1000]) {
+    const sha = new Sha256();
+    for (let at = 0; at < len; at += chunk) sha.update(data.subarray(at, at + chunk));
+    if (len === 0) sha.update(new Uint8Array(0));
+    const want = createHash("sha256").update(data).digest("hex");
+    check(sha.hex() === want, `length ${len} in chunks of ${chunk}`);
+    cases++;
+  }
+}
+const big = randomBytes(3 * 1024 * 1024 + 17);
+const sha = new Sha256();
+for (let at = 0; at < big.length; at += 1024 * 1024) sha.update(big.subarray(at, at + 1024 * 1024));
+check(sha.hex() === createHash("sha256").update(big).digest("hex"), "3 MiB in 1 MiB chunks");
+console.log(JSON.stringify({ checks: [`${cases + 1} digests equal to node:crypto`] }));
