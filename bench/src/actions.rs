@@ -30,13 +30,14 @@ fn reset_peak(pid: u32) -> anyhow::Result<()> {
         .context("resetting VmHWM through /proc/<pid>/clear_refs")
 }
 
-/// Calls `tool` with `arguments` over MCP; returns the seconds it took.
-fn timed_tool(
+/// Calls `tool` with `arguments` over MCP; returns its result and the
+/// seconds it took. A tool error is an error.
+pub(crate) fn call_tool(
     base: &str,
     token: &str,
     tool: &str,
     arguments: serde_json::Value,
-) -> anyhow::Result<f64> {
+) -> anyhow::Result<(serde_json::Value, f64)> {
     let body = serde_json::json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": tool, "arguments": arguments},
@@ -63,7 +64,17 @@ fn timed_tool(
     if reply["result"]["isError"] != false {
         bail!("{tool} failed: {reply}");
     }
-    Ok(secs)
+    Ok((reply["result"].clone(), secs))
+}
+
+/// Calls `tool` with `arguments` over MCP; returns the seconds it took.
+fn timed_tool(
+    base: &str,
+    token: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> anyhow::Result<f64> {
+    Ok(call_tool(base, token, tool, arguments)?.1)
 }
 
 pub fn run(args: &Args) -> anyhow::Result<String> {

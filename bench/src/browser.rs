@@ -15,27 +15,16 @@ use serde_json::{Value, json};
 use crate::{Sluice, make_file, post, start_sluice_with, timed_curl};
 
 fn page_url(sluice: &Sluice) -> anyhow::Result<String> {
-    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": "request_browser_upload", "arguments": {}}});
-    let out = Command::new("curl")
-        .args([
-            "-sS",
-            "--fail-with-body",
-            "-H",
-            "Content-Type: application/json",
-        ])
-        .args(["-H", "Accept: application/json, text/event-stream"])
-        .arg("-H")
-        .arg(format!("Authorization: Bearer {}", sluice.token))
-        .arg("-d")
-        .arg(call.to_string())
-        .arg(format!("{}/mcp", sluice.base))
-        .output()?;
-    let answer: Value = serde_json::from_slice(&out.stdout)?;
-    answer["result"]["structuredContent"]["page_url"]
+    let (result, _) = crate::actions::call_tool(
+        &sluice.base,
+        &sluice.token,
+        "request_browser_upload",
+        json!({}),
+    )?;
+    result["structuredContent"]["page_url"]
         .as_str()
         .map(str::to_owned)
-        .with_context(|| format!("no page_url in {answer}"))
+        .with_context(|| format!("no page_url in {result}"))
 }
 
 /// One upload through the page: its timings and the browser's memory.

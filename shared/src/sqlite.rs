@@ -5,7 +5,11 @@
 use std::path::Path;
 use std::time::Duration;
 
+use std::sync::{Arc, Mutex};
+
 use rusqlite::Connection;
+
+use crate::store::StoreError;
 
 /// How long a writer waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -32,4 +36,31 @@ pub(crate) fn open_wal(path: &Path) -> rusqlite::Result<Connection> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     let _: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     Ok(conn)
+}
+
+/// Whether SQLite failed for want of disk space.
+pub(crate) fn is_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
+
+/// A store error from an SQLite one; a full disk keeps its kind (507).
+pub(crate) fn store_error(e: rusqlite::Error) -> StoreError {
+    let kind = if is_full(&e) {
+        std::io::ErrorKind::StorageFull
+    } else {
+        std::io::ErrorKind::Other
+    };
+    StoreError::Io(std::io::Error::new(kind, e))
+}
+
+/// Runs `f` on `conn` off the runtime's threads.
+pub(crate) async fn with<T: Send + 'static>(
+    conn: &Arc<Mutex<Connection>>,
+    f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+) -> Result<T, StoreError> {
+    let conn = conn.clone();
+    tokio::task::spawn_blocking(move || f(&conn.lock().unwrap_or_else(|p| p.into_inner())))
+        .await
+        .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
+        .map_err(store_error)
 }

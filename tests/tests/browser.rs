@@ -336,3 +336,22 @@ fn the_page_uploads_straight_to_s3() {
     let location = redirect.header("location").unwrap().to_owned();
     assert_eq!(request("GET", &location, &[], None).body, data);
 }
+
+/// The page's incremental SHA-256 (used above 512 MiB, where WebCrypto
+/// would need the whole file in memory) equals Node's on every length up to
+/// 300 bytes in every chunking, and on 3 MiB.
+#[test]
+fn the_pages_incremental_sha256_is_sha256() {
+    let out = Command::new("node")
+        .arg(root().join("tests/clients/sha256-check.mjs"))
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .unwrap();
+    let checks = crate::util::client_checks("sha256-check.mjs", &out);
+    assert!(
+        checks
+            .iter()
+            .any(|c| c.ends_with("digests equal to node:crypto")),
+        "{checks:?}"
+    );
+}

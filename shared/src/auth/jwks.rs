@@ -165,25 +165,23 @@ impl Jwks {
         self
     }
 
-    /// The key `kid` names, fetching the document again if needed.
-    pub async fn key(&self, kid: &str) -> Result<(DecodingKey, Algorithm), TokenError> {
-        let (max_age, max_stale, min_refresh) = (self.max_age, self.max_stale, self.min_refresh);
-        if let Some(answer) = self
-            .cache
+    /// What the cache can answer for `kid` without a fetch.
+    async fn cached(&self, kid: &str) -> Option<Result<(DecodingKey, Algorithm), TokenError>> {
+        self.cache
             .read()
             .await
-            .answer(kid, max_age, max_stale, min_refresh)
-        {
+            .answer(kid, self.max_age, self.max_stale, self.min_refresh)
+    }
+
+    /// The key `kid` names, fetching the document again if needed.
+    pub async fn key(&self, kid: &str) -> Result<(DecodingKey, Algorithm), TokenError> {
+        let max_stale = self.max_stale;
+        if let Some(answer) = self.cached(kid).await {
             return answer;
         }
         // One refresh at a time; whoever waited re-checks what it brought.
         let _guard = self.refreshing.lock().await;
-        if let Some(answer) = self
-            .cache
-            .read()
-            .await
-            .answer(kid, max_age, max_stale, min_refresh)
-        {
+        if let Some(answer) = self.cached(kid).await {
             return answer;
         }
         let fetched = self.fetch().await;

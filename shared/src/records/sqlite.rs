@@ -9,21 +9,13 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{Cursor, FileRecord, Page, RecordStore};
 use crate::file::{FileId, owner_hash};
+use crate::sqlite::store_error as db;
 use crate::store::StoreError;
 
 /// File records in `files.sqlite3`.
 #[derive(Debug, Clone)]
 pub struct SqliteRecords {
     conn: Arc<Mutex<Connection>>,
-}
-
-fn db(e: rusqlite::Error) -> StoreError {
-    let kind = if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
-        std::io::ErrorKind::StorageFull
-    } else {
-        std::io::ErrorKind::Other
-    };
-    StoreError::Io(std::io::Error::new(kind, e))
 }
 
 impl SqliteRecords {
@@ -57,11 +49,7 @@ impl SqliteRecords {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || f(&conn.lock().unwrap_or_else(|p| p.into_inner())))
-            .await
-            .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
-            .map_err(db)
+        crate::sqlite::with(&self.conn, f).await
     }
 
     /// Deletes records that expired before `before`; returns how many.

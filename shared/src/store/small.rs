@@ -10,6 +10,8 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::StoreError;
 use crate::file::ObjectKey;
+use crate::sqlite::is_full;
+use crate::sqlite::store_error as db;
 
 /// A write for the writer thread: key, bytes, time, and where to answer.
 type Write = (
@@ -37,10 +39,6 @@ impl From<Failed> for StoreError {
     }
 }
 
-fn is_full(e: &rusqlite::Error) -> bool {
-    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
-}
-
 /// The most writes committed in one transaction.
 const MAX_BATCH: usize = 256;
 
@@ -49,8 +47,8 @@ pub(super) struct SmallObjects {
     /// Reads and sweeps.
     conn: Arc<Mutex<Connection>>,
     /// Writes go to one thread that commits whatever has queued up in one
-    /// transaction (group commit): under concurrent `request_upload`s, one
-    /// commit serves many records.
+    /// transaction (group commit): under concurrent writes, one commit
+    /// serves many.
     writes: std::sync::mpsc::Sender<Write>,
 }
 
@@ -84,13 +82,6 @@ fn writer(mut conn: Connection, queue: std::sync::mpsc::Receiver<Write>) {
             let _ = reply.send(result.clone());
         }
     }
-}
-
-fn db(e: rusqlite::Error) -> StoreError {
-    if is_full(&e) {
-        return StoreError::Io(std::io::Error::new(std::io::ErrorKind::StorageFull, e));
-    }
-    StoreError::Io(std::io::Error::other(e))
 }
 
 impl SmallObjects {
@@ -129,11 +120,7 @@ impl SmallObjects {
         &self,
         f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || f(&conn.lock().unwrap_or_else(|p| p.into_inner())))
-            .await
-            .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
-            .map_err(db)
+        crate::sqlite::with(&self.conn, f).await
     }
 
     pub(super) async fn put(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
