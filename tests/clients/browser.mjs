@@ -92,6 +92,7 @@ try {
       await page.locator("#error").waitFor({ state: "visible", timeout: 60000 });
       const text = await page.locator("#error").innerText();
       check(/already uploaded/i.test(text) && /new link/i.test(text), `a used page refuses: ${text}`);
+      check(!(await page.locator("#retry").isVisible()), "no Try again on a used link");
       await shot(page, "error-used");
       checks.push("second upload refused in words");
     } else if (args.mode === "network") {

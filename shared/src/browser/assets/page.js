@@ -143,15 +143,19 @@ function progress(done, total, started) {
     (done < total && isFinite(left) ? ` · about ${duration(left)} left` : "");
 }
 
-function fail(message) {
+// `retry`: the same file may go again (a dropped connection); `pick`:
+// another file may be chosen. A used or expired link allows neither.
+function fail(message, { retry = true, pick = true } = {}) {
   busy = false;
   $("progress-box").hidden = true;
   $("error").textContent = message;
   $("error").hidden = false;
-  $("retry").hidden = false;
+  $("retry").hidden = !retry;
+  zone.hidden = !pick;
   zone.classList.remove("busy");
-  input.disabled = false;
-  $("retry").focus();
+  input.disabled = !pick;
+  if (retry) $("retry").focus();
+  else $("error").setAttribute("tabindex", "-1"), $("error").focus();
 }
 
 function done(file) {
@@ -203,7 +207,7 @@ async function upload(file) {
   input.disabled = true;
   const max = Number(main.dataset.maxSize);
   if (file.size > max) {
-    fail(`${file.name} is ${size(file.size)}, larger than this link accepts (${size(max)}).`);
+    fail(`${file.name} is ${size(file.size)}, larger than this link accepts (${size(max)}).`, { retry: false });
     return;
   }
   try {
@@ -218,7 +222,10 @@ async function upload(file) {
       body: JSON.stringify({ filename: file.name, size: file.size, sha256, content_type: file.type || undefined }),
     });
     if (!start.ok) {
-      fail(await messageOf(start));
+      // 403: the link expired or is not valid; 409: it was used; 413: too
+      // large (another file may do).
+      const final = start.status === 403 || start.status === 409;
+      fail(await messageOf(start), { retry: false, pick: !final });
       return;
     }
     const target = await start.json();
