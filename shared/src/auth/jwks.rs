@@ -259,28 +259,35 @@ mod tests {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     use tokio::net::TcpListener;
 
-    /// A one-connection HTTP server answering `response` (or nothing, when
-    /// `None`) after reading the request head.
-    async fn answering(response: Option<Vec<u8>>) -> Url {
+    /// A server answering `responses`, one per connection, in order, after
+    /// reading each request head; a `None` never answers.
+    async fn answering_each(responses: Vec<Option<Vec<u8>>>) -> Url {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
-            let (mut stream, _) = listener.accept().await.unwrap();
-            let mut head = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !head.ends_with(b"\r\n\r\n") {
-                let n = stream.read(&mut buf).await.unwrap();
-                assert!(n > 0, "the request ended early");
-                head.extend_from_slice(&buf[..n]);
-            }
-            match response {
-                Some(bytes) => {
-                    let _ = stream.write_all(&bytes).await;
+            for response in responses {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.ends_with(b"\r\n\r\n") {
+                    let n = stream.read(&mut buf).await.unwrap();
+                    assert!(n > 0, "the request ended early");
+                    head.extend_from_slice(&buf[..n]);
                 }
-                None => std::future::pending::<()>().await,
+                match response {
+                    Some(bytes) => {
+                        let _ = stream.write_all(&bytes).await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
             }
         });
         Url::parse(&format!("http://{addr}/jwks.json")).unwrap()
+    }
+
+    /// A one-connection server answering `response` (or nothing).
+    async fn answering(response: Option<Vec<u8>>) -> Url {
+        answering_each(vec![response]).await
     }
 
     fn http(status: &str, body: &[u8]) -> Vec<u8> {
@@ -364,33 +371,19 @@ mod tests {
         assert!(matches!(err, FetchError::Timeout), "{err}");
     }
 
-    /// A server that answers `responses`, one per connection, in order.
-    async fn answering_each(responses: Vec<Vec<u8>>) -> Url {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            for response in responses {
-                let (mut stream, _) = listener.accept().await.unwrap();
-                let mut head = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !head.ends_with(b"\r\n\r\n") {
-                    let n = stream.read(&mut buf).await.unwrap();
-                    assert!(n > 0, "the request ended early");
-                    head.extend_from_slice(&buf[..n]);
-                }
-                let _ = stream.write_all(&response).await;
-            }
-        });
-        Url::parse(&format!("http://{addr}/jwks.json")).unwrap()
-    }
-
     /// While refreshes fail, the keys last fetched serve until they are
     /// `max_stale` old, then are dropped.
     #[tokio::test]
     async fn keys_are_kept_a_bounded_time_when_refreshes_fail() {
         let doc = br#"{"keys":[{"kty":"EC","crv":"P-256","kid":"ec1","x":"MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4","y":"4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM"}]}"#;
         let failing = || http("503 Service Unavailable", b"{}");
-        let url = answering_each(vec![http("200 OK", doc), failing(), failing(), failing()]).await;
+        let url = answering_each(vec![
+            Some(http("200 OK", doc)),
+            Some(failing()),
+            Some(failing()),
+            Some(failing()),
+        ])
+        .await;
         let jwks =
             Jwks::new(url, Duration::ZERO).with_ages(Duration::ZERO, Duration::from_millis(400));
         assert!(jwks.key("ec1").await.is_ok(), "first fetch");
