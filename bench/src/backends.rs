@@ -79,10 +79,16 @@ pub async fn run() -> anyhow::Result<String> {
 
     // Local: the whole request_upload path (validation, record, tokens, curl line).
     let dir = tempfile::tempdir()?;
-    let config = sluice::Config::from_vars([(
-        "SLUICE_DATA_DIR".to_owned(),
-        dir.path().to_string_lossy().into_owned(),
-    )])?;
+    // One user issuing as fast as it can: no rate limit, no pending cap.
+    let config = sluice::Config::from_vars(
+        [
+            ("SLUICE_DATA_DIR", dir.path().to_string_lossy().into_owned()),
+            ("SLUICE_ISSUE_RATE_PER_MINUTE", "1000000000".to_owned()),
+            ("SLUICE_ISSUE_BURST", "1000000".to_owned()),
+            ("SLUICE_MAX_PENDING_FILES", "1000000000".to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    )?;
     let (local, _) = sluice_runtime::local_sluice(&config, "http://127.0.0.1:8787".parse()?)?;
     let start = Instant::now();
     for _ in 0..N {

@@ -215,10 +215,13 @@ impl Sluice {
         let over = |(files, bytes): (u64, u64)| {
             files >= caps.files || bytes.saturating_add(size) > caps.bytes
         };
-        let pending = self.records().pending(owner, now, caps.files).await?;
-        if !over(count(&pending)) {
+        // Cheap first: the totals; the records only when over a cap, to
+        // find uploaded ones still marked pending.
+        let totals = self.records().pending_totals(owner, now).await?;
+        if !over((totals.files, totals.bytes)) {
             return Ok(());
         }
+        let pending = self.records().pending(owner, now, caps.files).await?;
         let pending = self.refresh(pending).await?;
         let (files, bytes) = count(&pending);
         if !over((files, bytes)) {

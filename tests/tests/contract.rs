@@ -253,6 +253,9 @@ async fn records_contract(records: &dyn RecordStore) {
         .await
         .unwrap();
     assert_eq!(records.pending("bob", now, 100).await.unwrap().len(), 2);
+    let totals = records.pending_totals("alice", now).await.unwrap();
+    let declared: u64 = pending.iter().map(|r| r.file.size).sum();
+    assert_eq!((totals.files, totals.bytes), (21, declared));
 }
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -161,6 +161,20 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
         now: i64,
         at_most: u64,
     ) -> Result<Vec<FileRecord>, StoreError>;
+
+    /// How many of `owner`'s unexpired files are marked pending, and the
+    /// bytes they declare: what the caps check on every issue. By default
+    /// from [`RecordStore::pending`]; a store that can count is faster.
+    async fn pending_totals(&self, owner: &str, now: i64) -> Result<Pending, StoreError> {
+        let pending = self.pending(owner, now, u64::MAX).await?;
+        Ok(Pending {
+            files: pending.len() as u64,
+            bytes: pending
+                .iter()
+                .map(|r| r.file.size)
+                .fold(0, u64::saturating_add),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 
-use super::{Cursor, FileRecord, Page, RecordStore};
+use super::{Cursor, FileRecord, Page, Pending, RecordStore};
 use crate::file::{FileId, owner_hash};
 use crate::sqlite::store_error as db;
 use crate::store::StoreError;
@@ -178,5 +178,24 @@ impl RecordStore for SqliteRecords {
             rows(&mut stmt, params![owner, now, at_most as i64])
         })
         .await
+    }
+
+    async fn pending_totals(&self, owner: &str, now: i64) -> Result<Pending, StoreError> {
+        let owner = owner_hash(owner);
+        let (files, bytes) = self
+            .with(move |c| {
+                c.prepare_cached(
+                    "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files
+                     WHERE owner = ?1 AND ready = 0 AND expires_at > ?2",
+                )?
+                .query_row(params![owner, now], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
+                })
+            })
+            .await?;
+        Ok(Pending {
+            files: files as u64,
+            bytes: bytes as u64,
+        })
     }
 }
