@@ -116,26 +116,27 @@ impl Sluice {
         Ok(record.file)
     }
 
-    /// Checks which of `records` marked pending have their bytes by now
-    /// (bounded-parallel HEADs), marks those ready, and returns the records
-    /// with their state brought up to date.
+    /// A record marked pending whose bytes have arrived by now (a HEAD finds
+    /// them: uploads straight to S3 are not seen otherwise) is marked ready;
+    /// returns the record with its state brought up to date.
+    pub(crate) async fn settle(&self, mut record: FileRecord) -> Result<FileRecord, ApiError> {
+        if !record.ready
+            && self
+                .store()
+                .head(&record.file.object_key())
+                .await?
+                .is_some()
+        {
+            self.file_stored(&record.file).await?;
+            record.ready = true;
+        }
+        Ok(record)
+    }
+
+    /// [`Sluice::settle`] for each of `records`, with bounded-parallel HEADs.
     async fn refresh(&self, records: Vec<FileRecord>) -> Result<Vec<FileRecord>, ApiError> {
         futures_util::stream::iter(records)
-            .map(|mut record| async move {
-                if !record.ready
-                    && self
-                        .store()
-                        .head(&record.file.object_key())
-                        .await?
-                        .is_some()
-                {
-                    self.records()
-                        .mark_ready(&record.file.owner, &record.file.id)
-                        .await?;
-                    record.ready = true;
-                }
-                Ok::<_, ApiError>(record)
-            })
+            .map(|record| self.settle(record))
             .buffered(HEADS_AT_ONCE)
             .try_collect()
             .await

@@ -222,13 +222,8 @@ impl Sluice {
             // network failure mid-upload); another may not.
             Some(record) => {
                 let same = record.file.size == start.size && record.file.sha256 == start.sha256;
-                let stored = record.ready
-                    || self
-                        .store()
-                        .head(&record.file.object_key())
-                        .await?
-                        .is_some();
-                if stored {
+                let record = self.settle(record).await?;
+                if record.ready {
                     return Err(ApiError::Conflict(
                         "A file was already uploaded with this link. Go back to the conversation \
                          and ask for a new link to upload another."
@@ -290,21 +285,13 @@ impl Sluice {
                 UploadState::Pending
             }));
         };
-        let ready = record.ready
-            || self
-                .store()
-                .head(&record.file.object_key())
-                .await?
-                .is_some();
-        if !ready {
+        let record = self.settle(record).await?;
+        if !record.ready {
             return Ok(status(if now >= page_expires.max(record.expires_at) {
                 UploadState::Expired
             } else {
                 UploadState::Pending
             }));
-        }
-        if !record.ready {
-            self.file_stored(&record.file).await?;
         }
         if record.expires_at <= now {
             return Ok(status(UploadState::Expired));

@@ -20,11 +20,12 @@ pub struct Handle {
     pub expires_at: i64,
 }
 
-/// Claim names are one or two letters: the handle travels through the model's
-/// context, so every byte of it costs tokens. Sealed: nobody who reads a
-/// handle learns its owner, filename or content type.
+/// What handles and links pin of a file. Claim names are one or two letters:
+/// a handle travels through the model's context, so every byte of it costs
+/// tokens. Sealed: nobody who reads a handle or link learns its owner,
+/// filename or content type.
 #[derive(Serialize, Deserialize)]
-struct Claims {
+pub(super) struct FileClaims {
     sub: String,
     fid: String,
     #[serde(rename = "fn")]
@@ -34,17 +35,36 @@ struct Claims {
     sh: String,
 }
 
+impl FileClaims {
+    /// The claims that pin `file`.
+    pub(super) fn of(file: &FileMeta) -> Self {
+        Self {
+            sub: file.owner.clone(),
+            fid: file.id.to_string(),
+            filename: file.filename.clone(),
+            ct: file.content_type.clone(),
+            sz: file.size,
+            sh: file.sha256.to_base64url(),
+        }
+    }
+
+    /// The file the claims pin.
+    pub(super) fn file(self) -> Result<FileMeta, TokenError> {
+        Ok(FileMeta {
+            id: FileId::parse(&self.fid).ok_or(TokenError::Malformed)?,
+            owner: self.sub,
+            filename: self.filename,
+            content_type: self.ct,
+            size: self.sz,
+            sha256: Sha256::from_base64(&self.sh).map_err(|_| TokenError::Malformed)?,
+        })
+    }
+}
+
 impl Handle {
     /// Signs this handle and returns its `$uploadedFile:<jwt>` form.
     pub fn encode(&self, keys: &Keyring) -> String {
-        let claims = Claims {
-            sub: self.file.owner.clone(),
-            fid: self.file.id.to_string(),
-            filename: self.file.filename.clone(),
-            ct: self.file.content_type.clone(),
-            sz: self.file.size,
-            sh: self.file.sha256.to_base64url(),
-        };
+        let claims = FileClaims::of(&self.file);
         let sealed = sealed::seal(keys, Purpose::Handle, HANDLE, claims, self.expires_at);
         format!("{PREFIX}{sealed}")
     }
@@ -52,16 +72,9 @@ impl Handle {
     /// Verifies a handle, with or without its `$uploadedFile:` prefix.
     pub fn decode(keys: &Keyring, s: &str) -> Result<Self, TokenError> {
         let token = s.trim().strip_prefix(PREFIX).unwrap_or(s.trim());
-        let (c, exp): (Claims, i64) = sealed::open(keys, Purpose::Handle, HANDLE, token)?;
+        let (c, exp): (FileClaims, i64) = sealed::open(keys, Purpose::Handle, HANDLE, token)?;
         Ok(Self {
-            file: FileMeta {
-                id: FileId::parse(&c.fid).ok_or(TokenError::Malformed)?,
-                owner: c.sub,
-                filename: c.filename,
-                content_type: c.ct,
-                size: c.sz,
-                sha256: Sha256::from_base64(&c.sh).map_err(|_| TokenError::Malformed)?,
-            },
+            file: c.file()?,
             expires_at: exp,
         })
     }
@@ -109,27 +122,16 @@ pub(crate) mod tests {
         let len = h.encode(&keys).len();
         #[derive(serde::Serialize)]
         struct Jwt {
-            sub: String,
-            fid: String,
-            #[serde(rename = "fn")]
-            filename: String,
-            ct: String,
-            sz: u64,
-            sh: String,
+            #[serde(flatten)]
+            claims: FileClaims,
             exp: i64,
         }
-        let f = &h.file;
         let jwt = crate::token::sign(
             &keys,
             Purpose::Handle,
             "sluice-handle",
             &Jwt {
-                sub: f.owner.clone(),
-                fid: f.id.to_string(),
-                filename: f.filename.clone(),
-                ct: f.content_type.clone(),
-                sz: f.size,
-                sh: f.sha256.to_base64url(),
+                claims: FileClaims::of(&h.file),
                 exp: h.expires_at,
             },
         );

@@ -5,11 +5,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::handle::FileClaims;
 use super::sealed::{self, LINK};
 use super::{TokenError, random_id};
-use crate::file::{FileId, FileMeta};
+use crate::file::FileMeta;
 use crate::keys::{Keyring, Purpose};
-use crate::sha::Sha256;
 
 /// What a link lets its bearer do, once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,13 +54,8 @@ pub struct LinkToken {
 #[derive(Serialize, Deserialize)]
 struct Claims {
     m: Method,
-    sub: String,
-    fid: String,
-    #[serde(rename = "fn")]
-    filename: String,
-    ct: String,
-    sz: u64,
-    sh: String,
+    #[serde(flatten)]
+    file: FileClaims,
     jti: String,
 }
 
@@ -79,12 +74,7 @@ impl LinkToken {
     pub fn encode(&self, keys: &Keyring) -> String {
         let claims = Claims {
             m: self.method,
-            sub: self.file.owner.clone(),
-            fid: self.file.id.to_string(),
-            filename: self.file.filename.clone(),
-            ct: self.file.content_type.clone(),
-            sz: self.file.size,
-            sh: self.file.sha256.to_base64url(),
+            file: FileClaims::of(&self.file),
             jti: self.jti.clone(),
         };
         sealed::seal(keys, Purpose::Link, LINK, claims, self.expires_at)
@@ -98,14 +88,7 @@ impl LinkToken {
         }
         Ok(Self {
             method: c.m,
-            file: FileMeta {
-                id: FileId::parse(&c.fid).ok_or(TokenError::Malformed)?,
-                owner: c.sub,
-                filename: c.filename,
-                content_type: c.ct,
-                size: c.sz,
-                sha256: Sha256::from_base64(&c.sh).map_err(|_| TokenError::Malformed)?,
-            },
+            file: c.file.file()?,
             jti: c.jti,
             expires_at: exp,
         })
