@@ -1,7 +1,8 @@
 //! Reference servers, measured beside sluice in the same run.
 //!
 //! `discard` only moves bytes over HTTP (the loopback ceiling; its `/sink`
-//! is an action upstream that only takes the bytes); `work` does the
+//! is an action upstream that only takes the bytes, its `/` a blank page
+//! from which a browser PUTs to `/object` without a CORS preflight); `work` does the
 //! unavoidable work of a verifying store and nothing else: sha256 of every
 //! byte plus writing it to a file and syncing it (upload), or reading it from
 //! a file (download).
@@ -37,6 +38,12 @@ pub async fn start(file: PathBuf, size: u64) -> anyhow::Result<(SocketAddr, Sock
     let discard = Router::new()
         .route("/object", put(discard_put).get(discard_get))
         .route("/sink", axum::routing::post(discard_sink))
+        .route(
+            "/",
+            axum::routing::get(|| async {
+                axum::response::Html("<!doctype html><title>discard</title>")
+            }),
+        )
         .with_state(state.clone());
     let work = Router::new()
         .route("/object", put(work_put).get(work_get))

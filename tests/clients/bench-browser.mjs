@@ -1,16 +1,19 @@
 // For `make bench`: uploads one file through the page in headless Chromium
 // and reports the page's own timings (hashing, upload) and the browser's
 // peak memory (the sum of its processes' RSS, sampled every 100 ms) over
-// its memory before the file was picked. Prints one JSON line.
+// its memory before the file was picked. With `--sink URL` (a server that
+// reads and discards a PUT body), the same browser then PUTs the same file
+// there by a bare XHR: what this browser can upload at all on this machine,
+// whatever the server does. Prints one JSON line.
 //
-//   node bench-browser.mjs --page URL --file PATH
+//   node bench-browser.mjs --page URL --file PATH [--sink URL]
 
 import { readFileSync, readdirSync } from "node:fs";
 import { parseArgs } from "node:util";
 
 import { chromium } from "playwright-core";
 
-const { values: args } = parseArgs({ options: { page: { type: "string" }, file: { type: "string" } } });
+const { values: args } = parseArgs({ options: { page: { type: "string" }, file: { type: "string" }, sink: { type: "string" } } });
 
 function browserRssKib(rootPid) {
   // Every process under this one (the browser and its helpers), not this one.
@@ -39,11 +42,37 @@ function browserRssKib(rootPid) {
   return total;
 }
 
-const browser = await chromium.launch({
+const launch = () => chromium.launch({
   executablePath: "/usr/bin/chromium",
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
+
+// One XHR PUT of the picked file to `url`, in a browser of its own (each
+// upload in this script is its browser's first) and from a blank page of
+// that origin (so no CORS preflight): the milliseconds it took.
+async function bareUpload(url, file) {
+  const browser = await launch();
+  try {
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(new URL("/", url).href);
+    await page.setContent('<input type="file" id="file">');
+    await page.setInputFiles("#file", file);
+    return await page.evaluate((url) => new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("PUT", url);
+      const started = performance.now();
+      xhr.onload = () => (xhr.status === 200 ? resolve(performance.now() - started) : reject(new Error(`${xhr.status}`)));
+      xhr.onerror = () => reject(new Error("network"));
+      xhr.send(document.getElementById("file").files[0]);
+    }), url);
+  } finally {
+    await browser.close();
+  }
+}
+
+const browser = await launch();
+let result;
 try {
   const root = process.pid;
   const page = await (await browser.newContext()).newPage();
@@ -54,8 +83,9 @@ try {
   await page.setInputFiles("#file", args.file);
   await page.locator("#done").waitFor({ state: "visible", timeout: 600000 });
   clearInterval(sampler);
-  const timings = await page.evaluate(() => window.sluiceTimings);
-  console.log(JSON.stringify({ ...timings, rssBeforeKib: before, rssPeakKib: peak }));
+  result = { ...(await page.evaluate(() => window.sluiceTimings)), rssBeforeKib: before, rssPeakKib: peak };
 } finally {
   await browser.close();
 }
+if (args.sink) result.sinkMs = await bareUpload(args.sink, args.file);
+console.log(JSON.stringify(result));
