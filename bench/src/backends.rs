@@ -144,7 +144,10 @@ pub async fn run() -> anyhow::Result<String> {
     )?;
     writeln!(
         out,
-        "\nThe whole local `issue_upload` (validation, file record, both tokens, curl line): {local_issue:.1} µs."
+        "\nThe whole local `issue_upload` (validation, rate limit, the pending-caps count and the \
+         file record in one transaction, both tokens, curl line): {local_issue:.1} µs. Issued one \
+         after another, as here, each commits alone; under concurrent requests one commit of the \
+         records' writer thread serves many (see MCP)."
     )?;
     Ok(out)
 }

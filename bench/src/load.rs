@@ -1,6 +1,8 @@
 //! A closed-loop HTTP load generator: `concurrency` workers on keep-alive
 //! connections send the same POST until `requests` have completed, recording
-//! each latency. The same generator drives sluice and its reference.
+//! each latency; request `i` carries the header set `i % sets` (one set per
+//! user, for a server that keeps per-user state). The same generator drives
+//! sluice and its reference.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,11 +25,12 @@ pub struct Load {
     pub p99: Duration,
 }
 
-/// Sends `requests` POSTs of `body` to `url` with `headers`, `concurrency` at
-/// a time. Every answer must be a 200 whose body contains `expect`.
+/// Sends `requests` POSTs of `body` to `url`, `concurrency` at a time, the
+/// `i`th with `headers[i % headers.len()]`. Every answer must be a 200 whose
+/// body contains `expect`.
 pub async fn run(
     url: &str,
-    headers: &[(String, String)],
+    headers: &[Vec<(String, String)>],
     body: Bytes,
     concurrency: usize,
     requests: usize,
@@ -43,11 +46,16 @@ pub async fn run(
     for _ in 0..concurrency {
         let (client, uri, next, body) = (client.clone(), uri.clone(), next.clone(), body.clone());
         let headers = headers.to_vec();
+        anyhow::ensure!(!headers.is_empty(), "at least one header set");
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
-            while next.fetch_add(1, Ordering::Relaxed) < requests {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= requests {
+                    break;
+                }
                 let mut req = hyper::Request::post(uri.clone());
-                for (k, v) in &headers {
+                for (k, v) in &headers[i % headers.len()] {
                     req = req.header(k, v);
                 }
                 let req = req.body(Full::new(body.clone()))?;

@@ -300,6 +300,8 @@ pub async fn run(secs: u64) -> anyhow::Result<String> {
             ("SLUICE_HANDLE_TTL_SECS", "60"),
             ("SLUICE_LINK_TTL_SECS", "30"),
             ("SLUICE_BODY_IDLE_TIMEOUT_SECS", "5"),
+            // One user, always with stalled bodies pending.
+            ("SLUICE_MAX_PENDING_FILES", "1000000"),
         ],
     )?;
     let pid = sluice.child.id();

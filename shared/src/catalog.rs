@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::file::{FileId, FileMeta, owner_hash};
-use crate::records::{Cursor, FileRecord};
+use crate::records::{Cursor, FileRecord, Pending};
 use crate::service::Sluice;
 use crate::sha::Sha256;
 use crate::time::{now_unix, rfc3339};
@@ -28,6 +28,13 @@ pub struct PendingCaps {
     pub files: u64,
     /// Bytes those files may declare in all (`SLUICE_MAX_PENDING_BYTES`).
     pub bytes: u64,
+}
+
+impl PendingCaps {
+    /// Whether one more file of `size` bytes fits beside `pending`.
+    pub fn admit(&self, pending: Pending, size: u64) -> bool {
+        pending.files < self.files && pending.bytes.saturating_add(size) <= self.bytes
+    }
 }
 
 /// Whether a file's bytes have arrived.
@@ -72,7 +79,10 @@ pub struct FilePage {
 }
 
 impl Sluice {
-    /// Records a newly issued file, pending until its bytes arrive.
+    /// Records a newly issued file, pending until its bytes arrive, unless
+    /// its owner already has as many pending files, or pending bytes, as
+    /// the caps allow (429, nothing recorded). Files uploaded straight to
+    /// the store are found ready before a refusal.
     pub(crate) async fn record_file(
         &self,
         file: &FileMeta,
@@ -84,8 +94,29 @@ impl Sluice {
             expires_at,
             ready: false,
         };
-        self.records().put(&record).await?;
-        Ok(())
+        let caps = self.parts().pending_caps;
+        let now = now_unix();
+        // Cheap first: the count and the write in one step; the records
+        // only at a cap, to find uploaded ones still marked pending.
+        if self
+            .records()
+            .put_within(&record, caps, now)
+            .await?
+            .is_none()
+        {
+            return Ok(());
+        }
+        let pending = self.records().pending(&file.owner, now, caps.files).await?;
+        let pending = self.refresh(pending).await?;
+        if self
+            .records()
+            .put_within(&record, caps, now)
+            .await?
+            .is_none()
+        {
+            return Ok(());
+        }
+        Err(over_caps(caps, &pending, file.size, now))
     }
 
     /// Notes that a file's bytes have arrived (uploads through sluice).
@@ -198,61 +229,41 @@ impl Sluice {
             next_cursor: page.next.map(|c| c.encode()),
         })
     }
+}
 
-    /// Refuses a new file of `size` bytes when `owner` already has as many
-    /// pending files, or pending bytes, as the caps allow. Files uploaded
-    /// straight to the store are found ready here before they are counted.
-    pub(crate) async fn check_pending_caps(&self, owner: &str, size: u64) -> Result<(), ApiError> {
-        let caps = self.parts().pending_caps;
-        let now = now_unix();
-        let count = |records: &[FileRecord]| {
-            let pending: Vec<&FileRecord> = records.iter().filter(|r| !r.ready).collect();
-            let bytes = pending
-                .iter()
-                .map(|r| r.file.size)
-                .fold(0u64, u64::saturating_add);
-            (pending.len() as u64, bytes)
-        };
-        let over = |(files, bytes): (u64, u64)| {
-            files >= caps.files || bytes.saturating_add(size) > caps.bytes
-        };
-        // Cheap first: the totals; the records only when over a cap, to
-        // find uploaded ones still marked pending.
-        let totals = self.records().pending_totals(owner, now).await?;
-        if !over((totals.files, totals.bytes)) {
-            return Ok(());
-        }
-        let pending = self.records().pending(owner, now, caps.files).await?;
-        let pending = self.refresh(pending).await?;
-        let (files, bytes) = count(&pending);
-        if !over((files, bytes)) {
-            return Ok(());
-        }
-        let next_expiry = pending
-            .iter()
-            .filter(|r| !r.ready)
-            .map(|r| r.expires_at)
-            .min()
-            .unwrap_or(now + 60);
-        let retry_after = u64::try_from(next_expiry - now).unwrap_or(1).max(1);
-        Err(ApiError::TooManyRequests {
-            message: if files >= caps.files {
-                format!(
-                    "you have {files} files waiting for their upload (the limit is {}): nothing \
-                     was issued; upload them, or wait until the oldest expires at {}",
-                    caps.files,
-                    rfc3339(next_expiry)
-                )
-            } else {
-                format!(
-                    "your pending files already declare {bytes} bytes and this one {size} more \
-                     (the limit is {}): nothing was issued; upload them, or wait until the oldest \
-                     expires at {}",
-                    caps.bytes,
-                    rfc3339(next_expiry)
-                )
-            },
-            retry_after,
-        })
+/// The refusal of a file of `size` bytes beside `records` (an owner's
+/// pending files, some perhaps found ready), which leave no room under
+/// `caps`: which limit, and when the oldest pending file expires.
+fn over_caps(caps: PendingCaps, records: &[FileRecord], size: u64, now: i64) -> ApiError {
+    let pending: Vec<&FileRecord> = records.iter().filter(|r| !r.ready).collect();
+    let files = pending.len() as u64;
+    let bytes = pending
+        .iter()
+        .map(|r| r.file.size)
+        .fold(0u64, u64::saturating_add);
+    let next_expiry = pending
+        .iter()
+        .map(|r| r.expires_at)
+        .min()
+        .unwrap_or(now + 60);
+    let retry_after = u64::try_from(next_expiry - now).unwrap_or(1).max(1);
+    ApiError::TooManyRequests {
+        message: if files >= caps.files {
+            format!(
+                "you have {files} files waiting for their upload (the limit is {}): nothing \
+                 was issued; upload them, or wait until the oldest expires at {}",
+                caps.files,
+                rfc3339(next_expiry)
+            )
+        } else {
+            format!(
+                "your pending files already declare {bytes} bytes and this one {size} more \
+                 (the limit is {}): nothing was issued; upload them, or wait until the oldest \
+                 expires at {}",
+                caps.bytes,
+                rfc3339(next_expiry)
+            )
+        },
+        retry_after,
     }
 }

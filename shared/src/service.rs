@@ -252,7 +252,6 @@ impl Sluice {
             )));
         }
         self.0.issue_limit.check(owner)?;
-        self.check_pending_caps(owner, req.size).await?;
         let content_type = match req.content_type.as_deref().map(str::trim) {
             None | Some("") => mime_guess::from_path(filename)
                 .first_or_octet_stream()

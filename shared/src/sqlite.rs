@@ -1,6 +1,7 @@
 //! Opening the local SQLite files (ledger, file records) the same way:
 //! WAL, so readers and a writer share a file across processes, and a busy
-//! timeout, so a writer waits for another process's lock instead of failing.
+//! timeout, so a writer waits for another process's lock instead of failing;
+//! and the writer thread that commits a file's writes in batches.
 
 use std::path::Path;
 use std::time::Duration;
@@ -63,4 +64,280 @@ pub(crate) async fn with<T: Send + 'static>(
         .await
         .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
         .map_err(store_error)
+}
+
+/// Opens a second connection to `path` for a [`Writer`]: no automatic
+/// checkpoints (one would run inside some unlucky commit and stall every
+/// write queued behind it; the owner's sweep checkpoints instead, off the
+/// request path) and `synchronous = NORMAL` (a commit survives a process
+/// crash and may be lost only to a power cut).
+pub(crate) fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = open_wal(path)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;")?;
+    Ok(conn)
+}
+
+/// Folds the write-ahead log back into the database and truncates it, so
+/// that it does not keep the size of the busiest minute for ever (writers
+/// never checkpoint, see [`open_writer`]). Waits (the busy timeout) for
+/// readers and the writer thread; for sweeps, off the request path.
+pub(crate) fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
+    let _: (i64, i64, i64) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    Ok(())
+}
+
+/// The most writes committed in one transaction.
+const MAX_BATCH: usize = 256;
+
+/// Why a batch's transaction failed, for every write waiting on it.
+#[derive(Debug, Clone)]
+struct Failed {
+    full: bool,
+    text: String,
+}
+
+impl From<&Failed> for StoreError {
+    fn from(f: &Failed) -> Self {
+        let kind = if f.full {
+            std::io::ErrorKind::StorageFull
+        } else {
+            std::io::ErrorKind::Other
+        };
+        StoreError::Io(std::io::Error::new(kind, f.text.clone()))
+    }
+}
+
+/// One queued write: run inside the batch's transaction, then answered
+/// once the batch committed or failed.
+trait Job: Send {
+    fn run(&mut self, conn: &Connection);
+    fn answer(self: Box<Self>, failed: Option<&Failed>);
+}
+
+struct Op<F, T> {
+    write: Option<F>,
+    out: Option<rusqlite::Result<T>>,
+    reply: tokio::sync::oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<F, T> Job for Op<F, T>
+where
+    F: FnOnce(&Connection) -> rusqlite::Result<T> + Send,
+    T: Send,
+{
+    fn run(&mut self, conn: &Connection) {
+        if let Some(write) = self.write.take() {
+            self.out = Some(savepoint(conn, write));
+        }
+    }
+
+    fn answer(self: Box<Self>, failed: Option<&Failed>) {
+        let result = match (failed, self.out) {
+            (Some(failed), _) => Err(failed.into()),
+            (None, Some(out)) => out.map_err(store_error),
+            (None, None) => Err(StoreError::Io(std::io::Error::other(
+                "the write did not run",
+            ))),
+        };
+        let _ = self.reply.send(result);
+    }
+}
+
+/// Runs `write` so that it takes effect whole or not at all, whatever the
+/// other writes of its batch do.
+fn savepoint<T>(
+    conn: &Connection,
+    write: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.execute_batch("SAVEPOINT write")?;
+    match write(conn) {
+        Ok(v) => conn.execute_batch("RELEASE write").map(|()| v),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO write; RELEASE write");
+            Err(e)
+        }
+    }
+}
+
+/// One thread that owns a database's writes and commits whatever has
+/// queued up in one transaction (group commit): under concurrent requests
+/// one commit serves many, nobody waits on a lock, and a write that reads
+/// before it writes (a count, then an insert) is atomic, since it is the
+/// only writer.
+#[derive(Debug, Clone)]
+pub(crate) struct Writer {
+    queue: std::sync::mpsc::Sender<Box<dyn Job>>,
+}
+
+impl Writer {
+    /// Starts the thread `name`, which owns `conn` (see [`open_writer`])
+    /// until every clone of the writer is gone.
+    pub(crate) fn spawn(conn: Connection, name: &str) -> Result<Self, StoreError> {
+        let (queue, jobs) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || commit_batches(conn, jobs))
+            .map_err(StoreError::Io)?;
+        Ok(Self { queue })
+    }
+
+    /// Runs `write` in the writer's next transaction; answers once that
+    /// committed. A full disk is `StorageFull` (507).
+    pub(crate) async fn write<T: Send + 'static>(
+        &self,
+        write: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let gone = || StoreError::Io(std::io::Error::other("the database writer has stopped"));
+        self.queue
+            .send(Box::new(Op {
+                write: Some(write),
+                out: None,
+                reply,
+            }))
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
+    }
+}
+
+/// Commits queued writes in batches until every sender is gone.
+fn commit_batches(mut conn: Connection, jobs: std::sync::mpsc::Receiver<Box<dyn Job>>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let failed = (|| {
+            let tx = conn.transaction()?;
+            for job in &mut batch {
+                job.run(&tx);
+            }
+            tx.commit()
+        })()
+        .err()
+        .map(|e| Failed {
+            full: is_full(&e),
+            text: e.to_string(),
+        });
+        for job in batch {
+            job.answer(failed.as_ref());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer() -> (tempfile::TempDir, Writer, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.sqlite3");
+        let reader = open_wal(&path).unwrap();
+        reader
+            .execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+            .unwrap();
+        let writer = Writer::spawn(open_writer(&path).unwrap(), "test-writer").unwrap();
+        (dir, writer, reader)
+    }
+
+    fn count(c: &Connection) -> i64 {
+        c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    /// Many concurrent writes, some failing halfway: each failing one leaves
+    /// nothing, every other one is committed and answered.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_write_leaves_nothing_and_spoils_no_other() {
+        let (_dir, writer, reader) = writer();
+        let mut writes = Vec::new();
+        for k in 0..200i64 {
+            let writer = writer.clone();
+            writes.push(tokio::spawn(async move {
+                writer
+                    .write(move |c| {
+                        c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
+                        if k % 3 == 0 {
+                            // The same key again: a constraint error after a write.
+                            c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
+                        }
+                        Ok(k)
+                    })
+                    .await
+            }));
+        }
+        let mut ok = 0;
+        for (k, w) in writes.into_iter().enumerate() {
+            match w.await.unwrap() {
+                Ok(got) => {
+                    assert_eq!(got, k as i64);
+                    assert_ne!(k % 3, 0);
+                    ok += 1;
+                }
+                Err(e) => {
+                    assert_eq!(k % 3, 0, "{e}");
+                    assert!(e.to_string().contains("UNIQUE"), "{e}");
+                }
+            }
+        }
+        assert_eq!(ok, 133);
+        assert_eq!(count(&reader), 133);
+        let missing: i64 = reader
+            .query_row("SELECT COUNT(*) FROM t WHERE k % 3 = 0", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(missing, 0);
+    }
+
+    /// A write that reads, then writes by what it read, is atomic: 64 at
+    /// once each add a row only while there are fewer than 10.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_read_then_write_is_atomic() {
+        let (_dir, writer, reader) = writer();
+        let mut writes = Vec::new();
+        for k in 0..64i64 {
+            let writer = writer.clone();
+            writes.push(tokio::spawn(async move {
+                writer
+                    .write(move |c| {
+                        let n: i64 = c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?;
+                        if n >= 10 {
+                            return Ok(false);
+                        }
+                        c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
+                        Ok(true)
+                    })
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut admitted = 0;
+        for w in writes {
+            admitted += usize::from(w.await.unwrap());
+        }
+        assert_eq!(admitted, 10);
+        assert_eq!(count(&reader), 10);
+    }
+
+    /// The writer never checkpoints; `checkpoint` folds the log back and
+    /// empties it.
+    #[tokio::test]
+    async fn the_checkpoint_empties_the_write_ahead_log() {
+        let (dir, writer, reader) = writer();
+        for k in 0..500i64 {
+            writer
+                .write(move |c| c.execute("INSERT INTO t (k) VALUES (?1)", [k]).map(|_| ()))
+                .await
+                .unwrap();
+        }
+        let wal = dir.path().join("t.sqlite3-wal");
+        assert!(std::fs::metadata(&wal).unwrap().len() > 0);
+        checkpoint(&reader).unwrap();
+        assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
+        assert_eq!(count(&reader), 500);
+    }
 }

@@ -253,9 +253,13 @@ async fn records_contract(records: &dyn RecordStore) {
         .await
         .unwrap();
     assert_eq!(records.pending("bob", now, 100).await.unwrap().len(), 2);
-    let totals = records.pending_totals("alice", now).await.unwrap();
+    let totals = records.pending_totals("alice", now, 100).await.unwrap();
     let declared: u64 = pending.iter().map(|r| r.file.size).sum();
     assert_eq!((totals.files, totals.bytes), (21, declared));
+    // Counting stops at `at_most` files: a cap's check costs the cap at most.
+    let some = records.pending_totals("alice", now, 5).await.unwrap();
+    assert_eq!(some.files, 5);
+    assert!(some.bytes < declared);
 }
 
 fn runtime() -> tokio::runtime::Runtime {

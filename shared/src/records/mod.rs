@@ -16,6 +16,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::PendingCaps;
 use crate::file::{FileId, FileMeta};
 use crate::sha::Sha256;
 use crate::store::StoreError;
@@ -162,11 +163,42 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
         at_most: u64,
     ) -> Result<Vec<FileRecord>, StoreError>;
 
+    /// Writes `record`, a newly issued pending file, if its owner's pending
+    /// files (counted as [`RecordStore::pending_totals`] does, up to
+    /// `caps.files`) leave room for it under `caps`; otherwise writes
+    /// nothing and answers those totals. By default the count and the write
+    /// are two steps, so issues running at the same moment may together pass
+    /// a cap by their number (the per-user issuing rate bounds how many); a
+    /// store with a single writer does both at once.
+    async fn put_within(
+        &self,
+        record: &FileRecord,
+        caps: PendingCaps,
+        now: i64,
+    ) -> Result<Option<Pending>, StoreError> {
+        let pending = self
+            .pending_totals(&record.file.owner, now, caps.files)
+            .await?;
+        if !caps.admit(pending, record.file.size) {
+            return Ok(Some(pending));
+        }
+        self.put(record).await.map(|()| None)
+    }
+
     /// How many of `owner`'s unexpired files are marked pending, and the
-    /// bytes they declare: what the caps check on every issue. By default
-    /// from [`RecordStore::pending`]; a store that can count is faster.
-    async fn pending_totals(&self, owner: &str, now: i64) -> Result<Pending, StoreError> {
-        let pending = self.pending(owner, now, u64::MAX).await?;
+    /// bytes they declare, counting at most `at_most` files: what the caps
+    /// check on every issue. Fewer than `at_most` files means the totals are
+    /// exact; a caller checking a cap of `at_most` files needs no more, and
+    /// its cost stays bounded by the cap however many files are pending. By
+    /// default from [`RecordStore::pending`]; a store that can count is
+    /// faster.
+    async fn pending_totals(
+        &self,
+        owner: &str,
+        now: i64,
+        at_most: u64,
+    ) -> Result<Pending, StoreError> {
+        let pending = self.pending(owner, now, at_most).await?;
         Ok(Pending {
             files: pending.len() as u64,
             bytes: pending

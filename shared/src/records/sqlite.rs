@@ -8,14 +8,19 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{Cursor, FileRecord, Page, Pending, RecordStore};
+use crate::catalog::PendingCaps;
 use crate::file::{FileId, owner_hash};
+use crate::sqlite::Writer;
 use crate::sqlite::store_error as db;
 use crate::store::StoreError;
 
 /// File records in `files.sqlite3`.
 #[derive(Debug, Clone)]
 pub struct SqliteRecords {
+    /// Reads and sweeps.
     conn: Arc<Mutex<Connection>>,
+    /// Writes (one on every issue), committed in batches by one thread.
+    writes: Writer,
 }
 
 impl SqliteRecords {
@@ -40,8 +45,13 @@ impl SqliteRecords {
              CREATE INDEX IF NOT EXISTS files_pending ON files (owner, created_ms) WHERE ready = 0;",
         )
         .map_err(db)?;
+        let writes = Writer::spawn(
+            crate::sqlite::open_writer(path).map_err(db)?,
+            "sluice-records",
+        )?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            writes,
         })
     }
 
@@ -58,11 +68,44 @@ impl SqliteRecords {
         let n = conn
             .execute("DELETE FROM files WHERE expires_at < ?1", [before])
             .map_err(db)?;
-        // Give the log's space back after a large delete.
-        conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
-            .map_err(db)?;
+        crate::sqlite::checkpoint(&conn).map_err(db)?;
         Ok(n)
     }
+}
+
+fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT OR REPLACE INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        owner_hash(&record.file.owner),
+        record.file.id.to_string(),
+        record.created_ms,
+        record.expires_at,
+        record.file.size as i64,
+        record.ready,
+        record.to_json()
+    ])
+    .map(|_| ())
+}
+
+/// `owner_hash`'s unexpired pending files and their declared bytes, counting
+/// at most `at_most` files.
+fn totals(c: &Connection, owner_hash: &str, now: i64, at_most: u64) -> rusqlite::Result<Pending> {
+    let at_most = i64::try_from(at_most).unwrap_or(i64::MAX);
+    c.prepare_cached(
+        "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM (
+             SELECT size FROM files
+             WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
+             LIMIT ?3)",
+    )?
+    .query_row(params![owner_hash, now, at_most], |r| {
+        Ok(Pending {
+            files: r.get::<_, i64>(0)? as u64,
+            bytes: r.get::<_, i64>(1)? as u64,
+        })
+    })
 }
 
 fn rows(
@@ -83,18 +126,28 @@ fn rows(
 #[async_trait::async_trait]
 impl RecordStore for SqliteRecords {
     async fn put(&self, record: &FileRecord) -> Result<(), StoreError> {
-        let (owner, id) = (owner_hash(&record.file.owner), record.file.id.to_string());
-        let (created, expires, size) = (record.created_ms, record.expires_at, record.file.size);
-        let (ready, json) = (record.ready, record.to_json());
-        self.with(move |c| {
-            c.prepare_cached(
-                "INSERT OR REPLACE INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![owner, id, created, expires, size as i64, ready, json])
-            .map(|_| ())
-        })
-        .await
+        let record = record.clone();
+        self.writes.write(move |c| insert(c, &record)).await
+    }
+
+    /// The count and the insert in one write of the writer thread, the only
+    /// writer: concurrent issues cannot pass a cap together.
+    async fn put_within(
+        &self,
+        record: &FileRecord,
+        caps: PendingCaps,
+        now: i64,
+    ) -> Result<Option<Pending>, StoreError> {
+        let record = record.clone();
+        self.writes
+            .write(move |c| {
+                let pending = totals(c, &owner_hash(&record.file.owner), now, caps.files)?;
+                if !caps.admit(pending, record.file.size) {
+                    return Ok(Some(pending));
+                }
+                insert(c, &record).map(|()| None)
+            })
+            .await
     }
 
     async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
@@ -154,12 +207,13 @@ impl RecordStore for SqliteRecords {
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
         let (owner, id) = (owner_hash(owner), id.to_string());
-        self.with(move |c| {
-            c.prepare_cached("UPDATE files SET ready = 1 WHERE owner = ?1 AND file_id = ?2")?
-                .execute(params![owner, id])
-                .map(|_| ())
-        })
-        .await
+        self.writes
+            .write(move |c| {
+                c.prepare_cached("UPDATE files SET ready = 1 WHERE owner = ?1 AND file_id = ?2")?
+                    .execute(params![owner, id])
+                    .map(|_| ())
+            })
+            .await
     }
 
     async fn pending(
@@ -180,22 +234,97 @@ impl RecordStore for SqliteRecords {
         .await
     }
 
-    async fn pending_totals(&self, owner: &str, now: i64) -> Result<Pending, StoreError> {
+    async fn pending_totals(
+        &self,
+        owner: &str,
+        now: i64,
+        at_most: u64,
+    ) -> Result<Pending, StoreError> {
         let owner = owner_hash(owner);
-        let (files, bytes) = self
-            .with(move |c| {
-                c.prepare_cached(
-                    "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM files
-                     WHERE owner = ?1 AND ready = 0 AND expires_at > ?2",
-                )?
-                .query_row(params![owner, now], |r| {
-                    Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?))
-                })
+        self.with(move |c| totals(c, &owner, now, at_most)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::FileMeta;
+    use crate::sha::Sha256;
+
+    fn record(owner: &str, size: u64, now: i64) -> FileRecord {
+        FileRecord {
+            file: FileMeta {
+                id: FileId::random(),
+                owner: owner.into(),
+                filename: "a.bin".into(),
+                content_type: "application/octet-stream".into(),
+                size,
+                sha256: Sha256::of(b"a"),
+            },
+            created_ms: now * 1000,
+            expires_at: now + 600,
+            ready: false,
+        }
+    }
+
+    /// Forty issues at once against a cap of five files: five recorded,
+    /// and the others told the totals that refused them.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_issues_cannot_pass_a_cap_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = SqliteRecords::open(&dir.path().join("files.sqlite3")).unwrap();
+        let now = crate::time::now_unix();
+        let caps = PendingCaps {
+            files: 5,
+            bytes: 1 << 30,
+        };
+        let mut issues = Vec::new();
+        for _ in 0..40 {
+            let records = records.clone();
+            issues.push(tokio::spawn(async move {
+                records
+                    .put_within(&record("alice", 10, now), caps, now)
+                    .await
+            }));
+        }
+        let mut admitted = 0;
+        for issue in issues {
+            match issue.await.unwrap().unwrap() {
+                None => admitted += 1,
+                Some(refused) => assert_eq!(
+                    refused,
+                    Pending {
+                        files: 5,
+                        bytes: 50
+                    }
+                ),
+            }
+        }
+        assert_eq!(admitted, 5);
+        let totals = records.pending_totals("alice", now, 100).await.unwrap();
+        assert_eq!(
+            totals,
+            Pending {
+                files: 5,
+                bytes: 50
+            }
+        );
+        // The bytes cap too, and another owner is counted apart.
+        let big = record("bob", 600, now);
+        let caps = PendingCaps {
+            files: 5,
+            bytes: 1000,
+        };
+        assert_eq!(records.put_within(&big, caps, now).await.unwrap(), None);
+        let refused = records
+            .put_within(&record("bob", 401, now), caps, now)
+            .await;
+        assert_eq!(
+            refused.unwrap(),
+            Some(Pending {
+                files: 1,
+                bytes: 600
             })
-            .await?;
-        Ok(Pending {
-            files: files as u64,
-            bytes: bytes as u64,
-        })
+        );
     }
 }

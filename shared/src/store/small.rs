@@ -1,6 +1,6 @@
-//! Small objects (file records) of the local store, kept in an SQLite table
-//! rather than as files: an insert costs far less than creating a file, and
-//! one is written on every `request_upload`.
+//! Small objects of the local store (an actions catalog kept beside the
+//! files), in an SQLite table rather than as files: an insert costs far less
+//! than creating a file.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -10,78 +10,15 @@ use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::StoreError;
 use crate::file::ObjectKey;
-use crate::sqlite::is_full;
+use crate::sqlite::Writer;
 use crate::sqlite::store_error as db;
-
-/// A write for the writer thread: key, bytes, time, and where to answer.
-type Write = (
-    String,
-    Bytes,
-    i64,
-    tokio::sync::oneshot::Sender<Result<(), Failed>>,
-);
-
-/// Why a batch failed, cloneable for every writer waiting on it.
-#[derive(Debug, Clone)]
-struct Failed {
-    full: bool,
-    text: String,
-}
-
-impl From<Failed> for StoreError {
-    fn from(f: Failed) -> Self {
-        let kind = if f.full {
-            std::io::ErrorKind::StorageFull
-        } else {
-            std::io::ErrorKind::Other
-        };
-        StoreError::Io(std::io::Error::new(kind, f.text))
-    }
-}
-
-/// The most writes committed in one transaction.
-const MAX_BATCH: usize = 256;
 
 #[derive(Debug, Clone)]
 pub(super) struct SmallObjects {
     /// Reads and sweeps.
     conn: Arc<Mutex<Connection>>,
-    /// Writes go to one thread that commits whatever has queued up in one
-    /// transaction (group commit): under concurrent writes, one commit
-    /// serves many.
-    writes: std::sync::mpsc::Sender<Write>,
-}
-
-/// Commits queued writes in batches until every sender is gone.
-fn writer(mut conn: Connection, queue: std::sync::mpsc::Receiver<Write>) {
-    while let Ok(first) = queue.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(w) => batch.push(w),
-                Err(_) => break,
-            }
-        }
-        let result = (|| {
-            let tx = conn.transaction()?;
-            {
-                let mut insert = tx.prepare_cached(
-                    "INSERT OR REPLACE INTO small (key, bytes, created_at) VALUES (?1, ?2, ?3)",
-                )?;
-                for (key, bytes, at, _) in &batch {
-                    insert.execute(params![key, bytes.as_ref(), at])?;
-                }
-            }
-            tx.commit()
-        })()
-        .map_err(|e| Failed {
-            full: is_full(&e),
-            text: e.to_string(),
-        });
-        for (_, _, _, reply) in batch {
-            let _ = reply.send(result.clone());
-        }
-    }
+    /// Writes, committed in batches by one thread.
+    writes: Writer,
 }
 
 impl SmallObjects {
@@ -98,18 +35,10 @@ impl SmallObjects {
              ) WITHOUT ROWID;",
         )
         .map_err(db)?;
-        let write_conn = crate::sqlite::open_wal(path).map_err(db)?;
-        // No automatic checkpoints on the write path: one runs inside some
-        // unlucky commit and stalls every request queued behind it. The
-        // sweep checkpoints instead, off the request path.
-        write_conn
-            .execute_batch("PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;")
-            .map_err(db)?;
-        let (writes, queue) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
-            .name("sluice-records".into())
-            .spawn(move || writer(write_conn, queue))
-            .map_err(StoreError::Io)?;
+        let writes = Writer::spawn(
+            crate::sqlite::open_writer(path).map_err(db)?,
+            "sluice-small",
+        )?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             writes,
@@ -124,16 +53,16 @@ impl SmallObjects {
     }
 
     pub(super) async fn put(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let write = (
-            key.as_str().to_owned(),
-            bytes,
-            crate::time::now_unix(),
-            reply,
-        );
-        let gone = || StoreError::Io(std::io::Error::other("the record writer has stopped"));
-        self.writes.send(write).map_err(|_| gone())?;
-        answer.await.map_err(|_| gone())?.map_err(StoreError::from)
+        let (key, at) = (key.as_str().to_owned(), crate::time::now_unix());
+        self.writes
+            .write(move |c| {
+                c.prepare_cached(
+                    "INSERT OR REPLACE INTO small (key, bytes, created_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![key, bytes.as_ref(), at])
+                .map(|_| ())
+            })
+            .await
     }
 
     pub(super) async fn get(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
@@ -160,13 +89,7 @@ impl SmallObjects {
                 [crate::time::now_unix() - max_age_secs],
             )
             .map_err(db)?;
-        // TRUNCATE waits (the busy timeout) for readers and the writer
-        // thread; this runs off the request path, once a minute.
-        let _: (i64, i64, i64) = conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .map_err(db)?;
+        crate::sqlite::checkpoint(&conn).map_err(db)?;
         Ok(removed)
     }
 }
