@@ -45,10 +45,7 @@ impl SqliteRecords {
              CREATE INDEX IF NOT EXISTS files_pending ON files (owner, created_ms) WHERE ready = 0;",
         )
         .map_err(db)?;
-        let writes = Writer::spawn(
-            crate::sqlite::open_writer(path).map_err(db)?,
-            "sluice-records",
-        )?;
+        let writes = Writer::open(path, "sluice-records")?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             writes,

@@ -35,10 +35,7 @@ impl SmallObjects {
              ) WITHOUT ROWID;",
         )
         .map_err(db)?;
-        let writes = Writer::spawn(
-            crate::sqlite::open_writer(path).map_err(db)?,
-            "sluice-small",
-        )?;
+        let writes = Writer::open(path, "sluice-small")?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
             writes,
