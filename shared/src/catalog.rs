@@ -94,26 +94,15 @@ impl Sluice {
             expires_at,
             ready: false,
         };
-        let caps = self.parts().pending_caps;
-        let now = now_unix();
+        let (records, caps, now) = (self.records(), self.parts().pending_caps, now_unix());
         // Cheap first: the count and the write in one step; the records
         // only at a cap, to find uploaded ones still marked pending.
-        if self
-            .records()
-            .put_within(&record, caps, now)
-            .await?
-            .is_none()
-        {
+        if records.put_within(&record, caps, now).await?.is_none() {
             return Ok(());
         }
-        let pending = self.records().pending(&file.owner, now, caps.files).await?;
+        let pending = records.pending(&file.owner, now, caps.files).await?;
         let pending = self.refresh(pending).await?;
-        if self
-            .records()
-            .put_within(&record, caps, now)
-            .await?
-            .is_none()
-        {
+        if records.put_within(&record, caps, now).await?.is_none() {
             return Ok(());
         }
         Err(over_caps(caps, &pending, file.size, now))

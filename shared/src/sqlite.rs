@@ -55,16 +55,64 @@ pub(crate) fn store_error(e: rusqlite::Error) -> StoreError {
     StoreError::Io(std::io::Error::new(kind, e))
 }
 
-/// Runs `f` on `conn` off the runtime's threads.
-pub(crate) async fn with<T: Send + 'static>(
-    conn: &Arc<Mutex<Connection>>,
-    f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-) -> Result<T, StoreError> {
-    let conn = conn.clone();
-    tokio::task::spawn_blocking(move || f(&conn.lock().unwrap_or_else(|p| p.into_inner())))
-        .await
-        .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
-        .map_err(store_error)
+/// A database of the data directory: reads on one shared connection, off
+/// the runtime's threads; writes through its [`Writer`].
+#[derive(Debug, Clone)]
+pub(crate) struct Db {
+    reads: Arc<Mutex<Connection>>,
+    writes: Writer,
+}
+
+impl Db {
+    /// Opens the database at `path` (see [`open_wal`]), runs `schema` on
+    /// it, and starts its writer threads, named after `name`.
+    pub(crate) fn open(path: &Path, schema: &str, name: &str) -> Result<Self, StoreError> {
+        let conn = open_wal(path).map_err(store_error)?;
+        conn.execute_batch(schema).map_err(store_error)?;
+        Ok(Self {
+            reads: Arc::new(Mutex::new(conn)),
+            writes: Writer::open(path, name)?,
+        })
+    }
+
+    /// Runs `read` on the reading connection, off the runtime's threads.
+    pub(crate) async fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.reads.clone();
+        tokio::task::spawn_blocking(move || read(&conn.lock().unwrap_or_else(|p| p.into_inner())))
+            .await
+            .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
+            .map_err(store_error)
+    }
+
+    /// Runs `write` in the writer's next transaction (see [`Writer::write`]).
+    pub(crate) async fn write<T: Send + 'static>(
+        &self,
+        write: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.writes.write(write).await
+    }
+
+    /// Runs `delete` here, blocking (sweeps run on a blocking thread), then
+    /// folds the write-ahead log back into the database and truncates it, so
+    /// that it does not keep the size of its largest moment. The truncation
+    /// waits (the busy timeout) for readers and the writer thread: off the
+    /// request path.
+    pub(crate) fn sweep<T>(
+        &self,
+        delete: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let conn = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let swept = delete(&conn).map_err(store_error)?;
+        let _: (i64, i64, i64) = conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(store_error)?;
+        Ok(swept)
+    }
 }
 
 /// How many writes a writer commits between two checkpoints.
@@ -84,17 +132,6 @@ fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
 
 fn passive_checkpoint(conn: &Connection) -> rusqlite::Result<()> {
     conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
-}
-
-/// Folds the write-ahead log back into the database and truncates it, so
-/// that it does not keep the size of its largest moment. Waits (the busy
-/// timeout) for readers and the writer thread; for sweeps, off the request
-/// path.
-pub(crate) fn checkpoint(conn: &Connection) -> rusqlite::Result<()> {
-    let _: (i64, i64, i64) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-    })?;
-    Ok(())
 }
 
 /// The most writes committed in one transaction.
@@ -286,15 +323,12 @@ fn commit_batches(
 mod tests {
     use super::*;
 
-    fn writer() -> (tempfile::TempDir, Writer, Connection) {
+    /// A database of one table, and a connection of its own to count.
+    fn writer() -> (tempfile::TempDir, Db, Connection) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.sqlite3");
-        let reader = open_wal(&path).unwrap();
-        reader
-            .execute_batch("CREATE TABLE t (k INTEGER PRIMARY KEY)")
-            .unwrap();
-        let writer = Writer::open(&path, "test-writer").unwrap();
-        (dir, writer, reader)
+        let db = Db::open(&path, "CREATE TABLE t (k INTEGER PRIMARY KEY)", "test").unwrap();
+        (dir, db, open_wal(&path).unwrap())
     }
 
     fn count(c: &Connection) -> i64 {
@@ -375,8 +409,8 @@ mod tests {
         assert_eq!(count(&reader), 10);
     }
 
-    /// Writing 48 MB leaves a log of a few checkpoints' worth, and
-    /// `checkpoint` empties it.
+    /// Writing 48 MB leaves a log of a few checkpoints' worth, and a sweep
+    /// empties it.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_write_ahead_log_stays_bounded() {
         let (dir, writer, reader) = writer();
@@ -402,7 +436,7 @@ mod tests {
         let wal = dir.path().join("t.sqlite3-wal");
         let size = std::fs::metadata(&wal).unwrap().len();
         assert!(size > 0 && size < 24 << 20, "log of {size} bytes");
-        checkpoint(&reader).unwrap();
+        writer.sweep(|_| Ok(())).unwrap();
         assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
         let n: u64 = reader
             .query_row("SELECT COUNT(*) FROM b", [], |r| r.get(0))

@@ -3,34 +3,20 @@
 //! first, and a partial index of pending files for the per-user caps.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{Cursor, FileRecord, Page, Pending, RecordStore};
 use crate::catalog::PendingCaps;
 use crate::file::{FileId, owner_hash};
-use crate::sqlite::Writer;
-use crate::sqlite::store_error as db;
+use crate::sqlite::Db;
 use crate::store::StoreError;
 
-/// File records in `files.sqlite3`.
-#[derive(Debug, Clone)]
-pub struct SqliteRecords {
-    /// Reads and sweeps.
-    conn: Arc<Mutex<Connection>>,
-    /// Writes (one on every issue), committed in batches by one thread.
-    writes: Writer,
-}
-
-impl SqliteRecords {
-    /// Opens (creating if needed) the records at `path`.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = crate::sqlite::open_wal(path).map_err(db)?;
-        // NORMAL: a commit survives a process crash, and may be lost only
-        // to a power cut, where the upload it describes is lost as well.
-        conn.execute_batch(
-            "PRAGMA synchronous = NORMAL;
+/// One table, keyed by owner and file id, indexed by owner and issue time
+/// and (partially) by pending files. NORMAL: a commit survives a process
+/// crash, and may be lost only to a power cut, where the upload it describes
+/// is lost as well.
+const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
              CREATE TABLE IF NOT EXISTS files (
                  owner TEXT NOT NULL,
                  file_id TEXT NOT NULL,
@@ -42,31 +28,28 @@ impl SqliteRecords {
                  PRIMARY KEY (owner, file_id)
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS files_by_time ON files (owner, created_ms DESC, file_id DESC);
-             CREATE INDEX IF NOT EXISTS files_pending ON files (owner, created_ms) WHERE ready = 0;",
-        )
-        .map_err(db)?;
-        let writes = Writer::open(path, "sluice-records")?;
+             CREATE INDEX IF NOT EXISTS files_pending ON files (owner, created_ms) WHERE ready = 0;";
+
+/// File records in `files.sqlite3`.
+#[derive(Debug, Clone)]
+pub struct SqliteRecords {
+    /// One write on every issue, committed in batches by the writer thread.
+    db: Db,
+}
+
+impl SqliteRecords {
+    /// Opens (creating if needed) the records at `path`.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-            writes,
+            db: Db::open(path, SCHEMA, "sluice-records")?,
         })
     }
 
-    async fn with<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        crate::sqlite::with(&self.conn, f).await
-    }
-
-    /// Deletes records that expired before `before`; returns how many.
+    /// Deletes records that expired before `before`, then truncates the
+    /// write-ahead log (see [`Db::sweep`]); returns how many.
     pub fn sweep(&self, before: i64) -> Result<usize, StoreError> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let n = conn
-            .execute("DELETE FROM files WHERE expires_at < ?1", [before])
-            .map_err(db)?;
-        crate::sqlite::checkpoint(&conn).map_err(db)?;
-        Ok(n)
+        self.db
+            .sweep(|c| c.execute("DELETE FROM files WHERE expires_at < ?1", [before]))
     }
 }
 
@@ -124,7 +107,7 @@ fn rows(
 impl RecordStore for SqliteRecords {
     async fn put(&self, record: &FileRecord) -> Result<(), StoreError> {
         let record = record.clone();
-        self.writes.write(move |c| insert(c, &record)).await
+        self.db.write(move |c| insert(c, &record)).await
     }
 
     /// The count and the insert in one write of the writer thread, the only
@@ -136,7 +119,7 @@ impl RecordStore for SqliteRecords {
         now: i64,
     ) -> Result<Option<Pending>, StoreError> {
         let record = record.clone();
-        self.writes
+        self.db
             .write(move |c| {
                 let pending = totals(c, &owner_hash(&record.file.owner), now, caps.files)?;
                 if !caps.admit(pending, record.file.size) {
@@ -150,7 +133,8 @@ impl RecordStore for SqliteRecords {
     async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
         let (owner, id) = (owner_hash(owner), id.to_string());
         let found = self
-            .with(move |c| {
+            .db
+            .read(move |c| {
                 c.prepare_cached(
                     "SELECT record, ready FROM files WHERE owner = ?1 AND file_id = ?2",
                 )?
@@ -179,7 +163,8 @@ impl RecordStore for SqliteRecords {
         let want = limit as i64 + 1;
         let owner_key = hash.clone();
         let mut records = self
-            .with(move |c| {
+            .db
+            .read(move |c| {
                 let mut stmt = c.prepare_cached(
                     "SELECT record, ready FROM files
                      WHERE owner = ?1 AND expires_at > ?2
@@ -204,7 +189,7 @@ impl RecordStore for SqliteRecords {
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
         let (owner, id) = (owner_hash(owner), id.to_string());
-        self.writes
+        self.db
             .write(move |c| {
                 c.prepare_cached("UPDATE files SET ready = 1 WHERE owner = ?1 AND file_id = ?2")?
                     .execute(params![owner, id])
@@ -220,15 +205,16 @@ impl RecordStore for SqliteRecords {
         at_most: u64,
     ) -> Result<Vec<FileRecord>, StoreError> {
         let owner = owner_hash(owner);
-        self.with(move |c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT record, ready FROM files
+        self.db
+            .read(move |c| {
+                let mut stmt = c.prepare_cached(
+                    "SELECT record, ready FROM files
                  WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
                  ORDER BY created_ms LIMIT ?3",
-            )?;
-            rows(&mut stmt, params![owner, now, at_most as i64])
-        })
-        .await
+                )?;
+                rows(&mut stmt, params![owner, now, at_most as i64])
+            })
+            .await
     }
 
     async fn pending_totals(
@@ -238,7 +224,7 @@ impl RecordStore for SqliteRecords {
         at_most: u64,
     ) -> Result<Pending, StoreError> {
         let owner = owner_hash(owner);
-        self.with(move |c| totals(c, &owner, now, at_most)).await
+        self.db.read(move |c| totals(c, &owner, now, at_most)).await
     }
 }
 

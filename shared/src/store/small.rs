@@ -3,55 +3,38 @@
 //! than creating a file.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use rusqlite::{Connection, OptionalExtension as _, params};
+use rusqlite::{OptionalExtension as _, params};
 
 use super::StoreError;
 use crate::file::ObjectKey;
-use crate::sqlite::Writer;
-use crate::sqlite::store_error as db;
+use crate::sqlite::Db;
 
-#[derive(Debug, Clone)]
-pub(super) struct SmallObjects {
-    /// Reads and sweeps.
-    conn: Arc<Mutex<Connection>>,
-    /// Writes, committed in batches by one thread.
-    writes: Writer,
-}
-
-impl SmallObjects {
-    pub(super) fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = crate::sqlite::open_wal(path).map_err(db)?;
-        // NORMAL: a commit survives a process crash, and may be lost only to
-        // a power cut, which costs a list entry, never bytes.
-        conn.execute_batch(
-            "PRAGMA synchronous = NORMAL;
+/// NORMAL: a commit survives a process crash, and may be lost only to a
+/// power cut, which costs a small object, never a file's bytes.
+const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
              CREATE TABLE IF NOT EXISTS small (
                  key TEXT PRIMARY KEY NOT NULL,
                  bytes BLOB NOT NULL,
                  created_at INTEGER NOT NULL
-             ) WITHOUT ROWID;",
-        )
-        .map_err(db)?;
-        let writes = Writer::open(path, "sluice-small")?;
-        Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-            writes,
-        })
-    }
+             ) WITHOUT ROWID;";
 
-    async fn with<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        crate::sqlite::with(&self.conn, f).await
+#[derive(Debug, Clone)]
+pub(super) struct SmallObjects {
+    db: Db,
+}
+
+impl SmallObjects {
+    pub(super) fn open(path: &Path) -> Result<Self, StoreError> {
+        Ok(Self {
+            db: Db::open(path, SCHEMA, "sluice-small")?,
+        })
     }
 
     pub(super) async fn put(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
         let (key, at) = (key.as_str().to_owned(), crate::time::now_unix());
-        self.writes
+        self.db
             .write(move |c| {
                 c.prepare_cached(
                     "INSERT OR REPLACE INTO small (key, bytes, created_at) VALUES (?1, ?2, ?3)",
@@ -64,30 +47,26 @@ impl SmallObjects {
 
     pub(super) async fn get(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
         let key = key.as_str().to_owned();
-        self.with(move |c| {
-            c.query_row("SELECT bytes FROM small WHERE key = ?1", [key], |r| {
-                r.get::<_, Vec<u8>>(0)
+        self.db
+            .read(move |c| {
+                c.query_row("SELECT bytes FROM small WHERE key = ?1", [key], |r| {
+                    r.get::<_, Vec<u8>>(0)
+                })
+                .optional()
+                .map(|b| b.map(Bytes::from))
             })
-            .optional()
-            .map(|b| b.map(Bytes::from))
-        })
-        .await
+            .await
     }
 
     /// Deletes small objects written more than `max_age_secs` ago, then
-    /// folds the write-ahead log back into the database and truncates it
-    /// (see `open`: no checkpoint runs on the write path), so the log does
-    /// not keep the size of the busiest minute for ever.
+    /// truncates the write-ahead log (see [`Db::sweep`]).
     pub(super) fn sweep(&self, max_age_secs: i64) -> Result<usize, StoreError> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let removed = conn
-            .execute(
+        self.db.sweep(|c| {
+            c.execute(
                 "DELETE FROM small WHERE created_at < ?1",
                 [crate::time::now_unix() - max_age_secs],
             )
-            .map_err(db)?;
-        crate::sqlite::checkpoint(&conn).map_err(db)?;
-        Ok(removed)
+        })
     }
 }
 
