@@ -106,14 +106,25 @@ impl Db {
     ) -> Result<T, StoreError> {
         let conn = self.reads.lock().unwrap_or_else(|p| p.into_inner());
         let swept = delete(&conn).map_err(store_error)?;
-        let _: (i64, i64, i64) = conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .map_err(store_error)?;
+        // The busy timeout waits for readers and writers, not for another
+        // checkpoint (the writer's checkpointer may be running one): then
+        // SQLite answers "busy" at once, and the truncation is tried again.
+        for _ in 0..TRUNCATE_TRIES {
+            let busy: i64 = conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+                .map_err(store_error)?;
+            if busy == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         Ok(swept)
     }
 }
+
+/// How many times a sweep tries to truncate the log while another
+/// checkpoint runs, 20 ms apart; it tries again at the next sweep.
+const TRUNCATE_TRIES: usize = 50;
 
 /// How many writes a writer commits between two checkpoints.
 const CHECKPOINT_EVERY: usize = 1000;
@@ -296,7 +307,12 @@ fn commit_batches(
             }
         }
         let failed = (|| {
-            let tx = conn.transaction()?;
+            // Immediate: the write lock is taken (or waited for, up to the
+            // busy timeout) before the batch reads. A deferred transaction
+            // that read first gets "database is locked" at once when another
+            // connection writes (the sweep, another process): SQLite lets a
+            // reader wait to become a writer only before it has read.
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             for job in &mut batch {
                 job.run(&tx);
             }
@@ -407,6 +423,39 @@ mod tests {
         }
         assert_eq!(admitted, 10);
         assert_eq!(count(&reader), 10);
+    }
+
+    /// Another connection writing at the same time (the sweep's delete,
+    /// another process) makes a batch wait its turn, not fail: a batch that
+    /// read before it wrote used to get "database is locked" at once, since
+    /// SQLite gives a reading transaction no busy wait to become a writer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn another_writer_makes_a_batch_wait_not_fail() {
+        let (dir, writer, _reader) = writer();
+        let stop = Arc::new(AtomicBool::new(false));
+        let other = {
+            let (path, stop) = (dir.path().join("t.sqlite3"), stop.clone());
+            std::thread::spawn(move || {
+                let c = open_wal(&path).unwrap();
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    c.execute("DELETE FROM t WHERE k < 0", []).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        };
+        for k in 0..400i64 {
+            writer
+                .write(move |c| {
+                    let _: i64 = c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?;
+                    c.execute("INSERT INTO t (k) VALUES (?1)", [k]).map(|_| ())
+                })
+                .await
+                .unwrap_or_else(|e| panic!("write {k}: {e}"));
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(other.join().unwrap() > 0);
     }
 
     /// Writing 48 MB leaves a log of a few checkpoints' worth, and a sweep
