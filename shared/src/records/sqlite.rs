@@ -13,7 +13,13 @@ use crate::sqlite::Db;
 use crate::store::StoreError;
 
 /// One table, keyed by owner and file id, indexed by owner and issue time
-/// and (partially) by pending files. NORMAL: a commit survives a process
+/// and (partially) by pending files. The pending index carries each
+/// file's expiry and size, so the count on every issue reads the index
+/// alone and only the owner's pending files; it replaced `files_pending`,
+/// which made SQLite walk every record of the owner, ready ones included.
+/// The queries on it name it (`INDEXED BY`): without statistics SQLite
+/// preferred the time index for the oldest pending files, which walks the
+/// ready ones too. NORMAL: a commit survives a process
 /// crash, and may be lost only to a power cut, where the upload it describes
 /// is lost as well.
 const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
@@ -28,7 +34,27 @@ const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
                  PRIMARY KEY (owner, file_id)
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS files_by_time ON files (owner, created_ms DESC, file_id DESC);
-             CREATE INDEX IF NOT EXISTS files_pending ON files (owner, created_ms) WHERE ready = 0;";
+             DROP INDEX IF EXISTS files_pending;
+             CREATE INDEX IF NOT EXISTS files_pending_sizes
+                 ON files (owner, created_ms, expires_at, size, ready) WHERE ready = 0;";
+
+/// The caller's pending files and bytes, counting at most `?3` files.
+const TOTALS: &str = "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM (
+         SELECT size FROM files INDEXED BY files_pending_sizes
+         WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
+         LIMIT ?3)";
+
+/// A page of the caller's files, newest first, after a cursor (`?5`: from
+/// the start).
+const PAGE: &str = "SELECT record, ready FROM files
+         WHERE owner = ?1 AND expires_at > ?2
+           AND (?5 OR created_ms < ?3 OR (created_ms = ?3 AND file_id < ?4))
+         ORDER BY created_ms DESC, file_id DESC LIMIT ?6";
+
+/// The caller's oldest pending files.
+const PENDING: &str = "SELECT record, ready FROM files INDEXED BY files_pending_sizes
+         WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
+         ORDER BY created_ms LIMIT ?3";
 
 /// File records in `files.sqlite3`.
 #[derive(Debug, Clone)]
@@ -74,18 +100,13 @@ fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
 /// at most `at_most` files.
 fn totals(c: &Connection, owner_hash: &str, now: i64, at_most: u64) -> rusqlite::Result<Pending> {
     let at_most = i64::try_from(at_most).unwrap_or(i64::MAX);
-    c.prepare_cached(
-        "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM (
-             SELECT size FROM files
-             WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
-             LIMIT ?3)",
-    )?
-    .query_row(params![owner_hash, now, at_most], |r| {
-        Ok(Pending {
-            files: r.get::<_, i64>(0)? as u64,
-            bytes: r.get::<_, i64>(1)? as u64,
+    c.prepare_cached(TOTALS)?
+        .query_row(params![owner_hash, now, at_most], |r| {
+            Ok(Pending {
+                files: r.get::<_, i64>(0)? as u64,
+                bytes: r.get::<_, i64>(1)? as u64,
+            })
         })
-    })
 }
 
 fn rows(
@@ -165,12 +186,7 @@ impl RecordStore for SqliteRecords {
         let mut records = self
             .db
             .read(move |c| {
-                let mut stmt = c.prepare_cached(
-                    "SELECT record, ready FROM files
-                     WHERE owner = ?1 AND expires_at > ?2
-                       AND (?5 OR created_ms < ?3 OR (created_ms = ?3 AND file_id < ?4))
-                     ORDER BY created_ms DESC, file_id DESC LIMIT ?6",
-                )?;
+                let mut stmt = c.prepare_cached(PAGE)?;
                 rows(&mut stmt, params![owner_key, now, created, id, first, want])
             })
             .await?;
@@ -207,11 +223,7 @@ impl RecordStore for SqliteRecords {
         let owner = owner_hash(owner);
         self.db
             .read(move |c| {
-                let mut stmt = c.prepare_cached(
-                    "SELECT record, ready FROM files
-                 WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
-                 ORDER BY created_ms LIMIT ?3",
-                )?;
+                let mut stmt = c.prepare_cached(PENDING)?;
                 rows(&mut stmt, params![owner, now, at_most as i64])
             })
             .await
@@ -231,6 +243,89 @@ impl RecordStore for SqliteRecords {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The steps SQLite takes to run the count of pending files and the
+    /// list of the oldest ones for an owner with `ready` ready files and 3
+    /// pending ones.
+    fn steps_with(ready: usize) -> (i64, i64) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("files.sqlite3");
+        SqliteRecords::open(&path).unwrap();
+        let c = Connection::open(&path).unwrap();
+        let now = crate::time::now_unix();
+        for i in 0..ready + 3 {
+            let mut r = record("alice", 10, now);
+            r.ready = i >= 3;
+            insert(&c, &r).unwrap();
+        }
+        let owner = owner_hash("alice");
+        let steps = |sql: &str, expect: usize| {
+            let mut stmt = c.prepare(sql).unwrap();
+            let mut rows = stmt.query(params![owner, now, 100]).unwrap();
+            let mut n = 0;
+            while let Some(row) = rows.next().unwrap() {
+                n += if sql == TOTALS {
+                    row.get::<_, i64>(0).unwrap() as usize
+                } else {
+                    1
+                };
+            }
+            drop(rows);
+            assert_eq!(n, expect);
+            i64::from(stmt.get_status(rusqlite::StatementStatus::VmStep))
+        };
+        (steps(TOTALS, 3), steps(PENDING, 3))
+    }
+
+    /// A records file from before the covering index keeps its records
+    /// and gets the new index in place of the old one when opened.
+    #[tokio::test]
+    async fn an_older_file_is_upgraded_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("files.sqlite3");
+        let now = crate::time::now_unix();
+        {
+            let c = Connection::open(&path).unwrap();
+            let old = SCHEMA.split("DROP INDEX").next().unwrap();
+            c.execute_batch(&format!(
+                "{old} CREATE INDEX files_pending ON files (owner, created_ms) WHERE ready = 0;"
+            ))
+            .unwrap();
+            insert(&c, &record("alice", 10, now)).unwrap();
+        }
+        let records = SqliteRecords::open(&path).unwrap();
+        let totals = records.pending_totals("alice", now, 100).await.unwrap();
+        assert_eq!(
+            totals,
+            Pending {
+                files: 1,
+                bytes: 10
+            }
+        );
+        let c = Connection::open(&path).unwrap();
+        let indexes: Vec<String> = c
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'files_pending%'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(indexes, ["files_pending_sizes"]);
+    }
+
+    /// Counting the pending files (on every issue) and listing them read
+    /// the pending files only, however many ready ones the owner has: the
+    /// count once walked every record of the owner.
+    #[test]
+    fn pending_queries_do_not_read_ready_files() {
+        let (totals, pending) = steps_with(0);
+        let (totals_many, pending_many) = steps_with(3000);
+        assert!(totals_many <= totals + 5, "{totals} -> {totals_many} steps");
+        assert!(
+            pending_many <= pending + 5,
+            "{pending} -> {pending_many} steps"
+        );
+    }
     use crate::file::FileMeta;
     use crate::sha::Sha256;
 
