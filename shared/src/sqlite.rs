@@ -13,6 +13,20 @@ use rusqlite::Connection;
 
 use crate::store::StoreError;
 
+/// How SQLite would run `sql` on `conn` (`EXPLAIN QUERY PLAN`), its steps
+/// joined by "; ". Unbound parameters are NULL: the plan does not depend
+/// on them.
+#[cfg(test)]
+pub(crate) fn plan(conn: &Connection, sql: &str) -> String {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let mut rows = stmt.raw_query();
+    let mut steps = Vec::new();
+    while let Some(row) = rows.next().unwrap() {
+        steps.push(row.get::<_, String>(3).unwrap());
+    }
+    steps.join("; ")
+}
+
 /// How long a writer waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 

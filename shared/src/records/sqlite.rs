@@ -34,9 +34,15 @@ const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
                  PRIMARY KEY (owner, file_id)
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS files_by_time ON files (owner, created_ms DESC, file_id DESC);
+             CREATE INDEX IF NOT EXISTS files_by_expiry ON files (expires_at);
              DROP INDEX IF EXISTS files_pending;
              CREATE INDEX IF NOT EXISTS files_pending_sizes
                  ON files (owner, created_ms, expires_at, size, ready) WHERE ready = 0;";
+
+/// Records that expired before `?1`, found by the expiry index: a scan of
+/// the table would hold the write lock, and every issue, for as long as it
+/// reads every record.
+const SWEEP: &str = "DELETE FROM files WHERE expires_at < ?1";
 
 /// The caller's pending files and bytes, counting at most `?3` files.
 const TOTALS: &str = "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM (
@@ -76,8 +82,7 @@ impl SqliteRecords {
     /// Deletes records that expired before `before`, then truncates the
     /// write-ahead log (see [`Db::sweep`]); returns how many.
     pub fn sweep(&self, before: i64) -> Result<usize, StoreError> {
-        self.db
-            .sweep(|c| c.execute("DELETE FROM files WHERE expires_at < ?1", [before]))
+        self.db.sweep(|c| c.execute(SWEEP, [before]))
     }
 }
 
@@ -313,6 +318,17 @@ mod tests {
             late_steps <= first_steps + 20,
             "{first_steps} -> {late_steps} steps"
         );
+    }
+
+    /// The minute's sweep reads only expired records.
+    #[test]
+    fn the_sweep_finds_expired_records_by_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("files.sqlite3");
+        SqliteRecords::open(&path).unwrap();
+        let c = Connection::open(&path).unwrap();
+        let plan = crate::sqlite::plan(&c, SWEEP);
+        assert!(plan.contains("INDEX files_by_expiry"), "{plan}");
     }
 
     /// A records file from before the covering index keeps its records

@@ -18,7 +18,12 @@ const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
                  key TEXT PRIMARY KEY NOT NULL,
                  bytes BLOB NOT NULL,
                  created_at INTEGER NOT NULL
-             ) WITHOUT ROWID;";
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS small_by_age ON small (created_at);";
+
+/// Small objects written before `?1`, found by their age's index (a scan
+/// would read every object's bytes, holding the write lock).
+const SWEEP: &str = "DELETE FROM small WHERE created_at < ?1";
 
 #[derive(Debug, Clone)]
 pub(super) struct SmallObjects {
@@ -61,12 +66,8 @@ impl SmallObjects {
     /// Deletes small objects written more than `max_age_secs` ago, then
     /// truncates the write-ahead log (see [`Db::sweep`]).
     pub(super) fn sweep(&self, max_age_secs: i64) -> Result<usize, StoreError> {
-        self.db.sweep(|c| {
-            c.execute(
-                "DELETE FROM small WHERE created_at < ?1",
-                [crate::time::now_unix() - max_age_secs],
-            )
-        })
+        self.db
+            .sweep(|c| c.execute(SWEEP, [crate::time::now_unix() - max_age_secs]))
     }
 }
 
@@ -97,5 +98,16 @@ mod tests {
             small.get(&key).await.unwrap().is_some(),
             "young records stay"
         );
+    }
+
+    /// The sweep reads only old objects, not every object's bytes.
+    #[test]
+    fn the_sweep_finds_old_objects_by_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("small.sqlite3");
+        SmallObjects::open(&path).unwrap();
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let plan = crate::sqlite::plan(&c, SWEEP);
+        assert!(plan.contains("INDEX small_by_age"), "{plan}");
     }
 }
