@@ -361,6 +361,21 @@ mod tests {
         (dir, db, open_wal(&path).unwrap())
     }
 
+    /// `n` writes at once, the `k`th running `write(c, k)`; their answers
+    /// in order of `k`.
+    fn spawn_writes<T: Send + 'static>(
+        db: &Db,
+        n: i64,
+        write: impl Fn(&Connection, i64) -> rusqlite::Result<T> + Clone + Send + 'static,
+    ) -> Vec<tokio::task::JoinHandle<Result<T, StoreError>>> {
+        (0..n)
+            .map(|k| {
+                let (db, write) = (db.clone(), write.clone());
+                tokio::spawn(async move { db.write(move |c| write(c, k)).await })
+            })
+            .collect()
+    }
+
     fn count(c: &Connection) -> i64 {
         c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
             .unwrap()
@@ -371,22 +386,14 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_failed_write_leaves_nothing_and_spoils_no_other() {
         let (_dir, writer, reader) = writer();
-        let mut writes = Vec::new();
-        for k in 0..200i64 {
-            let writer = writer.clone();
-            writes.push(tokio::spawn(async move {
-                writer
-                    .write(move |c| {
-                        c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
-                        if k % 3 == 0 {
-                            // The same key again: a constraint error after a write.
-                            c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
-                        }
-                        Ok(k)
-                    })
-                    .await
-            }));
-        }
+        let writes = spawn_writes(&writer, 200, |c, k| {
+            c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
+            if k % 3 == 0 {
+                // The same key again: a constraint error after a write.
+                c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
+            }
+            Ok(k)
+        });
         let mut ok = 0;
         for (k, w) in writes.into_iter().enumerate() {
             match w.await.unwrap() {
@@ -414,26 +421,17 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_read_then_write_is_atomic() {
         let (_dir, writer, reader) = writer();
-        let mut writes = Vec::new();
-        for k in 0..64i64 {
-            let writer = writer.clone();
-            writes.push(tokio::spawn(async move {
-                writer
-                    .write(move |c| {
-                        let n: i64 = c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?;
-                        if n >= 10 {
-                            return Ok(false);
-                        }
-                        c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
-                        Ok(true)
-                    })
-                    .await
-                    .unwrap()
-            }));
-        }
+        let writes = spawn_writes(&writer, 64, |c, k| {
+            let n: i64 = c.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))?;
+            if n >= 10 {
+                return Ok(false);
+            }
+            c.execute("INSERT INTO t (k) VALUES (?1)", [k])?;
+            Ok(true)
+        });
         let mut admitted = 0;
         for w in writes {
-            admitted += usize::from(w.await.unwrap());
+            admitted += usize::from(w.await.unwrap().unwrap());
         }
         assert_eq!(admitted, 10);
         assert_eq!(count(&reader), 10);
@@ -480,19 +478,11 @@ mod tests {
         reader
             .execute_batch("CREATE TABLE b (k INTEGER PRIMARY KEY, v BLOB)")
             .unwrap();
-        let rows: u64 = 12_000;
-        let mut writes = Vec::new();
-        for k in 0..rows {
-            let writer = writer.clone();
-            writes.push(tokio::spawn(async move {
-                writer
-                    .write(move |c| {
-                        c.execute("INSERT INTO b (k, v) VALUES (?1, zeroblob(4000))", [k])
-                            .map(|_| ())
-                    })
-                    .await
-            }));
-        }
+        let rows: i64 = 12_000;
+        let writes = spawn_writes(&writer, rows, |c, k| {
+            c.execute("INSERT INTO b (k, v) VALUES (?1, zeroblob(4000))", [k])
+                .map(|_| ())
+        });
         for w in writes {
             w.await.unwrap().unwrap();
         }
@@ -501,7 +491,7 @@ mod tests {
         assert!(size > 0 && size < 24 << 20, "log of {size} bytes");
         writer.sweep(|_| Ok(())).unwrap();
         assert_eq!(std::fs::metadata(&wal).unwrap().len(), 0);
-        let n: u64 = reader
+        let n: i64 = reader
             .query_row("SELECT COUNT(*) FROM b", [], |r| r.get(0))
             .unwrap();
         assert_eq!(n, rows);

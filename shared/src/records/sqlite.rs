@@ -19,9 +19,8 @@ use crate::store::StoreError;
 /// which made SQLite walk every record of the owner, ready ones included.
 /// The queries on it name it (`INDEXED BY`): without statistics SQLite
 /// preferred the time index for the oldest pending files, which walks the
-/// ready ones too. NORMAL: a commit survives a process
-/// crash, and may be lost only to a power cut, where the upload it describes
-/// is lost as well.
+/// ready ones too. NORMAL: a commit survives a process crash, and may be
+/// lost only to a power cut, where the upload it describes is lost as well.
 const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
              CREATE TABLE IF NOT EXISTS files (
                  owner TEXT NOT NULL,
@@ -250,14 +249,20 @@ impl RecordStore for SqliteRecords {
 mod tests {
     use super::*;
 
-    /// The steps SQLite takes to run the count of pending files and the
-    /// list of the oldest ones for an owner with `ready` ready files and 3
-    /// pending ones.
-    fn steps_with(ready: usize) -> (i64, i64) {
+    /// A new records file, and a connection of its own to it.
+    fn opened() -> (tempfile::TempDir, Connection) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("files.sqlite3");
         SqliteRecords::open(&path).unwrap();
         let c = Connection::open(&path).unwrap();
+        (dir, c)
+    }
+
+    /// The steps SQLite takes to run the count of pending files and the
+    /// list of the oldest ones for an owner with `ready` ready files and 3
+    /// pending ones.
+    fn steps_with(ready: usize) -> (i64, i64) {
+        let (_dir, c) = opened();
         let now = crate::time::now_unix();
         for i in 0..ready + 3 {
             let mut r = record("alice", 10, now);
@@ -287,10 +292,7 @@ mod tests {
     /// query seeks to its cursor instead of walking the pages before it.
     #[test]
     fn a_late_page_does_not_walk_the_earlier_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("files.sqlite3");
-        SqliteRecords::open(&path).unwrap();
-        let c = Connection::open(&path).unwrap();
+        let (_dir, c) = opened();
         let now = crate::time::now_unix();
         let mut oldest = Vec::new();
         for i in 0..3000 {
@@ -323,10 +325,7 @@ mod tests {
     /// The minute's sweep reads only expired records.
     #[test]
     fn the_sweep_finds_expired_records_by_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("files.sqlite3");
-        SqliteRecords::open(&path).unwrap();
-        let c = Connection::open(&path).unwrap();
+        let (_dir, c) = opened();
         let plan = crate::sqlite::plan(&c, SWEEP);
         assert!(plan.contains("INDEX files_by_expiry"), "{plan}");
     }
