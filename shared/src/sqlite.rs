@@ -118,13 +118,14 @@ impl Db {
         &self,
         delete: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let conn = self.reads.lock().unwrap_or_else(|p| p.into_inner());
-        let swept = delete(&conn).map_err(store_error)?;
+        let lock = || self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        let swept = delete(&lock()).map_err(store_error)?;
         // The busy timeout waits for readers and writers, not for another
         // checkpoint (the writer's checkpointer may be running one): then
-        // SQLite answers "busy" at once, and the truncation is tried again.
+        // SQLite answers "busy" at once, and the truncation is tried again,
+        // with the reading connection free for requests in between.
         for _ in 0..TRUNCATE_TRIES {
-            let busy: i64 = conn
+            let busy: i64 = lock()
                 .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
                 .map_err(store_error)?;
             if busy == 0 {
