@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use sluice::records::{FileRecord, RecordStore as _};
 use sluice::store::ObjectStore as _;
-use sluice::{FileId, FileMeta, ObjectKey, Sha256};
+use sluice::{FileId, FileMeta, Sha256};
 use sluice_testkit::emulators::Emulators;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -125,14 +125,16 @@ pub async fn run() -> anyhow::Result<String> {
         records.put(&record).await?;
         // The replaced design: the record as an S3 object beside the bytes.
         store
-            .put_small(
-                &ObjectKey::from_stored(format!(
-                    "records/{}/{}.json",
-                    sluice::file::owner_hash(&f.owner),
-                    f.id
-                )),
-                record.to_json().into(),
-            )
+            .client()
+            .put_object()
+            .bucket(&settings.bucket)
+            .key(format!(
+                "records/{}/{}.json",
+                sluice::file::owner_hash(&f.owner),
+                f.id
+            ))
+            .body(record.to_json().into_bytes().into())
+            .send()
             .await?;
         if ready {
             let body = format!("file {i}");
@@ -225,9 +227,7 @@ pub async fn run() -> anyhow::Result<String> {
     }
     let mut listed = 0;
     for key in &keys_listed {
-        let record = store
-            .get_small(&ObjectKey::from_stored(key.clone()))
-            .await?;
+        let record = store.read_whole(key).await?;
         let record = record.context("a record")?;
         let record = FileRecord::from_json(std::str::from_utf8(&record)?, false).context("json")?;
         std::hint::black_box(store.head(&record.file.object_key()).await?);

@@ -84,7 +84,7 @@ impl Backends {
 /// bucket) and the secrets its auth headers name.
 async fn load_catalog(
     config: &Config,
-    store: &dyn sluice::ObjectStore,
+    bucket: Option<&sluice_aws::S3Store>,
 ) -> Result<Catalog, StartError> {
     let mut catalog = match &config.actions {
         None => return Ok(Catalog::default()),
@@ -99,8 +99,9 @@ async fn load_catalog(
                     reason,
                 },
             };
-            let bytes = store
-                .get_small(&sluice::ObjectKey::from_stored(key.clone()))
+            let bucket = bucket.ok_or_else(|| refuse("needs SLUICE_BACKEND=aws".into()))?;
+            let bytes = bucket
+                .read_whole(key)
                 .await
                 .map_err(|e| refuse(format!("could not be read: {e}")))?
                 .ok_or_else(|| {
@@ -150,7 +151,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
         Backend::Local => {
             let local = runtime::local_backends(config)?;
             Ok(Backends {
-                catalog: load_catalog(config, &local.store).await?,
+                catalog: load_catalog(config, None).await?,
                 keys: runtime::local_keyring(config)?,
                 store: Arc::new(local.store.clone()),
                 ledger: local.ledger.clone(),
@@ -167,11 +168,16 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
                     config.previous.clone(),
                 ),
                 (None, Some(id)) => secret_manager_keys(id, aws.region.as_deref()).await?,
-                (None, None) => unreachable!("Config::from_env requires one of them"),
+                (None, None) => {
+                    return Err(StartError::Secret(
+                        "SLUICE_MASTER_SECRET or SLUICE_MASTER_SECRET_ID is required with SLUICE_BACKEND=aws"
+                            .into(),
+                    ));
+                }
             };
             let (store, ledger) = sluice_aws::connect(aws).await;
             Ok(Backends {
-                catalog: load_catalog(config, &store).await?,
+                catalog: load_catalog(config, Some(&store)).await?,
                 keys,
                 store: Arc::new(store),
                 records: Arc::new(sluice_aws::DynamoRecords::beside(&ledger)),

@@ -112,7 +112,7 @@ fn trim_newline(mut bytes: Vec<u8>) -> Vec<u8> {
 /// Writes a fresh secret without overwriting one a concurrent first run made.
 fn create_secret(path: &Path) -> Result<MasterSecret, StartError> {
     use std::io::Write as _;
-    let secret = sluice::token::random_id::<32>();
+    let secret = sluice::keys::random_id::<32>();
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -239,7 +239,7 @@ pub fn assemble(
         auth_servers: config.auth_servers.clone(),
         actions: Actions::new(catalog, config.action_limits),
         body_idle_timeout: config.body_idle_timeout,
-        issue_limit: sluice::limits::IssueLimit::new(config.issue_rate),
+        issue_limit: sluice::rate::IssueLimit::new(config.issue_rate),
         records,
         pending_caps: config.pending_caps,
     })

@@ -197,12 +197,12 @@ pub struct Config {
     /// default 120), and at once after a quiet spell (`SLUICE_ISSUE_BURST`,
     /// default 60). More are answered 429 with `Retry-After`. Counted per
     /// process: on Lambda, per warm instance.
-    pub issue_rate: crate::limits::IssueRate,
+    pub issue_rate: crate::rate::IssueRate,
     /// Files one user may have waiting for their bytes
     /// (`SLUICE_MAX_PENDING_FILES`, default 100) and the bytes they may
     /// declare in all (`SLUICE_MAX_PENDING_BYTES`, default 50 GiB); more are
     /// answered 429 until some are uploaded or expire.
-    pub pending_caps: crate::catalog::PendingCaps,
+    pub pending_caps: crate::records::PendingCaps,
     /// Where the actions catalog comes from (`SLUICE_ACTIONS_FILE`, or in
     /// aws mode `SLUICE_ACTIONS_S3_KEY`); `None`: no configured actions.
     pub actions: Option<ActionsSource>,
@@ -513,11 +513,11 @@ impl Config {
                 .unwrap_or(usize::MAX),
             header_read_timeout: secs(&get, "SLUICE_HEADER_READ_TIMEOUT_SECS", 10)?,
             body_idle_timeout: secs(&get, "SLUICE_BODY_IDLE_TIMEOUT_SECS", 30)?,
-            pending_caps: crate::catalog::PendingCaps {
+            pending_caps: crate::records::PendingCaps {
                 files: positive(&get, "SLUICE_MAX_PENDING_FILES", 100)?,
                 bytes: positive(&get, "SLUICE_MAX_PENDING_BYTES", 50 << 30)?,
             },
-            issue_rate: crate::limits::IssueRate {
+            issue_rate: crate::rate::IssueRate {
                 per_minute: u32::try_from(positive(&get, "SLUICE_ISSUE_RATE_PER_MINUTE", 120)?)
                     .unwrap_or(u32::MAX),
                 burst: u32::try_from(positive(&get, "SLUICE_ISSUE_BURST", 60)?).unwrap_or(u32::MAX),

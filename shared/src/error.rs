@@ -1,253 +1,191 @@
-//! [`ApiError`]: the one place where errors become HTTP responses.
+//! [`Error`]: what went wrong in the service, in the domain's words.
 //!
-//! Each variant maps to a status and a JSON body `{"message": …}`. Bad input
-//! is answered as it is; internal failures answer "internal error" and are
-//! logged once, here.
+//! The service ([`crate::service`]) returns these; it never speaks HTTP or
+//! MCP. Two adapters put them on the wire, each in exactly one place:
+//! [`crate::http::HttpError`] (a status, a JSON `{message}` body and, for
+//! auth, a challenge) and the `mcp` function's tool errors, which add what
+//! the model should do next. A message here says what happened and, where
+//! it matters, that nothing was stored or spent; it never names a tool or a
+//! route.
 
-use axum::Json;
-use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, StatusCode, header};
-
-use crate::auth::Scope;
+use crate::file::FileId;
 use crate::ledger::LedgerError;
-use crate::store::StoreError;
+use crate::sha::Mismatch;
+use crate::store::{Busy, StoreError};
 
-/// An error on its way to the wire.
+/// A refusal or failure of the service.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ApiError {
-    /// 400: the request is wrong, and the message says how.
+pub enum Error {
+    /// The request is wrong, and the message says how.
     #[error("{0}")]
-    BadRequest(String),
-    /// 401: no valid bearer token.
+    Invalid(String),
+    /// A request larger than allowed (a body, a picked file).
     #[error("{0}")]
-    Unauthorized(&'static str),
-    /// 403: the token lacks a scope.
-    #[error("this needs the '{0}' scope")]
-    InsufficientScope(Scope),
-    /// 401 or 403 with a bearer challenge (`auth::challenge`): answered with
-    /// `WWW-Authenticate` and, for gateways that rename that header, the
-    /// same challenge in the body's `www_authenticate`.
-    #[error("{message}")]
-    Challenge {
-        /// 401 or 403.
-        status: StatusCode,
-        /// `unauthorized`, `invalid_token` or `insufficient_scope`.
-        error: &'static str,
-        /// What is wrong, for a person.
-        message: String,
-        /// The `WWW-Authenticate` value.
-        challenge: String,
+    TooLarge(String),
+    /// A handle past its expiry.
+    #[error("this handle has expired")]
+    HandleExpired,
+    /// A string that is not a handle of this deployment.
+    #[error(
+        "this is not a valid handle: pass the exact \"$uploadedFile:…\" value the upload request returned"
+    )]
+    NotAHandle,
+    /// A handle issued to someone else.
+    #[error("this handle was issued to another user")]
+    OtherUsersHandle,
+    /// A file id that is not among the caller's files.
+    #[error("no file {0} among your files")]
+    UnknownFile(FileId),
+    /// A file whose record has expired.
+    #[error("file {0} has expired")]
+    FileExpired(FileId),
+    /// A file issued but whose bytes have not arrived.
+    #[error("this file has not been uploaded yet")]
+    NotUploaded,
+    /// The stored bytes differ from what was pinned: nothing is sent.
+    #[error("the stored file does not match its pinned size and sha256; it was not sent")]
+    StoredMismatch,
+    /// A file too large for the inline (base64) fallback.
+    #[error("{filename} is {size} bytes, over the {limit}-byte limit of the inline fallback")]
+    TooLargeInline {
+        /// The file's name (or "the data").
+        filename: String,
+        /// Its size.
+        size: u64,
+        /// The fallback's limit.
+        limit: usize,
     },
-    /// 403: the caller may not touch this.
-    #[error("{0}")]
-    Forbidden(String),
-    /// 404, with one body whatever the reason, so a token's state never leaks.
+    /// A link, page start or object that is not there, whatever the reason:
+    /// one answer, so a token's state never leaks.
     #[error("not found")]
     NotFound,
-    /// 405, with the methods that are allowed.
-    #[error("method not allowed")]
-    MethodNotAllowed(&'static str),
-    /// 409: the request conflicts with what is stored.
+    /// A browser page that cannot be used, in words for the person.
     #[error("{0}")]
-    Conflict(String),
-    /// 408: the client took too long (a stalled body, an expired upload).
+    PageRefused(&'static str),
+    /// A browser page already used for another file, in words for the person.
     #[error("{0}")]
-    Timeout(String),
-    /// 413: the body is larger than allowed.
-    #[error("{0}")]
-    PayloadTooLarge(String),
-    /// 502: an action's upstream failed, and the message quotes it.
-    #[error("{0}")]
-    Upstream(String),
-    /// 429: this caller asked too often; answered with `Retry-After`.
+    PageConflict(&'static str),
+    /// An upload link that expired while its upload was still arriving.
+    #[error("the upload link expired before the upload finished; nothing was stored")]
+    UploadExpired,
+    /// A file whose bytes were already stored (a link stores one upload).
+    #[error("this file was already uploaded; the link cannot be used again")]
+    AlreadyUploaded,
+    /// Another upload of the same link is in progress.
+    #[error(
+        "an upload to this link is already in progress: a link stores one upload; wait for it to finish, then check the file"
+    )]
+    UploadInProgress,
+    /// An upload body of another size or digest; nothing was stored.
+    #[error("{0}; nothing was stored and the link can be used again")]
+    BodyMismatch(Mismatch),
+    /// An upload body that stopped arriving.
+    #[error(
+        "the upload stopped sending data, so it was ended; nothing was stored and the link can be used again"
+    )]
+    BodyStalled,
+    /// An upload body that broke off.
+    #[error("the upload was interrupted ({0}); nothing was stored and the link can be used again")]
+    BodyBroken(std::io::Error),
+    /// The caller asked too often, or has too much waiting: nothing was done.
     #[error("{message}")]
-    TooManyRequests {
+    Limited {
         /// What happened and when to come back, for a person.
         message: String,
         /// Seconds until a retry can succeed.
         retry_after: u64,
     },
-    /// 503: refused for now (every slot is taken); answered with
-    /// `Retry-After`.
+    /// Every slot of some kind is taken; the same request may succeed soon.
+    #[error("{0}: nothing was read or stored; try again in a few seconds")]
+    Busy(Busy),
+    /// File storage cannot answer right now.
+    #[error(
+        "file storage cannot answer right now; nothing was stored or spent: try again in a few seconds"
+    )]
+    StoreUnavailable,
+    /// The ledger cannot answer right now.
+    #[error("the ledger cannot answer right now; nothing was spent: try again in a few seconds")]
+    LedgerUnavailable,
+    /// The local store's quota is reached.
+    #[error("the store is full: nothing was stored; delete files or raise SLUICE_QUOTA_BYTES")]
+    StoreFull,
+    /// The disk under the data directory is full.
+    #[error(
+        "the server's disk is full: nothing was stored and the link can be used again once space is freed"
+    )]
+    DiskFull,
+    /// An action that is not in the catalog.
+    #[error("there is no action named {0:?}")]
+    UnknownAction(String),
+    /// An action's field was refused: which one, and why.
+    #[error("Field \"{field}\": {reason}")]
+    Field {
+        /// The field (or `field[i]`).
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An action's upstream failed, and the message quotes it.
     #[error("{0}")]
-    Unavailable(String),
-    /// 507: the store has no room.
-    #[error("{0}")]
-    InsufficientStorage(String),
-    /// 500: logged, answered as "internal error".
+    Upstream(String),
+    /// A failure of sluice itself: logged once where it reaches the wire,
+    /// answered as "internal error".
     #[error("internal error: {0}")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl ApiError {
-    /// The HTTP status of this error.
-    pub fn status(&self) -> StatusCode {
-        match self {
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ApiError::InsufficientScope(_) | ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::Challenge { status, .. } => *status,
-            ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::Timeout(_) => StatusCode::REQUEST_TIMEOUT,
-            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
-            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
+impl Error {
     /// Wraps an internal failure.
     pub fn internal(e: impl std::error::Error + Send + Sync + 'static) -> Self {
-        ApiError::Internal(Box::new(e))
+        Error::Internal(Box::new(e))
+    }
+
+    /// An internal failure described in words (a broken invariant).
+    pub fn bug(what: &'static str) -> Self {
+        Error::internal(std::io::Error::other(what))
+    }
+
+    /// A refusal of one of an action's fields.
+    pub fn field(field: &str, reason: impl std::fmt::Display) -> Self {
+        Error::Field {
+            field: field.to_owned(),
+            reason: reason.to_string(),
+        }
     }
 }
 
-impl From<LedgerError> for ApiError {
+impl From<LedgerError> for Error {
     fn from(e: LedgerError) -> Self {
         match e {
             LedgerError::Unavailable(why) => {
                 tracing::warn!(reason = %why, "ledger unavailable");
-                ApiError::Unavailable(
-                    "the ledger cannot answer right now; nothing was spent: try again in a few seconds"
-                        .into(),
-                )
+                Error::LedgerUnavailable
             }
-            other => ApiError::internal(other),
+            other => Error::internal(other),
         }
     }
 }
 
-impl From<StoreError> for ApiError {
+impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::QuotaExceeded { .. } => ApiError::InsufficientStorage(
-                "the store is full: nothing was stored; delete files or raise SLUICE_QUOTA_BYTES"
-                    .into(),
-            ),
-            StoreError::AlreadyExists => ApiError::Conflict(
-                "this file was already uploaded; the link cannot be used again".into(),
-            ),
-            StoreError::Busy(crate::store::Busy::Upload) => ApiError::Conflict(
-                "an upload to this link is already in progress: a link stores one upload; \
-                 wait for it to finish, then check the file"
-                    .into(),
-            ),
-            StoreError::Busy(busy) => ApiError::Unavailable(format!(
-                "{busy}: nothing was read or stored; try again in a few seconds"
-            )),
-            StoreError::Mismatch(m) => ApiError::BadRequest(format!(
-                "{m}; nothing was stored and the link can be used again"
-            )),
-            StoreError::Body(e) if e.kind() == std::io::ErrorKind::TimedOut => ApiError::Timeout(
-                "the upload stopped sending data, so it was ended; nothing was stored and the link can be used again"
-                    .into(),
-            ),
-            StoreError::Body(e) => ApiError::BadRequest(format!(
-                "the upload was interrupted ({e}); nothing was stored and the link can be used again"
-            )),
+            StoreError::QuotaExceeded { .. } => Error::StoreFull,
+            StoreError::AlreadyExists => Error::AlreadyUploaded,
+            StoreError::Busy(Busy::Upload) => Error::UploadInProgress,
+            StoreError::Busy(busy) => Error::Busy(busy),
+            StoreError::Mismatch(m) => Error::BodyMismatch(m),
+            StoreError::Body(e) if e.kind() == std::io::ErrorKind::TimedOut => Error::BodyStalled,
+            StoreError::Body(e) => Error::BodyBroken(e),
             StoreError::Unavailable(why) => {
                 tracing::warn!(reason = %why, "store unavailable");
-                ApiError::Unavailable(
-                    "file storage cannot answer right now; nothing was stored or spent: \
-                     try again in a few seconds"
-                        .into(),
-                )
+                Error::StoreUnavailable
             }
             StoreError::Io(e) if e.kind() == std::io::ErrorKind::StorageFull => {
                 tracing::error!(error = %e, "the disk holding the data directory is full");
-                ApiError::InsufficientStorage(
-                    "the server's disk is full: nothing was stored and the link can be used again \
-                     once space is freed"
-                        .into(),
-                )
+                Error::DiskFull
             }
-            StoreError::Io(e) => ApiError::internal(e),
-        }
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        let message = match &self {
-            ApiError::Internal(e) => {
-                tracing::error!(error = %e, "internal error");
-                "internal error".to_owned()
-            }
-            other => other.to_string(),
-        };
-        let body = match &self {
-            // The challenge in the body too, for gateways that rename the header.
-            ApiError::Challenge {
-                error, challenge, ..
-            } => serde_json::json!({
-                "error": error,
-                "message": message,
-                "www_authenticate": challenge,
-            }),
-            _ => serde_json::json!({ "message": message }),
-        };
-        let mut response = (status, Json(body)).into_response();
-        let headers = response.headers_mut();
-        match &self {
-            ApiError::Challenge { challenge, .. } => {
-                if let Ok(v) = HeaderValue::from_str(challenge) {
-                    headers.insert(header::WWW_AUTHENTICATE, v);
-                }
-            }
-            ApiError::Unauthorized(_) => {
-                headers.insert(
-                    header::WWW_AUTHENTICATE,
-                    HeaderValue::from_static("Bearer realm=\"sluice\""),
-                );
-            }
-            ApiError::InsufficientScope(scope) => {
-                if let Ok(v) = HeaderValue::from_str(&format!(
-                    "Bearer error=\"insufficient_scope\", scope=\"{scope}\""
-                )) {
-                    headers.insert(header::WWW_AUTHENTICATE, v);
-                }
-            }
-            ApiError::MethodNotAllowed(allow) => {
-                headers.insert(header::ALLOW, HeaderValue::from_static(allow));
-            }
-            ApiError::Unavailable(_) => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            }
-            ApiError::TooManyRequests { retry_after, .. } => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
-            }
-            _ => {}
-        }
-        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        response
-    }
-}
-
-/// A JSON request body whose rejections are [`ApiError`]s, so a malformed
-/// body gets the same `{message}` shape as every other refusal.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct JsonBody<T>(pub T);
-
-impl<S, T> axum::extract::FromRequest<S> for JsonBody<T>
-where
-    T: serde::de::DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
-        match Json::<T>::from_request(req, state).await {
-            Ok(Json(v)) => Ok(Self(v)),
-            Err(rejection) => Err(match rejection.status() {
-                StatusCode::PAYLOAD_TOO_LARGE => ApiError::PayloadTooLarge(rejection.body_text()),
-                _ => ApiError::BadRequest(rejection.body_text()),
-            }),
+            StoreError::Io(e) => Error::internal(e),
         }
     }
 }

@@ -5,6 +5,11 @@ use std::fmt;
 use crate::filename;
 use crate::sha::Sha256;
 
+/// The most bytes of a file that ever pass through the model inline (as
+/// base64): the fallback tools' limit, and the largest file an action's
+/// result keeps inline.
+pub const SMALL_FILE_MAX: usize = 16 * 1024;
+
 /// A file's random, URL-safe id (16 bytes of entropy, 22 characters).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
@@ -13,7 +18,7 @@ pub struct FileId(String);
 impl FileId {
     /// A fresh random id.
     pub fn random() -> Self {
-        Self(crate::token::random_id::<16>())
+        Self(crate::keys::random_id::<16>())
     }
 
     /// Accepts a string shaped like a file id.

@@ -180,6 +180,14 @@ impl Keyring {
     }
 }
 
+/// A random, URL-safe identifier of `N` bytes of entropy.
+pub fn random_id<const N: usize>() -> String {
+    use base64::Engine as _;
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +257,17 @@ mod tests {
             Some(old.signing_key(Purpose::Link).1)
         );
         assert!(rotated.verifying_key(Purpose::Link, "k3").is_none());
+    }
+
+    #[test]
+    fn random_ids_are_url_safe_and_distinct() {
+        let a = random_id::<16>();
+        let b = random_id::<16>();
+        assert_eq!(a.len(), 22);
+        assert_ne!(a, b);
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+        );
     }
 }

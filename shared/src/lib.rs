@@ -4,42 +4,44 @@
 //! Sluice moves files between AI clients and object storage without the bytes
 //! passing through the model: the model handles a short handle, a URL, a size
 //! and a sha256, and the bytes travel over short-lived, single-use,
-//! integrity-pinned links.
+//! integrity-pinned links. `docs/ARCHITECTURE.md` is the map.
 //!
 //! # Layout
 //!
-//! The codecs turn untrusted strings into typed values at the edge and do no
-//! I/O: [`sha`] (digests and the streaming verifier), [`keys`] (the master
-//! secret and the per-purpose keys derived from it), [`token`] (handles and
-//! link tokens, sealed), [`filename`], [`datauri`] and [`curl`]. [`config`]
-//! reads the environment once, at start.
+//! From the bottom up; each layer uses only those below it.
 //!
-//! [`actions`] runs backend operations whose File fields take handles:
-//! the catalog, the fields' checks, the streamed upstream call.
-//!
-//! [`store`] and [`ledger`] are the two storage traits, each with a local
-//! implementation (a directory, an SQLite file) behind the `local` feature:
-//! the Lambda functions are built without it, and so without SQLite. [`auth`] validates bearer
-//! tokens. [`service`] is the issuing and resolving logic every function calls
-//! in-process, [`limits`] how fast one user may ask for files, [`links`] the
-//! one place a download link is redeemed, and [`error`] is the one place where its errors become HTTP
-//! responses.
+//! - **Codecs**, no I/O: they turn untrusted strings into typed values at
+//!   the edge. [`sha`] (digests and the streaming verifier), [`keys`] (the
+//!   master secret and the per-purpose keys derived from it), [`token`]
+//!   (handles, links and page tokens, sealed), [`file`], [`filename`],
+//!   [`datauri`], [`curl`] and [`time`].
+//! - **Storage traits**, each with a local implementation behind the
+//!   `local` feature (the Lambda functions are built without it, and so
+//!   without SQLite) and an aws one in `sluice-aws`: [`store`] (bytes),
+//!   [`records`] (what is known of each file), [`ledger`] (spent tokens).
+//! - **Policies**: [`auth`] (bearer tokens and who is calling), [`rate`]
+//!   (per-user token buckets), [`actions`] (the catalog, forms, the
+//!   streamed upstream call), and [`config`], which reads the environment
+//!   once, at start, from one table of settings.
+//! - **The service**, [`service`]: [`Sluice`], every operation the
+//!   functions offer, returning [`Error`]s in the domain's words.
+//! - **The HTTP adapter**, [`http`]: how an [`Error`] becomes a response,
+//!   and bearer authentication with its challenge, for every route. (The
+//!   MCP adapter is the `mcp` function's.)
 
 pub mod actions;
 pub mod auth;
-pub mod browser;
-pub mod catalog;
 pub mod config;
 pub mod curl;
 pub mod datauri;
 pub mod error;
 pub mod file;
 pub mod filename;
+pub mod http;
 mod http_client;
 pub mod keys;
 pub mod ledger;
-pub mod limits;
-pub mod links;
+pub mod rate;
 pub mod records;
 pub mod service;
 pub mod sha;
@@ -50,11 +52,13 @@ pub mod time;
 pub mod token;
 
 #[cfg(test)]
+mod layers;
+#[cfg(test)]
 mod props;
 
 pub use auth::{Caller, Scope};
 pub use config::{AwsConfig, Backend, Config, ConfigError};
-pub use error::ApiError;
+pub use error::Error;
 pub use file::{FileId, FileMeta, ObjectKey};
 pub use keys::{KeyId, Keyring, MasterSecret};
 pub use ledger::{Ledger, LedgerError, Spend};

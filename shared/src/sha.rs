@@ -43,11 +43,6 @@ impl Sha256 {
         Self(bytes)
     }
 
-    /// The raw digest bytes.
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-
     /// Parses 64 hex digits, upper or lower case.
     pub fn from_hex(s: &str) -> Result<Self, DigestError> {
         if s.len() != 64 {
@@ -234,11 +229,6 @@ impl Verifier {
         }
         self.hasher.update(data);
         Ok(())
-    }
-
-    /// Bytes taken in so far.
-    pub fn seen(&self) -> u64 {
-        self.seen
     }
 
     /// Checks the size and digest once the stream has ended.

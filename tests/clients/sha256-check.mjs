@@ -1,11 +1,11 @@
-// Checks the upload page's incremental SHA-256 (shared/src/browser/assets/page.js)
+// Checks the upload page's incremental SHA-256 (functions/issuer/src/assets/page.js)
 // against Node's, on many lengths and chunkings. Prints a JSON summary line.
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 
 import { check } from "./common.mjs";
 
-const source = readFileSync(new URL("../../shared/src/browser/assets/page.js", import.meta.url), "utf8");
+const source = readFileSync(new URL("../../functions/issuer/src/assets/page.js", import.meta.url), "utf8");
 const body = source.slice(source.indexOf("const K ="), source.indexOf("async function sha256Hex"));
 const Sha256 = new Function(`${body}; return Sha256;`)();
 

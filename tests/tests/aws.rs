@@ -403,7 +403,7 @@ fn s3_refusing_access_is_unavailable_not_missing() {
         .object_key();
         let err = sluice::ObjectStore::head(&store, &key).await.unwrap_err();
         assert!(matches!(err, sluice::StoreError::Unavailable(_)), "{err:?}");
-        let api: sluice::ApiError = err.into();
-        assert_eq!(api.status(), 503);
+        let refused: sluice::Error = err.into();
+        assert_eq!(sluice::http::status_of(&refused), 503);
     });
 }

@@ -91,31 +91,6 @@ async fn store_contract(store: &dyn ObjectStore) {
         0
     );
     assert_eq!(read(store, &empty.object_key()).await.unwrap(), b"");
-
-    // Small objects (the actions catalog): written whole, replaced, read.
-    let small = |name: &str| ObjectKey::from_stored(format!("config/{name}.toml"));
-    let (r1, r2, other) = (small("one"), small("two"), small("three"));
-    assert!(store.get_small(&r1).await.unwrap().is_none());
-    store
-        .put_small(&r1, Bytes::from_static(b"{\"v\":1}"))
-        .await
-        .unwrap();
-    store
-        .put_small(&r1, Bytes::from_static(b"{\"v\":2}"))
-        .await
-        .unwrap();
-    store
-        .put_small(&r2, Bytes::from_static(b"{}"))
-        .await
-        .unwrap();
-    store
-        .put_small(&other, Bytes::from_static(b"{}"))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.get_small(&r1).await.unwrap().unwrap(),
-        Bytes::from_static(b"{\"v\":2}")
-    );
 }
 
 async fn ledger_contract(ledger: Arc<dyn Ledger>) {

@@ -162,13 +162,15 @@ fn an_expired_or_garbled_handle_says_what_to_do() {
     h.expires_at = 1;
     let reply = server.resolve(&token, &h.encode(&keys));
     assert_eq!(reply.status, 400);
+    // A REST answer names the REST step, never a tool.
     assert!(
         reply
             .message()
-            .contains("request a new upload (request_upload, or POST /uploads)"),
+            .contains("has expired: request a new upload (POST /uploads)"),
         "{}",
         reply.message()
     );
+    assert!(!reply.message().contains("request_upload"));
 
     let reply = server.resolve(&token, "$uploadedFile:garbage");
     assert_eq!(reply.status, 400);

@@ -13,7 +13,9 @@ use aws_sdk_s3::primitives::ByteStream as AwsBody;
 use aws_sdk_s3::types::ChecksumMode;
 use bytes::Bytes;
 use futures_util::{StreamExt as _, TryStreamExt as _};
-use sluice::store::{ByteStream, DownloadAs, ObjectInfo, ObjectStore, Presigned, StoreError};
+use sluice::store::{
+    Access, ByteStream, DownloadAs, ObjectInfo, ObjectStore, Presigned, Presigner, StoreError,
+};
 use sluice::{ObjectKey, Sha256};
 
 use crate::MAX_GET_TTL;
@@ -73,6 +75,16 @@ impl S3Store {
         }
     }
 
+    /// An object of the bucket read whole (the actions catalog, read once
+    /// at start), or `None` if absent.
+    pub async fn read_whole(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
+        let Some(stream) = self.get(&ObjectKey::from_stored(key.to_owned())).await? else {
+            return Ok(None);
+        };
+        let chunks: Vec<Bytes> = stream.try_collect().await.map_err(StoreError::Io)?;
+        Ok(Some(chunks.concat().into()))
+    }
+
     /// The SDK client, for tests and setup.
     pub fn client(&self) -> &aws_sdk_s3::Client {
         &self.client
@@ -124,7 +136,6 @@ impl ObjectStore for S3Store {
             sha256: out
                 .checksum_sha256()
                 .and_then(|c| Sha256::from_base64(c).ok()),
-            created_at: out.last_modified().map(|t| t.secs()).unwrap_or(0),
             version: out.version_id().map(str::to_owned),
         }))
     }
@@ -188,31 +199,13 @@ impl ObjectStore for S3Store {
         }
     }
 
-    async fn put_small(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
-        self.client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .content_type("application/json")
-            .body(AwsBody::from(bytes))
-            .send()
-            .await
-            .map(drop)
-            .map_err(|e| s3_error(e, key.as_str()))
+    fn access(&self) -> Access<'_> {
+        Access::Direct(self)
     }
+}
 
-    async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
-        let Some(stream) = self.get(key).await? else {
-            return Ok(None);
-        };
-        let chunks: Vec<Bytes> = stream.try_collect().await.map_err(StoreError::Io)?;
-        Ok(Some(chunks.concat().into()))
-    }
-
-    fn is_direct(&self) -> bool {
-        true
-    }
-
+#[async_trait::async_trait]
+impl Presigner for S3Store {
     async fn presign_put(
         &self,
         key: &ObjectKey,
@@ -220,7 +213,7 @@ impl ObjectStore for S3Store {
         sha256: Sha256,
         content_type: &str,
         ttl: Duration,
-    ) -> Result<Option<Presigned>, StoreError> {
+    ) -> Result<Presigned, StoreError> {
         let config =
             PresigningConfig::expires_in(ttl).map_err(|e| StoreError::Io(io::Error::other(e)))?;
         let request = self
@@ -240,10 +233,10 @@ impl ObjectStore for S3Store {
             .filter(|(name, _)| signed.iter().any(|s| s.eq_ignore_ascii_case(name)))
             .map(|(name, value)| (canonical_header(name), value.to_owned()))
             .collect();
-        Ok(Some(Presigned {
+        Ok(Presigned {
             url: request.uri().to_owned(),
             headers,
-        }))
+        })
     }
 
     async fn presign_get(
@@ -252,7 +245,7 @@ impl ObjectStore for S3Store {
         info: &ObjectInfo,
         download: DownloadAs<'_>,
         ttl: Duration,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<String, StoreError> {
         let config = PresigningConfig::expires_in(ttl.min(MAX_GET_TTL))
             .map_err(|e| StoreError::Io(io::Error::other(e)))?;
         let mut request = self
@@ -270,7 +263,7 @@ impl ObjectStore for S3Store {
             .presigned(config)
             .await
             .map_err(|e| s3_error(e, key.as_str()))?;
-        Ok(Some(presigned.uri().to_owned()))
+        Ok(presigned.uri().to_owned())
     }
 }
 

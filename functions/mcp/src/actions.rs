@@ -1,25 +1,25 @@
 //! The action tools: `list_actions`, `execute_action {action, fields}`, and
 //! one typed tool per action (`action_<name>`), so a model needs no
-//! `list_actions` round trip. Both paths run the same
-//! [`Sluice::execute_action`]; none is listed when no action is configured.
+//! `list_actions` round trip. Every path runs the same
+//! `Sluice::execute_action`; none is listed when no action is configured.
 
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use rmcp::ErrorData;
-use rmcp::handler::server::router::tool::ToolRoute;
-use rmcp::handler::server::tool::ToolCallContext;
-use rmcp::model::{CallToolResponse, CallToolResult, JsonObject, Tool};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use http::request::Parts;
+use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
+use rmcp::handler::server::tool::{Extension, ToolCallContext};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResponse, CallToolResult, Tool};
+use rmcp::{ErrorData, tool, tool_router};
+use serde_json::Value;
 use sluice::actions::{Action, input_schema};
-use sluice::{ApiError, Caller, Scope, Sluice};
+use sluice::{Caller, Error, Sluice};
 
-use crate::tools::{SluiceTools, caller_of, failure, success};
-
-/// The prefix of the per-action tools.
-pub const TOOL_PREFIX: &str = "action_";
+use crate::reply::{caller, caller_of, failure, success};
+use crate::server::SluiceTools;
+use crate::shapes::{ActionInfo, ActionList, ExecuteArgs};
+use crate::table::{ACTION_PREFIX, any_object, input};
 
 /// How a model gets a file into a File field, said once for every tool.
 pub const FILE_CHAIN: &str = "To pass a file: find the File (or FileList) field, call request_upload with the file's name, size and sha256, \
@@ -27,37 +27,8 @@ run the returned curl command where the file is, then pass the returned handle (
 Handles are resolved only in File and FileList fields; any other field receives text as it is. \
 Files in the result larger than 16 KiB come back as download links (run their curl command).";
 
-/// What `execute_action` takes.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ExecuteArgs {
-    /// The action's name, from list_actions.
-    pub action: String,
-    /// The action's fields by name; File fields take a `$uploadedFile:` handle (FileList fields an array of them).
-    #[serde(default)]
-    pub fields: Map<String, Value>,
-}
-
-/// One action as `list_actions` shows it.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ActionInfo {
-    /// The action's name (its own tool is `action_<name>`).
-    pub name: String,
-    /// What it does.
-    pub description: String,
-    /// Its fields, as JSON Schema; File fields are strings annotated `x-mcp-file`.
-    pub input_schema: Map<String, Value>,
-}
-
-/// What `list_actions` returns.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ActionList {
-    /// Every configured action.
-    pub actions: Vec<ActionInfo>,
-}
-
-/// `list_actions` (the tool has checked the caller's scope).
-pub fn list(sluice: &Sluice) -> Result<CallToolResult, ApiError> {
+/// `list_actions`.
+fn list(sluice: &Sluice) -> Result<CallToolResult, Error> {
     let actions: Vec<ActionInfo> = sluice
         .actions()
         .catalog()
@@ -77,13 +48,13 @@ pub fn list(sluice: &Sluice) -> Result<CallToolResult, ApiError> {
 }
 
 /// Runs `action` with `fields` for `caller`: the one path behind both
-/// `execute_action` and `action_<name>` (each has checked the caller's scope).
-pub async fn execute(
+/// `execute_action` and `action_<name>`.
+async fn execute(
     sluice: &Sluice,
     caller: &Caller,
     action: &str,
     fields: Value,
-) -> Result<CallToolResult, ApiError> {
+) -> Result<CallToolResult, Error> {
     let outcome = sluice.execute_action(caller, action, fields).await?;
     let files = match outcome.files_linked {
         0 => String::new(),
@@ -95,50 +66,93 @@ pub async fn execute(
     )
 }
 
-/// The output schema of action results: any JSON object (what the upstream answers).
-pub fn result_schema() -> Arc<JsonObject> {
-    let mut schema = JsonObject::new();
-    schema.insert("type".into(), Value::from("object"));
-    Arc::new(schema)
-}
-
 fn tool_description(action: &Action) -> String {
-    let has_files = action.fields.iter().any(|f| f.kind.is_file());
-    if has_files {
+    if action.fields.iter().any(|f| f.kind.is_file()) {
         format!("{} {FILE_CHAIN}", action.description)
     } else {
         action.description.clone()
     }
 }
 
-/// The `action_<name>` tool of each configured action.
-pub fn routes(sluice: &Sluice) -> Vec<ToolRoute<SluiceTools>> {
-    sluice
-        .actions()
-        .catalog()
-        .actions()
-        .iter()
-        .map(|action| {
-            let tool = Tool::new(
-                format!("{TOOL_PREFIX}{}", action.name),
-                tool_description(action),
-                Arc::new(input_schema(action)),
-            )
-            .with_raw_output_schema(result_schema());
-            let name = action.name.clone();
-            ToolRoute::new_dyn(tool, move |context: ToolCallContext<'_, SluiceTools>| {
-                let name = name.clone();
-                Box::pin(async move {
-                    let outcome = async {
-                        let caller =
-                            caller_of(&context.request_context.extensions, Scope::ActionsExecute)?;
-                        let fields = Value::Object(context.arguments.clone().unwrap_or_default());
-                        execute(context.service.sluice(), &caller, &name, fields).await
-                    }
-                    .await;
-                    Ok::<CallToolResponse, ErrorData>(outcome.unwrap_or_else(failure).into())
-                }) as BoxFuture<'_, Result<CallToolResponse, ErrorData>>
-            })
-        })
-        .collect()
+/// The `action_<name>` tool of one configured action.
+fn route(action: &Action) -> ToolRoute<SluiceTools> {
+    let tool = Tool::new(
+        format!("{ACTION_PREFIX}{}", action.name),
+        tool_description(action),
+        Arc::new(input_schema(action)),
+    )
+    .with_raw_output_schema(any_object());
+    let name = action.name.clone();
+    ToolRoute::new_dyn(tool, move |context: ToolCallContext<'_, SluiceTools>| {
+        let name = name.clone();
+        Box::pin(async move {
+            let outcome = async {
+                let caller = caller_of(&context.request_context.extensions)?;
+                let fields = Value::Object(context.arguments.clone().unwrap_or_default());
+                execute(&context.service.sluice, &caller, &name, fields).await
+            }
+            .await;
+            Ok::<CallToolResponse, ErrorData>(outcome.unwrap_or_else(failure).into())
+        }) as BoxFuture<'_, Result<CallToolResponse, ErrorData>>
+    })
+}
+
+impl SluiceTools {
+    /// `list_actions`, `execute_action` (its description naming the
+    /// actions) and one `action_<name>` per action of `sluice`'s catalog.
+    pub(crate) fn action_tools(sluice: &Sluice) -> ToolRouter<Self> {
+        let catalog = sluice.actions().catalog();
+        let mut router = Self::action_router();
+        let names: Vec<&str> = catalog.actions().iter().map(|a| a.name.as_str()).collect();
+        if let Some(route) = router.map.get_mut("execute_action") {
+            let description = format!(
+                "{} Actions here: {}.",
+                route.attr.description.as_deref().unwrap_or_default(),
+                names.join(", ")
+            );
+            route.attr.description = Some(description.into());
+        }
+        for action in catalog.actions() {
+            router.add_route(route(action));
+        }
+        router
+    }
+}
+
+#[tool_router(router = action_router)]
+impl SluiceTools {
+    #[tool(
+        description = "List the actions (backend operations with a form) you can run, each with its fields as JSON Schema. \
+File fields are strings annotated `x-mcp-file`: they take a `$uploadedFile:` handle from request_upload. \
+Each action is also its own tool, `action_<name>`."
+    )]
+    async fn list_actions(
+        &self,
+        Extension(parts): Extension<Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let outcome = caller(&parts).and_then(|_| list(&self.sluice));
+        Ok(outcome.unwrap_or_else(failure))
+    }
+
+    #[tool(
+        description = "Run an action (a backend operation with a form) with its fields; returns the backend's result. \
+To pass a file: find the File (or FileList) field, call request_upload with the file's name, size and sha256, \
+run the returned curl command where the file is, then pass the returned handle (`$uploadedFile:…`) as the field's value. \
+Handles are resolved only in File and FileList fields; any other field receives text as it is. \
+Files in the result larger than 16 KiB come back as download links (run their curl command). Call list_actions for each action's fields.",
+        input_schema = input::<ExecuteArgs>()
+    )]
+    async fn execute_action(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<ExecuteArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let outcome = async {
+            let caller = caller(&parts)?;
+            let fields = Value::Object(args.fields);
+            execute(&self.sluice, &caller, &args.action, fields).await
+        }
+        .await;
+        Ok(outcome.unwrap_or_else(failure))
+    }
 }

@@ -11,10 +11,10 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use rmcp::ErrorData;
 use serde_json::Value;
-use sluice::auth::BearerError;
-use sluice::{Caller, Sluice};
+use sluice::Sluice;
+use sluice::http::auth::{authenticate, require};
 
-use crate::tools;
+use crate::table;
 
 /// A JSON-RPC error response with an HTTP status.
 fn rpc_error(status: StatusCode, id: Value, error: ErrorData) -> Response {
@@ -26,23 +26,9 @@ fn rpc_error(status: StatusCode, id: Value, error: ErrorData) -> Response {
 /// [`Caller`] in its extensions.
 pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
-    let token = match sluice::auth::bearer(&parts.headers) {
-        Ok(t) => t.to_owned(),
-        // A missing header gets a plain challenge; a malformed one, invalid_token.
-        Err(e) => {
-            return sluice
-                .unauthorized(e.message(), e == BearerError::Malformed)
-                .into_response();
-        }
-    };
-    let caller: Caller = match sluice.access().verify(&token).await {
+    let caller = match authenticate(&sluice, &parts.headers).await {
         Ok(c) => c,
-        Err(e) => {
-            tracing::debug!(reason = %e, "bearer token refused");
-            return sluice
-                .unauthorized("the bearer token is not valid here", true)
-                .into_response();
-        }
+        Err(refused) => return refused.into_response(),
     };
 
     let limit = sluice.parts().mcp_max_body_bytes;
@@ -84,8 +70,8 @@ pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next)
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if let Some(scope) = tools::required_scope(name)
-            && let Err(refused) = sluice.require(&caller, scope)
+        if let Some(scope) = table::required_scope(name)
+            && let Err(refused) = require(&sluice, &caller, scope)
         {
             tracing::debug!(tool = name, %scope, "tool call without its scope");
             return refused.into_response();

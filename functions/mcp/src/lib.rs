@@ -3,13 +3,18 @@
 //! Streamable HTTP, stateless (no session is ever created, so any replica can
 //! answer any request), JSON responses. In front of the rmcp service sits one
 //! gate ([`gate`]) that authenticates the bearer token, bounds and checks the
-//! body, and answers a tool call lacking its scope with `403
-//! insufficient_scope`; the tools themselves ([`tools`]) call the shared
-//! service in-process.
+//! body, and answers a tool call lacking its scope (from the one [`table`]
+//! of tools) with `403 insufficient_scope`; the tools themselves
+//! ([`tools`], [`actions`], served by [`server`]) call the shared service
+//! in-process, and [`reply`] puts its answers and refusals on the wire.
 
 pub mod actions;
 mod gate;
 mod metadata;
+mod reply;
+pub mod server;
+pub mod shapes;
+pub mod table;
 pub mod tools;
 
 use std::sync::Arc;
@@ -18,13 +23,15 @@ use axum::Router;
 use axum::routing::{get, post_service};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use sluice::{ApiError, Sluice};
+use sluice::Sluice;
+use sluice::http::only;
 
-pub use metadata::METADATA_PATH;
+pub use server::{PROTOCOL_VERSIONS, SluiceTools};
+pub use sluice::http::auth::METADATA_PATH;
 
 /// The MCP endpoint's routes: `/mcp` and the RFC 9728 metadata.
 pub fn router(state: Sluice) -> Router {
-    let tools = tools::SluiceTools::new(state.clone());
+    let tools = SluiceTools::new(state.clone());
     let service = StreamableHttpService::new(
         move || Ok(tools.clone()),
         Arc::new(NeverSessionManager::default()),
@@ -38,7 +45,7 @@ pub fn router(state: Sluice) -> Router {
                     state.clone(),
                     gate::gate,
                 ))
-                .fallback(|| async { ApiError::MethodNotAllowed("POST") }),
+                .fallback(|| only("POST")),
         )
         .route(
             "/.well-known/oauth-protected-resource",

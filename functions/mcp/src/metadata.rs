@@ -7,8 +7,7 @@ use axum::response::IntoResponse;
 use http::{HeaderValue, header};
 use sluice::Sluice;
 
-pub use sluice::auth::METADATA_PATH;
-use sluice::auth::offered_scopes as scopes;
+use sluice::http::auth::offered_scopes as scopes;
 
 pub(crate) async fn protected_resource(State(sluice): State<Sluice>) -> impl IntoResponse {
     let body = serde_json::json!({

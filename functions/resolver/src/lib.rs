@@ -10,10 +10,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
-use sluice::error::JsonBody;
-use sluice::links::Delivery;
-use sluice::service::DownloadTicket;
-use sluice::{ApiError, Caller, FileMeta, Scope, Sluice};
+use sluice::http::auth::require;
+use sluice::http::{HttpError, JsonBody, only};
+use sluice::service::links::{Delivery, DownloadTicket};
+use sluice::{Caller, FileMeta, Scope, Sluice};
 
 /// The resolver's routes.
 pub fn router(state: Sluice) -> Router {
@@ -22,13 +22,10 @@ pub fn router(state: Sluice) -> Router {
             "/links/{token}",
             get(download)
                 // HEAD must not run the GET handler: that would spend the link.
-                .head(|| async { ApiError::MethodNotAllowed("GET") })
-                .fallback(|| async { ApiError::MethodNotAllowed("GET") }),
+                .head(|| only("GET"))
+                .fallback(|| only("GET")),
         )
-        .route(
-            "/resolve",
-            post(resolve).fallback(|| async { ApiError::MethodNotAllowed("POST") }),
-        )
+        .route("/resolve", post(resolve).fallback(|| only("POST")))
         .with_state(state)
 }
 
@@ -44,12 +41,12 @@ async fn resolve(
     State(sluice): State<Sluice>,
     caller: Caller,
     JsonBody(req): JsonBody<ResolveRequest>,
-) -> Result<Json<DownloadTicket>, ApiError> {
-    if !caller.scopes.contains(&Scope::FilesResolve) {
-        sluice.require(&caller, Scope::FilesRead)?;
+) -> Result<Json<DownloadTicket>, HttpError> {
+    if !caller.has(Scope::FilesResolve) {
+        require(&sluice, &caller, Scope::FilesRead)?;
     }
     let file = sluice.redeem_handle(&caller, &req.handle)?;
-    sluice.issue_download(&file).await.map(Json)
+    Ok(Json(sluice.issue_download(&file).await?))
 }
 
 /// Redeems a download link (the order of checks is [`Sluice::redeem_link`]'s)
@@ -57,14 +54,14 @@ async fn resolve(
 async fn download(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
-) -> Result<Response, ApiError> {
+) -> Result<Response, HttpError> {
     Ok(match sluice.redeem_link(&token).await? {
         Delivery::Redirect(url) => (
             StatusCode::TEMPORARY_REDIRECT,
             [
                 (
                     header::LOCATION,
-                    HeaderValue::from_str(&url).map_err(ApiError::internal)?,
+                    HeaderValue::from_str(&url).map_err(sluice::Error::internal)?,
                 ),
                 (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
             ],

@@ -40,7 +40,7 @@ impl std::fmt::Debug for ExampleKey {
 impl ExampleKey {
     /// A fresh random key.
     pub fn random() -> Self {
-        Self(sluice::token::random_id::<32>())
+        Self(sluice::keys::random_id::<32>())
     }
 
     fn header(&self) -> String {

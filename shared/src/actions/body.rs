@@ -21,12 +21,11 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::fields::{Plan, Source, field_error};
+use super::fields::{Plan, Source};
 use crate::datauri::DataUri;
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::file::FileMeta;
-use crate::service::Sluice;
-use crate::store::{ByteStream, idle_timeout, verified};
+use crate::store::{ByteStream, ObjectStore, idle_timeout, verified};
 
 /// How reads of stored files are bounded, process-wide.
 #[derive(Debug, Clone)]
@@ -43,16 +42,16 @@ impl Reads {
     pub async fn run<T>(
         &self,
         field: &str,
-        read: impl Future<Output = Result<T, ApiError>>,
-    ) -> Result<T, ApiError> {
-        let _slot = self.slots.acquire().await.map_err(ApiError::internal)?;
+        read: impl Future<Output = Result<T, Error>>,
+    ) -> Result<T, Error> {
+        let _slot = self.slots.acquire().await.map_err(Error::internal)?;
         tokio::time::timeout(self.timeout, read)
             .await
             .map_err(|_| self.timed_out(field))?
     }
 
-    fn timed_out(&self, field: &str) -> ApiError {
-        field_error(
+    fn timed_out(&self, field: &str) -> Error {
+        Error::field(
             field,
             format!(
                 "reading the file took longer than {} s; nothing complete was sent: try again later",
@@ -65,10 +64,10 @@ impl Reads {
 /// Why a streamed body failed, kept for the caller: the HTTP client only
 /// says that the body broke.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Failure(Arc<Mutex<Option<ApiError>>>);
+pub(crate) struct Failure(Arc<Mutex<Option<Error>>>);
 
 impl Failure {
-    fn record(&self, error: ApiError) -> io::Error {
+    fn record(&self, error: Error) -> io::Error {
         let message = error.to_string();
         if let Ok(mut slot) = self.0.lock()
             && slot.is_none()
@@ -79,7 +78,7 @@ impl Failure {
     }
 
     /// The recorded failure, if the body failed.
-    pub fn take(&self) -> Option<ApiError> {
+    pub fn take(&self) -> Option<Error> {
         self.0.lock().ok().and_then(|mut slot| slot.take())
     }
 }
@@ -109,19 +108,19 @@ fn uri_header(meta: &FileMeta) -> String {
 
 /// Lays out the body of `plan` for action `action` called by `user`.
 pub(crate) fn build(
-    sluice: &Sluice,
+    store: Arc<dyn ObjectStore>,
     reads: &Reads,
     failure: &Failure,
     action: &str,
     user: &str,
     plan: &Plan,
-) -> Result<Body, ApiError> {
+) -> Result<Body, Error> {
     let text = serde_json::to_string(&json!({
         "action": action,
         "user": user,
         "fields": Value::Object(plan.values.clone()),
     }))
-    .map_err(ApiError::internal)?;
+    .map_err(Error::internal)?;
 
     // Split the text at each quoted placeholder and put the file there.
     let mut parts = Vec::new();
@@ -129,7 +128,7 @@ pub(crate) fn build(
     let marker = format!(
         "\"{}",
         serde_json::to_string(&plan.nonce)
-            .map_err(ApiError::internal)?
+            .map_err(Error::internal)?
             .trim_matches('"')
     );
     while let Some(at) = rest.find(&marker) {
@@ -137,11 +136,11 @@ pub(crate) fn build(
         let end = after[1..]
             .find('"')
             .map(|i| i + 2)
-            .ok_or_else(|| ApiError::internal(io::Error::other("a placeholder is not closed")))?;
+            .ok_or_else(|| Error::internal(io::Error::other("a placeholder is not closed")))?;
         let quoted = &after[..end];
         let index: usize = quoted[marker.len()..end - 1]
             .parse()
-            .map_err(ApiError::internal)?;
+            .map_err(Error::internal)?;
         let file = &plan.files[index];
         parts.push(Part::Text(Bytes::from(format!("{before}\""))));
         match &file.source {
@@ -170,12 +169,12 @@ pub(crate) fn build(
             Part::File { meta, .. } => meta.size.div_ceil(3) * 4,
         })
         .sum();
-    let (sluice, reads, failure) = (sluice.clone(), reads.clone(), failure.clone());
+    let (reads, failure) = (reads.clone(), failure.clone());
     let stream = futures_util::stream::iter(parts)
         .map(move |part| match part {
             Part::Text(t) => futures_util::stream::once(async move { Ok(t) }).boxed(),
             Part::File { field, meta } => {
-                file_stream(sluice.clone(), reads.clone(), failure.clone(), field, meta)
+                file_stream(store.clone(), reads.clone(), failure.clone(), field, meta)
             }
         })
         .flatten()
@@ -186,7 +185,7 @@ pub(crate) fn build(
 /// One stored file, base64-encoded, verified with its last chunk held back,
 /// read in a slot and under the read timeout for each chunk.
 fn file_stream(
-    sluice: Sluice,
+    store: Arc<dyn ObjectStore>,
     reads: Reads,
     failure: Failure,
     field: String,
@@ -198,12 +197,12 @@ fn file_stream(
             .clone()
             .acquire_owned()
             .await
-            .map_err(|e| failure.record(ApiError::internal(e)))?;
+            .map_err(|e| failure.record(Error::internal(e)))?;
         let key = meta.object_key();
-        let opened = match tokio::time::timeout(reads.timeout, sluice.store().get(&key)).await {
+        let opened = match tokio::time::timeout(reads.timeout, store.get(&key)).await {
             Err(_) => Err(reads.timed_out(&field)),
-            Ok(Err(e)) => Err(ApiError::from(e)),
-            Ok(Ok(None)) => Err(field_error(
+            Ok(Err(e)) => Err(Error::from(e)),
+            Ok(Ok(None)) => Err(Error::field(
                 &field,
                 format!(
                     "{} is no longer stored: upload it again with request_upload",
@@ -227,12 +226,12 @@ fn file_stream(
                     .is_some_and(|inner| inner.is::<crate::sha::Mismatch>())
                 {
                     tracing::warn!(file_id = %meta.id, "stored object failed verification while sent to an upstream");
-                    field_error(
+                    Error::field(
                         &field,
                         "the stored file does not match its pinned size and sha256, so the action was not run with it: upload the file again with request_upload",
                     )
                 } else {
-                    ApiError::internal(e)
+                    Error::internal(e)
                 };
                 failure.record(error)
             })

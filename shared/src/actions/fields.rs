@@ -11,12 +11,14 @@
 use serde_json::{Map, Value};
 
 use super::catalog::{Action, Field, FieldKind};
-use crate::auth::Caller;
 use crate::datauri::DataUri;
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::file::FileMeta;
-use crate::service::Sluice;
 use crate::token::HANDLE_PREFIX;
+
+/// Verifies a handle for the caller (signature, expiry, owner): the
+/// service's, passed in so that nothing here reaches past the codecs.
+pub(crate) type Redeem<'a> = &'a dyn Fn(&str) -> Result<FileMeta, Error>;
 
 /// Where a file's bytes are.
 #[derive(Debug, Clone)]
@@ -78,23 +80,13 @@ impl Plan {
     }
 }
 
-/// A refusal that names the field and says what to do.
-pub(crate) fn field_error(field: &str, message: impl std::fmt::Display) -> ApiError {
-    ApiError::BadRequest(format!("Field \"{field}\": {message}"))
-}
-
-/// Checks `fields` against `action`'s form for `caller`.
-pub(crate) fn plan(
-    sluice: &Sluice,
-    caller: &Caller,
-    action: &Action,
-    fields: Value,
-) -> Result<Plan, ApiError> {
+/// Checks `fields` against `action`'s form, verifying each handle with `redeem`.
+pub(crate) fn plan(redeem: Redeem<'_>, action: &Action, fields: Value) -> Result<Plan, Error> {
     let given = match fields {
         Value::Object(map) => map,
         Value::Null => Map::new(),
         _ => {
-            return Err(ApiError::BadRequest(
+            return Err(Error::Invalid(
                 "fields must be an object of field names to values: call list_actions to see the form"
                     .into(),
             ));
@@ -103,12 +95,12 @@ pub(crate) fn plan(
     let mut plan = Plan {
         values: Map::new(),
         files: Vec::new(),
-        nonce: format!("\u{1}sluice-file-{}-", crate::token::random_id::<12>()),
+        nonce: format!("\u{1}sluice-file-{}-", crate::keys::random_id::<12>()),
     };
     for name in given.keys() {
         if action.field(name).is_none() {
             let known: Vec<&str> = action.fields.iter().map(|f| f.name.as_str()).collect();
-            return Err(field_error(
+            return Err(Error::field(
                 name,
                 format!(
                     "action {} has no such field; its fields are: {}",
@@ -127,15 +119,15 @@ pub(crate) fn plan(
         let value = given.remove(&field.name).unwrap_or(Value::Null);
         if value.is_null() {
             if field.required {
-                return Err(field_error(&field.name, "is required"));
+                return Err(Error::field(&field.name, "is required"));
             }
             continue;
         }
         let value = match &field.kind {
-            FieldKind::File => plan.file(sluice, caller, field, &field.name, value)?,
+            FieldKind::File => plan.file(redeem, field, &field.name, value)?,
             FieldKind::FileList => {
                 let Value::Array(items) = value else {
-                    return Err(field_error(
+                    return Err(Error::field(
                         &field.name,
                         "takes an array of files (handles or data: URIs), even for one file",
                     ));
@@ -143,7 +135,7 @@ pub(crate) fn plan(
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.into_iter().enumerate() {
                     let label = format!("{}[{i}]", field.name);
-                    out.push(plan.file(sluice, caller, field, &label, item)?);
+                    out.push(plan.file(redeem, field, &label, item)?);
                 }
                 Value::Array(out)
             }
@@ -158,30 +150,27 @@ impl Plan {
     /// Resolves one file reference given in `label` of `field`.
     fn file(
         &mut self,
-        sluice: &Sluice,
-        caller: &Caller,
+        redeem: Redeem<'_>,
         field: &Field,
         label: &str,
         value: Value,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Value, Error> {
         let Value::String(text) = value else {
-            return Err(field_error(
+            return Err(Error::field(
                 label,
                 format!("takes {}", super::schema::FILE_FIELD_HELP),
             ));
         };
         let text = text.trim();
         let source = if text.starts_with(HANDLE_PREFIX) {
-            let meta = sluice
-                .redeem_handle(caller, text)
-                .map_err(|e| field_error(label, e))?;
+            let meta = redeem(text).map_err(|e| Error::field(label, handle_refusal(&e)))?;
             Source::Stored(meta)
         } else if text
             .get(..5)
             .is_some_and(|p| p.eq_ignore_ascii_case("data:"))
         {
             let uri = DataUri::parse(text).map_err(|e| {
-                field_error(
+                Error::field(
                     label,
                     format!("{e}: send data:<type>;name=<name>;base64,<data>, or upload the file with request_upload and pass its handle"),
                 )
@@ -193,7 +182,7 @@ impl Plan {
             } else {
                 "this is plain text, not a file: upload the file with request_upload, run its curl command, and pass the \"$uploadedFile:…\" handle it returned"
             };
-            return Err(field_error(label, hint));
+            return Err(Error::field(label, hint));
         };
         let (name, content_type, size) = match &source {
             Source::Stored(m) => (m.filename.as_str(), m.content_type.as_str(), m.size),
@@ -204,7 +193,7 @@ impl Plan {
             ),
         };
         if !field.accepts(content_type) {
-            return Err(field_error(
+            return Err(Error::field(
                 label,
                 format!(
                     "{name} is {content_type}, but this field accepts only {}",
@@ -215,7 +204,7 @@ impl Plan {
         if let Some(max) = field.max_size
             && size > max
         {
-            return Err(field_error(
+            return Err(Error::field(
                 label,
                 format!("{name} is {size} bytes, over this field's limit of {max} bytes"),
             ));
@@ -239,7 +228,17 @@ impl Plan {
     }
 }
 
-fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, ApiError> {
+/// Why a handle in a field was refused, with what the model does next.
+fn handle_refusal(e: &Error) -> String {
+    match e {
+        Error::HandleExpired => {
+            format!("{e}: request a new upload (request_upload) and upload the file to the new URL")
+        }
+        other => other.to_string(),
+    }
+}
+
+fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, Error> {
     let ok = match (kind, &value) {
         (FieldKind::String, Value::String(_))
         | (FieldKind::Number, Value::Number(_))
@@ -247,7 +246,7 @@ fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, 
         | (FieldKind::Json, _) => true,
         (FieldKind::Enum(values), Value::String(s)) => {
             if !values.contains(s) {
-                return Err(field_error(
+                return Err(Error::field(
                     &field.name,
                     format!("{s:?} is not one of: {}", values.join(", ")),
                 ));
@@ -256,7 +255,7 @@ fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, 
         }
         (FieldKind::Date, Value::String(s)) => {
             if !is_date(s) {
-                return Err(field_error(
+                return Err(Error::field(
                     &field.name,
                     format!("{s:?} is not a date (YYYY-MM-DD) or date-time (RFC 3339)"),
                 ));
@@ -272,7 +271,7 @@ fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, 
             FieldKind::Boolean => "true or false",
             _ => "a value",
         };
-        return Err(field_error(&field.name, format!("takes {wanted}")));
+        return Err(Error::field(&field.name, format!("takes {wanted}")));
     }
     Ok(value)
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::body::Failure;
 use super::catalog::{Action, AuthValue};
-use crate::error::ApiError;
+use crate::error::Error;
 use crate::store::ByteStream;
 
 type UpstreamBody = UnsyncBoxBody<Bytes, io::Error>;
@@ -57,7 +57,7 @@ impl Upstreams {
         action: &Action,
         payload: Payload,
         max_answer: usize,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Value, Error> {
         let (body, length, failure): (UpstreamBody, u64, Option<Failure>) = match payload {
             Payload::Json(bytes) => {
                 let n = bytes.len() as u64;
@@ -92,10 +92,10 @@ impl Upstreams {
                 concat!("sluice/", env!("CARGO_PKG_VERSION")),
             )
             .body(body)
-            .map_err(ApiError::internal)?;
+            .map_err(Error::internal)?;
         if let Some(auth) = &action.auth {
             let AuthValue::Value(value) = &auth.value else {
-                return Err(ApiError::internal(io::Error::other(format!(
+                return Err(Error::internal(io::Error::other(format!(
                     "the auth secret of action {} was not read at start",
                     action.name
                 ))));
@@ -114,7 +114,7 @@ impl Upstreams {
                         return Err(reason);
                     }
                     tracing::warn!(action = %action.name, error = %e, "upstream request failed");
-                    return Err(ApiError::Upstream(format!(
+                    return Err(Error::Upstream(format!(
                         "the action's upstream could not be reached ({}): try again later",
                         root_cause(&e)
                     )));
@@ -126,7 +126,7 @@ impl Upstreams {
                 .collect()
                 .await
                 .map_err(|e| {
-                    ApiError::Upstream(format!(
+                    Error::Upstream(format!(
                         "the action's upstream answered {status}, but its answer could not be read whole ({e})"
                     ))
                 })?
@@ -138,14 +138,14 @@ impl Upstreams {
             .map_err(|_| {
                 // A body that broke before the timeout says why.
                 failure.as_ref().and_then(Failure::take).unwrap_or_else(|| {
-                    ApiError::Upstream(format!(
+                    Error::Upstream(format!(
                         "the action's upstream did not answer within {} s: it may still be working; check before running the action again",
                         action.timeout.as_secs()
                     ))
                 })
             })??;
         if !status.is_success() {
-            return Err(ApiError::Upstream(format!(
+            return Err(Error::Upstream(format!(
                 "the action's upstream answered {}: {}",
                 status_text(status),
                 quote(&bytes)

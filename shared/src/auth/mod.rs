@@ -4,23 +4,17 @@
 //! development tokens are HS256 under a key derived for that purpose alone,
 //! so a handle or link token can never pass as a bearer token.
 
-mod challenge;
 mod jwks;
 
-pub use challenge::{METADATA_PATH, challenge, metadata_url, offered_scopes};
 pub use jwks::Jwks;
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
-use axum::extract::{FromRef, FromRequestParts};
-use http::request::Parts;
 use serde::{Deserialize, Serialize};
 
-use crate::error::ApiError;
 use crate::keys::{Keyring, Purpose};
-use crate::service::Sluice;
 use crate::token::{self, TokenError};
 
 const TYP: &str = "at+jwt";
@@ -86,13 +80,9 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Fails with `403 insufficient_scope` unless the caller has `scope`.
-    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
-        if self.scopes.contains(&scope) {
-            Ok(())
-        } else {
-            Err(ApiError::InsufficientScope(scope))
-        }
+    /// Whether the caller was granted `scope`.
+    pub fn has(&self, scope: Scope) -> bool {
+        self.scopes.contains(&scope)
     }
 }
 
@@ -364,18 +354,12 @@ impl fmt::Display for BearerError {
 impl std::error::Error for BearerError {}
 
 impl BearerError {
-    /// The message, as a static string for [`ApiError::Unauthorized`].
+    /// The message, as a static string.
     pub fn message(self) -> &'static str {
         match self {
             BearerError::Missing => "a bearer token is required",
             BearerError::Malformed => "the Authorization header must be 'Bearer <token>'",
         }
-    }
-}
-
-impl From<BearerError> for ApiError {
-    fn from(e: BearerError) -> Self {
-        ApiError::Unauthorized(e.message())
     }
 }
 
@@ -392,24 +376,6 @@ pub fn bearer(headers: &http::HeaderMap) -> Result<&str, BearerError> {
             scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
         })
         .ok_or(BearerError::Malformed)
-}
-
-impl<S> FromRequestParts<S> for Caller
-where
-    S: Send + Sync,
-    Sluice: FromRef<S>,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let sluice = Sluice::from_ref(state);
-        let token = bearer(&parts.headers)
-            .map_err(|e| sluice.unauthorized(e.message(), e == BearerError::Malformed))?;
-        sluice.access().verify(token).await.map_err(|e| {
-            tracing::debug!(reason = %e, "bearer token refused");
-            sluice.unauthorized("the bearer token is not valid here", true)
-        })
-    }
 }
 
 #[cfg(test)]
@@ -433,11 +399,8 @@ mod tests {
             .unwrap();
         let caller = v.verify(&t).await.unwrap();
         assert_eq!(caller.sub, "alice");
-        assert!(caller.require(Scope::FilesWrite).is_ok());
-        assert!(matches!(
-            caller.require(Scope::ActionsExecute),
-            Err(ApiError::InsufficientScope(Scope::ActionsExecute))
-        ));
+        assert!(caller.has(Scope::FilesWrite));
+        assert!(!caller.has(Scope::ActionsExecute));
     }
 
     #[tokio::test]

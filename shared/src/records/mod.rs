@@ -16,7 +16,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::PendingCaps;
 use crate::file::{FileId, FileMeta};
 use crate::sha::Sha256;
 use crate::store::StoreError;
@@ -52,6 +51,22 @@ pub struct Pending {
     pub files: u64,
     /// Their declared sizes, summed.
     pub bytes: u64,
+}
+
+/// Per-user limits on files waiting for their bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingCaps {
+    /// Pending files one user may have (`SLUICE_MAX_PENDING_FILES`).
+    pub files: u64,
+    /// Bytes those files may declare in all (`SLUICE_MAX_PENDING_BYTES`).
+    pub bytes: u64,
+}
+
+impl PendingCaps {
+    /// Whether one more file of `size` bytes fits beside `pending`.
+    pub fn admit(&self, pending: Pending, size: u64) -> bool {
+        pending.files < self.files && pending.bytes.saturating_add(size) <= self.bytes
+    }
 }
 
 /// Where a page starts: after the file issued at `created_ms` (milliseconds) with id

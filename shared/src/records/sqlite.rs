@@ -6,8 +6,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 
-use super::{Cursor, FileRecord, Page, Pending, RecordStore};
-use crate::catalog::PendingCaps;
+use super::{Cursor, FileRecord, Page, Pending, PendingCaps, RecordStore};
 use crate::file::{FileId, owner_hash};
 use crate::sqlite::Db;
 use crate::store::StoreError;

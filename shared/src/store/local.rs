@@ -13,13 +13,12 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt as _;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::small::SmallObjects;
 use super::{ByteStream, ObjectInfo, ObjectStore, StoreError};
 use crate::file::ObjectKey;
 use crate::sha::{Sha256, Verifier};
@@ -43,7 +42,6 @@ pub struct LocalStore {
     objects: PathBuf,
     tmp: PathBuf,
     quota: u64,
-    small: SmallObjects,
     /// Bytes stored plus bytes reserved by uploads in progress: a running
     /// figure, so a PUT never walks the store.
     used: Arc<AtomicU64>,
@@ -83,7 +81,6 @@ impl LocalStore {
         // What is stored now; uploads and the sweep keep the figure after.
         let used = dir_size(&objects)?;
         Ok(Self {
-            small: SmallObjects::open(&root.join("records.sqlite3"))?,
             objects,
             tmp,
             quota,
@@ -134,15 +131,9 @@ impl LocalStore {
         self.objects.join(key.as_str())
     }
 
-    /// Bytes held: stored objects plus uploads in progress (reserved).
-    pub fn used_bytes(&self) -> u64 {
-        self.used.load(Ordering::SeqCst)
-    }
-
     /// Deletes objects older than `max_age` and temporary files left by
     /// uploads that died. Returns how many objects were removed.
     pub fn sweep(&self, max_age: Duration) -> Result<usize, StoreError> {
-        self.small.sweep(max_age.as_secs() as i64)?;
         let cutoff = SystemTime::now() - max_age;
         let mut removed = 0;
         for entry in walk(&self.objects)? {
@@ -173,7 +164,6 @@ impl ObjectStore for LocalStore {
             Ok(m) => Ok(Some(ObjectInfo {
                 size: m.len(),
                 sha256: None,
-                created_at: unix(m.modified()?),
                 version: None,
             })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
@@ -304,14 +294,6 @@ impl ObjectStore for LocalStore {
         let slot = self.transfer_slot()?;
         Ok(Some(read_stream(file, slot)))
     }
-
-    async fn put_small(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError> {
-        self.small.put(key, bytes).await
-    }
-
-    async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError> {
-        self.small.get(key).await
-    }
 }
 
 /// What a write hands back: the file and the verifier, for the next.
@@ -370,12 +352,6 @@ fn read_stream(file: File, slot: OwnedSemaphorePermit) -> ByteStream {
 
 fn join_error(e: tokio::task::JoinError) -> StoreError {
     StoreError::Io(io::Error::other(e))
-}
-
-fn unix(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 /// Every regular file below `dir`, with its metadata.

@@ -1,13 +1,15 @@
 //! The object store: where file bytes live.
 //!
 //! Two implementations: [`LocalStore`] (a directory) and, in aws mode, S3.
-//! Both guarantee what the handlers rely on: an object becomes visible only
+//! Both guarantee what the service relies on: an object becomes visible only
 //! complete and verified, a key is written at most once, and reads stream.
+//! A store says once how clients reach its bytes ([`Access`]): directly,
+//! through presigned URLs, or proxied through sluice's own routes.
+//!
+//! Nothing here knows of the service: this module sits below it.
 
 #[cfg(feature = "local")]
 mod local;
-#[cfg(feature = "local")]
-mod small;
 
 #[cfg(feature = "local")]
 pub use local::LocalStore;
@@ -32,18 +34,32 @@ pub struct ObjectInfo {
     /// The digest, where the store records one (S3's checksum); `None` where
     /// the bytes must be hashed to know it.
     pub sha256: Option<Sha256>,
-    /// When the object was written, seconds since the Unix epoch.
-    pub created_at: i64,
     /// The object's version, where the store keeps versions (S3).
     pub version: Option<String>,
 }
 
+/// What the store can tell, without reading, of an object against the
+/// size and sha256 a file pins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pin {
+    /// The size matches and the store recorded the same digest.
+    Matches,
+    /// The size matches; the store records no digest, so only reading the
+    /// bytes can tell.
+    Unverified,
+    /// Another size, or a recorded digest that differs.
+    Differs,
+}
+
 impl ObjectInfo {
-    /// Whether what the store knows contradicts what `file` pins: another
-    /// size, or a recorded digest that differs. (A store that records no
-    /// digest contradicts nothing about it; the bytes must then be read.)
-    pub fn contradicts(&self, file: &crate::file::FileMeta) -> bool {
-        self.size != file.size || self.sha256.is_some_and(|d| d != file.sha256)
+    /// How this object stands against what `file` pins.
+    pub fn pin(&self, file: &crate::file::FileMeta) -> Pin {
+        match self.sha256 {
+            _ if self.size != file.size => Pin::Differs,
+            Some(d) if d == file.sha256 => Pin::Matches,
+            Some(_) => Pin::Differs,
+            None => Pin::Unverified,
+        }
     }
 }
 
@@ -132,44 +148,56 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// The object's bytes as a stream, or `None` if absent.
     async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError>;
 
-    /// Writes a small object (a file record) whole, replacing any.
-    async fn put_small(&self, key: &ObjectKey, bytes: Bytes) -> Result<(), StoreError>;
-
-    /// Reads a small object whole, or `None` if absent.
-    async fn get_small(&self, key: &ObjectKey) -> Result<Option<Bytes>, StoreError>;
-
-    /// Whether clients send and fetch bytes directly to and from the store
-    /// (S3, through presigned URLs) rather than through sluice's own
-    /// `PUT /uploads/{token}` and streamed `GET /links/{token}`.
-    fn is_direct(&self) -> bool {
-        false
+    /// How clients reach this store's bytes.
+    fn access(&self) -> Access<'_> {
+        Access::Proxied
     }
+}
 
-    /// A presigned PUT that the store itself will accept only with exactly
-    /// `size` bytes of digest `sha256`, and only once. `None` where uploads
-    /// go through sluice.
+/// How clients move a store's bytes.
+#[derive(Clone, Copy)]
+pub enum Access<'a> {
+    /// Straight to and from the store (S3), through presigned URLs that
+    /// the store itself checks: sluice never streams the bytes.
+    Direct(&'a dyn Presigner),
+    /// Through sluice's own `PUT /uploads/{token}` and streamed
+    /// `GET /links/{token}`, which verify every byte.
+    Proxied,
+}
+
+impl fmt::Debug for Access<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Access::Direct(_) => "Direct",
+            Access::Proxied => "Proxied",
+        })
+    }
+}
+
+/// A store that clients reach directly: it signs requests that it will
+/// itself check.
+#[async_trait::async_trait]
+pub trait Presigner: Send + Sync {
+    /// A presigned PUT that the store accepts only with exactly `size`
+    /// bytes of digest `sha256`, and only once.
     async fn presign_put(
         &self,
-        _key: &ObjectKey,
-        _size: u64,
-        _sha256: Sha256,
-        _content_type: &str,
-        _ttl: std::time::Duration,
-    ) -> Result<Option<Presigned>, StoreError> {
-        Ok(None)
-    }
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+        content_type: &str,
+        ttl: std::time::Duration,
+    ) -> Result<Presigned, StoreError>;
 
     /// A presigned GET of the object as `info` describes it (pinned to its
-    /// version where there is one). `None` where downloads stream through sluice.
+    /// version where there is one).
     async fn presign_get(
         &self,
-        _key: &ObjectKey,
-        _info: &ObjectInfo,
-        _as: DownloadAs<'_>,
-        _ttl: std::time::Duration,
-    ) -> Result<Option<String>, StoreError> {
-        Ok(None)
-    }
+        key: &ObjectKey,
+        info: &ObjectInfo,
+        download: DownloadAs<'_>,
+        ttl: std::time::Duration,
+    ) -> Result<String, StoreError>;
 }
 
 /// Passes `stream` through, checking it against `size` and `sha256`, and

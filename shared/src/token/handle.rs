@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::TokenError;
+use super::error::TokenError;
 use super::sealed::{self, HANDLE};
 use crate::file::{FileId, FileMeta};
 use crate::keys::{Keyring, Purpose};

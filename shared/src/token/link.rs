@@ -5,10 +5,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::error::TokenError;
 use super::handle::FileClaims;
 use super::sealed::{self, LINK};
-use super::{TokenError, random_id};
 use crate::file::FileMeta;
+use crate::keys::random_id;
 use crate::keys::{Keyring, Purpose};
 
 /// What a link lets its bearer do, once.

@@ -7,11 +7,13 @@
 //! previous), and allow no clock leeway. Each way a token can be bad is its
 //! own [`TokenError`] variant; the HTTP edge folds them into one answer.
 
+mod error;
 pub(crate) mod handle;
 mod link;
 mod page;
 mod sealed;
 
+pub use error::TokenError;
 pub use handle::{Handle, PREFIX as HANDLE_PREFIX};
 pub use link::{LinkToken, Method};
 pub use page::PageToken;
@@ -22,36 +24,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::keys::{Keyring, Purpose};
-
-/// Why a token was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenError {
-    /// Nothing was given.
-    #[error("the token is empty")]
-    Empty,
-    /// Not a JWT at all, or cut short.
-    #[error("the token is malformed")]
-    Malformed,
-    /// A token of another kind (a link where a handle belongs, a bearer token…).
-    #[error("the token is of another kind")]
-    WrongType,
-    /// Signed with a key id this instance does not have.
-    #[error("the token was signed with an unknown key")]
-    UnknownKey,
-    /// The signature does not verify: the token was altered, or signed elsewhere.
-    #[error("the token's signature does not verify")]
-    BadSignature,
-    /// Past its expiry.
-    #[error("the token has expired")]
-    Expired,
-    /// Not valid yet: its `nbf` or `iat` is in the future.
-    #[error("the token is not valid yet")]
-    NotYetValid,
-    /// A bearer token for another issuer or audience.
-    #[error("the token was issued by another issuer or for another audience")]
-    WrongAudience,
-}
 
 /// Which of our refusals a `jsonwebtoken` decoding error is.
 pub(crate) fn classify(e: jsonwebtoken::errors::Error) -> TokenError {
@@ -125,14 +97,6 @@ pub(crate) fn verify_with<C: DeserializeOwned>(
     jsonwebtoken::decode::<C>(token, &DecodingKey::from_secret(key), &validation)
         .map(|data| data.claims)
         .map_err(classify)
-}
-
-/// A random, URL-safe identifier of `N` bytes of entropy.
-pub fn random_id<const N: usize>() -> String {
-    use base64::Engine as _;
-    let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
 
 #[cfg(test)]
@@ -232,17 +196,5 @@ pub(crate) mod tests {
             b64(&format!(r#"{{"x":7,"exp":{}}}"#, later()))
         );
         assert!(verify::<Claims>(&ring("k1", 1), Purpose::Link, "t", &t).is_err());
-    }
-
-    #[test]
-    fn random_ids_are_url_safe_and_distinct() {
-        let a = random_id::<16>();
-        let b = random_id::<16>();
-        assert_eq!(a.len(), 22);
-        assert_ne!(a, b);
-        assert!(
-            a.bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
-        );
     }
 }

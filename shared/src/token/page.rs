@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::TokenError;
+use super::error::TokenError;
 use super::sealed::{self, PAGE};
 use crate::file::FileId;
 use crate::keys::{Keyring, Purpose};

@@ -17,7 +17,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::TokenError;
+use super::error::TokenError;
 use crate::keys::{Keyring, Purpose};
 
 /// The visible first segment of each kind of sealed token. Version 1.

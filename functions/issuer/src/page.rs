@@ -5,7 +5,8 @@
 
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use crate::token::{PageToken, TokenError};
+use sluice::service::browser::page_refusal;
+use sluice::token::{PageToken, TokenError};
 
 /// A static asset of the page.
 #[derive(Debug, Clone, Copy)]
@@ -118,7 +119,7 @@ pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
                 max = p.max_size,
                 max_h = human_size(p.max_size),
                 exp = p.expires_at,
-                exp_iso = crate::time::rfc3339(p.expires_at),
+                exp_iso = sluice::time::rfc3339(p.expires_at),
             );
             (StatusCode::OK, body)
         }
@@ -129,7 +130,7 @@ pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
             };
             let body = format!(
                 "<main id=\"page\" class=\"refused\">\n<h1>This link cannot be used</h1>\n<div id=\"error\" class=\"error\" role=\"alert\">{}</div>\n</main>",
-                escape(super::page_refusal(e))
+                escape(page_refusal(e))
             );
             (status, body)
         }
@@ -160,11 +161,11 @@ mod tests {
     fn a_suggested_name_is_escaped() {
         let page = Ok(PageToken {
             owner: "alice".into(),
-            file_id: crate::file::FileId::random(),
+            file_id: sluice::FileId::random(),
             filename: Some("<img src=x onerror=alert(1)>.pdf".into()),
             content_type: None,
             max_size: 10,
-            expires_at: crate::time::now_unix() + 60,
+            expires_at: sluice::time::now_unix() + 60,
         });
         let (status, html) = render(&page);
         assert_eq!(status, StatusCode::OK);

@@ -1,6 +1,8 @@
-//! Per-user limits on issuing files: a token bucket per owner (GCRA, from
-//! `governor`), so one user asking for uploads in a loop is answered 429
-//! with `Retry-After` while everyone else is served.
+//! Per-user rates: a token bucket per owner (GCRA, from `governor`), so one
+//! user asking for uploads in a loop is refused with a time to come back
+//! ([`Error::Limited`], 429 with `Retry-After` over HTTP) while everyone else
+//! is served. The service takes from it when it issues a file
+//! (`service::limits`).
 //!
 //! The buckets live in the process. Locally that is the whole server; on
 //! Lambda each warm instance keeps its own, so a user spread over `n`
@@ -13,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{Quota, RateLimiter};
 
-use crate::error::ApiError;
+use crate::error::Error;
 
 /// The configured rate: sustained per minute, and the burst allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,7 +61,7 @@ impl IssueLimit {
     }
 
     /// Takes one file from `owner`'s bucket, or says when to come back.
-    pub fn check(&self, owner: &str) -> Result<(), ApiError> {
+    pub fn check(&self, owner: &str) -> Result<(), Error> {
         if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {
             self.limiter.retain_recent();
             self.limiter.shrink_to_fit();
@@ -71,7 +73,7 @@ impl IssueLimit {
                 let wait = not_until.wait_time_from(self.clock.now());
                 let retry_after = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
                 tracing::info!(owner = %key, retry_after, "issuing rate limit reached");
-                Err(ApiError::TooManyRequests {
+                Err(Error::Limited {
                     message: format!(
                         "too many files requested in a short time: nothing was issued; \
                          try again in {retry_after} s"
@@ -103,7 +105,7 @@ mod tests {
             assert!(l.check("alice").is_ok());
         }
         match l.check("alice") {
-            Err(ApiError::TooManyRequests {
+            Err(Error::Limited {
                 retry_after,
                 message,
             }) => {

@@ -1,26 +1,25 @@
 //! Browser upload: for hosted clients whose sandbox cannot reach the upload
-//! host, and files that are on the person's own computer anyway. The model
-//! asks for a page (`request_browser_upload`), shows its link to the person,
-//! and once they say they are done, asks for the result
-//! (`get_upload_status`). The page hashes the file in the browser, asks for
-//! a signed PUT for exactly that size and digest (`POST
-//! /browser/{token}/start`), and uploads straight to the store.
+//! host, and files that are on the person's own computer anyway. In this
+//! order: the model asks for a page and shows its link to the person → the
+//! page (rendered by the issuer) hashes the file in the browser and asks for
+//! a signed PUT for exactly that size and digest (its start: the file is
+//! issued once per page, under the page owner's limits) → it uploads
+//! straight to the store → once the person says they are done, the model
+//! asks for the result, which settles the file's record against the store.
 //!
 //! The page token is the whole capability: one file, for the user who asked,
 //! until it expires; it holds no bearer token. The file's id is chosen when
 //! the page is made, so the status is a lookup of that file's record: no
 //! other state.
 
-mod page;
-
-pub use page::{ASSETS, Asset, headers, human_size, render};
-
 use serde::{Deserialize, Serialize};
 
-use crate::error::ApiError;
+use super::Sluice;
+use super::issue::{MAX_FILENAME_BYTES, UploadRequest, UploadTarget};
+use crate::error::Error;
 use crate::file::FileId;
-use crate::service::{Sluice, UploadRequest, UploadTarget};
 use crate::sha::Sha256;
+use crate::store::Access;
 use crate::time::{now_unix, rfc3339};
 use crate::token::{Handle, PageToken, TokenError};
 
@@ -138,11 +137,11 @@ impl Sluice {
         &self,
         owner: &str,
         req: BrowserUploadRequest,
-    ) -> Result<BrowserUpload, ApiError> {
+    ) -> Result<BrowserUpload, Error> {
         let limit = self.parts().max_upload_bytes;
         let max_size = req.max_size.unwrap_or(limit);
         if max_size == 0 || max_size > limit {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Error::Invalid(format!(
                 "max_size must be between 1 and {limit} bytes"
             )));
         }
@@ -152,9 +151,9 @@ impl Sluice {
             .filter(|f| !f.is_empty());
         if filename
             .as_ref()
-            .is_some_and(|f| f.len() > crate::service::MAX_FILENAME_BYTES)
+            .is_some_and(|f| f.len() > MAX_FILENAME_BYTES)
         {
-            return Err(ApiError::BadRequest("filename is too long".into()));
+            return Err(Error::Invalid("filename is too long".into()));
         }
         let expires_at = now_unix() + self.parts().handle_ttl.as_secs() as i64;
         let page = PageToken {
@@ -179,9 +178,11 @@ impl Sluice {
     /// The origin uploads go to when it is not sluice's own (S3's, for the
     /// page's Content-Security-Policy); `None` where sluice takes them.
     pub async fn store_origin(&self) -> Option<String> {
+        let Access::Direct(presign) = self.store().access() else {
+            return None;
+        };
         let probe = crate::file::ObjectKey::from_stored("files/origin-probe".into());
-        let presigned = self
-            .store()
+        let presigned = presign
             .presign_put(
                 &probe,
                 0,
@@ -190,7 +191,7 @@ impl Sluice {
                 std::time::Duration::from_secs(60),
             )
             .await
-            .ok()??;
+            .ok()?;
         let url = url::Url::parse(&presigned.url).ok()?;
         Some(url.origin().ascii_serialization())
     }
@@ -207,12 +208,12 @@ impl Sluice {
         &self,
         token: &str,
         start: BrowserStart,
-    ) -> Result<BrowserTarget, ApiError> {
+    ) -> Result<BrowserTarget, Error> {
         let page = self
             .open_page(token)
-            .map_err(|e| ApiError::Forbidden(page_refusal(&e).into()))?;
+            .map_err(|e| Error::PageRefused(page_refusal(&e)))?;
         if start.size > page.max_size {
-            return Err(ApiError::PayloadTooLarge(format!(
+            return Err(Error::TooLarge(format!(
                 "This file is {} bytes; this link accepts files up to {} bytes.",
                 start.size, page.max_size
             )));
@@ -224,17 +225,15 @@ impl Sluice {
                 let same = record.file.size == start.size && record.file.sha256 == start.sha256;
                 let record = self.settle(record).await?;
                 if record.ready {
-                    return Err(ApiError::Conflict(
+                    return Err(Error::PageConflict(
                         "A file was already uploaded with this link. Go back to the conversation \
-                         and ask for a new link to upload another."
-                            .into(),
+                         and ask for a new link to upload another.",
                     ));
                 }
                 if !same {
-                    return Err(ApiError::Conflict(
+                    return Err(Error::PageConflict(
                         "This link is in use for another file. Go back to the conversation and \
-                         ask for a new link."
-                            .into(),
+                         ask for a new link.",
                     ));
                 }
                 record.file
@@ -258,13 +257,9 @@ impl Sluice {
     }
 
     /// Where the browser upload `upload_id` of `owner` stands.
-    pub async fn upload_status(
-        &self,
-        owner: &str,
-        upload_id: &str,
-    ) -> Result<UploadStatus, ApiError> {
+    pub async fn upload_status(&self, owner: &str, upload_id: &str) -> Result<UploadStatus, Error> {
         let (file_id, page_expires) = parse_upload_id(upload_id).ok_or_else(|| {
-            ApiError::BadRequest(
+            Error::Invalid(
                 "this is not an upload_id: pass the upload_id request_browser_upload returned"
                     .into(),
             )

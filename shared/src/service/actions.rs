@@ -1,0 +1,253 @@
+//! Running an action for a caller, in this order: find the action → check
+//! the fields against its form and verify every handle (no I/O) → check
+//! the bytes the call sends inline → check each stored file is there and
+//! matches its pin, a bounded number at once → call the upstream, with the
+//! files streamed in as data URIs (last chunk held back until verified) or
+//! passed as single-use links → replace large files in the answer by links
+//! to files stored for the caller.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::links::DownloadTicket;
+use super::{Sluice, Stored};
+use crate::actions::body::{self, Failure};
+use crate::actions::fields::{self, Plan, Source};
+use crate::actions::results::{default_name, large_files};
+use crate::actions::upstream::Payload;
+use crate::actions::{FileDelivery, replace_placeholders};
+use crate::auth::Caller;
+use crate::datauri::DataUri;
+use crate::error::Error;
+use crate::file::{FileMeta, SMALL_FILE_MAX};
+use crate::sha::Sha256;
+
+/// What an action returned.
+#[derive(Debug)]
+pub struct ActionOutcome {
+    /// The upstream's answer, as a JSON object, large files replaced by links.
+    pub result: Map<String, Value>,
+    /// How many files of the answer were replaced by links.
+    pub files_linked: usize,
+}
+
+/// A file from a result, as the model receives it.
+#[derive(Debug, Serialize)]
+pub struct ResultFile {
+    /// `$uploadedFile:…`: passes the file on to another action.
+    pub handle: String,
+    /// The download link and what it pins.
+    #[serde(flatten)]
+    pub ticket: DownloadTicket,
+}
+
+impl Sluice {
+    /// Runs action `name` with `fields` for `caller`.
+    pub async fn execute_action(
+        &self,
+        caller: &Caller,
+        name: &str,
+        fields: Value,
+    ) -> Result<ActionOutcome, Error> {
+        let actions = self.actions();
+        let action = actions
+            .catalog()
+            .get(name)
+            .ok_or_else(|| Error::UnknownAction(name.to_owned()))?;
+        let redeem = |handle: &str| self.redeem_handle(caller, handle);
+        let plan = fields::plan(&redeem, action, fields)?;
+        let limits = actions.limits();
+        if action.file_delivery == FileDelivery::DataUri && plan.total_bytes() > limits.max_bytes {
+            return Err(Error::Invalid(format!(
+                "the files of this call are {} bytes together, over the limit of {} bytes an action may send: send fewer or smaller files",
+                plan.total_bytes(),
+                limits.max_bytes
+            )));
+        }
+        self.check_stored(&plan).await?;
+        let max_answer = usize::try_from(limits.max_bytes).unwrap_or(usize::MAX);
+        let payload = match action.file_delivery {
+            FileDelivery::DataUri => {
+                let failure = Failure::default();
+                let body = body::build(
+                    self.parts().store.clone(),
+                    actions.reads(),
+                    &failure,
+                    &action.name,
+                    &caller.owner,
+                    &plan,
+                )?;
+                Payload::Stream {
+                    length: body.length,
+                    stream: body.stream,
+                    failure,
+                }
+            }
+            FileDelivery::Link => {
+                let values = self.link_files(caller, &plan).await?;
+                Payload::Json(
+                    serde_json::to_vec(&json!({
+                        "action": action.name,
+                        "user": caller.sub,
+                        "fields": values,
+                    }))
+                    .map_err(Error::internal)?,
+                )
+            }
+        };
+        tracing::info!(action = %action.name, files = plan.files.len(), "calling an action's upstream");
+        let mut result = actions
+            .upstreams()
+            .call(action, payload, max_answer)
+            .await?;
+        let files_linked = self.externalize(caller, &action.name, &mut result).await?;
+        let Value::Object(result) = result else {
+            return Err(Error::bug("an upstream answer is made an object"));
+        };
+        Ok(ActionOutcome {
+            result,
+            files_linked,
+        })
+    }
+
+    /// Checks that each stored file of `plan` is there and matches what its
+    /// handle pins, a bounded number at once; the first failure cancels the rest.
+    async fn check_stored(&self, plan: &Plan) -> Result<(), Error> {
+        let checks = plan.files.iter().filter_map(|f| match &f.source {
+            Source::Stored(meta) => Some((f.field.clone(), meta.clone())),
+            Source::Inline(_) => None,
+        });
+        // All at once here: the read slots bound how many run.
+        let checks = checks.map(|(field, meta)| async move {
+            self.actions()
+                .reads()
+                .run(&field, async {
+                    match self.stored(&meta).await? {
+                        Stored::Ready(_) => Ok(()),
+                        Stored::Missing => Err(Error::field(
+                            &field,
+                            format!(
+                                "{} has not been uploaded yet: run the curl command from request_upload first, then call this again",
+                                meta.filename
+                            ),
+                        )),
+                        Stored::Mismatch => Err(Error::field(
+                            &field,
+                            "the stored file does not match its pinned size and sha256: upload it again with request_upload",
+                        )),
+                    }
+                })
+                .await
+        });
+        futures_util::future::try_join_all(checks).await.map(drop)
+    }
+
+    /// The fields with each file as `{url, size, sha256, name, content_type,
+    /// expires_at}`. Every occurrence gets its own single-use link, so an
+    /// upstream can fetch each one; inline files are stored first, so the
+    /// upstream always receives one shape.
+    async fn link_files(&self, caller: &Caller, plan: &Plan) -> Result<Value, Error> {
+        let mut values = Value::Object(plan.values.clone());
+        let mut order = Vec::new();
+        replace_placeholders(&mut values, &mut |s| {
+            order.extend(plan.file_of(s));
+            None
+        });
+        let mut stored: Vec<Option<FileMeta>> = vec![None; plan.files.len()];
+        let mut links = std::collections::VecDeque::with_capacity(order.len());
+        for index in order {
+            let meta = match (&plan.files[index].source, &stored[index]) {
+                (Source::Stored(meta), _) | (Source::Inline(_), Some(meta)) => meta.clone(),
+                (Source::Inline(uri), None) => {
+                    let name = uri.name.clone().unwrap_or_else(|| "file".to_owned());
+                    let (meta, _) = self
+                        .store_inline(
+                            &caller.owner,
+                            name,
+                            uri.data.clone(),
+                            Sha256::of(&uri.data),
+                            Some(uri.mime.clone()),
+                        )
+                        .await?;
+                    stored[index] = Some(meta.clone());
+                    meta
+                }
+            };
+            // Stored files were checked by `check_stored`, inline ones just
+            // stored: no second request to the store.
+            let ticket = self.download_ticket(&meta);
+            links.push_back(json!({
+                "url": ticket.download.url,
+                "size": ticket.size,
+                "sha256": ticket.sha256,
+                "name": ticket.filename,
+                "content_type": ticket.content_type,
+                "expires_at": ticket.download.expires_at,
+            }));
+        }
+        replace_placeholders(&mut values, &mut |s| {
+            plan.file_of(s).and_then(|_| links.pop_front())
+        });
+        Ok(values)
+    }
+
+    /// Replaces each data URI in `value` that decodes to more than
+    /// [`SMALL_FILE_MAX`] bytes by a file stored for `caller` and its
+    /// download link; returns how many.
+    async fn externalize(
+        &self,
+        caller: &Caller,
+        action: &str,
+        value: &mut Value,
+    ) -> Result<usize, Error> {
+        let mut stored = 0;
+        for pointer in large_files(value) {
+            let Some(slot) = value.pointer_mut(&pointer) else {
+                continue;
+            };
+            let Some(Ok(uri)) = slot.as_str().map(DataUri::parse) else {
+                continue;
+            };
+            if uri.data.len() <= SMALL_FILE_MAX {
+                continue;
+            }
+            // The upstream has run: nothing it named may fail the call now, so
+            // an unusable name or type falls back to a plain one.
+            let filename = uri
+                .name
+                .clone()
+                .filter(|n| !n.trim().is_empty() && n.len() <= super::issue::MAX_FILENAME_BYTES)
+                .unwrap_or_else(|| default_name(action, &uri.mime));
+            let content_type = crate::datauri::essence(&uri.mime);
+            let sha256 = Sha256::of(&uri.data);
+            // Never "try again": the action itself has already run.
+            let ran = |e: Error| {
+                let why = match e {
+                    Error::Internal(inner) => {
+                        tracing::error!(action, error = %inner, "a file in an action result could not be stored");
+                        "internal error".to_owned()
+                    }
+                    other => other.to_string(),
+                };
+                Error::Upstream(format!(
+                    "the action ran, but a file in its result could not be kept ({why}): check the result in the backend before running it again"
+                ))
+            };
+            let (file, handle) = self
+                .store_inline(
+                    &caller.owner,
+                    filename,
+                    uri.data,
+                    sha256,
+                    Some(content_type),
+                )
+                .await
+                .map_err(ran)?;
+            let ticket = self.download_ticket(&file);
+            tracing::info!(action, file_id = %file.id, size = file.size, "file in an action result stored");
+            *slot = serde_json::to_value(ResultFile { handle, ticket }).map_err(Error::internal)?;
+            stored += 1;
+        }
+        Ok(stored)
+    }
+}

@@ -1,0 +1,188 @@
+//! Which file a caller means, and what is known of the caller's files:
+//! a `file` argument is a handle (verified: signature, expiry, owner) or one
+//! of the caller's file ids (looked up in the records, never across
+//! owners) → a record marked pending is settled against the store (its
+//! bytes may have arrived straight at S3) → `list_files` pages through the
+//! caller's unexpired files, newest first.
+
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use serde::Serialize;
+
+use super::{Sluice, Stored};
+use crate::auth::{Caller, Scope};
+use crate::error::Error;
+use crate::file::{FileId, FileMeta, owner_hash};
+use crate::records::{Cursor, FileRecord};
+use crate::sha::Sha256;
+use crate::time::{now_unix, rfc3339};
+use crate::token::{Handle, TokenError};
+
+/// The page size of `list_files` when none is asked for.
+pub const DEFAULT_PAGE: usize = 50;
+/// The largest page of `list_files`.
+pub const MAX_PAGE: usize = 100;
+/// HEADs at once when pending entries are checked for their bytes.
+const HEADS_AT_ONCE: usize = 8;
+
+/// Whether a file's bytes have arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum FileState {
+    /// Issued; the upload has not completed.
+    Pending,
+    /// Uploaded and verified.
+    Ready,
+}
+
+/// One entry of `list_files`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FileListing {
+    /// The file's id.
+    pub file_id: String,
+    /// The name it was uploaded under.
+    pub filename: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Lowercase hex sha256.
+    pub sha256: Sha256,
+    /// The media type.
+    pub content_type: String,
+    /// `pending` until the bytes arrive, then `ready`.
+    pub state: FileState,
+    /// When it was issued (RFC 3339).
+    pub created_at: String,
+    /// When its handle and record expire (RFC 3339).
+    pub expires_at: String,
+}
+
+/// One page of `list_files`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FilePage {
+    /// The files, newest first.
+    pub files: Vec<FileListing>,
+    /// Pass as `cursor` for the next page; absent after the last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl Sluice {
+    /// Resolves a `file` argument: a handle (`$uploadedFile:…`) or a file id
+    /// of the caller's.
+    pub async fn resolve_file(&self, caller: &Caller, file: &str) -> Result<FileMeta, Error> {
+        let file = file.trim();
+        if let Some(id) = FileId::parse(file) {
+            return self.find_file(&caller.owner, &id).await;
+        }
+        self.redeem_handle(caller, file)
+    }
+
+    /// Verifies a handle for `caller`: its owner, or a service with `files:resolve`.
+    pub fn redeem_handle(&self, caller: &Caller, handle: &str) -> Result<FileMeta, Error> {
+        let h = Handle::decode(self.keys(), handle).map_err(|e| match e {
+            TokenError::Expired => Error::HandleExpired,
+            _ => Error::NotAHandle,
+        })?;
+        if h.file.owner != caller.owner && !caller.has(Scope::FilesResolve) {
+            return Err(Error::OtherUsersHandle);
+        }
+        Ok(h.file)
+    }
+
+    /// Finds file `id` among `owner`'s files. Another user's file id is
+    /// simply not found: ids are never resolved across owners.
+    pub async fn find_file(&self, owner: &str, id: &FileId) -> Result<FileMeta, Error> {
+        let record = self
+            .records()
+            .get(owner, id)
+            .await?
+            .filter(|r| r.file.owner == owner)
+            .ok_or_else(|| Error::UnknownFile(id.clone()))?;
+        if record.expires_at <= now_unix() {
+            return Err(Error::FileExpired(id.clone()));
+        }
+        Ok(record.file)
+    }
+
+    /// Notes that a file's bytes have arrived (uploads through sluice).
+    pub async fn file_stored(&self, file: &FileMeta) -> Result<(), Error> {
+        self.records().mark_ready(&file.owner, &file.id).await?;
+        Ok(())
+    }
+
+    /// A record marked pending whose bytes have arrived by now, and match
+    /// their pin ([`Sluice::stored`]: uploads straight to S3 are not seen
+    /// otherwise), is marked ready; returns the record brought up to date.
+    pub(crate) async fn settle(&self, mut record: FileRecord) -> Result<FileRecord, Error> {
+        if !record.ready && matches!(self.stored(&record.file).await?, Stored::Ready(_)) {
+            self.file_stored(&record.file).await?;
+            record.ready = true;
+        }
+        Ok(record)
+    }
+
+    /// [`Sluice::settle`] for each of `records`, with bounded-parallel HEADs.
+    pub(crate) async fn refresh(&self, records: Vec<FileRecord>) -> Result<Vec<FileRecord>, Error> {
+        futures_util::stream::iter(records)
+            .map(|record| self.settle(record))
+            .buffered(HEADS_AT_ONCE)
+            .try_collect()
+            .await
+    }
+
+    /// One page of the caller's unexpired files, newest first: at most
+    /// `limit` (default [`DEFAULT_PAGE`], at most [`MAX_PAGE`]), after `cursor`.
+    pub async fn list_files(
+        &self,
+        owner: &str,
+        limit: Option<usize>,
+        cursor: Option<&str>,
+    ) -> Result<FilePage, Error> {
+        let limit = limit.unwrap_or(DEFAULT_PAGE);
+        if !(1..=MAX_PAGE).contains(&limit) {
+            return Err(Error::Invalid(format!(
+                "limit must be between 1 and {MAX_PAGE}, got {limit}"
+            )));
+        }
+        let after = match cursor.map(str::trim).filter(|c| !c.is_empty()) {
+            None => None,
+            Some(c) => Some(
+                Cursor::decode(c)
+                    .filter(|c| c.owner == owner_hash(owner))
+                    .ok_or_else(|| {
+                        Error::Invalid(
+                            "this cursor is not one list_files returned to you: \
+                             pass next_cursor exactly, or leave it out for the first page"
+                                .into(),
+                        )
+                    })?,
+            ),
+        };
+        let page = self
+            .records()
+            .page(owner, limit, after.as_ref(), now_unix())
+            .await?;
+        let files = self
+            .refresh(page.records)
+            .await?
+            .into_iter()
+            .map(|r| FileListing {
+                file_id: r.file.id.to_string(),
+                filename: r.file.filename,
+                size: r.file.size,
+                sha256: r.file.sha256,
+                content_type: r.file.content_type,
+                state: if r.ready {
+                    FileState::Ready
+                } else {
+                    FileState::Pending
+                },
+                created_at: rfc3339(r.created_ms / 1000),
+                expires_at: rfc3339(r.expires_at),
+            })
+            .collect();
+        Ok(FilePage {
+            files,
+            next_cursor: page.next.map(|c| c.encode()),
+        })
+    }
+}

@@ -1,0 +1,245 @@
+//! Issuing a file, in this order: check the request (name, size, media
+//! type) → take one from the caller's issuing rate and admit the file
+//! under the caps on pending files, recording it pending
+//! ([`super::limits`]) → sign its handle → sign where its bytes go: a
+//! presigned PUT of a direct store, which itself enforces size, digest and
+//! single use, or a single-use link to sluice's own `PUT /uploads/{token}`
+//! ([`super::uploads`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Sluice;
+use crate::curl;
+use crate::error::Error;
+use crate::file::{FileId, FileMeta};
+use crate::sha::Sha256;
+use crate::store::{Access, ByteStream};
+use crate::time::{now_unix, rfc3339};
+use crate::token::{Handle, LinkToken, Method};
+
+/// The longest filename label accepted, in bytes.
+pub const MAX_FILENAME_BYTES: usize = 1024;
+
+/// What `request_upload` and `POST /uploads` take.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadRequest {
+    /// The file's name, e.g. `report.pdf`. Kept as a label; the upload command reads a file of this name from the current directory.
+    pub filename: String,
+    /// Exact size in bytes (e.g. from `stat -c %s FILE` or `wc -c < FILE`).
+    pub size: u64,
+    /// SHA-256 of the exact bytes, 64 hex digits (e.g. from `sha256sum FILE`).
+    pub sha256: Sha256,
+    /// The media type, e.g. `application/pdf`; guessed from the name when absent.
+    #[serde(default)]
+    pub content_type: Option<String>,
+}
+
+/// Where and how to send a file's bytes.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct UploadTarget {
+    /// The single-use URL.
+    pub url: String,
+    /// Always `PUT`.
+    pub method: &'static str,
+    /// Exactly the headers the client must send.
+    pub headers: BTreeMap<String, String>,
+    /// When the URL stops working (RFC 3339).
+    pub expires_at: String,
+}
+
+/// The answer to an upload request.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct UploadTicket {
+    /// `$uploadedFile:<token>`: what the model passes to actions.
+    pub handle: String,
+    /// The new file's id.
+    pub file_id: FileId,
+    /// Where to PUT the bytes.
+    pub upload: UploadTarget,
+    /// A ready-to-run upload command.
+    pub curl: String,
+    /// The largest size accepted.
+    pub max_bytes: u64,
+}
+
+impl Sluice {
+    /// Issues a handle and a single-use upload link for a file `owner` is about to upload.
+    pub async fn issue_upload(
+        &self,
+        owner: &str,
+        req: UploadRequest,
+    ) -> Result<UploadTicket, Error> {
+        let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
+        let target = self.upload_target(&file).await?;
+        // curl sets Content-Length from the file itself: a file of another
+        // size then fails the store's check at once, where an explicit header
+        // would leave the request waiting for bytes that never come.
+        let curl = curl::upload_command(
+            &target.url,
+            target
+                .headers
+                .iter()
+                .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+            curl::local_file_name(&file.filename),
+        );
+        Ok(UploadTicket {
+            handle,
+            file_id: file.id,
+            upload: target,
+            curl,
+            max_bytes: self.parts().max_upload_bytes,
+        })
+    }
+
+    /// Checks an upload request, admits and records the file as `id`, and
+    /// signs its handle.
+    pub(crate) async fn issue_file(
+        &self,
+        owner: &str,
+        req: UploadRequest,
+        id: FileId,
+    ) -> Result<(FileMeta, String), Error> {
+        let filename = req.filename.trim();
+        if filename.is_empty() {
+            return Err(Error::Invalid("filename must not be empty".into()));
+        }
+        if filename.len() > MAX_FILENAME_BYTES {
+            return Err(Error::Invalid(format!(
+                "filename is longer than {MAX_FILENAME_BYTES} bytes"
+            )));
+        }
+        let max = self.parts().max_upload_bytes;
+        if req.size > max {
+            return Err(Error::Invalid(format!(
+                "size {} is over the limit of {max} bytes",
+                req.size
+            )));
+        }
+        self.check_rate(owner)?;
+        let content_type = match req.content_type.as_deref().map(str::trim) {
+            None | Some("") => mime_guess::from_path(filename)
+                .first_or_octet_stream()
+                .essence_str()
+                .to_owned(),
+            Some(ct) => parse_content_type(ct)?,
+        };
+        let file = FileMeta {
+            id,
+            owner: owner.to_owned(),
+            filename: filename.to_owned(),
+            content_type,
+            size: req.size,
+            sha256: req.sha256,
+        };
+        let expires_at = now_unix() + self.parts().handle_ttl.as_secs() as i64;
+        self.admit(&file, expires_at).await?;
+        let handle = Handle {
+            file: file.clone(),
+            expires_at,
+        }
+        .encode(self.keys());
+        Ok((file, handle))
+    }
+
+    /// Where and how to PUT `file`'s bytes.
+    pub(crate) async fn upload_target(&self, file: &FileMeta) -> Result<UploadTarget, Error> {
+        let ttl = self.parts().upload_ttl;
+        let expires_at = now_unix() + ttl.as_secs() as i64;
+        let (url, headers) = match self.store().access() {
+            Access::Direct(presign) => {
+                let p = presign
+                    .presign_put(
+                        &file.object_key(),
+                        file.size,
+                        file.sha256,
+                        &file.content_type,
+                        ttl,
+                    )
+                    .await?;
+                tracing::info!(file_id = %file.id, size = file.size, "direct upload issued");
+                (p.url, p.headers.into_iter().collect())
+            }
+            Access::Proxied => {
+                let link = LinkToken::new(Method::Put, file.clone(), expires_at);
+                tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload issued");
+                (
+                    format!("{}/uploads/{}", self.base_url(), link.encode(self.keys())),
+                    BTreeMap::from([("Content-Type".to_owned(), file.content_type.clone())]),
+                )
+            }
+        };
+        Ok(UploadTarget {
+            url,
+            method: "PUT",
+            headers,
+            expires_at: rfc3339(expires_at),
+        })
+    }
+
+    /// Stores bytes already in memory as a new file of `owner` (callers
+    /// bound their size and have checked `sha256`); returns what it pins
+    /// and its handle.
+    pub(crate) async fn store_inline(
+        &self,
+        owner: &str,
+        filename: String,
+        data: Vec<u8>,
+        sha256: Sha256,
+        content_type: Option<String>,
+    ) -> Result<(FileMeta, String), Error> {
+        let req = UploadRequest {
+            filename,
+            size: data.len() as u64,
+            sha256,
+            content_type,
+        };
+        let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
+        let body: ByteStream = Box::pin(futures_util::stream::once(async move {
+            Ok(bytes::Bytes::from(data))
+        }));
+        self.store()
+            .put(&file.object_key(), file.size, file.sha256, body)
+            .await?;
+        self.file_stored(&file).await?;
+        tracing::info!(file_id = %file.id, size = file.size, "inline file stored");
+        Ok((file, handle))
+    }
+}
+
+/// Accepts a media type such as `text/plain; charset=utf-8`.
+fn parse_content_type(ct: &str) -> Result<String, Error> {
+    let bad = || {
+        Error::Invalid(format!(
+            "content_type {ct:?} is not a media type such as text/plain"
+        ))
+    };
+    if ct.len() > 255 || ct.chars().any(|c| c.is_control()) {
+        return Err(bad());
+    }
+    ct.parse::<mime::Mime>()
+        .map(|m| m.to_string())
+        .map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_types_are_parsed_and_junk_is_refused() {
+        assert_eq!(
+            parse_content_type("text/plain; charset=utf-8").unwrap(),
+            "text/plain; charset=utf-8"
+        );
+        for bad in ["not a type", "text/plain\n", &"x".repeat(300)] {
+            assert!(
+                matches!(parse_content_type(bad), Err(Error::Invalid(_))),
+                "{bad:?}"
+            );
+        }
+    }
+}

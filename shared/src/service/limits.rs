@@ -1,0 +1,131 @@
+//! The per-user limits the service applies when it issues a file, in this
+//! order: take one from the caller's issuing rate ([`crate::rate`]) → count
+//! the caller's pending files and the bytes they declare, and record the new
+//! file only if it fits under the caps, in one step of the record store →
+//! at a cap, find files among the pending ones that have been uploaded
+//! since (their records are brought up to date) and try once more → refuse
+//! with which cap, and when the oldest pending file expires.
+
+use super::Sluice;
+use crate::error::Error;
+use crate::file::FileMeta;
+use crate::records::{FileRecord, PendingCaps};
+use crate::time::{now_unix, rfc3339};
+
+impl Sluice {
+    /// Takes one file from `owner`'s issuing rate.
+    pub(crate) fn check_rate(&self, owner: &str) -> Result<(), Error> {
+        self.parts().issue_limit.check(owner)
+    }
+
+    /// Records a newly issued file, pending until its bytes arrive, unless
+    /// its owner already has as many pending files, or pending bytes, as
+    /// the caps allow (nothing recorded). Files uploaded straight to the
+    /// store are found ready before a refusal.
+    pub(crate) async fn admit(&self, file: &FileMeta, expires_at: i64) -> Result<(), Error> {
+        let record = FileRecord {
+            file: file.clone(),
+            created_ms: crate::time::now_millis(),
+            expires_at,
+            ready: false,
+        };
+        let (records, caps, now) = (self.records(), self.parts().pending_caps, now_unix());
+        // Cheap first: the count and the write in one step; the records
+        // only at a cap, to find uploaded ones still marked pending.
+        if records.put_within(&record, caps, now).await?.is_none() {
+            return Ok(());
+        }
+        let pending = records.pending(&file.owner, now, caps.files).await?;
+        let pending = self.refresh(pending).await?;
+        if records.put_within(&record, caps, now).await?.is_none() {
+            return Ok(());
+        }
+        Err(over_caps(caps, &pending, file.size, now))
+    }
+}
+
+/// The refusal of a file of `size` bytes beside `records` (an owner's
+/// pending files, some perhaps found ready), which leave no room under
+/// `caps`: which limit, and when the oldest pending file expires.
+fn over_caps(caps: PendingCaps, records: &[FileRecord], size: u64, now: i64) -> Error {
+    let pending: Vec<&FileRecord> = records.iter().filter(|r| !r.ready).collect();
+    let files = pending.len() as u64;
+    let bytes = pending
+        .iter()
+        .map(|r| r.file.size)
+        .fold(0u64, u64::saturating_add);
+    let next_expiry = pending
+        .iter()
+        .map(|r| r.expires_at)
+        .min()
+        .unwrap_or(now + 60);
+    let retry_after = u64::try_from(next_expiry - now).unwrap_or(1).max(1);
+    Error::Limited {
+        message: if files >= caps.files {
+            format!(
+                "you have {files} files waiting for their upload (the limit is {}): nothing \
+                 was issued; upload them, or wait until the oldest expires at {}",
+                caps.files,
+                rfc3339(next_expiry)
+            )
+        } else {
+            format!(
+                "your pending files already declare {bytes} bytes and this one {size} more \
+                 (the limit is {}): nothing was issued; upload them, or wait until the oldest \
+                 expires at {}",
+                caps.bytes,
+                rfc3339(next_expiry)
+            )
+        },
+        retry_after,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::FileId;
+    use crate::sha::Sha256;
+
+    fn pending(size: u64, expires_at: i64) -> FileRecord {
+        FileRecord {
+            file: FileMeta {
+                id: FileId::random(),
+                owner: "alice".into(),
+                filename: "a".into(),
+                content_type: "text/plain".into(),
+                size,
+                sha256: Sha256::of(b""),
+            },
+            created_ms: 0,
+            expires_at,
+            ready: false,
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_the_cap_reached_and_when_to_come_back() {
+        let caps = PendingCaps {
+            files: 2,
+            bytes: 100,
+        };
+        let full = [pending(1, 1_030), pending(1, 1_010)];
+        let Error::Limited {
+            message,
+            retry_after,
+        } = over_caps(caps, &full, 1, 1_000)
+        else {
+            panic!()
+        };
+        assert!(message.contains("2 files waiting"), "{message}");
+        assert_eq!(retry_after, 10);
+        let heavy = [pending(90, 1_500)];
+        let Error::Limited { message, .. } = over_caps(caps, &heavy, 20, 1_000) else {
+            panic!()
+        };
+        assert!(
+            message.contains("declare 90 bytes and this one 20 more"),
+            "{message}"
+        );
+    }
+}

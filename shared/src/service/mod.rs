@@ -1,0 +1,192 @@
+//! [`Sluice`]: the service every function calls in-process. Each file here
+//! is one concern, and states the order of its steps in its first lines:
+//!
+//! - [`issue`]: a file is asked for → checked → admitted under the caller's
+//!   limits → recorded pending → its handle and upload target signed.
+//! - [`uploads`]: bytes arrive on an upload link (proxied stores only) →
+//!   verified while they stream → stored → the file marked ready.
+//! - [`links`]: a download link is issued for a stored file, and redeemed:
+//!   verify → refuse if spent → find → check the pin → spend → deliver.
+//! - [`files`]: which file a caller means (a handle, a file id), what its
+//!   record says, and the caller's files a page at a time.
+//! - [`limits`]: the per-user rate and the caps on pending files.
+//! - [`small`]: the inline (base64) fallback for files of at most 16 KiB.
+//! - [`browser`]: a page for the person, its start, and its status.
+//! - [`actions`]: running an action whose File fields take handles.
+//!
+//! The service speaks the domain: its errors are [`crate::Error`]s, which
+//! the HTTP adapter ([`crate::http`]) and the MCP tools put on the wire.
+//! Below it sit the codecs and the storage traits ([`crate::store`],
+//! [`crate::records`], [`crate::ledger`]), which know nothing of it.
+
+pub mod actions;
+pub mod browser;
+pub mod files;
+pub mod issue;
+pub mod limits;
+pub mod links;
+pub mod small;
+pub mod uploads;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::actions::Actions;
+use crate::auth::AccessVerifier;
+use crate::error::Error;
+use crate::file::FileMeta;
+use crate::keys::Keyring;
+use crate::ledger::Ledger;
+use crate::rate::IssueLimit;
+use crate::records::{PendingCaps, RecordStore};
+use crate::store::{Access, ObjectInfo, ObjectStore, Pin};
+
+/// Everything a [`Sluice`] is built from.
+#[derive(Debug)]
+pub struct Parts {
+    /// Signing keys.
+    pub keys: Keyring,
+    /// Bearer token validation.
+    pub access: AccessVerifier,
+    /// Where objects live.
+    pub store: Arc<dyn ObjectStore>,
+    /// Where spent tokens are recorded.
+    pub ledger: Arc<dyn Ledger>,
+    /// Where file records live.
+    pub records: Arc<dyn RecordStore>,
+    /// The origin (and path prefix) clients reach sluice at: the base of
+    /// links and uploads.
+    pub public_url: Url,
+    /// The MCP endpoint's URL (the RFC 8707 resource).
+    pub mcp_url: Url,
+    /// Handle lifetime.
+    pub handle_ttl: Duration,
+    /// Download link lifetime.
+    pub link_ttl: Duration,
+    /// Upload link lifetime.
+    pub upload_ttl: Duration,
+    /// The largest file accepted.
+    pub max_upload_bytes: u64,
+    /// How long a presigned download URL (aws) is valid.
+    pub download_url_ttl: Duration,
+    /// The largest MCP request body.
+    pub mcp_max_body_bytes: usize,
+    /// Authorization servers for the protected-resource metadata.
+    pub auth_servers: Vec<Url>,
+    /// The configured actions (none: the action tools are not listed).
+    pub actions: Actions,
+    /// How long an upload's body may go without a byte.
+    pub body_idle_timeout: Duration,
+    /// How fast one user may have files issued.
+    pub issue_limit: IssueLimit,
+    /// Per-user caps on files waiting for their bytes.
+    pub pending_caps: PendingCaps,
+}
+
+/// The shared state of every function: cheap to clone.
+#[derive(Clone)]
+pub struct Sluice(Arc<Parts>);
+
+impl fmt::Debug for Sluice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sluice")
+            .field("public_url", &self.0.public_url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a file's object stands, as far as the store can tell without
+/// reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stored {
+    /// No object yet.
+    Missing,
+    /// The object is there, and the store vouches for it: a direct store
+    /// recorded the pinned digest; a proxied store verified every byte on
+    /// its way in (and reads verify again).
+    Ready(ObjectInfo),
+    /// The object differs from the pin, or a direct store cannot vouch
+    /// for its digest: it is never delivered or counted as uploaded.
+    Mismatch,
+}
+
+impl Sluice {
+    /// Assembles the state.
+    pub fn new(parts: Parts) -> Self {
+        Self(Arc::new(parts))
+    }
+
+    /// Everything the state was built from.
+    pub fn parts(&self) -> &Parts {
+        &self.0
+    }
+
+    /// The object store.
+    pub fn store(&self) -> &dyn ObjectStore {
+        &*self.0.store
+    }
+
+    /// The file records.
+    pub fn records(&self) -> &dyn RecordStore {
+        &*self.0.records
+    }
+
+    /// The spent-token ledger.
+    pub fn ledger(&self) -> &dyn Ledger {
+        &*self.0.ledger
+    }
+
+    /// The configured actions.
+    pub fn actions(&self) -> &Actions {
+        &self.0.actions
+    }
+
+    /// Bearer token validation.
+    pub fn access(&self) -> &AccessVerifier {
+        &self.0.access
+    }
+
+    /// The signing keys.
+    pub(crate) fn keys(&self) -> &Keyring {
+        &self.0.keys
+    }
+
+    /// The public base URL, without a trailing slash.
+    pub fn base_url(&self) -> &str {
+        self.0.public_url.as_str().trim_end_matches('/')
+    }
+
+    /// The MCP endpoint's URL, e.g. `https://files.example.com/mcp`.
+    pub fn mcp_url(&self) -> &str {
+        self.0.mcp_url.as_str()
+    }
+
+    /// Where the `mcp` function's routes are mounted: the MCP URL without
+    /// its final `/mcp`.
+    pub fn mcp_base_url(&self) -> &str {
+        self.mcp_url()
+            .strip_suffix("/mcp")
+            .unwrap_or(self.mcp_url())
+    }
+
+    /// Where `file`'s object stands: the one decision of whether stored
+    /// bytes match their pin, used by downloads, actions and every check of
+    /// whether a file is uploaded.
+    pub async fn stored(&self, file: &FileMeta) -> Result<Stored, Error> {
+        let Some(info) = self.store().head(&file.object_key()).await? else {
+            return Ok(Stored::Missing);
+        };
+        let direct = matches!(self.store().access(), Access::Direct(_));
+        Ok(match info.pin(file) {
+            Pin::Matches => Stored::Ready(info),
+            Pin::Unverified if !direct => Stored::Ready(info),
+            Pin::Unverified | Pin::Differs => {
+                tracing::warn!(file_id = %file.id, "stored object does not match its pin");
+                Stored::Mismatch
+            }
+        })
+    }
+}

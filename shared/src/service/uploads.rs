@@ -1,0 +1,90 @@
+//! An upload link redeemed: the bytes of a file arriving at sluice itself
+//! (proxied stores only; a direct store takes them at its presigned URL).
+//! In this order: refuse if the store is direct → verify the link → refuse
+//! a declared length other than the pinned size, before any byte is read →
+//! stream the body into the store, which checks size and digest and keeps
+//! nothing on a mismatch, under an idle timeout and the link's deadline →
+//! mark the file ready.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::Sluice;
+use crate::error::Error;
+use crate::file::FileId;
+use crate::sha::Sha256;
+use crate::store::{Access, ByteStream, idle_timeout};
+use crate::time::now_unix;
+use crate::token::Method;
+
+/// How long after its link expires an upload may still finish.
+pub const UPLOAD_GRACE_SECS: i64 = 10;
+
+/// What a stored upload answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Uploaded {
+    /// The file's id.
+    pub file_id: FileId,
+    /// Its size.
+    pub size: u64,
+    /// Its verified digest.
+    pub sha256: Sha256,
+}
+
+impl Sluice {
+    /// Stores `body` for the upload link `token`, enforcing what the link
+    /// pins. `declared` is the request's `Content-Length`, if it had one.
+    pub async fn accept_upload(
+        &self,
+        token: &str,
+        declared: Option<u64>,
+        body: ByteStream,
+    ) -> Result<Uploaded, Error> {
+        // With a direct store (S3) bytes go straight to it, never through here.
+        if let Access::Direct(_) = self.store().access() {
+            return Err(Error::NotFound);
+        }
+        let link = self.verify_link(token, Method::Put)?;
+        let file = link.file;
+        if let Some(len) = declared
+            && len != file.size
+        {
+            let why = format!(
+                "the body is {len} bytes but this link accepts exactly {}; nothing was stored",
+                file.size
+            );
+            return Err(if len > file.size {
+                Error::TooLarge(why)
+            } else {
+                Error::Invalid(why)
+            });
+        }
+        let body = idle_timeout(body, self.parts().body_idle_timeout);
+        // An upload started before the link expired may finish shortly after,
+        // never trickle on for ever.
+        let deadline = link.expires_at + UPLOAD_GRACE_SECS;
+        let left = u64::try_from(deadline - now_unix()).unwrap_or(0);
+        let key = file.object_key();
+        let put = self.store().put(&key, file.size, file.sha256, body);
+        let Ok(stored) = tokio::time::timeout(Duration::from_secs(left), put).await else {
+            tracing::info!(file_id = %file.id, jti = %link.jti, "upload ended at its link's expiry");
+            return Err(Error::UploadExpired);
+        };
+        if let Err(e) = stored {
+            tracing::info!(file_id = %file.id, jti = %link.jti, error = %e, "upload refused");
+            return Err(e.into());
+        }
+        tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload stored");
+        // The bytes are stored whatever happens here; a record left pending
+        // is found ready by the next listing.
+        if let Err(e) = self.file_stored(&file).await {
+            tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
+        }
+        Ok(Uploaded {
+            file_id: file.id,
+            size: file.size,
+            sha256: file.sha256,
+        })
+    }
+}
