@@ -30,7 +30,7 @@ fn the_template_sets_only_variables_the_config_reads() {
         .collect();
     for name in &names {
         assert!(
-            sluice::config::VARIABLES.contains(&name.as_str()),
+            sluice::config::settings::setting(name).is_some(),
             "{name} is not read by Config"
         );
     }
@@ -224,7 +224,7 @@ fn the_cargo_lambda_env_file_is_a_valid_configuration() {
     for (name, _) in &vars {
         if name.starts_with("SLUICE_") {
             assert!(
-                sluice::config::VARIABLES.contains(&name.as_str()),
+                sluice::config::settings::setting(name).is_some(),
                 "{name} is not read by Config"
             );
         }

@@ -1,0 +1,462 @@
+//! Configuration: read from the environment once, at start, into a typed
+//! struct, through one table of settings ([`settings::SETTINGS`]: each
+//! variable once, with its default, parser, group and doc). Every refusal
+//! names the variable. The rules that tie settings together live in one
+//! place ([`rules`]). Nothing else reads the environment.
+
+mod read;
+pub mod settings;
+#[cfg(test)]
+mod tests;
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tracing_subscriber::filter::Targets;
+use url::Url;
+
+use crate::actions::ActionLimits;
+use crate::keys::{KeyId, MasterSecret};
+use read::{Vars, invalid};
+
+/// Why the configuration was refused. The message names the variable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}: {reason}")]
+pub struct ConfigError {
+    /// The environment variable at fault.
+    pub var: &'static str,
+    /// What is wrong with its value.
+    pub reason: String,
+}
+
+/// Where objects and spent tokens live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A directory and an SQLite file under `SLUICE_DATA_DIR`.
+    Local,
+    /// S3 and DynamoDB.
+    Aws(Box<AwsConfig>),
+}
+
+/// The AWS resources (`SLUICE_BACKEND=aws`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwsConfig {
+    /// `SLUICE_S3_BUCKET`: objects and file records.
+    pub bucket: String,
+    /// `SLUICE_DYNAMODB_TABLE`: spent tokens (partition key `pk`, TTL `expires_at`).
+    pub table: String,
+    /// `SLUICE_AWS_REGION`; otherwise the SDK's chain (`AWS_REGION`).
+    pub region: Option<String>,
+    /// `SLUICE_S3_ENDPOINT_URL`: an S3 emulator, path-style.
+    pub s3_endpoint: Option<Url>,
+    /// `SLUICE_DYNAMODB_ENDPOINT_URL`: a DynamoDB emulator.
+    pub dynamodb_endpoint: Option<Url>,
+    /// `SLUICE_MASTER_SECRET_ID`: a Secrets Manager secret holding the master
+    /// secret, read at start (instead of `SLUICE_MASTER_SECRET`).
+    pub master_secret_id: Option<String>,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Which backends (`SLUICE_BACKEND`, `local` or `aws`; default `local`).
+    pub backend: Backend,
+    /// Whether the process runs inside AWS Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
+    pub lambda: bool,
+    /// How long a presigned S3 download URL is valid
+    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`, default and maximum 60).
+    pub download_url_ttl: Duration,
+    /// Address to listen on (`SLUICE_HOST`, default `127.0.0.1`).
+    pub host: IpAddr,
+    /// Port to listen on (`SLUICE_PORT`, default 8787; 0 picks a free one).
+    pub port: u16,
+    /// The origin clients reach sluice at (`SLUICE_PUBLIC_URL`); by default
+    /// the address it listens on.
+    pub public_url: Option<Url>,
+    /// Where local objects, the ledger and the generated secret live
+    /// (`SLUICE_DATA_DIR`, default `./.sluice`).
+    pub data_dir: PathBuf,
+    /// The master secret (`SLUICE_MASTER_SECRET`, at least 32 bytes). Local
+    /// mode generates and keeps one in the data directory when unset.
+    pub master_secret: Option<MasterSecret>,
+    /// The master secret's id (`SLUICE_KEY_ID`, default `k1`).
+    pub key_id: KeyId,
+    /// The secret being rotated out, still accepted for verification
+    /// (`SLUICE_PREVIOUS_MASTER_SECRET` with `SLUICE_PREVIOUS_KEY_ID`).
+    pub previous: Option<(KeyId, MasterSecret)>,
+    /// How long a handle is redeemable (`SLUICE_HANDLE_TTL_SECS`, default 45 min).
+    pub handle_ttl: Duration,
+    /// How long a download link is valid (`SLUICE_LINK_TTL_SECS`, default 5 min).
+    pub link_ttl: Duration,
+    /// How long an upload link is valid (`SLUICE_UPLOAD_TTL_SECS`, default 15 min).
+    pub upload_ttl: Duration,
+    /// The largest file accepted (`SLUICE_MAX_UPLOAD_BYTES`, default 5 GiB,
+    /// S3's limit for one PUT).
+    pub max_upload_bytes: u64,
+    /// Total bytes the local store may hold (`SLUICE_QUOTA_BYTES`, default 20 GiB).
+    pub quota_bytes: u64,
+    /// The `iss` bearer tokens must carry (`SLUICE_AUTH_ISSUER`, default `sluice-local`).
+    pub auth_issuer: String,
+    /// The `aud` bearer tokens must carry (`SLUICE_AUTH_AUDIENCE`). Unset:
+    /// with an authorization server's JWKS, the MCP URL itself (RFC 8707);
+    /// for local development tokens, `sluice`.
+    pub auth_audience: Option<String>,
+    /// Client ids whose access tokens are accepted without an `aud`
+    /// (`SLUICE_AUTH_CLIENT_IDS`, comma-separated): Cognito's shape, where an
+    /// access token names its `client_id` and says `token_use: access`.
+    pub auth_client_ids: Vec<String>,
+    /// A prefix that scopes carry at the authorization server
+    /// (`SLUICE_AUTH_SCOPE_PREFIX`, e.g. Cognito's `sluice/` for
+    /// `sluice/files:read`); stripped before the scope is read.
+    pub auth_scope_prefix: Option<String>,
+    /// Whether locally minted HS256 bearer tokens are accepted in aws mode
+    /// (`SLUICE_DEV_TOKENS=true`): for development without an
+    /// authorization server, never a silent fallback.
+    pub dev_tokens: bool,
+    /// The MCP endpoint's URL, when it is not `SLUICE_PUBLIC_URL` + `/mcp`
+    /// (`SLUICE_MCP_URL`, ending in `/mcp`): one prefix per function under
+    /// `cargo lambda watch`, say. It is the RFC 8707 resource.
+    pub mcp_url: Option<Url>,
+    /// Authorization servers listed in the protected-resource metadata
+    /// (`SLUICE_AUTH_SERVERS`, comma-separated URLs; default: the issuer, if
+    /// it is a URL).
+    pub auth_servers: Vec<Url>,
+    /// The authorization server's JWKS (`SLUICE_AUTH_JWKS_URL`): when set,
+    /// bearer tokens are RS256/ES256 tokens verified with its keys, and local
+    /// development tokens are refused.
+    pub auth_jwks_url: Option<Url>,
+    /// The least time between two JWKS fetches for unknown key ids
+    /// (`SLUICE_AUTH_JWKS_REFRESH_SECS`, default 30).
+    pub auth_jwks_refresh: Duration,
+    /// The largest MCP request body (`SLUICE_MCP_MAX_BODY_BYTES`, default 256 KiB).
+    pub mcp_max_body_bytes: u64,
+    /// Lifetime of locally minted bearer tokens (`SLUICE_DEV_TOKEN_TTL_SECS`, default 30 days).
+    pub dev_token_ttl: Duration,
+    /// What to log (`SLUICE_LOG`, default `info`): a level, or targets with
+    /// levels such as `sluice=debug,info`.
+    pub log: Targets,
+    /// Uploads and downloads through sluice at once (`SLUICE_MAX_TRANSFERS`,
+    /// default 256); more are answered 503 at once.
+    pub max_transfers: usize,
+    /// Open connections at once (`SLUICE_MAX_CONNECTIONS`, default 1024);
+    /// more wait to be accepted.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers
+    /// (`SLUICE_HEADER_READ_TIMEOUT_SECS`, default 10).
+    pub header_read_timeout: Duration,
+    /// How long an upload's body may go without a byte
+    /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
+    pub body_idle_timeout: Duration,
+    /// Files one user may have issued (uploads requested, small files
+    /// stored) per minute, sustained (`SLUICE_ISSUE_RATE_PER_MINUTE`,
+    /// default 120), and at once after a quiet spell (`SLUICE_ISSUE_BURST`,
+    /// default 60). More are answered 429 with `Retry-After`. Counted per
+    /// process: on Lambda, per warm instance.
+    pub issue_rate: crate::rate::IssueRate,
+    /// Files one user may have waiting for their bytes
+    /// (`SLUICE_MAX_PENDING_FILES`, default 100) and the bytes they may
+    /// declare in all (`SLUICE_MAX_PENDING_BYTES`, default 50 GiB); more are
+    /// answered 429 until some are uploaded or expire.
+    pub pending_caps: crate::records::PendingCaps,
+    /// Where the actions catalog comes from (`SLUICE_ACTIONS_FILE`, or in
+    /// aws mode `SLUICE_ACTIONS_S3_KEY`); `None`: no configured actions.
+    pub actions: Option<ActionsSource>,
+    /// Whether the local binary serves its example upstream and actions
+    /// (`SLUICE_EXAMPLE_ACTIONS`); unset: on in local mode when no catalog
+    /// is configured.
+    pub example_actions: Option<bool>,
+    /// How actions run (`SLUICE_ACTION_MAX_CONCURRENT_READS`, default 4;
+    /// `SLUICE_ACTION_READ_TIMEOUT_SECS`, default 15;
+    /// `SLUICE_ACTION_MAX_BYTES`, default 64 MiB).
+    pub action_limits: ActionLimits,
+}
+
+/// Where the actions catalog (TOML) is read from, once, at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActionsSource {
+    /// A file (`SLUICE_ACTIONS_FILE`).
+    File(PathBuf),
+    /// An object in the aws bucket (`SLUICE_ACTIONS_S3_KEY`): Lambda's
+    /// environment holds 4 KB, a catalog often more.
+    S3Key(String),
+}
+
+impl Config {
+    /// Reads and validates the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_vars(std::env::vars())
+    }
+
+    /// Reads and validates the given variables (the environment, in production).
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let vars = Vars::new(vars);
+        vars.check()?;
+        let backend = backend(&vars)?;
+        rules(&vars)?;
+        let config = Self {
+            backend,
+            lambda: vars.in_lambda(),
+            download_url_ttl: vars.secs("SLUICE_DOWNLOAD_URL_TTL_SECS")?,
+            host: vars
+                .value("SLUICE_HOST")
+                .and_then(|h| h.parse().ok())
+                .ok_or_else(|| invalid("SLUICE_HOST", "must be an IP address"))?,
+            port: vars
+                .value("SLUICE_PORT")
+                .and_then(|p| p.parse().ok())
+                .ok_or_else(|| invalid("SLUICE_PORT", "must be a port number"))?,
+            public_url: vars.url("SLUICE_PUBLIC_URL")?,
+            data_dir: PathBuf::from(vars.value("SLUICE_DATA_DIR").unwrap_or(".sluice")),
+            master_secret: vars.secret("SLUICE_MASTER_SECRET")?,
+            key_id: vars
+                .key_id("SLUICE_KEY_ID")?
+                .ok_or_else(|| invalid("SLUICE_KEY_ID", "must be set"))?,
+            previous: match (
+                vars.key_id("SLUICE_PREVIOUS_KEY_ID")?,
+                vars.secret("SLUICE_PREVIOUS_MASTER_SECRET")?,
+            ) {
+                (Some(id), Some(secret)) => Some((id, secret)),
+                _ => None,
+            },
+            handle_ttl: vars.secs("SLUICE_HANDLE_TTL_SECS")?,
+            link_ttl: vars.secs("SLUICE_LINK_TTL_SECS")?,
+            upload_ttl: vars.secs("SLUICE_UPLOAD_TTL_SECS")?,
+            max_upload_bytes: vars.positive("SLUICE_MAX_UPLOAD_BYTES")?,
+            quota_bytes: vars.positive("SLUICE_QUOTA_BYTES")?,
+            auth_issuer: vars.text("SLUICE_AUTH_ISSUER").unwrap_or_default(),
+            auth_audience: vars.text("SLUICE_AUTH_AUDIENCE"),
+            auth_client_ids: vars.list("SLUICE_AUTH_CLIENT_IDS"),
+            auth_scope_prefix: vars.text("SLUICE_AUTH_SCOPE_PREFIX"),
+            dev_tokens: vars.flag("SLUICE_DEV_TOKENS")?.unwrap_or(false),
+            mcp_url: vars.url("SLUICE_MCP_URL")?,
+            auth_servers: auth_servers(&vars)?,
+            auth_jwks_url: vars.url("SLUICE_AUTH_JWKS_URL")?,
+            auth_jwks_refresh: vars.secs("SLUICE_AUTH_JWKS_REFRESH_SECS")?,
+            mcp_max_body_bytes: vars.positive("SLUICE_MCP_MAX_BODY_BYTES")?,
+            dev_token_ttl: vars.secs("SLUICE_DEV_TOKEN_TTL_SECS")?,
+            log: vars
+                .value("SLUICE_LOG")
+                .unwrap_or("info")
+                .parse()
+                .map_err(|e| {
+                    invalid(
+                        "SLUICE_LOG",
+                        format!("not a level or target=level list ({e})"),
+                    )
+                })?,
+            actions: actions_source(&vars),
+            example_actions: vars.flag("SLUICE_EXAMPLE_ACTIONS")?,
+            action_limits: ActionLimits {
+                max_concurrent_reads: vars.count("SLUICE_ACTION_MAX_CONCURRENT_READS")?,
+                read_timeout: vars.secs("SLUICE_ACTION_READ_TIMEOUT_SECS")?,
+                max_bytes: vars.positive("SLUICE_ACTION_MAX_BYTES")?,
+            },
+            max_transfers: vars.count("SLUICE_MAX_TRANSFERS")?,
+            max_connections: vars.count("SLUICE_MAX_CONNECTIONS")?,
+            header_read_timeout: vars.secs("SLUICE_HEADER_READ_TIMEOUT_SECS")?,
+            body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,
+            pending_caps: crate::records::PendingCaps {
+                files: vars.positive("SLUICE_MAX_PENDING_FILES")?,
+                bytes: vars.positive("SLUICE_MAX_PENDING_BYTES")?,
+            },
+            issue_rate: crate::rate::IssueRate {
+                per_minute: vars.count32("SLUICE_ISSUE_RATE_PER_MINUTE")?,
+                burst: vars.count32("SLUICE_ISSUE_BURST")?,
+            },
+        };
+        Ok(config)
+    }
+}
+
+/// The backend and, for aws, its resources.
+fn backend(vars: &Vars) -> Result<Backend, ConfigError> {
+    if vars.value("SLUICE_BACKEND") != Some("aws") {
+        return Ok(Backend::Local);
+    }
+    let required = |var: &'static str| {
+        vars.text(var)
+            .ok_or_else(|| invalid(var, "required when SLUICE_BACKEND=aws"))
+    };
+    Ok(Backend::Aws(Box::new(AwsConfig {
+        bucket: required("SLUICE_S3_BUCKET")?,
+        table: required("SLUICE_DYNAMODB_TABLE")?,
+        region: vars.text("SLUICE_AWS_REGION"),
+        s3_endpoint: vars.url("SLUICE_S3_ENDPOINT_URL")?,
+        dynamodb_endpoint: vars.url("SLUICE_DYNAMODB_ENDPOINT_URL")?,
+        master_secret_id: vars.text("SLUICE_MASTER_SECRET_ID"),
+    })))
+}
+
+/// Where the actions catalog comes from ([`rules`] has refused both at once).
+fn actions_source(vars: &Vars) -> Option<ActionsSource> {
+    match (
+        vars.raw("SLUICE_ACTIONS_FILE"),
+        vars.raw("SLUICE_ACTIONS_S3_KEY"),
+    ) {
+        (Some(path), _) => Some(ActionsSource::File(PathBuf::from(path))),
+        (None, Some(key)) => Some(ActionsSource::S3Key(key.trim_start_matches('/').to_owned())),
+        (None, None) => None,
+    }
+}
+
+/// `SLUICE_AUTH_SERVERS`, or the issuer if it is a URL.
+fn auth_servers(vars: &Vars) -> Result<Vec<Url>, ConfigError> {
+    if vars.is_set("SLUICE_AUTH_SERVERS") {
+        return vars
+            .list("SLUICE_AUTH_SERVERS")
+            .iter()
+            .map(|u| read::url("SLUICE_AUTH_SERVERS", u))
+            .collect();
+    }
+    Ok(vars
+        .raw("SLUICE_AUTH_ISSUER")
+        .and_then(|i| Url::parse(i).ok())
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .into_iter()
+        .collect())
+}
+
+/// The rules that tie settings together, each refusal naming the variable
+/// to change. Every value has passed its own parser by now.
+fn rules(vars: &Vars) -> Result<(), ConfigError> {
+    let aws = vars.value("SLUICE_BACKEND") == Some("aws");
+    key_rules(vars, aws)?;
+    actions_rules(vars, aws)?;
+    auth_rules(vars, aws)?;
+    lifetime_rules(vars)
+}
+
+/// The master secret and its rotation.
+fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
+    let set = |var| vars.is_set(var);
+    let refuse = |var, why: &str| Err(invalid(var, why));
+    match (
+        set("SLUICE_PREVIOUS_KEY_ID"),
+        set("SLUICE_PREVIOUS_MASTER_SECRET"),
+    ) {
+        (false, true) => {
+            return refuse(
+                "SLUICE_PREVIOUS_KEY_ID",
+                "must be set with SLUICE_PREVIOUS_MASTER_SECRET",
+            );
+        }
+        (true, false) => {
+            return refuse(
+                "SLUICE_PREVIOUS_MASTER_SECRET",
+                "must be set with SLUICE_PREVIOUS_KEY_ID",
+            );
+        }
+        _ => {}
+    }
+    if set("SLUICE_PREVIOUS_KEY_ID")
+        && vars.value("SLUICE_PREVIOUS_KEY_ID") == vars.value("SLUICE_KEY_ID")
+    {
+        return refuse("SLUICE_PREVIOUS_KEY_ID", "must differ from SLUICE_KEY_ID");
+    }
+    if aws && !set("SLUICE_MASTER_SECRET") && !set("SLUICE_MASTER_SECRET_ID") {
+        return refuse(
+            "SLUICE_MASTER_SECRET",
+            "required when SLUICE_BACKEND=aws (or set SLUICE_MASTER_SECRET_ID)",
+        );
+    }
+    Ok(())
+}
+
+/// Where the actions catalog comes from.
+fn actions_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
+    let set = |var| vars.is_set(var);
+    let refuse = |var, why: &str| Err(invalid(var, why));
+    if let Some(key) = vars.raw("SLUICE_ACTIONS_S3_KEY") {
+        if set("SLUICE_ACTIONS_FILE") {
+            return refuse(
+                "SLUICE_ACTIONS_S3_KEY",
+                "set SLUICE_ACTIONS_FILE or SLUICE_ACTIONS_S3_KEY, not both",
+            );
+        }
+        if !aws {
+            return refuse(
+                "SLUICE_ACTIONS_S3_KEY",
+                "needs SLUICE_BACKEND=aws (locally, use SLUICE_ACTIONS_FILE)",
+            );
+        }
+        if key.starts_with("files/") || key.starts_with("records/") {
+            return refuse(
+                "SLUICE_ACTIONS_S3_KEY",
+                "must not be under files/ or records/, where uploads and records live",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Where bearer tokens come from.
+fn auth_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
+    let set = |var| vars.is_set(var);
+    let refuse = |var, why: &str| Err(invalid(var, why));
+    let jwks = set("SLUICE_AUTH_JWKS_URL");
+    let dev_tokens = vars.flag("SLUICE_DEV_TOKENS")?.unwrap_or(false);
+    if vars
+        .url("SLUICE_MCP_URL")?
+        .is_some_and(|u| !u.path().ends_with("/mcp"))
+    {
+        return refuse(
+            "SLUICE_MCP_URL",
+            "must be the MCP endpoint itself, ending in /mcp",
+        );
+    }
+    if let Some(url) = vars.url("SLUICE_AUTH_JWKS_URL")? {
+        // Keys that decide who may do what come over TLS; plain HTTP only
+        // from this machine (a local authorization server).
+        let loopback = url.scheme() == "http" && crate::actions::upstream_url_allowed(&url);
+        if url.scheme() != "https" && !loopback {
+            return refuse(
+                "SLUICE_AUTH_JWKS_URL",
+                "must be an https:// URL (http:// only on a loopback address)",
+            );
+        }
+    }
+    if set("SLUICE_AUTH_CLIENT_IDS") && !jwks {
+        return refuse(
+            "SLUICE_AUTH_CLIENT_IDS",
+            "needs SLUICE_AUTH_JWKS_URL: client ids are checked on an authorization server's tokens",
+        );
+    }
+    if set("SLUICE_AUTH_SCOPE_PREFIX") && !jwks {
+        return refuse(
+            "SLUICE_AUTH_SCOPE_PREFIX",
+            "needs SLUICE_AUTH_JWKS_URL: the prefix is read off an authorization server's scopes",
+        );
+    }
+    if aws && !jwks && !dev_tokens {
+        return refuse(
+            "SLUICE_AUTH_JWKS_URL",
+            "required when SLUICE_BACKEND=aws: name your authorization server's JWKS \
+             (or, for development only, set SLUICE_DEV_TOKENS=true to accept tokens from `sluice token`)",
+        );
+    }
+    if jwks && dev_tokens {
+        return refuse(
+            "SLUICE_DEV_TOKENS",
+            "cannot be set with SLUICE_AUTH_JWKS_URL: bearer tokens come from one place",
+        );
+    }
+    Ok(())
+}
+
+/// Lifetimes that bound one another.
+fn lifetime_rules(vars: &Vars) -> Result<(), ConfigError> {
+    let refuse = |var, why: &str| Err(invalid(var, why));
+    if vars.secs("SLUICE_DOWNLOAD_URL_TTL_SECS")? > Duration::from_secs(60) {
+        return refuse("SLUICE_DOWNLOAD_URL_TTL_SECS", "must be at most 60");
+    }
+    if vars.secs("SLUICE_UPLOAD_TTL_SECS")? > vars.secs("SLUICE_HANDLE_TTL_SECS")? {
+        return refuse(
+            "SLUICE_UPLOAD_TTL_SECS",
+            "must be at most SLUICE_HANDLE_TTL_SECS: an upload finishing after its handle expired would store a file nobody can use",
+        );
+    }
+    Ok(())
+}

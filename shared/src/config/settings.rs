@@ -1,0 +1,474 @@
+//! Every setting once: its variable, its group, its parser, its default,
+//! and one line of doc. [`super::Config::from_env`] reads through this
+//! table (a variable not in it cannot be read), and the README's
+//! configuration section is this table rendered ([`markdown`]; a test keeps
+//! them equal).
+
+/// Which part of sluice a setting concerns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// Where sluice runs and how it is reached.
+    Core,
+    /// Lifetimes, sizes, rates and timeouts.
+    Limits,
+    /// Bearer tokens and the authorization server.
+    Auth,
+    /// The aws backend.
+    Aws,
+    /// Actions and their upstreams.
+    Actions,
+}
+
+impl Group {
+    /// Every group, in the README's order.
+    pub const ALL: [Group; 5] = [
+        Group::Core,
+        Group::Limits,
+        Group::Auth,
+        Group::Aws,
+        Group::Actions,
+    ];
+
+    fn title(self) -> &'static str {
+        match self {
+            Group::Core => "Core",
+            Group::Limits => "Limits",
+            Group::Auth => "Auth",
+            Group::Aws => "AWS",
+            Group::Actions => "Actions",
+        }
+    }
+}
+
+/// How a setting's value is read; a value that does not parse stops the
+/// process with a message naming the variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parse {
+    /// Any text.
+    Text,
+    /// A whole number above zero.
+    Positive,
+    /// A whole number of seconds above zero.
+    Seconds,
+    /// `true`/`false` (`1`/`0`, `on`/`off`).
+    Flag,
+    /// An IP address.
+    Ip,
+    /// A port, 0 to 65535.
+    Port,
+    /// An `http(s)://` URL with a host, no credentials, query or fragment.
+    Url,
+    /// Comma-separated [`Parse::Url`]s.
+    Urls,
+    /// Comma-separated names.
+    List,
+    /// A master secret of at least 32 bytes (never echoed).
+    Secret,
+    /// A key id.
+    KeyId,
+    /// A log filter: a level, or targets with levels.
+    LogFilter,
+    /// One of the listed words.
+    OneOf(&'static [&'static str]),
+}
+
+/// What a setting is when its variable is unset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Default {
+    /// This value, read as if it were set.
+    Value(&'static str),
+    /// Nothing, or something worked out at start; the words say what.
+    Unset(&'static str),
+}
+
+/// One setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    /// The environment variable.
+    pub name: &'static str,
+    /// Its group.
+    pub group: Group,
+    /// How its value is read.
+    pub parse: Parse,
+    /// Its default.
+    pub default: Default,
+    /// What it means, in one line.
+    pub doc: &'static str,
+}
+
+const fn s(
+    name: &'static str,
+    group: Group,
+    parse: Parse,
+    default: Default,
+    doc: &'static str,
+) -> Setting {
+    Setting {
+        name,
+        group,
+        parse,
+        default,
+        doc,
+    }
+}
+
+use self::Default::{Unset, Value};
+use Group::{Actions, Auth, Aws, Core, Limits};
+
+/// Every setting, by group.
+pub const SETTINGS: &[Setting] = &[
+    s(
+        "SLUICE_BACKEND",
+        Core,
+        Parse::OneOf(&["local", "aws"]),
+        Value("local"),
+        "`local` (a directory and SQLite) or `aws` (S3 and DynamoDB)",
+    ),
+    s(
+        "SLUICE_HOST",
+        Core,
+        Parse::Ip,
+        Value("127.0.0.1"),
+        "address to listen on",
+    ),
+    s(
+        "SLUICE_PORT",
+        Core,
+        Parse::Port,
+        Value("8787"),
+        "port (`0` picks a free one)",
+    ),
+    s(
+        "SLUICE_PUBLIC_URL",
+        Core,
+        Parse::Url,
+        Unset("the listening address"),
+        "the origin (and path prefix) clients reach sluice at",
+    ),
+    s(
+        "SLUICE_MCP_URL",
+        Core,
+        Parse::Url,
+        Unset("`SLUICE_PUBLIC_URL` + `/mcp`"),
+        "the MCP endpoint's URL, ending in `/mcp`, when it has its own prefix (cargo lambda watch)",
+    ),
+    s(
+        "SLUICE_DATA_DIR",
+        Core,
+        Parse::Text,
+        Value(".sluice"),
+        "local objects, ledger, file records, generated secret",
+    ),
+    s(
+        "SLUICE_MASTER_SECRET",
+        Core,
+        Parse::Secret,
+        Unset("generated into `<data dir>/master.key`"),
+        "the master secret, at least 32 bytes",
+    ),
+    s(
+        "SLUICE_KEY_ID",
+        Core,
+        Parse::KeyId,
+        Value("k1"),
+        "the secret's id (`kid` of every token)",
+    ),
+    s(
+        "SLUICE_PREVIOUS_MASTER_SECRET",
+        Core,
+        Parse::Secret,
+        Unset("—"),
+        "a rotated-out secret, still accepted for verification (with `SLUICE_PREVIOUS_KEY_ID`)",
+    ),
+    s(
+        "SLUICE_PREVIOUS_KEY_ID",
+        Core,
+        Parse::KeyId,
+        Unset("—"),
+        "the rotated-out secret's id (with `SLUICE_PREVIOUS_MASTER_SECRET`)",
+    ),
+    s(
+        "SLUICE_LOG",
+        Core,
+        Parse::LogFilter,
+        Value("info"),
+        "what to log: a level (`debug`), or targets with levels (`sluice=debug,warn`)",
+    ),
+    s(
+        "SLUICE_HANDLE_TTL_SECS",
+        Limits,
+        Parse::Seconds,
+        Value("2700"),
+        "handle lifetime (45 min)",
+    ),
+    s(
+        "SLUICE_LINK_TTL_SECS",
+        Limits,
+        Parse::Seconds,
+        Value("300"),
+        "download link lifetime",
+    ),
+    s(
+        "SLUICE_UPLOAD_TTL_SECS",
+        Limits,
+        Parse::Seconds,
+        Value("900"),
+        "upload link lifetime (checked when the upload starts); at most the handle lifetime",
+    ),
+    s(
+        "SLUICE_MAX_UPLOAD_BYTES",
+        Limits,
+        Parse::Positive,
+        Value("5368709120"),
+        "largest file (5 GiB)",
+    ),
+    s(
+        "SLUICE_QUOTA_BYTES",
+        Limits,
+        Parse::Positive,
+        Value("21474836480"),
+        "bytes the local store may hold (20 GiB)",
+    ),
+    s(
+        "SLUICE_MCP_MAX_BODY_BYTES",
+        Limits,
+        Parse::Positive,
+        Value("262144"),
+        "largest MCP request body",
+    ),
+    s(
+        "SLUICE_MAX_TRANSFERS",
+        Limits,
+        Parse::Positive,
+        Value("256"),
+        "local: uploads and downloads through sluice at once; more get 503 with `Retry-After`",
+    ),
+    s(
+        "SLUICE_MAX_CONNECTIONS",
+        Limits,
+        Parse::Positive,
+        Value("1024"),
+        "open connections at once; more wait to be accepted",
+    ),
+    s(
+        "SLUICE_HEADER_READ_TIMEOUT_SECS",
+        Limits,
+        Parse::Seconds,
+        Value("10"),
+        "a connection that has not sent a request's headers by then is closed",
+    ),
+    s(
+        "SLUICE_BODY_IDLE_TIMEOUT_SECS",
+        Limits,
+        Parse::Seconds,
+        Value("30"),
+        "an upload whose body sends nothing for this long is ended (408)",
+    ),
+    s(
+        "SLUICE_ISSUE_RATE_PER_MINUTE",
+        Limits,
+        Parse::Positive,
+        Value("120"),
+        "files one user may have issued per minute; more get 429 with `Retry-After` (per process: on Lambda, per warm instance)",
+    ),
+    s(
+        "SLUICE_ISSUE_BURST",
+        Limits,
+        Parse::Positive,
+        Value("60"),
+        "files one user may have issued at once after a quiet spell",
+    ),
+    s(
+        "SLUICE_MAX_PENDING_FILES",
+        Limits,
+        Parse::Positive,
+        Value("100"),
+        "files one user may have waiting for their bytes; more get 429 until some are uploaded or expire",
+    ),
+    s(
+        "SLUICE_MAX_PENDING_BYTES",
+        Limits,
+        Parse::Positive,
+        Value("53687091200"),
+        "bytes one user's waiting files may declare (50 GiB)",
+    ),
+    s(
+        "SLUICE_AUTH_ISSUER",
+        Auth,
+        Parse::Text,
+        Value("sluice-local"),
+        "required `iss` of bearer tokens",
+    ),
+    s(
+        "SLUICE_AUTH_AUDIENCE",
+        Auth,
+        Parse::Text,
+        Unset("the MCP URL (with a JWKS); `sluice` (local tokens)"),
+        "required `aud` of bearer tokens",
+    ),
+    s(
+        "SLUICE_AUTH_JWKS_URL",
+        Auth,
+        Parse::Url,
+        Unset("—"),
+        "the authorization server's JWKS (https, or http on loopback); when set, only its RS256/ES256 tokens are accepted",
+    ),
+    s(
+        "SLUICE_AUTH_JWKS_REFRESH_SECS",
+        Auth,
+        Parse::Seconds,
+        Value("30"),
+        "least time between two JWKS fetches for unknown key ids",
+    ),
+    s(
+        "SLUICE_AUTH_SERVERS",
+        Auth,
+        Parse::Urls,
+        Unset("the issuer, if a URL"),
+        "authorization servers listed in the protected-resource metadata (comma-separated)",
+    ),
+    s(
+        "SLUICE_AUTH_CLIENT_IDS",
+        Auth,
+        Parse::List,
+        Unset("—"),
+        "with a JWKS: accept access tokens that name one of these clients (`client_id`, `token_use: access`) instead of an audience: Cognito",
+    ),
+    s(
+        "SLUICE_AUTH_SCOPE_PREFIX",
+        Auth,
+        Parse::Text,
+        Unset("—"),
+        "with a JWKS: the prefix the server puts on sluice's scopes (`sluice/` for `sluice/files:read`)",
+    ),
+    s(
+        "SLUICE_DEV_TOKENS",
+        Auth,
+        Parse::Flag,
+        Value("false"),
+        "aws mode: accept tokens from `sluice token` without an authorization server (development only)",
+    ),
+    s(
+        "SLUICE_DEV_TOKEN_TTL_SECS",
+        Auth,
+        Parse::Seconds,
+        Value("2592000"),
+        "lifetime of tokens from `sluice token` (30 days)",
+    ),
+    s(
+        "SLUICE_S3_BUCKET",
+        Aws,
+        Parse::Text,
+        Unset("— (required)"),
+        "the bucket for objects",
+    ),
+    s(
+        "SLUICE_DYNAMODB_TABLE",
+        Aws,
+        Parse::Text,
+        Unset("— (required)"),
+        "the table of spent tokens and file records",
+    ),
+    s(
+        "SLUICE_AWS_REGION",
+        Aws,
+        Parse::Text,
+        Unset("the SDK's chain (`AWS_REGION`)"),
+        "the region",
+    ),
+    s(
+        "SLUICE_S3_ENDPOINT_URL",
+        Aws,
+        Parse::Url,
+        Unset("AWS"),
+        "an S3 emulator's endpoint (path-style)",
+    ),
+    s(
+        "SLUICE_DYNAMODB_ENDPOINT_URL",
+        Aws,
+        Parse::Url,
+        Unset("AWS"),
+        "a DynamoDB emulator's endpoint",
+    ),
+    s(
+        "SLUICE_MASTER_SECRET_ID",
+        Aws,
+        Parse::Text,
+        Unset("—"),
+        "a Secrets Manager secret holding the master secret, read at cold start (instead of `SLUICE_MASTER_SECRET`)",
+    ),
+    s(
+        "SLUICE_DOWNLOAD_URL_TTL_SECS",
+        Aws,
+        Parse::Seconds,
+        Value("60"),
+        "lifetime of the presigned GET a link redirects to (at most 60)",
+    ),
+    s(
+        "SLUICE_ACTIONS_FILE",
+        Actions,
+        Parse::Text,
+        Unset("—"),
+        "the actions catalog (TOML), read at start",
+    ),
+    s(
+        "SLUICE_ACTIONS_S3_KEY",
+        Actions,
+        Parse::Text,
+        Unset("—"),
+        "aws: the catalog as an object in the bucket (e.g. `config/actions.toml`), read at start; not under `files/`",
+    ),
+    s(
+        "SLUICE_EXAMPLE_ACTIONS",
+        Actions,
+        Parse::Flag,
+        Unset("on in local mode without a catalog"),
+        "`true`/`false`: the example upstream and its two actions",
+    ),
+    s(
+        "SLUICE_ACTION_MAX_CONCURRENT_READS",
+        Actions,
+        Parse::Positive,
+        Value("4"),
+        "stored files checked or read at once for actions, process-wide",
+    ),
+    s(
+        "SLUICE_ACTION_READ_TIMEOUT_SECS",
+        Actions,
+        Parse::Seconds,
+        Value("15"),
+        "how long one such read may wait (for its object, or its next chunk)",
+    ),
+    s(
+        "SLUICE_ACTION_MAX_BYTES",
+        Actions,
+        Parse::Positive,
+        Value("67108864"),
+        "the most bytes of files one `data-uri` action sends, and of an upstream answer read",
+    ),
+];
+
+/// The setting of variable `name`.
+pub fn setting(name: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.name == name)
+}
+
+/// The README's configuration tables: one per group.
+pub fn markdown() -> String {
+    let mut out = String::new();
+    for group in Group::ALL {
+        out.push_str(&format!(
+            "#### {}\n\n| variable | default | meaning |\n|---|---|---|\n",
+            group.title()
+        ));
+        for s in SETTINGS.iter().filter(|s| s.group == group) {
+            let default = match s.default {
+                Value(v) => format!("`{v}`"),
+                Unset(words) => words.to_owned(),
+            };
+            out.push_str(&format!("| `{}` | {default} | {} |\n", s.name, s.doc));
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,302 @@
+//! The settings table and the rules, tested.
+
+use super::*;
+
+fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    Config::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+}
+
+#[test]
+fn defaults_need_no_variables() {
+    let c = config(&[]).unwrap();
+    assert_eq!(c.port, 8787);
+    assert_eq!(c.handle_ttl, Duration::from_secs(2700));
+    assert_eq!(c.link_ttl, Duration::from_secs(300));
+    assert!(c.master_secret.is_none());
+    assert_eq!(c.key_id.as_str(), "k1");
+}
+
+#[test]
+fn each_bad_value_is_refused_naming_its_variable() {
+    let cases: &[(&str, &str)] = &[
+        ("SLUICE_MASTER_SECRET", "too short"),
+        ("SLUICE_PORT", "99999"),
+        ("SLUICE_HOST", "localhost:80"),
+        ("SLUICE_HANDLE_TTL_SECS", "0"),
+        ("SLUICE_LINK_TTL_SECS", "-5"),
+        ("SLUICE_MAX_UPLOAD_BYTES", "lots"),
+        ("SLUICE_QUOTA_BYTES", "0"),
+        ("SLUICE_PUBLIC_URL", "ftp://example.com"),
+        ("SLUICE_PUBLIC_URL", "not a url"),
+        ("SLUICE_PUBLIC_URL", "https://user:pw@example.com"),
+        ("SLUICE_KEY_ID", "has space"),
+        ("SLUICE_AUTH_SERVERS", "https://ok.example, nope"),
+        ("SLUICE_MCP_MAX_BODY_BYTES", "0"),
+        ("SLUICE_AUTH_JWKS_URL", "file:///etc/keys"),
+        ("SLUICE_AUTH_JWKS_URL", "http://auth.example.com/jwks"),
+        ("SLUICE_AUTH_JWKS_REFRESH_SECS", "soon"),
+        ("SLUICE_BACKEND", "gcs"),
+        ("SLUICE_DOWNLOAD_URL_TTL_SECS", "61"),
+        ("SLUICE_LOG", "sluice=loud"),
+        ("SLUICE_ACTIONS_S3_KEY", "config/actions.toml"),
+        ("SLUICE_EXAMPLE_ACTIONS", "maybe"),
+        ("SLUICE_MCP_URL", "https://files.example.com/api"),
+        ("SLUICE_MCP_URL", "files.example.com/mcp"),
+        ("SLUICE_AUTH_CLIENT_IDS", "abc"),
+        ("SLUICE_AUTH_SCOPE_PREFIX", "sluice/"),
+        ("SLUICE_DEV_TOKENS", "yes"),
+        ("SLUICE_MAX_TRANSFERS", "0"),
+        ("SLUICE_MAX_CONNECTIONS", "many"),
+        ("SLUICE_HEADER_READ_TIMEOUT_SECS", "0"),
+        ("SLUICE_BODY_IDLE_TIMEOUT_SECS", "-3"),
+        ("SLUICE_ACTION_MAX_CONCURRENT_READS", "0"),
+        ("SLUICE_ACTION_READ_TIMEOUT_SECS", "-1"),
+        ("SLUICE_ACTION_MAX_BYTES", "lots"),
+    ];
+    for (var, value) in cases {
+        let err = config(&[(var, value)]).unwrap_err();
+        assert_eq!(err.var, *var, "{var}={value}");
+        assert!(err.to_string().starts_with(var));
+    }
+}
+
+#[test]
+fn the_log_filter_takes_levels_and_targets() {
+    use tracing::Level;
+    let c = config(&[("SLUICE_LOG", "sluice=debug,warn")]).unwrap();
+    assert!(c.log.would_enable("sluice::service", &Level::DEBUG));
+    assert!(!c.log.would_enable("hyper", &Level::INFO));
+    assert!(c.log.would_enable("hyper", &Level::WARN));
+    let c = config(&[]).unwrap();
+    assert!(c.log.would_enable("sluice", &Level::INFO));
+    assert!(!c.log.would_enable("sluice", &Level::DEBUG));
+}
+
+#[test]
+fn the_aws_backend_names_what_it_lacks() {
+    let secret = "s".repeat(32);
+    let base = [("SLUICE_BACKEND", "aws")];
+    assert_eq!(config(&base).unwrap_err().var, "SLUICE_S3_BUCKET");
+    let with_bucket = [("SLUICE_BACKEND", "aws"), ("SLUICE_S3_BUCKET", "b")];
+    assert_eq!(
+        config(&with_bucket).unwrap_err().var,
+        "SLUICE_DYNAMODB_TABLE"
+    );
+    let no_secret = [
+        ("SLUICE_BACKEND", "aws"),
+        ("SLUICE_S3_BUCKET", "b"),
+        ("SLUICE_DYNAMODB_TABLE", "t"),
+        ("SLUICE_DEV_TOKENS", "true"),
+    ];
+    assert_eq!(config(&no_secret).unwrap_err().var, "SLUICE_MASTER_SECRET");
+    let bad_endpoint = [
+        ("SLUICE_BACKEND", "aws"),
+        ("SLUICE_S3_BUCKET", "b"),
+        ("SLUICE_DYNAMODB_TABLE", "t"),
+        ("SLUICE_MASTER_SECRET", secret.as_str()),
+        ("SLUICE_DEV_TOKENS", "true"),
+        ("SLUICE_S3_ENDPOINT_URL", "localhost:9000"),
+    ];
+    assert_eq!(
+        config(&bad_endpoint).unwrap_err().var,
+        "SLUICE_S3_ENDPOINT_URL"
+    );
+    let ok = config(&bad_endpoint[..5]).unwrap();
+    assert!(matches!(ok.backend, Backend::Aws(ref a) if a.bucket == "b" && a.table == "t"));
+}
+
+#[test]
+fn the_actions_catalog_comes_from_one_place() {
+    assert_eq!(config(&[]).unwrap().actions, None);
+    let c = config(&[("SLUICE_ACTIONS_FILE", "/etc/sluice/actions.toml")]).unwrap();
+    assert_eq!(
+        c.actions,
+        Some(ActionsSource::File("/etc/sluice/actions.toml".into()))
+    );
+    let secret = "s".repeat(32);
+    let aws = [
+        ("SLUICE_BACKEND", "aws"),
+        ("SLUICE_S3_BUCKET", "b"),
+        ("SLUICE_DYNAMODB_TABLE", "t"),
+        ("SLUICE_MASTER_SECRET", secret.as_str()),
+        ("SLUICE_DEV_TOKENS", "true"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut vars = aws.to_vec();
+        vars.extend_from_slice(extra);
+        config(&vars)
+    };
+    assert_eq!(
+        with(&[("SLUICE_ACTIONS_S3_KEY", "config/actions.toml")])
+            .unwrap()
+            .actions,
+        Some(ActionsSource::S3Key("config/actions.toml".into()))
+    );
+    for bad in [
+        &[("SLUICE_ACTIONS_S3_KEY", "files/x.toml")][..],
+        &[
+            ("SLUICE_ACTIONS_S3_KEY", "a.toml"),
+            ("SLUICE_ACTIONS_FILE", "a.toml"),
+        ],
+    ] {
+        assert_eq!(with(bad).unwrap_err().var, "SLUICE_ACTIONS_S3_KEY");
+    }
+    let limits = config(&[
+        ("SLUICE_ACTION_MAX_CONCURRENT_READS", "2"),
+        ("SLUICE_ACTION_READ_TIMEOUT_SECS", "3"),
+    ])
+    .unwrap()
+    .action_limits;
+    assert_eq!(limits.max_concurrent_reads, 2);
+    assert_eq!(limits.read_timeout, Duration::from_secs(3));
+    assert_eq!(limits.max_bytes, 64 << 20);
+}
+
+/// In aws mode, tokens come from an authorization server unless
+/// development tokens are asked for by name: never a silent fallback.
+#[test]
+fn aws_mode_needs_an_authorization_server_or_an_explicit_dev_switch() {
+    let secret = "s".repeat(32);
+    let base = vec![
+        ("SLUICE_BACKEND", "aws"),
+        ("SLUICE_S3_BUCKET", "b"),
+        ("SLUICE_DYNAMODB_TABLE", "t"),
+        ("SLUICE_MASTER_SECRET", secret.as_str()),
+    ];
+    let err = config(&base).unwrap_err();
+    assert_eq!(err.var, "SLUICE_AUTH_JWKS_URL");
+    assert!(err.reason.contains("SLUICE_DEV_TOKENS=true"), "{err}");
+    let mut dev = base.clone();
+    dev.push(("SLUICE_DEV_TOKENS", "true"));
+    assert!(config(&dev).unwrap().dev_tokens);
+    let mut jwks = base.clone();
+    jwks.push(("SLUICE_AUTH_JWKS_URL", "https://auth.example.com/jwks"));
+    let c = config(&jwks).unwrap();
+    assert!(!c.dev_tokens);
+    assert_eq!(c.auth_audience, None, "the MCP URL, known at run time");
+    jwks.push(("SLUICE_DEV_TOKENS", "true"));
+    assert_eq!(config(&jwks).unwrap_err().var, "SLUICE_DEV_TOKENS");
+}
+
+#[test]
+fn cognito_settings_are_read_with_a_jwks() {
+    let c = config(&[
+        ("SLUICE_AUTH_JWKS_URL", "https://cognito.example/jwks"),
+        ("SLUICE_AUTH_CLIENT_IDS", "abc, def,"),
+        ("SLUICE_AUTH_SCOPE_PREFIX", "sluice/"),
+        (
+            "SLUICE_MCP_URL",
+            "https://x.example/lambda-url/sluice-mcp/mcp",
+        ),
+    ])
+    .unwrap();
+    assert_eq!(c.auth_client_ids, ["abc", "def"]);
+    assert_eq!(c.auth_scope_prefix.as_deref(), Some("sluice/"));
+    assert_eq!(
+        c.mcp_url.unwrap().as_str(),
+        "https://x.example/lambda-url/sluice-mcp/mcp"
+    );
+}
+
+#[test]
+fn lambda_is_detected_from_the_runtime_api_variable() {
+    assert!(
+        config(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")])
+            .unwrap()
+            .lambda
+    );
+    assert!(!config(&[]).unwrap().lambda);
+}
+
+#[test]
+fn a_previous_key_needs_both_halves_and_a_new_id() {
+    let secret = "x".repeat(32);
+    assert_eq!(
+        config(&[("SLUICE_PREVIOUS_MASTER_SECRET", &secret)])
+            .unwrap_err()
+            .var,
+        "SLUICE_PREVIOUS_KEY_ID"
+    );
+    assert_eq!(
+        config(&[
+            ("SLUICE_PREVIOUS_MASTER_SECRET", &secret),
+            ("SLUICE_PREVIOUS_KEY_ID", "k1")
+        ])
+        .unwrap_err()
+        .var,
+        "SLUICE_PREVIOUS_KEY_ID"
+    );
+    let c = config(&[
+        ("SLUICE_MASTER_SECRET", &"y".repeat(32)),
+        ("SLUICE_KEY_ID", "k2"),
+        ("SLUICE_PREVIOUS_MASTER_SECRET", &secret),
+        ("SLUICE_PREVIOUS_KEY_ID", "k1"),
+    ])
+    .unwrap();
+    assert_eq!(c.previous.unwrap().0.as_str(), "k1");
+}
+
+#[test]
+fn the_secret_never_appears_in_an_error() {
+    let err = config(&[("SLUICE_MASTER_SECRET", "hunter2-hunter2")]).unwrap_err();
+    assert!(!err.to_string().contains("hunter2"));
+}
+
+#[test]
+fn an_upload_ttl_longer_than_the_handle_ttl_is_refused() {
+    let err = config(&[("SLUICE_UPLOAD_TTL_SECS", "3000")]).unwrap_err();
+    assert_eq!(err.var, "SLUICE_UPLOAD_TTL_SECS");
+    assert!(err.reason.contains("SLUICE_HANDLE_TTL_SECS"), "{err}");
+    let ok = config(&[
+        ("SLUICE_UPLOAD_TTL_SECS", "3000"),
+        ("SLUICE_HANDLE_TTL_SECS", "3600"),
+    ])
+    .unwrap();
+    assert_eq!(ok.upload_ttl, Duration::from_secs(3000));
+}
+
+#[test]
+fn every_default_passes_its_own_parser_and_each_name_is_listed_once() {
+    let mut names = std::collections::BTreeSet::new();
+    for s in settings::SETTINGS {
+        assert!(names.insert(s.name), "{} is listed twice", s.name);
+        assert!(s.name.starts_with("SLUICE_"), "{}", s.name);
+        if let settings::Default::Value(v) = s.default {
+            let set = config(&[(s.name, v)]);
+            assert!(set.is_ok(), "{}={v}: {:?}", s.name, set.err());
+        }
+    }
+}
+
+/// The README's configuration section is the settings table rendered:
+/// `SLUICE_WRITE_README=1 cargo test -p sluice config::` rewrites it.
+#[test]
+fn the_readme_lists_exactly_the_settings_with_their_defaults() {
+    const BEGIN: &str = "<!-- settings: begin (generated from shared/src/config/settings.rs) -->\n";
+    const END: &str = "<!-- settings: end -->";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = (
+        readme.find(BEGIN).unwrap() + BEGIN.len(),
+        readme.find(END).unwrap(),
+    );
+    let expected = format!("\n{}", settings::markdown());
+    if readme[start..end] != expected && std::env::var_os("SLUICE_WRITE_README").is_some() {
+        let written = format!("{}{expected}{}", &readme[..start], &readme[end..]);
+        std::fs::write(&path, written).unwrap();
+        return;
+    }
+    assert!(
+        readme[start..end] == expected,
+        "README.md's configuration section differs from the settings table; \
+         run `SLUICE_WRITE_README=1 cargo test -p sluice config::` to rewrite it"
+    );
+    for s in settings::SETTINGS {
+        assert_eq!(
+            readme.matches(&format!("| `{}` |", s.name)).count(),
+            1,
+            "{}",
+            s.name
+        );
+    }
+}
