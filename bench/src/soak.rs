@@ -298,6 +298,7 @@ pub async fn run(secs: u64) -> anyhow::Result<String> {
         work.path(),
         &[
             ("SLUICE_HANDLE_TTL_SECS", "60"),
+            ("SLUICE_UPLOAD_TTL_SECS", "60"),
             ("SLUICE_LINK_TTL_SECS", "30"),
             ("SLUICE_BODY_IDLE_TIMEOUT_SECS", "5"),
             // One user, always with stalled bodies pending.

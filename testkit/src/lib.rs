@@ -1,8 +1,10 @@
 //! What the end-to-end tests (`tests/`) and the benchmarks (`bench/`) share,
-//! so that each exists once: the emulators, payload bytes, and where the
+//! so that each exists once: the emulators, sluice in-process over a
+//! temporary directory ([`inproc`]), payload bytes, and where the
 //! repository and its tools are.
 
 pub mod emulators;
+pub mod inproc;
 
 use std::path::{Path, PathBuf};
 

@@ -262,7 +262,13 @@ fn upload(server: &Server, token: &str, name: &str, data: &[u8]) -> String {
 #[test]
 fn an_expired_handle_is_refused_naming_the_field_and_the_next_step() {
     let upstream = Upstream::start();
-    let (server, _dir) = server(&upstream, &[("SLUICE_HANDLE_TTL_SECS", "1")]);
+    let (server, _dir) = server(
+        &upstream,
+        &[
+            ("SLUICE_HANDLE_TTL_SECS", "1"),
+            ("SLUICE_UPLOAD_TTL_SECS", "1"),
+        ],
+    );
     let token = server.token("alice", ALL);
     let handle = upload(&server, &token, "a.txt", b"hello");
     std::thread::sleep(std::time::Duration::from_millis(2100));

@@ -23,5 +23,7 @@ mod refusals;
 mod restart;
 mod rotation;
 mod roundtrip;
+mod routes;
+mod service;
 mod template;
 mod upload;

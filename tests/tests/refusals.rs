@@ -1,5 +1,5 @@
 //! Bad input gets a clear status and message, and tokens of one kind are
-//! never accepted as another (DESIGN.md, "Bad input and what it gets").
+//! never accepted as another (docs/ARCHITECTURE.md, "Invariants").
 
 use sluice::token::{Handle, LinkToken, Method};
 

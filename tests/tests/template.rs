@@ -1,6 +1,6 @@
 //! The deployment template and the code cannot drift: every environment
 //! variable the template sets is one the config reads, the AWS backend's
-//! required ones are all set, and the API has exactly DESIGN.md's routes.
+//! required ones are all set, and the API has exactly the routes of docs/ARCHITECTURE.md's three functions.
 
 use std::collections::BTreeSet;
 

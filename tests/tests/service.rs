@@ -1,0 +1,149 @@
+//! The service called directly, over the real local backends in a
+//! temporary directory (`sluice_testkit::inproc`): each refusal is the
+//! domain error it should be, and nothing is stored or spent by one.
+
+use sluice::service::Stored;
+use sluice::service::issue::UploadRequest;
+use sluice::{Caller, Error, Scope};
+use sluice_testkit::inproc::Local;
+
+fn request(data: &[u8]) -> UploadRequest {
+    UploadRequest {
+        filename: "notes.txt".into(),
+        size: data.len() as u64,
+        sha256: sluice::Sha256::of(data),
+        content_type: None,
+    }
+}
+
+fn caller(owner: &str, scopes: &[Scope]) -> Caller {
+    Caller {
+        sub: owner.into(),
+        owner: owner.into(),
+        scopes: scopes.iter().copied().collect(),
+    }
+}
+
+#[tokio::test]
+async fn a_file_is_missing_until_its_bytes_arrive_then_ready() {
+    let local = Local::new();
+    let ticket = local
+        .sluice
+        .issue_upload("alice", request(b"abc"))
+        .await
+        .unwrap();
+    let file = local
+        .sluice
+        .find_file("alice", &ticket.file_id)
+        .await
+        .unwrap();
+    assert_eq!(local.sluice.stored(&file).await.unwrap(), Stored::Missing);
+    assert!(matches!(
+        local.sluice.issue_download(&file).await,
+        Err(Error::NotUploaded)
+    ));
+    let small = local
+        .sluice
+        .upload_small(
+            "alice",
+            "b.txt".into(),
+            b"abc".to_vec(),
+            sluice::Sha256::of(b"abc"),
+            None,
+        )
+        .await
+        .unwrap();
+    let stored = local
+        .sluice
+        .find_file("alice", &small.file_id)
+        .await
+        .unwrap();
+    assert!(matches!(
+        local.sluice.stored(&stored).await.unwrap(),
+        Stored::Ready(_)
+    ));
+    assert_eq!(local.sluice.read_small(&stored).await.unwrap(), b"abc");
+}
+
+#[tokio::test]
+async fn file_ids_and_handles_never_cross_owners() {
+    let local = Local::new();
+    let ticket = local
+        .sluice
+        .issue_upload("alice", request(b"x"))
+        .await
+        .unwrap();
+    assert!(matches!(
+        local.sluice.find_file("mallory", &ticket.file_id).await,
+        Err(Error::UnknownFile(_))
+    ));
+    let mallory = caller("mallory", &[Scope::FilesRead]);
+    assert!(matches!(
+        local.sluice.redeem_handle(&mallory, &ticket.handle),
+        Err(Error::OtherUsersHandle)
+    ));
+    let service = caller("backend", &[Scope::FilesResolve]);
+    assert_eq!(
+        local
+            .sluice
+            .redeem_handle(&service, &ticket.handle)
+            .unwrap()
+            .owner,
+        "alice"
+    );
+    assert!(matches!(
+        local.sluice.redeem_handle(&mallory, "$uploadedFile:nope"),
+        Err(Error::NotAHandle)
+    ));
+}
+
+#[tokio::test]
+async fn a_wrong_digest_on_the_inline_fallback_stores_nothing() {
+    let local = Local::new();
+    let refused = local
+        .sluice
+        .upload_small(
+            "alice",
+            "a.txt".into(),
+            b"abc".to_vec(),
+            sluice::Sha256::of(b"abd"),
+            None,
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(Error::Invalid(ref m)) if m.contains("nothing was stored")),
+        "{refused:?}"
+    );
+    let page = local.sluice.list_files("alice", None, None).await.unwrap();
+    assert!(page.files.is_empty(), "{:?}", page.files);
+}
+
+#[tokio::test]
+async fn the_pending_caps_refuse_with_a_time_to_come_back() {
+    let local = Local::with(&[("SLUICE_MAX_PENDING_FILES", "2")]);
+    for _ in 0..2 {
+        local
+            .sluice
+            .issue_upload("alice", request(b"y"))
+            .await
+            .unwrap();
+    }
+    match local.sluice.issue_upload("alice", request(b"y")).await {
+        Err(Error::Limited {
+            message,
+            retry_after,
+        }) => {
+            assert!(message.contains("2 files waiting"), "{message}");
+            assert!(retry_after > 0);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        local
+            .sluice
+            .issue_upload("bob", request(b"y"))
+            .await
+            .is_ok(),
+        "caps are per user"
+    );
+}
