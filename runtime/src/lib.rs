@@ -136,7 +136,9 @@ async fn load_catalog(
 /// A Secrets Manager secret's string, for an action's auth header.
 async fn read_action_secret(config: &Config, id: &str) -> Result<String, String> {
     match &config.backend {
-        Backend::Aws(aws) => sluice_aws::read_secret(id, aws.region.as_deref()).await,
+        Backend::Aws(aws) => sluice_aws::read_secret(id, aws.region.as_deref())
+            .await
+            .map_err(|e| e.to_string()),
         Backend::Local => Err(format!(
             "secret_id {id:?} is read from AWS Secrets Manager, which needs SLUICE_BACKEND=aws: locally, give the value"
         )),
@@ -197,7 +199,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
 async fn secret_manager_keys(id: &str, region: Option<&str>) -> Result<Keyring, StartError> {
     let (current, previous) = sluice_aws::read_secret_versions(id, region)
         .await
-        .map_err(StartError::Secret)?;
+        .map_err(|e| StartError::Secret(e.to_string()))?;
     let key = |v: &sluice_aws::SecretVersion| {
         let secret = MasterSecret::new(v.value.trim().as_bytes().to_vec())
             .map_err(|e| StartError::Secret(format!("SLUICE_MASTER_SECRET_ID {id}: {e}")))?;

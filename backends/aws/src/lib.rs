@@ -52,9 +52,15 @@ fn endpoint(url: &Url) -> &str {
     url.as_str().trim_end_matches('/')
 }
 
-/// Reads a secret string from AWS Secrets Manager (the master secret, at
-/// cold start).
-pub async fn read_secret(secret_id: &str, region: Option<&str>) -> Result<String, String> {
+/// Why a secret could not be read from AWS Secrets Manager; the message
+/// names the secret (never its value).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SecretError(String);
+
+/// Reads a secret string from AWS Secrets Manager (an action's upstream
+/// key, at cold start).
+pub async fn read_secret(secret_id: &str, region: Option<&str>) -> Result<String, SecretError> {
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(region) = region {
         loader = loader.region(aws_config::Region::new(region.to_owned()));
@@ -66,14 +72,14 @@ pub async fn read_secret(secret_id: &str, region: Option<&str>) -> Result<String
         .send()
         .await
         .map_err(|e| {
-            format!(
+            SecretError(format!(
                 "reading secret {secret_id}: {}",
                 aws_sdk_secretsmanager::error::DisplayErrorContext(e)
-            )
+            ))
         })?;
     out.secret_string()
         .map(str::to_owned)
-        .ok_or_else(|| format!("secret {secret_id} has no string value"))
+        .ok_or_else(|| SecretError(format!("secret {secret_id} has no string value")))
 }
 
 /// One version of a secret: its Secrets Manager version id and its value.
@@ -92,7 +98,7 @@ pub struct SecretVersion {
 pub async fn read_secret_versions(
     secret_id: &str,
     region: Option<&str>,
-) -> Result<(SecretVersion, Option<SecretVersion>), String> {
+) -> Result<(SecretVersion, Option<SecretVersion>), SecretError> {
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(region) = region {
         loader = loader.region(aws_config::Region::new(region.to_owned()));
@@ -110,7 +116,7 @@ pub async fn read_secret_versions(
             {
                 Ok(out) => {
                     let value = out.secret_string().ok_or_else(|| {
-                        format!("secret {secret_id} ({stage}) has no string value")
+                        SecretError(format!("secret {secret_id} ({stage}) has no string value"))
                     })?;
                     Ok(Some(SecretVersion {
                         version_id: out.version_id().unwrap_or(stage).to_owned(),
@@ -125,14 +131,16 @@ pub async fn read_secret_versions(
                 {
                     Ok(None)
                 }
-                Err(e) => Err(format!(
+                Err(e) => Err(SecretError(format!(
                     "reading secret {secret_id} ({stage}): {}",
                     aws_sdk_secretsmanager::error::DisplayErrorContext(e)
-                )),
+                ))),
             }
         }
     };
-    let current = read("AWSCURRENT").await?.ok_or("no current version")?;
+    let current = read("AWSCURRENT")
+        .await?
+        .ok_or_else(|| SecretError(format!("secret {secret_id} has no current version")))?;
     let previous = read("AWSPREVIOUS").await?;
     Ok((current, previous))
 }

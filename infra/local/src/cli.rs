@@ -137,43 +137,13 @@ fn serve(config: Config) -> Result<(), StartError> {
         }
         let local = backends.local();
         let sluice = backends.sluice(&config, url);
-        let base = sluice.base_url().to_owned();
-        // The first line is machine-readable: scripts and tests wait for it.
-        println!("sluice listening on {base}");
-        match &config.backend {
-            sluice::Backend::Local => println!("data directory: {}", config.data_dir.display()),
-            sluice::Backend::Aws(aws) => {
-                println!("backend: s3://{} and DynamoDB table {}", aws.bucket, aws.table)
-            }
-        }
-        let actions: Vec<&str> = sluice
-            .actions()
-            .catalog()
-            .actions()
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect();
-        if actions.is_empty() {
-            println!("actions: none (set SLUICE_ACTIONS_FILE to add some)");
-        } else {
-            println!("actions: {}", actions.join(", "));
-        }
-        // Printed tokens end up in terminals and scrollback: short-lived.
-        // `sluice token` mints longer-lived ones, when asked.
-        let printed_ttl = PRINTED_TOKEN_TTL.min(config.dev_token_ttl);
-        match sluice.access().mint("dev", &default_scopes(), printed_ttl) {
-            Some(dev) => {
-                println!(
-                    "dev bearer token (user 'dev', files:read files:write actions:execute; valid {} h, \
-                     `sluice token` mints more):\n  {dev}",
-                    printed_ttl.as_secs() / 3600
-                );
-                println!("connect Claude Code:\n  claude mcp add --transport http sluice {base}/mcp --header \"Authorization: Bearer {dev}\"");
-            }
-            None => println!("bearer tokens: from the authorization server (SLUICE_AUTH_JWKS_URL)"),
-        }
+        announce(&config, &sluice);
         if let Some(local) = local {
-            tokio::spawn(crate::sweep_forever(local, config.handle_ttl, config.link_ttl));
+            tokio::spawn(crate::sweep_forever(
+                local,
+                config.handle_ttl,
+                config.link_ttl,
+            ));
         }
         let mut app = crate::app(sluice);
         if examples {
@@ -185,10 +155,59 @@ fn serve(config: Config) -> Result<(), StartError> {
             runtime::ServeLimits::from_config(&config),
             runtime::shutdown_signal(),
         )
-            .await
-            .map_err(|source| StartError::Io {
-                what: "serving".into(),
-                source,
-            })
+        .await
+        .map_err(|source| StartError::Io {
+            what: "serving".into(),
+            source,
+        })
     })
+}
+
+/// What the server prints at start: where it listens, its backend, its
+/// actions, and a short-lived development token with the Claude Code line.
+fn announce(config: &Config, sluice: &sluice::Sluice) {
+    let base = sluice.base_url().to_owned();
+    // The first line is machine-readable: scripts and tests wait for it.
+    println!("sluice listening on {base}");
+    match &config.backend {
+        sluice::Backend::Local => println!("data directory: {}", config.data_dir.display()),
+        sluice::Backend::Aws(aws) => {
+            println!(
+                "backend: s3://{} and DynamoDB table {}",
+                aws.bucket, aws.table
+            )
+        }
+    }
+    let actions: Vec<&str> = sluice
+        .actions()
+        .catalog()
+        .actions()
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    if actions.is_empty() {
+        println!("actions: none (set SLUICE_ACTIONS_FILE to add some)");
+    } else {
+        println!("actions: {}", actions.join(", "));
+    }
+    // Printed tokens end up in terminals and scrollback: short-lived.
+    // `sluice token` mints longer-lived ones, when asked.
+    let printed_ttl = PRINTED_TOKEN_TTL.min(config.dev_token_ttl);
+    match sluice.access().mint("dev", &default_scopes(), printed_ttl) {
+        Some(dev) => {
+            println!(
+                "dev bearer token (user 'dev', files:read files:write actions:execute; valid {} h, \
+                 `sluice token` mints more):\n  {dev}",
+                printed_ttl.as_secs() / 3600
+            );
+            let add = format!(
+                "claude mcp add --transport http sluice {base}/mcp \
+                 --header \"Authorization: Bearer {dev}\""
+            );
+            println!("connect Claude Code:\n  {add}");
+        }
+        None => {
+            println!("bearer tokens: from the authorization server (SLUICE_AUTH_JWKS_URL)")
+        }
+    }
 }
