@@ -18,54 +18,39 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 
+/// Benchmarks sluice beside reference servers in the same run, every
+/// figure a ratio; `--out` writes the sections into BENCHMARKS.md.
+#[derive(Debug, clap::Parser)]
+#[command(name = "sluice-bench")]
 pub(crate) struct Args {
+    /// Size of the data-plane file, in MiB.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
     size_mib: u64,
+    /// Interleaved rounds of each measurement.
+    #[arg(long, value_name = "N", default_value_t = 5)]
     runs: usize,
+    /// Where to merge the sections written (BENCHMARKS.md).
+    #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Run one section only.
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda"])]
     only: Option<String>,
+    /// Requests of the MCP load.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
     requests: usize,
+    /// Concurrent clients of the MCP load.
+    #[arg(long, value_name = "N", default_value_t = 32)]
     concurrency: usize,
+    /// Size of the action bench's file, in MiB.
+    #[arg(long, value_name = "N", default_value_t = 256)]
     action_size_mib: u64,
+    /// Run the soak for this many seconds instead of the benchmarks.
+    #[arg(long = "soak", value_name = "SECS")]
     soak_secs: Option<u64>,
 }
 
-fn parse_args() -> anyhow::Result<Args> {
-    let mut args = Args {
-        size_mib: 1024,
-        runs: 5,
-        out: None,
-        only: None,
-        requests: 20_000,
-        concurrency: 32,
-        action_size_mib: 256,
-        soak_secs: None,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--size-mib" => args.size_mib = it.next().context("--size-mib N")?.parse()?,
-            "--runs" => args.runs = it.next().context("--runs N")?.parse()?,
-            "--out" => args.out = Some(it.next().context("--out FILE")?.into()),
-            "--only" => {
-                args.only = Some(
-                    it.next()
-                        .context("--only data|actions|mcp|backends|browser|scale|lambda")?,
-                )
-            }
-            "--requests" => args.requests = it.next().context("--requests N")?.parse()?,
-            "--concurrency" => args.concurrency = it.next().context("--concurrency N")?.parse()?,
-            "--action-size-mib" => {
-                args.action_size_mib = it.next().context("--action-size-mib N")?.parse()?
-            }
-            "--soak" => args.soak_secs = Some(it.next().context("--soak SECS")?.parse()?),
-            other => bail!(
-                "unknown argument {other:?} (known: --size-mib N, --runs N, --out FILE, \
-                 --only data|actions|mcp|backends|browser|scale|lambda, --requests N, --concurrency N, \
-                 --action-size-mib N, --soak SECS)"
-            ),
-        }
-    }
-    Ok(args)
+fn parse_args() -> Args {
+    <Args as clap::Parser>::parse()
 }
 
 fn main() -> anyhow::Result<()> {
@@ -84,7 +69,7 @@ fn main() -> anyhow::Result<()> {
             std::future::pending::<anyhow::Result<()>>().await
         });
     }
-    let args = parse_args()?;
+    let args = parse_args();
     if let Some(secs) = args.soak_secs {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

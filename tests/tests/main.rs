@@ -7,6 +7,7 @@ mod util;
 mod actions;
 mod aws;
 mod browser;
+mod cli;
 mod concurrency;
 mod contract;
 mod download;

@@ -2,23 +2,52 @@
 
 use std::process::ExitCode;
 
+use clap::{Parser, Subcommand};
 use sluice::{Config, Scope};
 use sluice_runtime::{self as runtime, StartError};
 
-const USAGE: &str = "\
-sluice: move files between AI clients and storage without the bytes passing through the model.
+/// sluice: move files between AI clients and storage without the bytes
+/// passing through the model.
+#[derive(Debug, Parser)]
+#[command(
+    name = "sluice",
+    version,
+    after_help = "Configuration comes from SLUICE_* environment variables; see the README's Configuration section."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
 
-Usage:
-  sluice                                   serve every route on SLUICE_HOST:SLUICE_PORT (127.0.0.1:8787)
-  sluice token [--user U] [--scope S]...   print a bearer token for this data directory
-                                           (default user 'dev', scopes files:read files:write
-                                           actions:execute)
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve every route on SLUICE_HOST:SLUICE_PORT (127.0.0.1:8787); the default.
+    Serve,
+    /// Print a local development bearer token for this data directory.
+    Token {
+        /// The user the token names (its `sub`).
+        #[arg(long, default_value = "dev")]
+        user: String,
+        /// Scopes to grant, one or more (`--scope a b` or `--scope a --scope b`);
+        /// by default files:read files:write actions:execute.
+        #[arg(long = "scope", num_args = 1.., value_parser = parse_scope)]
+        scopes: Vec<Scope>,
+    },
+}
 
-Configuration comes from SLUICE_* environment variables; see the README.";
+fn parse_scope(s: &str) -> Result<Scope, String> {
+    Scope::parse(s).ok_or_else(|| {
+        format!(
+            "unknown scope {s:?}; known: {}",
+            Scope::ALL.map(|s| s.as_str()).join(" ")
+        )
+    })
+}
 
 /// Runs the command line; returns the process exit code.
 pub fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Arguments first: `--help` works whatever the environment holds.
+    let cli = Cli::parse();
     let config = match Config::from_env() {
         Ok(c) => c,
         Err(e) => {
@@ -26,17 +55,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = match args.first().map(String::as_str) {
-        None | Some("serve") => serve(config),
-        Some("token") => token(&config, &args[1..]),
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        Some(other) => {
-            eprintln!("sluice: unknown command {other:?}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let result = match cli.command {
+        None | Some(Command::Serve) => serve(config),
+        Some(Command::Token { user, scopes }) => token(&config, &user, scopes),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -54,43 +75,7 @@ fn default_scopes() -> Vec<Scope> {
     crate::example::dev_scopes()
 }
 
-fn token(config: &Config, args: &[String]) -> Result<(), StartError> {
-    let mut user = "dev".to_owned();
-    let mut scopes = Vec::new();
-    let mut it = args.iter();
-    let usage = |msg: String| StartError::Io {
-        what: format!("{msg}\n\n{USAGE}"),
-        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-    };
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--user" => {
-                user = it
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| usage("--user needs a value".into()))?
-            }
-            "--scope" => {
-                // `--scope a b c` and `--scope a --scope b` both work.
-                let mut any = false;
-                for value in it.clone().take_while(|v| !v.starts_with("--")) {
-                    any = true;
-                    let scope = Scope::parse(value).ok_or_else(|| {
-                        usage(format!(
-                            "unknown scope {value:?}; known: {}",
-                            Scope::ALL.map(|s| s.as_str()).join(" ")
-                        ))
-                    })?;
-                    scopes.push(scope);
-                    it.next();
-                }
-                if !any {
-                    return Err(usage("--scope needs a value".into()));
-                }
-            }
-            other => return Err(usage(format!("unknown argument {other:?}"))),
-        }
-    }
+fn token(config: &Config, user: &str, mut scopes: Vec<Scope>) -> Result<(), StartError> {
     if scopes.is_empty() {
         scopes = default_scopes();
     }
@@ -98,16 +83,18 @@ fn token(config: &Config, args: &[String]) -> Result<(), StartError> {
     // The audience of a development token does not depend on the URL.
     let placeholder = url::Url::parse("http://127.0.0.1/").expect("a valid URL");
     let access = runtime::access_verifier(config, keys, &runtime::mcp_url(config, &placeholder));
-    match access.mint(&user, &scopes, config.dev_token_ttl) {
+    match access.mint(user, &scopes, config.dev_token_ttl) {
         Some(token) => {
             println!("{token}");
             Ok(())
         }
-        None => Err(usage(
-            "SLUICE_AUTH_JWKS_URL is set: bearer tokens come from that authorization server, \
-             and `sluice token` mints only local development tokens"
-                .into(),
-        )),
+        None => Err(StartError::Io {
+            what:
+                "SLUICE_AUTH_JWKS_URL is set: bearer tokens come from that authorization server, \
+                   and `sluice token` mints only local development tokens"
+                    .into(),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        }),
     }
 }
 

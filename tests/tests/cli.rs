@@ -1,0 +1,57 @@
+//! The `sluice` command line: help whatever the environment holds, tokens,
+//! and refusals that name the argument.
+
+use std::process::Command;
+
+use crate::util::{BIN, out_text};
+
+fn sluice(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(BIN)
+        .env_clear()
+        .envs(env.iter().copied())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn help_is_printed_even_with_a_bad_environment() {
+    for args in [&["--help"][..], &["token", "--help"], &["help", "token"]] {
+        let out = sluice(args, &[("SLUICE_PORT", "not a port")]);
+        assert!(out.status.success(), "{args:?}: {}", out_text(&out));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Usage: sluice"), "{args:?}: {text}");
+    }
+    let token_help = sluice(&["token", "--help"], &[]);
+    assert!(String::from_utf8_lossy(&token_help.stdout).contains("--scope"));
+}
+
+#[test]
+fn a_token_takes_scopes_either_way_and_refuses_an_unknown_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().display().to_string();
+    let env = [("SLUICE_DATA_DIR", data.as_str())];
+    for args in [
+        &["token", "--scope", "files:read", "files:write"][..],
+        &["token", "--scope", "files:read", "--scope", "files:write"],
+    ] {
+        let out = sluice(args, &env);
+        assert!(out.status.success(), "{args:?}: {}", out_text(&out));
+        let config = crate::util::config_for(dir.path());
+        let keys = sluice_runtime::local_keyring(&config).unwrap();
+        let verifier =
+            sluice::auth::AccessVerifier::new(keys, "sluice-local".into(), "sluice".into());
+        let token = String::from_utf8(out.stdout).unwrap();
+        let caller = tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(verifier.verify(token.trim()))
+            .unwrap();
+        assert!(caller.has(sluice::Scope::FilesRead) && caller.has(sluice::Scope::FilesWrite));
+        assert!(!caller.has(sluice::Scope::ActionsExecute), "{args:?}");
+    }
+    let out = sluice(&["token", "--scope", "files:everything"], &env);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown scope \"files:everything\""));
+    let out = sluice(&["frobnicate"], &env);
+    assert_eq!(out.status.code(), Some(2));
+}
