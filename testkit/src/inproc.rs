@@ -99,3 +99,39 @@ pub async fn call(
         body: body.collect().await.expect("a body").to_bytes(),
     }
 }
+
+/// One JSON-RPC message POSTed to `router`'s `/mcp` with `token`, as a
+/// stateless client sends it.
+pub async fn mcp(router: Router, token: &str, message: serde_json::Value) -> Answer {
+    let auth = format!("Bearer {token}");
+    call(
+        router,
+        "POST",
+        "/mcp",
+        &[
+            ("host", "127.0.0.1:8787"),
+            ("accept", "application/json, text/event-stream"),
+            ("content-type", "application/json"),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("authorization", auth.as_str()),
+        ],
+        message.to_string(),
+    )
+    .await
+}
+
+/// A `tools/call` of `tool` with `arguments`: its JSON-RPC `result`.
+pub async fn tool(
+    router: Router,
+    token: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> serde_json::Value {
+    let message = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    });
+    let answer = mcp(router, token, message).await;
+    assert_eq!(answer.status, StatusCode::OK, "{tool}: {:?}", answer.json());
+    answer.json()["result"].clone()
+}

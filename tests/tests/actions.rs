@@ -491,8 +491,8 @@ fn the_example_actions_work_with_no_configuration() {
 /// the DynamoDB emulator.
 #[test]
 fn actions_run_on_the_aws_backends() {
-    use crate::aws::{provision, start, token_with};
-    let emulators = crate::emulators::Emulators::start();
+    use crate::util::{aws_server as start, aws_token as token_with, provision};
+    let emulators = crate::util::Emulators::start();
     provision(&emulators, "actions");
     let upstream = Upstream::start();
     let dir = tempfile::tempdir().unwrap();
@@ -525,7 +525,7 @@ fn actions_run_on_the_aws_backends() {
 #[test]
 fn the_mcp_function_runs_actions_with_a_catalog_from_s3() {
     use crate::lambda::{event, invoke};
-    let emulators = crate::emulators::Emulators::start();
+    let emulators = crate::util::Emulators::start();
     let upstream = Upstream::start();
     tokio::runtime::Runtime::new().unwrap().block_on(async {
         let (store, _) = emulators.provision("lambda-actions").await;
@@ -540,8 +540,8 @@ fn the_mcp_function_runs_actions_with_a_catalog_from_s3() {
             .expect("catalog uploaded");
     });
     // A file uploaded through a sluice on the same bucket and secret.
-    let (server, _server_dir) = crate::aws::start(&emulators, "lambda-actions", &[]);
-    let token = crate::aws::token_with(&emulators, "alice", ALL);
+    let (server, _server_dir) = crate::util::aws_server(&emulators, "lambda-actions", &[]);
+    let token = crate::util::aws_token(&emulators, "alice", ALL);
     let data = bytes(2 << 20, 9);
     let handle = upload(&server, &token, "rapport final;v2 (été).pdf", &data);
 

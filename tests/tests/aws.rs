@@ -2,61 +2,13 @@
 //! lines run against a real SigV4-verifying S3 endpoint, and two replicas
 //! share one bucket and one table.
 
-use crate::concurrency::concurrently;
-use crate::emulators::Emulators;
-use crate::util::{Server, bytes, out_text, request, sh};
+use crate::util::{
+    Emulators, aws_server as start, aws_token, bytes, concurrently, out_text, provision, request,
+    sh,
+};
 
-/// Starts a sluice process on the AWS backends (bucket and table `name`),
-/// with the (unused) data directory it must still be given.
-pub fn start(
-    emulators: &Emulators,
-    name: &str,
-    extra: &[(&str, &str)],
-) -> (Server, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let env = emulators.env(name);
-    let mut vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    vars.extend_from_slice(extra);
-    (Server::start_in(dir.path(), &vars), dir)
-}
-
-pub fn provision(emulators: &Emulators, name: &str) {
-    tokio::runtime::Runtime::new()
-        .unwrap()
-        .block_on(emulators.provision(name));
-}
-
-/// A token for `user` that the AWS-mode servers accept (same master secret).
 fn token(emulators: &Emulators, user: &str) -> String {
-    token_with(emulators, user, &[])
-}
-
-/// A token for `user` with `scopes` (none: the default ones) that the
-/// AWS-mode servers accept.
-pub fn token_with(emulators: &Emulators, user: &str, scopes: &[&str]) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    let env = emulators.env("unused");
-    let secret = env
-        .iter()
-        .find(|(k, _)| *k == "SLUICE_MASTER_SECRET")
-        .unwrap()
-        .1
-        .clone();
-    let out = std::process::Command::new(crate::util::BIN)
-        .env_clear()
-        .env("SLUICE_DATA_DIR", dir.path())
-        .env("SLUICE_MASTER_SECRET", secret)
-        .args(["token", "--user", user])
-        .args(if scopes.is_empty() {
-            &[][..]
-        } else {
-            &["--scope"][..]
-        })
-        .args(scopes)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", out_text(&out));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    aws_token(emulators, user, &[])
 }
 
 #[test]
@@ -384,7 +336,7 @@ fn s3_refusing_access_is_unavailable_not_missing() {
             .behavior_version(aws_config::BehaviorVersion::latest())
             .region(aws_config::Region::new("us-east-1"))
             .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-                crate::emulators::ACCESS_KEY,
+                sluice_testkit::emulators::ACCESS_KEY,
                 "not-the-secret-key",
                 None,
                 None,

@@ -300,15 +300,15 @@ fn cors_front(upstream: String, allowed: Vec<String>) -> String {
 /// CORS rule, and the page's policy allows exactly that origin.
 #[test]
 fn the_page_uploads_straight_to_s3() {
-    let emulators = crate::emulators::Emulators::start();
-    crate::aws::provision(&emulators, "browser");
+    let emulators = crate::util::Emulators::start();
+    crate::util::provision(&emulators, "browser");
     let front = cors_front(
         emulators.s3_url.trim_start_matches("http://").to_owned(),
         template_cors_headers(),
     );
     let (server, _dir) =
-        crate::aws::start(&emulators, "browser", &[("SLUICE_S3_ENDPOINT_URL", &front)]);
-    let token = crate::aws::token_with(&emulators, "alice", &[]);
+        crate::util::aws_server(&emulators, "browser", &[("SLUICE_S3_ENDPOINT_URL", &front)]);
+    let token = crate::util::aws_token(&emulators, "alice", &[]);
     let page = request_page(&server, &token, "scan.pdf");
     let page_url = page["page_url"].as_str().unwrap();
     let csp = request("GET", page_url, &[], None)

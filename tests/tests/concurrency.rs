@@ -1,26 +1,8 @@
 //! Single use under contention: many concurrent redemptions, exactly one wins.
 
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 
-use crate::util::{Server, bytes, request, stored_objects};
-
-/// Runs `n` requests at once (released together by a barrier) and returns
-/// their statuses.
-pub fn concurrently(n: usize, f: impl Fn(usize) -> u16 + Send + Sync + 'static) -> Vec<u16> {
-    let barrier = Arc::new(Barrier::new(n));
-    let f = Arc::new(f);
-    let threads: Vec<_> = (0..n)
-        .map(|i| {
-            let barrier = barrier.clone();
-            let f = f.clone();
-            std::thread::spawn(move || {
-                barrier.wait();
-                f(i)
-            })
-        })
-        .collect();
-    threads.into_iter().map(|t| t.join().unwrap()).collect()
-}
+use crate::util::{Server, bytes, concurrently, request, stored_objects};
 
 fn count(statuses: &[u16], status: u16) -> usize {
     statuses.iter().filter(|s| **s == status).count()

@@ -12,7 +12,7 @@ use sluice::records::{Cursor, FileRecord, RecordStore, SqliteRecords};
 use sluice::store::{ByteStream, LocalStore, ObjectStore, StoreError};
 use sluice::{FileId, FileMeta, ObjectKey, Sha256};
 
-use crate::emulators::Emulators;
+use crate::util::Emulators;
 
 fn file(owner: &str, name: &str, data: &[u8]) -> FileMeta {
     FileMeta {

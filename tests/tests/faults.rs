@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::aws::{provision, start, token_with};
-use crate::emulators::Emulators;
+use crate::util::Emulators;
 use crate::util::{Server, bytes, call_tool, out_text, request, sh, stored_objects};
+use crate::util::{aws_server as start, aws_token as token_with, provision};
 
 /// Waits until `path` holds at least `len` bytes: the transfer is under way.
 fn wait_for_bytes(path: &Path, len: u64) {

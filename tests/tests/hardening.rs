@@ -397,10 +397,10 @@ fn a_locked_ledger_answers_503_and_spends_nothing() {
 /// The DynamoDB emulator down during a redemption: a clear 503, not a 500.
 #[test]
 fn dynamodb_down_during_a_redemption_answers_503() {
-    let mut emulators = crate::emulators::Emulators::start();
-    crate::aws::provision(&emulators, "outage");
-    let (server, _dir) = crate::aws::start(&emulators, "outage", &[]);
-    let token = crate::aws::token_with(&emulators, "alice", &[]);
+    let mut emulators = crate::util::Emulators::start();
+    crate::util::provision(&emulators, "outage");
+    let (server, _dir) = crate::util::aws_server(&emulators, "outage", &[]);
+    let token = crate::util::aws_token(&emulators, "alice", &[]);
     let ticket = server.upload(&token, "a.bin", &bytes(2000, 9));
     let link =
         server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]

@@ -38,7 +38,7 @@ pub fn invoke(function: &str, env: &[(&str, String)], events: Vec<Value>) -> Vec
 
 #[test]
 fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
-    let emulators = crate::emulators::Emulators::start();
+    let emulators = crate::util::Emulators::start();
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(emulators.provision("lambda"));
@@ -131,7 +131,7 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
 
 #[test]
 fn without_a_configured_public_url_the_api_gateway_domain_is_used() {
-    let emulators = crate::emulators::Emulators::start();
+    let emulators = crate::util::Emulators::start();
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(emulators.provision("domain"));

@@ -143,7 +143,7 @@ fn the_typescript_sdk_completes_oauth_against_a_real_authorization_server() {
 struct Deployed {
     gateway: crate::gateway::Gateway,
     auth: AuthServer,
-    _emulators: crate::emulators::Emulators,
+    _emulators: crate::util::Emulators,
 }
 
 fn deploy(
@@ -152,8 +152,8 @@ fn deploy(
     alg: &str,
     urls: impl Fn(&str) -> Vec<(&'static str, String)>,
 ) -> Deployed {
-    let emulators = crate::emulators::Emulators::start();
-    crate::aws::provision(&emulators, name);
+    let emulators = crate::util::Emulators::start();
+    crate::util::provision(&emulators, name);
     let auth = AuthServer::start(alg);
     let gateway = crate::gateway::Gateway::start(topology, |base| {
         let mut env: Vec<(&'static str, String)> = emulators

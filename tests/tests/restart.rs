@@ -1,7 +1,7 @@
 //! The ledger is durable and shared: a spent link stays spent across a
 //! restart, and two processes on one data directory honour one ledger.
 
-use crate::concurrency::concurrently;
+use crate::util::concurrently;
 use crate::util::{Server, bytes, request};
 
 /// Uploads a file as alice and returns two independent download URLs for it.

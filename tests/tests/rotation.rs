@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use jsonwebtoken::Algorithm;
 use serde_json::{Value, json};
 
-use crate::emulators::Emulators;
 use crate::jwks::{AUDIENCE, ISSUER, JwksServer, claims, keys, sign};
+use crate::util::Emulators;
 use crate::util::Server;
 
 /// (version id, value) of AWSCURRENT, and of AWSPREVIOUS if any.
@@ -78,7 +78,7 @@ fn version(n: u32) -> (String, String) {
 #[test]
 fn handles_survive_one_rotation_of_the_secret_and_not_two() {
     let emulators = Emulators::start();
-    crate::aws::provision(&emulators, "rotation");
+    crate::util::provision(&emulators, "rotation");
     let versions: Versions = Arc::new(Mutex::new((version(1), None)));
     let secrets = secrets_manager(versions.clone());
     let keys = keys();

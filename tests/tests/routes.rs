@@ -151,23 +151,7 @@ async fn the_mcp_route_lists_tools_and_checks_each_calls_scope() {
     let mcp = sluice_mcp::router(local.sluice.clone());
     let post = |token: String, message: serde_json::Value| {
         let mcp = mcp.clone();
-        async move {
-            let auth = format!("Bearer {token}");
-            call(
-                mcp,
-                "POST",
-                "/mcp",
-                &[
-                    ("host", "127.0.0.1:8787"),
-                    ("accept", "application/json, text/event-stream"),
-                    ("content-type", "application/json"),
-                    ("mcp-protocol-version", "2025-11-25"),
-                    ("authorization", auth.as_str()),
-                ],
-                message.to_string(),
-            )
-            .await
-        }
+        async move { sluice_testkit::inproc::mcp(mcp, &token, message).await }
     };
     let reader = local.token("bob", &[Scope::FilesRead]);
     let list = post(

@@ -4,6 +4,7 @@
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Barrier};
 
 use serde_json::Value;
 use sluice::Config;
@@ -464,4 +465,74 @@ pub fn client_checks(script: &str, out: &Output) -> Vec<String> {
         .iter()
         .map(|c| c.as_str().unwrap().to_owned())
         .collect()
+}
+
+// AWS mode: servers on the emulators, and tokens they accept.
+
+pub use sluice_testkit::emulators::Emulators;
+
+/// Starts a sluice process on the AWS backends (bucket and table `name`),
+/// with the (unused) data directory it must still be given.
+pub fn aws_server(
+    emulators: &Emulators,
+    name: &str,
+    extra: &[(&str, &str)],
+) -> (Server, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let env = emulators.env(name);
+    let mut vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    vars.extend_from_slice(extra);
+    (Server::start_in(dir.path(), &vars), dir)
+}
+
+pub fn provision(emulators: &Emulators, name: &str) {
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(emulators.provision(name));
+}
+
+/// A token for `user` with `scopes` (none: the default ones) that the
+/// AWS-mode servers accept.
+pub fn aws_token(emulators: &Emulators, user: &str, scopes: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let env = emulators.env("unused");
+    let secret = env
+        .iter()
+        .find(|(k, _)| *k == "SLUICE_MASTER_SECRET")
+        .unwrap()
+        .1
+        .clone();
+    let out = std::process::Command::new(BIN)
+        .env_clear()
+        .env("SLUICE_DATA_DIR", dir.path())
+        .env("SLUICE_MASTER_SECRET", secret)
+        .args(["token", "--user", user])
+        .args(if scopes.is_empty() {
+            &[][..]
+        } else {
+            &["--scope"][..]
+        })
+        .args(scopes)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", out_text(&out));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Runs `n` requests at once (released together by a barrier) and returns
+/// their statuses.
+pub fn concurrently(n: usize, f: impl Fn(usize) -> u16 + Send + Sync + 'static) -> Vec<u16> {
+    let barrier = Arc::new(Barrier::new(n));
+    let f = Arc::new(f);
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let barrier = barrier.clone();
+            let f = f.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                f(i)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
 }

@@ -50,13 +50,6 @@ impl SluiceTools {
             tool_router,
         }
     }
-
-    /// The tools' names, as `tools/list` lists them.
-    pub fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.tool_router.map.keys().map(|k| k.to_string()).collect();
-        names.sort();
-        names
-    }
 }
 
 #[tool_handler(router = self.tool_router)]

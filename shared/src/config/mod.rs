@@ -237,23 +237,10 @@ impl Config {
             auth_jwks_refresh: vars.secs("SLUICE_AUTH_JWKS_REFRESH_SECS")?,
             mcp_max_body_bytes: vars.positive("SLUICE_MCP_MAX_BODY_BYTES")?,
             dev_token_ttl: vars.secs("SLUICE_DEV_TOKEN_TTL_SECS")?,
-            log: vars
-                .value("SLUICE_LOG")
-                .unwrap_or("info")
-                .parse()
-                .map_err(|e| {
-                    invalid(
-                        "SLUICE_LOG",
-                        format!("not a level or target=level list ({e})"),
-                    )
-                })?,
+            log: log_filter(&vars)?,
             actions: actions_source(&vars),
             example_actions: vars.flag("SLUICE_EXAMPLE_ACTIONS")?,
-            action_limits: ActionLimits {
-                max_concurrent_reads: vars.count("SLUICE_ACTION_MAX_CONCURRENT_READS")?,
-                read_timeout: vars.secs("SLUICE_ACTION_READ_TIMEOUT_SECS")?,
-                max_bytes: vars.positive("SLUICE_ACTION_MAX_BYTES")?,
-            },
+            action_limits: action_limits(&vars)?,
             max_transfers: vars.count("SLUICE_MAX_TRANSFERS")?,
             max_connections: vars.count("SLUICE_MAX_CONNECTIONS")?,
             header_read_timeout: vars.secs("SLUICE_HEADER_READ_TIMEOUT_SECS")?,
@@ -269,6 +256,28 @@ impl Config {
         };
         Ok(config)
     }
+}
+
+/// How actions run.
+fn action_limits(vars: &Vars) -> Result<ActionLimits, ConfigError> {
+    Ok(ActionLimits {
+        max_concurrent_reads: vars.count("SLUICE_ACTION_MAX_CONCURRENT_READS")?,
+        read_timeout: vars.secs("SLUICE_ACTION_READ_TIMEOUT_SECS")?,
+        max_bytes: vars.positive("SLUICE_ACTION_MAX_BYTES")?,
+    })
+}
+
+/// What to log.
+fn log_filter(vars: &Vars) -> Result<Targets, ConfigError> {
+    vars.value("SLUICE_LOG")
+        .unwrap_or("info")
+        .parse()
+        .map_err(|e| {
+            invalid(
+                "SLUICE_LOG",
+                format!("not a level or target=level list ({e})"),
+            )
+        })
 }
 
 /// The backend and, for aws, its resources.
