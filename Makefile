@@ -18,19 +18,24 @@ run:
 	$(CARGO) run --profile fast --bin sluice
 
 # What the end-to-end tests drive and talk to: the official MCP clients (the
-# Python SDK in a venv, the TypeScript SDK from the lock file), dynalite
+# Python SDK in a venv, the TypeScript SDK from the lock file), Claude Code
+# (from the lock file) and tmux, cargo-lambda (in the venv), dynalite
 # (DynamoDB, from the same lock file: its conditional writes are atomic),
 # oidc-provider, playwright-core with Debian's Chromium (the upload page),
 # and s3s-fs (S3, which verifies presigned signatures and checksums).
 S3S_FS_VERSION := 0.14.1
 S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
 
-clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium
+clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium /usr/bin/tmux
 
 # The browser the page tests drive (playwright-core cannot download its own
 # here): Debian's Chromium, installed as root (CI runs as root).
 /usr/bin/chromium:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+
+# Claude Code's `mcp login` needs a terminal: the tests give it one in tmux.
+/usr/bin/tmux:
+	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux
 
 $(VENV)/.installed: tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)

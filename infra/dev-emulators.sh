@@ -2,37 +2,30 @@
 # Starts the local AWS emulators for `cargo lambda watch` (and for running
 # `sluice` with SLUICE_BACKEND=aws by hand), and creates the bucket and table
 # the env file names: s3s-fs for S3, dynalite for DynamoDB (the emulators the
-# tests use). Needs `make clients` (s3s-fs, the npm packages, the venv).
+# tests use), on the ports of the env file's endpoint URLs. Needs
+# `make clients` (s3s-fs and the npm packages).
+#
+#   infra/dev-emulators.sh [ENV_FILE]     (default: infra/cargo-lambda.env)
+#
 # Stop them with: kill $(cat .emulators.pids)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-set -a; . infra/cargo-lambda.env; set +a
+env_file=${1:-infra/cargo-lambda.env}
+set -a; . "$env_file"; set +a
+port_of() { local rest=${1##*:}; echo "${rest%%/*}"; }
+s3_port=$(port_of "$SLUICE_S3_ENDPOINT_URL")
+ddb_port=$(port_of "$SLUICE_DYNAMODB_ENDPOINT_URL")
 root=${SLUICE_DEV_S3_ROOT:-.sluice-s3}
+pids=${SLUICE_DEV_PIDS:-.emulators.pids}
 mkdir -p "$root"
-s3s-fs --host 127.0.0.1 --port 8014 --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$root" > /dev/null 2>&1 &
-echo $! > .emulators.pids
-node tests/clients/node_modules/dynalite/cli.js --host 127.0.0.1 --port 5000 --createTableMs 0 > /dev/null 2>&1 &
-echo $! >> .emulators.pids
-for port in 8014 5000; do
+s3s-fs --host 127.0.0.1 --port "$s3_port" --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" "$root" > /dev/null 2>&1 &
+echo $! > "$pids"
+node tests/clients/node_modules/dynalite/cli.js --host 127.0.0.1 --port "$ddb_port" --createTableMs 0 > /dev/null 2>&1 &
+echo $! >> "$pids"
+for port in "$s3_port" "$ddb_port"; do
   for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$port" && break; sleep 0.1; done
 done
-.venv/bin/python - <<'PY'
-import os
-import boto3
-
-s3 = boto3.client("s3", endpoint_url=os.environ["SLUICE_S3_ENDPOINT_URL"], region_name="us-east-1")
-try:
-    s3.create_bucket(Bucket=os.environ["SLUICE_S3_BUCKET"])
-except (s3.exceptions.BucketAlreadyOwnedByYou, s3.exceptions.BucketAlreadyExists):
-    pass
-ddb = boto3.client("dynamodb", endpoint_url=os.environ["SLUICE_DYNAMODB_ENDPOINT_URL"], region_name="us-east-1")
-table = os.environ["SLUICE_DYNAMODB_TABLE"]
-if table not in ddb.list_tables()["TableNames"]:
-    ddb.create_table(
-        TableName=table,
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-print(f"emulators ready: s3 {os.environ['SLUICE_S3_ENDPOINT_URL']}, dynamodb {os.environ['SLUICE_DYNAMODB_ENDPOINT_URL']}")
-PY
+# The bucket, and the table exactly as template.yaml declares it (its two
+# indexes of file records included): the one definition the tests use too.
+cargo run -q -p sluice-testkit --bin sluice-provision
+echo "emulators ready: s3 $SLUICE_S3_ENDPOINT_URL, dynamodb $SLUICE_DYNAMODB_ENDPOINT_URL"

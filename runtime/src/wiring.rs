@@ -229,6 +229,14 @@ pub fn assemble(
         store,
         ledger,
         mcp_url,
+        issuer_url: config
+            .issuer_url
+            .clone()
+            .unwrap_or_else(|| public_url.clone()),
+        resolver_url: config
+            .resolver_url
+            .clone()
+            .unwrap_or_else(|| public_url.clone()),
         public_url,
         handle_ttl: config.handle_ttl,
         link_ttl: config.link_ttl,

@@ -35,7 +35,8 @@ pub struct Emulators {
     pub dynamodb_url: String,
 }
 
-fn free_port() -> u16 {
+/// A port nothing listens on now, on loopback.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -142,43 +143,9 @@ impl Emulators {
         }
     }
 
-    /// Creates bucket and table `name` (the table as the deployment makes
-    /// it: partition key `pk`, the two indexes of file records; the
-    /// deployment's TTL on `expires_at` is left out, dynalite has no
-    /// UpdateTimeToLive), and returns the backends.
+    /// Creates bucket and table `name` (the table as `template.yaml`
+    /// declares it, [`crate::table`]), and returns the backends.
     pub async fn provision(&self, name: &str) -> (sluice_aws::S3Store, sluice_aws::DynamoLedger) {
-        use aws_sdk_dynamodb::types::{
-            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
-            Projection, ProjectionType, ScalarAttributeType,
-        };
-        let attribute = |name: &str, kind: ScalarAttributeType| {
-            AttributeDefinition::builder()
-                .attribute_name(name)
-                .attribute_type(kind)
-                .build()
-                .unwrap()
-        };
-        let key = |name: &str, kind: KeyType| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(kind)
-                .build()
-                .unwrap()
-        };
-        // The deployment's two sparse indexes of file records (template.yaml).
-        let index = |name: &str, hash: &str| {
-            GlobalSecondaryIndex::builder()
-                .index_name(name)
-                .key_schema(key(hash, KeyType::Hash))
-                .key_schema(key("created", KeyType::Range))
-                .projection(
-                    Projection::builder()
-                        .projection_type(ProjectionType::All)
-                        .build(),
-                )
-                .build()
-                .unwrap()
-        };
         let (store, ledger) = sluice_aws::backends(&sdk_config(), &self.settings(name));
         store
             .client()
@@ -187,21 +154,7 @@ impl Emulators {
             .send()
             .await
             .expect("bucket created");
-        ledger
-            .client()
-            .create_table()
-            .table_name(name)
-            .set_attribute_definitions(Some(vec![
-                attribute("pk", ScalarAttributeType::S),
-                attribute("owner", ScalarAttributeType::S),
-                attribute("created", ScalarAttributeType::N),
-                attribute("pending", ScalarAttributeType::S),
-            ]))
-            .key_schema(key("pk", KeyType::Hash))
-            .global_secondary_indexes(index(sluice_aws::BY_OWNER, "owner"))
-            .global_secondary_indexes(index(sluice_aws::PENDING, "pending"))
-            .billing_mode(BillingMode::PayPerRequest)
-            .send()
+        crate::table::create(ledger.client(), name)
             .await
             .expect("table created");
         (store, ledger)

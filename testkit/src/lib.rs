@@ -5,6 +5,7 @@
 
 pub mod emulators;
 pub mod inproc;
+pub mod table;
 
 use std::path::{Path, PathBuf};
 

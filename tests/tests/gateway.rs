@@ -5,8 +5,8 @@
 //! into HTTP. Two topologies: API Gateway's routes (template.yaml), with its
 //! renaming of `WWW-Authenticate` to `x-amzn-remapped-www-authenticate`
 //! (documented for REST APIs, reported for HTTP APIs) and, optionally, the
-//! template's response mapping that restores it; and `cargo lambda watch`'s
-//! one URL prefix per function.
+//! template's response mapping that restores it. (`cargo lambda watch` is
+//! not emulated: `tests/tests/watch.rs` runs the real one.)
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write as _};
@@ -241,8 +241,6 @@ pub enum Topology {
     /// API Gateway's routes. It renames a function's `WWW-Authenticate`;
     /// with `restore`, the template's response mapping puts it back.
     ApiGateway { restore: bool },
-    /// `cargo lambda watch`: `/lambda-url/<binary>/…` reaches `<binary>`.
-    CargoLambdaWatch,
 }
 
 /// The front, and the three functions behind it; all stopped on drop.
@@ -317,15 +315,6 @@ fn serve_connection(
             Topology::ApiGateway { .. } => {
                 route(&request.method, path).map(|f| (f, path.to_owned()))
             }
-            Topology::CargoLambdaWatch => {
-                path.strip_prefix("/lambda-url/sluice-").and_then(|rest| {
-                    let (function, rest) = rest.split_once('/').unwrap_or((rest, ""));
-                    let function = ["mcp", "issuer", "resolver"]
-                        .into_iter()
-                        .find(|f| *f == function)?;
-                    Some((function, format!("/{rest}")))
-                })
-            }
         };
         let Some((function, path)) = target else {
             write_response(
@@ -373,23 +362,22 @@ fn serve_connection(
                     .collect()
             })
             .unwrap_or_default();
-        if let Topology::ApiGateway { restore } = topology {
-            for header in &mut headers {
-                if header.0 == "www-authenticate" {
-                    header.0 = "x-amzn-remapped-www-authenticate".into();
-                }
+        let Topology::ApiGateway { restore } = topology;
+        for header in &mut headers {
+            if header.0 == "www-authenticate" {
+                header.0 = "x-amzn-remapped-www-authenticate".into();
             }
-            // The template's own response mapping, as it is written there:
-            // on the mcp function's integration.
-            if restore && function == "mcp" {
-                let json = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
-                for (on, header, field) in crate::template::mcp_response_mappings() {
-                    if on == status
-                        && let Some(value) = json[&field].as_str()
-                    {
-                        headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&header));
-                        headers.push((header.to_ascii_lowercase(), value.to_owned()));
-                    }
+        }
+        // The template's own response mapping, as it is written there:
+        // on the mcp function's integration.
+        if restore && function == "mcp" {
+            let json = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
+            for (on, header, field) in crate::template::mcp_response_mappings() {
+                if on == status
+                    && let Some(value) = json[&field].as_str()
+                {
+                    headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&header));
+                    headers.push((header.to_ascii_lowercase(), value.to_owned()));
                 }
             }
         }

@@ -230,13 +230,14 @@ fn the_cargo_lambda_env_file_is_a_valid_configuration() {
         }
     }
     let config = sluice::Config::from_vars(vars).unwrap();
-    assert!(
-        config
-            .public_url
-            .unwrap()
-            .as_str()
-            .ends_with("/lambda-url/sluice-resolver")
-    );
+    // Each link follows the function that serves it.
+    let ends =
+        |url: Option<url::Url>, suffix: &str| url.is_some_and(|u| u.as_str().ends_with(suffix));
+    assert!(ends(
+        config.resolver_url.clone(),
+        "/lambda-url/sluice-resolver"
+    ));
+    assert!(ends(config.issuer_url.clone(), "/lambda-url/sluice-issuer"));
     assert!(
         config
             .mcp_url

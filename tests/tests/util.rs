@@ -17,6 +17,8 @@ pub struct Server {
     child: Child,
     /// The base URL it printed, e.g. `http://127.0.0.1:40123`.
     pub base: String,
+    /// Every line it printed after the first, as it prints them.
+    printed: Arc<std::sync::Mutex<Vec<String>>>,
     /// Its data directory.
     pub data_dir: PathBuf,
 }
@@ -52,11 +54,39 @@ impl Server {
             .unwrap_or_else(|| panic!("unexpected first line: {first}"))
             .to_owned();
         // Keep draining stdout so the child never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        let printed = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let keep = printed.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                keep.lock().unwrap().push(line);
+            }
+        });
         Server {
             child,
             base,
+            printed,
             data_dir: data_dir.to_path_buf(),
+        }
+    }
+
+    /// The line after `label` in what the server printed at start, trimmed:
+    /// e.g. the `claude mcp add …` line after "connect Claude Code:".
+    pub fn printed_after(&self, label: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            {
+                let lines = self.printed.lock().unwrap();
+                if let Some(at) = lines.iter().position(|l| l.trim() == label)
+                    && let Some(next) = lines.get(at + 1)
+                {
+                    return next.trim().to_owned();
+                }
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sluice never printed {label:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 

@@ -74,6 +74,12 @@ pub struct Config {
     /// The origin clients reach sluice at (`SLUICE_PUBLIC_URL`); by default
     /// the address it listens on.
     pub public_url: Option<Url>,
+    /// The issuer's base (`SLUICE_ISSUER_URL`): upload links and browser
+    /// pages; by default the public URL.
+    pub issuer_url: Option<Url>,
+    /// The resolver's base (`SLUICE_RESOLVER_URL`): download links; by
+    /// default the public URL.
+    pub resolver_url: Option<Url>,
     /// Where local objects, the ledger and the generated secret live
     /// (`SLUICE_DATA_DIR`, default `./.sluice`).
     pub data_dir: PathBuf,
@@ -209,6 +215,8 @@ impl Config {
                 .and_then(|p| p.parse().ok())
                 .ok_or_else(|| invalid("SLUICE_PORT", "must be a port number"))?,
             public_url: vars.url("SLUICE_PUBLIC_URL")?,
+            issuer_url: vars.url("SLUICE_ISSUER_URL")?,
+            resolver_url: vars.url("SLUICE_RESOLVER_URL")?,
             data_dir: PathBuf::from(vars.value("SLUICE_DATA_DIR").unwrap_or(".sluice")),
             master_secret: vars.secret("SLUICE_MASTER_SECRET")?,
             key_id: vars

@@ -153,6 +153,20 @@ pub const SETTINGS: &[Setting] = &[
         "the MCP endpoint's URL, ending in `/mcp`, when it has its own prefix (cargo lambda watch)",
     ),
     s(
+        "SLUICE_ISSUER_URL",
+        Core,
+        Parse::Url,
+        Unset("`SLUICE_PUBLIC_URL`"),
+        "the issuer's base (upload links, browser pages) when it has its own prefix (cargo lambda watch)",
+    ),
+    s(
+        "SLUICE_RESOLVER_URL",
+        Core,
+        Parse::Url,
+        Unset("`SLUICE_PUBLIC_URL`"),
+        "the resolver's base (download links) when it has its own prefix (cargo lambda watch)",
+    ),
+    s(
         "SLUICE_DATA_DIR",
         Core,
         Parse::Text,

@@ -292,11 +292,8 @@ fn the_readme_lists_exactly_the_settings_with_their_defaults() {
          run `SLUICE_WRITE_README=1 cargo test -p sluice config::` to rewrite it"
     );
     for s in settings::SETTINGS {
-        assert_eq!(
-            readme.matches(&format!("| `{}` |", s.name)).count(),
-            1,
-            "{}",
-            s.name
-        );
+        let row = format!("| `{}` |", s.name);
+        let rows = readme.lines().filter(|l| l.starts_with(&row)).count();
+        assert_eq!(rows, 1, "{}", s.name);
     }
 }

@@ -170,7 +170,11 @@ impl Sluice {
         tracing::info!(file_id = %page.file_id, "browser upload page issued");
         Ok(BrowserUpload {
             upload_id: upload_id(&page.file_id, expires_at),
-            page_url: format!("{}/browser/{}", self.base_url(), page.encode(self.keys())),
+            page_url: format!(
+                "{}/browser/{}",
+                self.issuer_base(),
+                page.encode(self.keys())
+            ),
             expires_at: rfc3339(expires_at),
         })
     }

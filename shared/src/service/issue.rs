@@ -167,7 +167,11 @@ impl Sluice {
                 let link = LinkToken::new(Method::Put, file.clone(), expires_at);
                 tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload issued");
                 (
-                    format!("{}/uploads/{}", self.base_url(), link.encode(self.keys())),
+                    format!(
+                        "{}/uploads/{}",
+                        self.issuer_base(),
+                        link.encode(self.keys())
+                    ),
                     BTreeMap::from([("Content-Type".to_owned(), file.content_type.clone())]),
                 )
             }

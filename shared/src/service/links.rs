@@ -111,7 +111,11 @@ impl Sluice {
             now_unix() + self.parts().link_ttl.as_secs() as i64,
         );
         tracing::info!(file_id = %file.id, jti = %link.jti, "download link issued");
-        let url = format!("{}/links/{}", self.base_url(), link.encode(self.keys()));
+        let url = format!(
+            "{}/links/{}",
+            self.resolver_base(),
+            link.encode(self.keys())
+        );
         DownloadTicket {
             file_id: file.id.clone(),
             filename: file.filename.clone(),

@@ -57,9 +57,12 @@ pub struct Parts {
     pub ledger: Arc<dyn Ledger>,
     /// Where file records live.
     pub records: Arc<dyn RecordStore>,
-    /// The origin (and path prefix) clients reach sluice at: the base of
-    /// links and uploads.
+    /// The origin (and path prefix) clients reach sluice at.
     pub public_url: Url,
+    /// Where the issuer's routes are (upload links, browser pages).
+    pub issuer_url: Url,
+    /// Where the resolver's routes are (download links).
+    pub resolver_url: Url,
     /// The MCP endpoint's URL (the RFC 8707 resource).
     pub mcp_url: Url,
     /// Handle lifetime.
@@ -157,6 +160,17 @@ impl Sluice {
     /// The public base URL, without a trailing slash.
     pub fn base_url(&self) -> &str {
         self.0.public_url.as_str().trim_end_matches('/')
+    }
+
+    /// The base of the issuer's routes (`/uploads/…`, `/browser/…`),
+    /// without a trailing slash: each link follows the function that serves it.
+    pub fn issuer_base(&self) -> &str {
+        self.0.issuer_url.as_str().trim_end_matches('/')
+    }
+
+    /// The base of the resolver's routes (`/links/…`), without a trailing slash.
+    pub fn resolver_base(&self) -> &str {
+        self.0.resolver_url.as_str().trim_end_matches('/')
     }
 
     /// The MCP endpoint's URL, e.g. `https://files.example.com/mcp`.

@@ -1,0 +1,389 @@
+//! `cargo lambda watch` for real (cargo-lambda from PyPI, pinned in
+//! `tests/requirements.txt`), run as the README's "Develop with cargo lambda
+//! watch" section runs it: `infra/dev-emulators.sh` on an env file made from
+//! `infra/cargo-lambda.env` (only the ports and names changed, so tests can
+//! run beside a developer's stack), the watch bound to loopback, a token
+//! from `sluice token`, and then the 401 and its metadata, `POST /uploads`,
+//! the official Python MCP client's whole flow (upload and download with
+//! the returned lines, a spent link), the page URL, and Claude Code's
+//! `claude mcp add` line connecting.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use sluice_testkit::emulators::free_port;
+use sluice_testkit::root;
+
+use crate::util::{BIN, out_text, post_json, request, sh};
+
+/// `KEY=VALUE` lines of an env file, comments and blanks left out.
+fn read_env(path: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// Kills a process group when dropped: the watch and the functions it runs,
+/// or the emulators the script started.
+struct Group(Vec<i32>);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = Command::new("kill")
+                .arg("--")
+                .arg(format!("-{pid}"))
+                .status();
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// `PATH` with the venv's `bin` first: where `pip install cargo-lambda`
+/// put `cargo-lambda`, so that `cargo lambda` finds it.
+fn venv_path() -> String {
+    let venv = root().join(".venv/bin");
+    assert!(
+        venv.join("cargo-lambda").exists(),
+        "cargo-lambda is not installed: run `make test` (it installs tests/requirements.txt)"
+    );
+    format!(
+        "{}:{}",
+        venv.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Waits until `url` answers `status` (the first request to a function
+/// compiles it: minutes on a cold machine).
+fn wait_for_status(url: &str, status: u16, within: Duration, log: &Path) {
+    let deadline = Instant::now() + within;
+    loop {
+        let reply = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--max-time",
+                "600",
+            ])
+            .args(["-X", "POST", url])
+            .output()
+            .unwrap();
+        if String::from_utf8_lossy(&reply.stdout).trim() == status.to_string() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{url} never answered {status}; the watch said:\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The env file the README uses, with this test's ports and names, less
+/// `drop` and plus `add`.
+fn env_file(work: &Path, invoke: u16, drop: &[&str], add: &[(&str, String)]) -> PathBuf {
+    let (s3, dynamodb) = (free_port(), free_port());
+    let name = format!("sluice-watch-{invoke}");
+    let mut text: String = std::fs::read_to_string(root().join("infra/cargo-lambda.env"))
+        .unwrap()
+        .replace("127.0.0.1:9000", &format!("127.0.0.1:{invoke}"))
+        .replace("127.0.0.1:8014", &format!("127.0.0.1:{s3}"))
+        .replace("127.0.0.1:5000", &format!("127.0.0.1:{dynamodb}"))
+        .replace("=sluice-dev\n", &format!("={name}\n"))
+        .lines()
+        .filter(|l| !drop.iter().any(|d| l.starts_with(&format!("{d}="))))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for (k, v) in add {
+        text.push_str(&format!("{k}={v}\n"));
+    }
+    let path = work.join("cargo-lambda.env");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn start_watch(env: &Path, invoke: u16, log: &Path) -> Child {
+    use std::os::unix::process::CommandExt as _;
+    Command::new("cargo")
+        .args(["lambda", "watch", "--env-file"])
+        .arg(env)
+        .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
+        .arg(invoke.to_string())
+        .env("PATH", venv_path())
+        .current_dir(root())
+        .stdout(Stdio::from(std::fs::File::create(log).unwrap()))
+        .stderr(Stdio::from(
+            std::fs::File::create(log.with_extension("err")).unwrap(),
+        ))
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+/// The README's stack: the emulators from `infra/dev-emulators.sh` and the
+/// three functions under `cargo lambda watch`; stopped on drop.
+struct Stack {
+    /// `http://127.0.0.1:<port>/lambda-url`.
+    base: String,
+    /// The env file's variables.
+    env: BTreeMap<String, String>,
+    log: PathBuf,
+    watch: Child,
+    _emulators: Group,
+    work: tempfile::TempDir,
+}
+
+impl Stack {
+    fn start(drop: &[&str], add: &[(&str, String)]) -> Self {
+        let work = tempfile::tempdir().unwrap();
+        let invoke = free_port();
+        let env_path = env_file(work.path(), invoke, drop, add);
+        let pids = work.path().join("emulators.pids");
+        let started = Command::new("bash")
+            .arg(root().join("infra/dev-emulators.sh"))
+            .arg(&env_path)
+            .env("SLUICE_DEV_S3_ROOT", work.path().join("s3"))
+            .env("SLUICE_DEV_PIDS", &pids)
+            .output()
+            .unwrap();
+        let emulators = Group(
+            std::fs::read_to_string(&pids)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect(),
+        );
+        assert!(
+            started.status.success(),
+            "dev-emulators.sh: {}",
+            out_text(&started)
+        );
+        assert!(String::from_utf8_lossy(&started.stdout).contains("emulators ready"));
+        let log = work.path().join("watch.log");
+        let watch = start_watch(&env_path, invoke, &log);
+        let stack = Stack {
+            base: format!("http://127.0.0.1:{invoke}/lambda-url"),
+            env: read_env(&env_path),
+            log,
+            watch,
+            _emulators: emulators,
+            work,
+        };
+        stack.compiled(&stack.mcp_url(), 401);
+        stack
+    }
+
+    fn mcp_url(&self) -> String {
+        format!("{}/sluice-mcp/mcp", self.base)
+    }
+
+    /// Waits for `url` to answer `status`: the first request to each
+    /// function compiles it.
+    fn compiled(&self, url: &str, status: u16) {
+        wait_for_status(url, status, Duration::from_secs(900), &self.log);
+    }
+}
+
+/// `sluice token` with the env file's variables, as the README says to mint one.
+fn token(env: &BTreeMap<String, String>, user: &str, scopes: &[&str]) -> String {
+    let out = Command::new(BIN)
+        .env_clear()
+        .envs(env)
+        .args(["token", "--user", user, "--scope"])
+        .args(scopes)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", out_text(&out));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+impl Drop for Stack {
+    /// The watch and the functions it started go first, then the emulators.
+    fn drop(&mut self) {
+        drop(Group(vec![self.watch.id() as i32]));
+        let _ = self.watch.wait();
+    }
+}
+
+/// The 401 and the metadata name the mcp function's prefix.
+fn check_discovery(stack: &Stack) {
+    let mcp_url = stack.mcp_url();
+    let refused = post_json(&mcp_url, None, &json!({}));
+    let challenge = refused.header("www-authenticate").unwrap().to_owned();
+    let metadata_url = format!(
+        "{}/sluice-mcp/.well-known/oauth-protected-resource/mcp",
+        stack.base
+    );
+    assert!(
+        challenge.contains(&format!("resource_metadata=\"{metadata_url}\"")),
+        "{challenge}"
+    );
+    let metadata = request("GET", &metadata_url, &[], None);
+    assert_eq!(metadata.status, 200, "{}", metadata.text());
+    assert_eq!(metadata.json()["resource"], mcp_url.as_str());
+}
+
+#[test]
+fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
+    let stack = Stack::start(&[], &[]);
+    let (base, env, mcp_url) = (&stack.base, &stack.env, stack.mcp_url());
+    check_discovery(&stack);
+
+    // A program's upload: the table has the indexes the records need.
+    let carol = token(env, "carol", &["files:read", "files:write"]);
+    let up = stack.work.path().join("up");
+    std::fs::create_dir(&up).unwrap();
+    let data = sluice_testkit::bytes(70_000, 7);
+    std::fs::write(up.join("data.bin"), &data).unwrap();
+    stack.compiled(&format!("{base}/sluice-issuer/uploads"), 401);
+    let ticket = post_json(
+        &format!("{base}/sluice-issuer/uploads"),
+        Some(&carol),
+        &json!({"filename": "data.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}),
+    );
+    assert_eq!(ticket.status, 200, "{}", ticket.text());
+    let uploaded = sh(ticket.json()["curl"].as_str().unwrap(), &up);
+    assert!(uploaded.status.success(), "{}", out_text(&uploaded));
+
+    // The official Python client's whole flow, links to the resolver's prefix.
+    let alice = token(env, "alice", &["files:read", "files:write"]);
+    stack.compiled(&format!("{base}/sluice-resolver/links/x"), 405);
+    let client = stack.work.path().join("client");
+    let out = Command::new(root().join(".venv/bin/python"))
+        .arg(root().join("tests/clients/flow.py"))
+        .args(["--url", &mcp_url, "--token", &alice])
+        .args(["--readonly-token", &token(env, "alice", &["files:read"])])
+        .args([
+            "--other-token",
+            &token(env, "bob", &["files:read", "files:write"]),
+        ])
+        .arg("--workdir")
+        .arg(&client)
+        .args(["--size", "100000"])
+        // In aws mode request_upload's answer carries a presigned S3 URL, and
+        // is over 4 KiB (4,133 bytes here); the issue on what the model reads
+        // brings it under 1 KiB. Until then the flow allows 8 KiB here.
+        .args(["--max-message", "8192"])
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .unwrap();
+    let checks = crate::util::client_checks("flow.py", &out);
+    for expected in [
+        "request_upload + curl",
+        "get_download_url + curl, bytes identical",
+        "401 and 403",
+    ] {
+        assert!(
+            checks.iter().any(|c| c == expected),
+            "{expected:?}: {checks:?}"
+        );
+    }
+
+    // The README's own lines: a token minted as it says, and the Claude Code
+    // line it gives, with this test's env file and port.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = &readme[readme.find("### Develop with cargo lambda watch").unwrap()..];
+    let token_line = section.lines().find(|l| l.starts_with("TOKEN=$(")).unwrap();
+    let env_path = stack.work.path().join("cargo-lambda.env");
+    let minted = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{}\nprintf %s \"$TOKEN\"",
+            token_line.replace("infra/cargo-lambda.env", &env_path.display().to_string())
+        ))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        minted.status.success(),
+        "{token_line}: {}",
+        out_text(&minted)
+    );
+    let readme_token = String::from_utf8(minted.stdout).unwrap();
+    let add_at = section.find("claude mcp add").unwrap();
+    let add_line = section[add_at
+        ..section[add_at..]
+            .find("\n```")
+            .map_or(section.len(), |e| add_at + e)]
+        .lines()
+        .take_while(|l| !l.starts_with("claude mcp list"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("http://127.0.0.1:9000/lambda-url", base);
+    let claude = crate::claude::Claude::new();
+    let out = claude.sh(&add_line, &[("TOKEN", &readme_token)]);
+    assert!(out.status.success(), "{add_line}: {}", out_text(&out));
+    assert!(claude.connected(), "{add_line}: {}", claude.list());
+
+    // The page URL follows the issuer, and answers.
+    let page = crate::util::call_tool(
+        &format!("{base}/sluice-mcp"),
+        &alice,
+        "request_browser_upload",
+        json!({}),
+    );
+    let page_url = page["structuredContent"]["page_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        page_url.starts_with(&format!("{base}/sluice-issuer/browser/")),
+        "{page_url}"
+    );
+    assert_eq!(request("GET", &page_url, &[], None).status, 200);
+}
+
+/// With an authorization server instead of development tokens: the Python
+/// SDK's own OAuth flow (discovery from the mcp function's prefix, dynamic
+/// registration, PKCE, RFC 8707), and Claude Code's `claude mcp login`.
+#[test]
+fn oauth_works_under_the_real_cargo_lambda_watch() {
+    let auth = crate::oauth::AuthServer::start("RS256");
+    let add: Vec<(&str, String)> = auth.env();
+    let stack = Stack::start(&["SLUICE_DEV_TOKENS"], &add);
+    check_discovery(&stack);
+    let mcp_url = stack.mcp_url();
+    let python = root().join(".venv/bin/python");
+    let checks = crate::oauth::run_oauth_client(
+        python.to_str().unwrap(),
+        "oauth.py",
+        &mcp_url,
+        &auth,
+        "RS256",
+    );
+    crate::oauth::assert_oauth_checks(&checks, "RS256");
+
+    let claude = crate::claude::Claude::new();
+    let out = claude.sh(
+        &format!("claude mcp add --transport http sluice {mcp_url}"),
+        &[],
+    );
+    assert!(out.status.success(), "{}", out_text(&out));
+    // As a person would: the list says it needs signing in. That also lets
+    // Claude Code learn the metadata's URL from the 401; `claude mcp login`
+    // alone looks for the metadata at the origin's root, which cargo lambda
+    // watch cannot route (every path there starts with a function's prefix),
+    // and then fails at client registration.
+    let listed = claude.list();
+    assert!(listed.contains("Needs authentication"), "{listed}");
+    let shown = claude.login();
+    assert!(shown.contains("Authenticated with \"sluice\""), "{shown}");
+    assert!(
+        shown.contains(&format!("resource={}", crate::claude::urlencode(&mcp_url))),
+        "{shown}"
+    );
+    assert!(claude.connected(), "{}", claude.list());
+}
