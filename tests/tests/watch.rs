@@ -258,9 +258,31 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
     let uploaded = sh(ticket.json()["curl"].as_str().unwrap(), &up);
     assert!(uploaded.status.success(), "{}", out_text(&uploaded));
 
+    // A download link from the resolver's prefix: it redirects once to a
+    // presigned GET of s3s-fs; the same line run again finds it spent.
+    stack.compiled(&format!("{base}/sluice-resolver/resolve"), 401);
+    let resolved = post_json(
+        &format!("{base}/sluice-resolver/resolve"),
+        Some(&carol),
+        &json!({"handle": ticket.json()["handle"]}),
+    );
+    assert_eq!(resolved.status, 200, "{}", resolved.text());
+    let line = resolved.json()["curl"].as_str().unwrap().to_owned();
+    assert!(
+        line.contains(&format!("{base}/sluice-resolver/links/")),
+        "{line}"
+    );
+    let down = stack.work.path().join("down");
+    std::fs::create_dir(&down).unwrap();
+    let fetched = sh(&line, &down);
+    assert!(fetched.status.success(), "{}", out_text(&fetched));
+    assert_eq!(std::fs::read(down.join("data.bin")).unwrap(), data);
+    let again = sh(&line, &down);
+    assert!(!again.status.success(), "a spent link works once");
+    assert!(out_text(&again).contains("404"), "{}", out_text(&again));
+
     // The official Python client's whole flow, links to the resolver's prefix.
     let alice = token(env, "alice", &["files:read", "files:write"]);
-    stack.compiled(&format!("{base}/sluice-resolver/links/x"), 405);
     let client = stack.work.path().join("client");
     let out = Command::new(root().join(".venv/bin/python"))
         .arg(root().join("tests/clients/flow.py"))
