@@ -175,6 +175,30 @@ impl Claude {
         format!("{shown}\n{done}")
     }
 
+    /// A person's sign-in with an authorization server: `claude mcp add`
+    /// without a header, `claude mcp list` (it says sluice needs signing in;
+    /// Claude Code also learns the metadata's URL from the 401), and
+    /// `claude mcp login`, which registers, runs PKCE for the MCP URL as its
+    /// resource, and then connects.
+    pub fn signs_in_and_connects(&self, mcp_url: &str) {
+        let out = self.sh(
+            &format!("claude mcp add --transport http sluice {mcp_url}"),
+            &[],
+        );
+        assert!(out.status.success(), "{}", out_text(&out));
+        let listed = self.list();
+        assert!(listed.contains("Needs authentication"), "{listed}");
+        let shown = self.login();
+        assert!(shown.contains("Authenticated with \"sluice\""), "{shown}");
+        let resource = format!("resource={}", urlencode(mcp_url));
+        assert!(
+            shown.contains(&resource),
+            "the sign-in names the MCP URL as its resource: {shown}"
+        );
+        assert!(shown.contains("code_challenge_method=S256"), "{shown}");
+        assert!(self.connected(), "{}", self.list());
+    }
+
     /// Whether `claude mcp list` says sluice is connected.
     pub fn connected(&self) -> bool {
         self.list()
@@ -207,22 +231,7 @@ fn claude_mcp_login_signs_in_at_the_authorization_server_and_connects() {
     let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_in(dir.path(), &vars);
-    let claude = Claude::new();
-    let mcp_url = format!("{}/mcp", server.base);
-    let out = claude.sh(
-        &format!("claude mcp add --transport http sluice {mcp_url}"),
-        &[],
-    );
-    assert!(out.status.success(), "{}", out_text(&out));
-    let shown = claude.login();
-    assert!(shown.contains("Authenticated with \"sluice\""), "{shown}");
-    let resource = format!("resource={}", urlencode(&mcp_url));
-    assert!(
-        shown.contains(&resource),
-        "the sign-in names the MCP URL as its resource: {shown}"
-    );
-    assert!(shown.contains("code_challenge_method=S256"), "{shown}");
-    assert!(claude.connected(), "{}", claude.list());
+    Claude::new().signs_in_and_connects(&format!("{}/mcp", server.base));
 }
 
 /// `application/x-www-form-urlencoded` as Claude Code writes a query value.

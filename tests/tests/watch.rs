@@ -388,24 +388,9 @@ fn oauth_works_under_the_real_cargo_lambda_watch() {
     );
     crate::oauth::assert_oauth_checks(&checks, "RS256");
 
-    let claude = crate::claude::Claude::new();
-    let out = claude.sh(
-        &format!("claude mcp add --transport http sluice {mcp_url}"),
-        &[],
-    );
-    assert!(out.status.success(), "{}", out_text(&out));
-    // As a person would: the list says it needs signing in. That also lets
-    // Claude Code learn the metadata's URL from the 401; `claude mcp login`
-    // alone looks for the metadata at the origin's root, which cargo lambda
-    // watch cannot route (every path there starts with a function's prefix),
-    // and then fails at client registration.
-    let listed = claude.list();
-    assert!(listed.contains("Needs authentication"), "{listed}");
-    let shown = claude.login();
-    assert!(shown.contains("Authenticated with \"sluice\""), "{shown}");
-    assert!(
-        shown.contains(&format!("resource={}", crate::claude::urlencode(&mcp_url))),
-        "{shown}"
-    );
-    assert!(claude.connected(), "{}", claude.list());
+    // `claude mcp list` before `claude mcp login` matters here: login alone
+    // looks for the metadata at the origin's root, which cargo lambda watch
+    // cannot route (every path there starts with a function's prefix), and
+    // then fails at client registration (README, Claude Code troubleshooting).
+    crate::claude::Claude::new().signs_in_and_connects(&mcp_url);
 }
