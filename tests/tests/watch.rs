@@ -37,12 +37,15 @@ struct Group(Vec<i32>);
 
 impl Drop for Group {
     fn drop(&mut self) {
-        for pid in &self.0 {
+        let kill = |target: String| {
             let _ = Command::new("kill")
-                .arg("--")
-                .arg(format!("-{pid}"))
+                .args(["--", &target])
+                .stderr(Stdio::null())
                 .status();
-            let _ = Command::new("kill").arg(pid.to_string()).status();
+        };
+        for pid in &self.0 {
+            kill(format!("-{pid}"));
+            kill(pid.to_string());
         }
     }
 }
