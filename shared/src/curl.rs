@@ -56,12 +56,15 @@ pub fn upload_command<'a>(
 }
 
 /// `curl` that downloads `url` (following a redirect) into `out_name` in the
-/// current directory, and fails loudly on any non-2xx.
+/// current directory, and fails loudly on any non-2xx. The bytes go to
+/// `<out_name>.part` and are renamed only once curl succeeded, so an error
+/// (a spent or expired link) never replaces a file already there.
 pub fn download_command(url: &str, out_name: &str) -> String {
+    let part = path_arg(&format!("{out_name}.part"));
     format!(
-        "curl --fail-with-body -sSL -o {} {}",
-        path_arg(out_name),
-        shell_quote(url)
+        "curl --fail-with-body -sSL -o {part} {} && mv -f {part} {}",
+        shell_quote(url),
+        path_arg(out_name)
     )
 }
 
@@ -119,7 +122,8 @@ mod tests {
 
     #[test]
     fn names_that_look_like_options_are_made_paths() {
-        assert!(download_command("http://h/l", "-").contains(" -o './-' "));
+        assert!(download_command("http://h/l", "-").contains(" -o './-.part' "));
+        assert!(download_command("http://h/l", "-").ends_with(" './-'"));
         assert!(upload_command("u", [], "-rf").contains("--upload-file './-rf'"));
     }
 }

@@ -106,7 +106,11 @@ proptest! {
         let out = safe_name(&label);
         let line = curl::download_command(&url, &out);
         let argv = shlex::split(&line).expect("a curl line is valid shell");
-        prop_assert_eq!(argv, ["curl", "--fail-with-body", "-sSL", "-o", out.as_str(), url.as_str()]);
+        let part = format!("{out}.part");
+        prop_assert_eq!(
+            argv,
+            ["curl", "--fail-with-body", "-sSL", "-o", part.as_str(), url.as_str(), "&&", "mv", "-f", part.as_str(), out.as_str()]
+        );
     }
 }
 

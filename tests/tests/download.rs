@@ -141,3 +141,30 @@ fn the_download_line_fails_loudly_on_a_spent_link() {
     let again = sh(line, work.path());
     assert!(!again.status.success(), "{}", out_text(&again));
 }
+
+/// The download line run twice (the link is spent by then) fails loudly
+/// and leaves the finished file as it was: the error body goes to the
+/// temporary name, never over the file.
+#[test]
+fn running_the_download_line_again_never_replaces_the_file() {
+    let (server, _dir) = Server::start();
+    let data = bytes(3000, 9);
+    let token = server.token("alice", &[]);
+    let ticket = server.upload(&token, "report.pdf", &data);
+    let line = server.download_ticket(&token, ticket["handle"].as_str().unwrap())["curl"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let work = tempfile::tempdir().unwrap();
+    let first = sh(&line, work.path());
+    assert!(first.status.success(), "{}", out_text(&first));
+    assert_eq!(std::fs::read(work.path().join("report.pdf")).unwrap(), data);
+    let again = sh(&line, work.path());
+    assert!(!again.status.success(), "a spent link fails loudly");
+    assert!(out_text(&again).contains("404"), "{}", out_text(&again));
+    assert_eq!(
+        std::fs::read(work.path().join("report.pdf")).unwrap(),
+        data,
+        "the finished file is untouched"
+    );
+}
