@@ -147,3 +147,72 @@ async fn the_pending_caps_refuse_with_a_time_to_come_back() {
         "caps are per user"
     );
 }
+
+/// An upstream on loopback that answers each action call with what it was
+/// sent: `{action, user, fields}`.
+async fn echo_upstream() -> String {
+    let app = axum::Router::new().route(
+        "/{action}",
+        axum::routing::post(
+            |axum::Json(body): axum::Json<serde_json::Value>| async move { axum::Json(body) },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+/// The upstream is told who the user is in one form whatever the delivery:
+/// the token's `sub`, as its issuer wrote it (README, Actions).
+#[tokio::test]
+async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
+    let upstream = echo_upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("actions.toml");
+    let mut toml = String::new();
+    for (name, delivery) in [("inline", "data-uri"), ("linked", "link")] {
+        toml.push_str(&format!(
+            "[[actions]]\nname = \"{name}\"\ndescription = \"d\"\nurl = \"{upstream}/{name}\"\n\
+             file_delivery = \"{delivery}\"\n[[actions.fields]]\nname = \"doc\"\ntype = \"File\"\n"
+        ));
+    }
+    std::fs::write(&catalog, toml).unwrap();
+    let config = sluice::Config::from_vars(
+        [
+            ("SLUICE_DATA_DIR", dir.path().display().to_string()),
+            ("SLUICE_ACTIONS_FILE", catalog.display().to_string()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v)),
+    )
+    .unwrap();
+    let backends = sluice_runtime::open_backends(&config).await.unwrap();
+    let sluice = backends.sluice(&config, "http://127.0.0.1:8787".parse().unwrap());
+    // A caller from an external issuer: its files are owned by `<iss> <sub>`.
+    let caller = Caller {
+        sub: "alice".into(),
+        owner: "https://issuer.example alice".into(),
+        scopes: [Scope::ActionsExecute].into_iter().collect(),
+    };
+    let stored = sluice
+        .upload_small(
+            &caller.owner,
+            "a.txt".into(),
+            b"hi".to_vec(),
+            sluice::Sha256::of(b"hi"),
+            None,
+        )
+        .await
+        .unwrap();
+    for action in ["inline", "linked"] {
+        let outcome = sluice
+            .execute_action(&caller, action, serde_json::json!({"doc": stored.handle}))
+            .await
+            .unwrap();
+        assert_eq!(
+            outcome.result["user"], "alice",
+            "{action}: {:?}",
+            outcome.result
+        );
+    }
+}

@@ -29,6 +29,11 @@ pub(crate) enum Source {
     Inline(DataUri),
 }
 
+/// The most file occurrences one call may send: each occurrence is sent
+/// (and, with link delivery, linked) on its own, so the bytes a call moves
+/// grow with them.
+pub const MAX_FILE_OCCURRENCES: u64 = 100;
+
 /// One distinct file of a call.
 #[derive(Debug, Clone)]
 pub(crate) struct PlannedFile {
@@ -36,6 +41,8 @@ pub(crate) struct PlannedFile {
     pub field: String,
     /// Where its bytes are.
     pub source: Source,
+    /// How many times the call names it: each is sent.
+    pub occurrences: u64,
 }
 
 impl PlannedFile {
@@ -74,9 +81,18 @@ impl Plan {
             .filter(|i| *i < self.files.len())
     }
 
-    /// Bytes of all distinct files together.
+    /// Bytes the call sends: every occurrence of every file, since each is
+    /// sent on its own.
     pub fn total_bytes(&self) -> u64 {
-        self.files.iter().map(PlannedFile::size).sum()
+        self.files
+            .iter()
+            .map(|f| f.size().saturating_mul(f.occurrences))
+            .fold(0, u64::saturating_add)
+    }
+
+    /// File occurrences in the call.
+    pub fn occurrences(&self) -> u64 {
+        self.files.iter().map(|f| f.occurrences).sum()
     }
 }
 
@@ -175,7 +191,13 @@ impl Plan {
                     format!("{e}: send data:<type>;name=<name>;base64,<data>, or upload the file with request_upload and pass its handle"),
                 )
             })?;
-            Source::Inline(uri)
+            // The media type is spliced into the upstream's JSON and stored
+            // with the file: only its essence, as the stored files' path
+            // keeps it (an unusable one is application/octet-stream).
+            Source::Inline(DataUri {
+                mime: crate::datauri::essence(&uri.mime),
+                ..uri
+            })
         } else {
             let hint = if crate::file::FileId::parse(text).is_some() {
                 "this looks like a file id: pass the file's handle (the \"$uploadedFile:…\" value request_upload returned)"
@@ -217,13 +239,23 @@ impl Plan {
                 .position(|f| matches!(&f.source, Source::Stored(m) if m.id == meta.id)),
             Source::Inline(_) => None,
         };
+        if self.occurrences() >= MAX_FILE_OCCURRENCES {
+            return Err(Error::field(
+                label,
+                format!(
+                    "one call may pass at most {MAX_FILE_OCCURRENCES} files (counting each repeat): send fewer"
+                ),
+            ));
+        }
         let index = existing.unwrap_or_else(|| {
             self.files.push(PlannedFile {
                 field: label.to_owned(),
                 source,
+                occurrences: 0,
             });
             self.files.len() - 1
         });
+        self.files[index].occurrences += 1;
         Ok(Value::String(self.placeholder(index)))
     }
 }
@@ -285,6 +317,76 @@ fn is_date(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file::FileId;
+    use crate::sha::Sha256;
+
+    fn attach(max: Option<u64>) -> Action {
+        let catalog = crate::actions::Catalog::from_toml(&format!(
+            "[[actions]]\nname = \"attach\"\ndescription = \"d\"\nurl = \"http://127.0.0.1:1/a\"\n\
+             [[actions.fields]]\nname = \"docs\"\ntype = \"FileList\"\n{}",
+            max.map(|m| format!("max_size = {m}\n")).unwrap_or_default()
+        ))
+        .unwrap();
+        catalog.get("attach").unwrap().clone()
+    }
+
+    fn meta(size: u64) -> FileMeta {
+        FileMeta {
+            id: FileId::random(),
+            owner: "alice".into(),
+            filename: "a.pdf".into(),
+            content_type: "application/pdf".into(),
+            size,
+            sha256: Sha256::of(b""),
+        }
+    }
+
+    #[test]
+    fn a_file_repeated_in_a_call_counts_once_per_occurrence() {
+        let file = meta(600_000);
+        let redeem = |_: &str| Ok(file.clone());
+        let handles = vec![Value::from("$uploadedFile:x"); 5];
+        let plan = plan(&redeem, &attach(None), serde_json::json!({"docs": handles})).unwrap();
+        assert_eq!(plan.files.len(), 1, "one distinct file, read once per send");
+        assert_eq!(plan.total_bytes(), 3_000_000, "five sends of 600 KB");
+    }
+
+    #[test]
+    fn an_inline_files_media_type_is_normalized_before_it_is_spliced() {
+        let redeem = |_: &str| Err(Error::NotAHandle);
+        let uri = "data:text/pl\"ain\\\"}x;base64,aGk=";
+        let plan = plan(&redeem, &attach(None), serde_json::json!({"docs": [uri]})).unwrap();
+        let Source::Inline(inline) = &plan.files[0].source else {
+            panic!("{:?}", plan.files[0].source)
+        };
+        assert_eq!(inline.mime, "application/octet-stream");
+        let ok = "data:text/plain;charset=utf-8;base64,aGk=";
+        let plan = plan_of(&redeem, ok);
+        let Source::Inline(inline) = &plan.files[0].source else {
+            panic!()
+        };
+        assert_eq!(inline.mime, "text/plain");
+    }
+
+    fn plan_of(redeem: Redeem<'_>, uri: &str) -> Plan {
+        plan(redeem, &attach(None), serde_json::json!({"docs": [uri]})).unwrap()
+    }
+
+    #[test]
+    fn a_call_may_not_name_files_without_bound() {
+        let file = meta(1);
+        let redeem = |_: &str| Ok(file.clone());
+        let at_most = vec![Value::from("$uploadedFile:x"); MAX_FILE_OCCURRENCES as usize];
+        assert!(plan(&redeem, &attach(None), serde_json::json!({"docs": at_most})).is_ok());
+        let over = vec![Value::from("$uploadedFile:x"); MAX_FILE_OCCURRENCES as usize + 1];
+        match plan(&redeem, &attach(None), serde_json::json!({"docs": over})) {
+            Err(Error::Field { field, reason }) => {
+                assert_eq!(field, format!("docs[{MAX_FILE_OCCURRENCES}]"));
+                assert!(reason.contains("at most 100 files"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn dates_and_date_times_are_told_from_text() {

@@ -74,7 +74,7 @@ impl Sluice {
                     actions.reads(),
                     &failure,
                     &action.name,
-                    &caller.owner,
+                    &caller.sub,
                     &plan,
                 )?;
                 Payload::Stream {
