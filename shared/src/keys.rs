@@ -89,14 +89,17 @@ pub enum Purpose {
     DevBearer,
     /// Browser upload pages' capabilities.
     Page,
+    /// `list_files` cursors' owner tags.
+    Cursor,
 }
 
 impl Purpose {
-    const ALL: [Purpose; 4] = [
+    const ALL: [Purpose; 5] = [
         Purpose::Handle,
         Purpose::Link,
         Purpose::DevBearer,
         Purpose::Page,
+        Purpose::Cursor,
     ];
 
     fn info(self) -> &'static [u8] {
@@ -107,6 +110,7 @@ impl Purpose {
             Purpose::Link => b"sluice/v2/link",
             Purpose::DevBearer => b"sluice/v1/dev-bearer",
             Purpose::Page => b"sluice/v2/page",
+            Purpose::Cursor => b"sluice/v1/cursor-owner",
         }
     }
 
@@ -116,6 +120,7 @@ impl Purpose {
             Purpose::Link => 1,
             Purpose::DevBearer => 2,
             Purpose::Page => 3,
+            Purpose::Cursor => 4,
         }
     }
 }
@@ -124,7 +129,7 @@ impl Purpose {
 #[derive(Clone)]
 struct KeySet {
     id: KeyId,
-    keys: [[u8; 32]; 4],
+    keys: [[u8; 32]; 5],
 }
 
 impl KeySet {
@@ -132,7 +137,7 @@ impl KeySet {
         // The key id is the salt, so two ids over the same bytes still give
         // unrelated keys.
         let hk = Hkdf::<sha2::Sha256>::new(Some(id.as_str().as_bytes()), secret.bytes());
-        let mut keys = [[0u8; 32]; 4];
+        let mut keys = [[0u8; 32]; 5];
         for purpose in Purpose::ALL {
             hk.expand(purpose.info(), &mut keys[purpose.index()])
                 .expect("32 bytes is a valid HKDF-SHA256 output length");
@@ -171,6 +176,28 @@ impl Keyring {
         (&self.current.id, &self.current.keys[purpose.index()])
     }
 
+    /// A keyed tag of `data` for `purpose` (HMAC-SHA-256 under the current
+    /// key, 128 bits, base64url): it names `data` without revealing it to
+    /// whoever reads the tag, and no one without the key can make one.
+    pub fn tag(&self, purpose: Purpose, data: &[u8]) -> String {
+        tag_with(&self.current.keys[purpose.index()], data)
+    }
+
+    /// Whether `tag` is [`Keyring::tag`] of `data` under the current or the
+    /// previous key (so a rotation breaks nothing in flight).
+    pub fn tag_matches(&self, purpose: Purpose, data: &[u8], tag: &str) -> bool {
+        std::iter::once(&self.current)
+            .chain(self.previous.as_ref())
+            .any(|set| {
+                let expected = tag_with(&set.keys[purpose.index()], data);
+                aws_lc_rs::constant_time::verify_slices_are_equal(
+                    expected.as_bytes(),
+                    tag.as_bytes(),
+                )
+                .is_ok()
+            })
+    }
+
     /// The key for `purpose` under key id `kid`, if that id is current or previous.
     pub fn verifying_key(&self, purpose: Purpose, kid: &str) -> Option<&[u8; 32]> {
         std::iter::once(&self.current)
@@ -178,6 +205,13 @@ impl Keyring {
             .find(|set| set.id.as_str() == kid)
             .map(|set| &set.keys[purpose.index()])
     }
+}
+
+fn tag_with(key: &[u8; 32], data: &[u8]) -> String {
+    use base64::Engine as _;
+    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, key);
+    let mac = aws_lc_rs::hmac::sign(&key, data);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&mac.as_ref()[..16])
 }
 
 /// A random, URL-safe identifier of `N` bytes of entropy.

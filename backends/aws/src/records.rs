@@ -151,7 +151,6 @@ impl RecordStore for DynamoRecords {
             let pk = k.get(KEY)?.as_s().ok()?;
             let created = k.get(CREATED)?.as_n().ok()?.parse().ok()?;
             Some(Cursor {
-                owner: hash.clone(),
                 created_ms: created,
                 file_id: pk.rsplit('#').next()?.to_owned(),
             })

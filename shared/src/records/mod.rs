@@ -12,8 +12,6 @@ mod sqlite;
 #[cfg(feature = "local")]
 pub use sqlite::SqliteRecords;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use crate::file::{FileId, FileMeta};
@@ -69,33 +67,15 @@ impl PendingCaps {
     }
 }
 
-/// Where a page starts: after the file issued at `created_ms` (milliseconds) with id
-/// `file_id`, for the owner whose hash is `owner`. Opaque to clients (a
-/// base64url string), checked against the caller when it comes back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a page starts: after the file issued at `created_ms` (milliseconds)
+/// with id `file_id`. The service puts it on the wire, tied to its owner
+/// (`service::files`); the stores only read and write these two fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
-    /// `file::owner_hash` of the owner the page is for.
-    #[serde(rename = "o")]
-    pub owner: String,
     /// The last record's issue time.
-    #[serde(rename = "c")]
     pub created_ms: i64,
     /// The last record's id.
-    #[serde(rename = "f")]
     pub file_id: String,
-}
-
-impl Cursor {
-    /// The string a client passes back.
-    pub fn encode(&self) -> String {
-        URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).expect("a cursor serializes"))
-    }
-
-    /// Reads a cursor a client passed back; `None` if it is not one.
-    pub fn decode(s: &str) -> Option<Self> {
-        let bytes = URL_SAFE_NO_PAD.decode(s.trim()).ok()?;
-        serde_json::from_slice(&bytes).ok()
-    }
 }
 
 /// A record as stored: the same JSON on both backends.
@@ -221,22 +201,5 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
                 .map(|r| r.file.size)
                 .fold(0, u64::saturating_add),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cursor_round_trips_and_garbage_is_none() {
-        let c = Cursor {
-            owner: "abc".into(),
-            created_ms: 1_700_000_000,
-            file_id: "xyz".into(),
-        };
-        assert_eq!(Cursor::decode(&c.encode()), Some(c));
-        assert_eq!(Cursor::decode("not a cursor"), None);
-        assert_eq!(Cursor::decode(""), None);
     }
 }

@@ -197,7 +197,6 @@ impl RecordStore for SqliteRecords {
         let next = if records.len() > limit {
             records.truncate(limit);
             records.last().map(|r| Cursor {
-                owner: hash,
                 created_ms: r.created_ms,
                 file_id: r.file.id.to_string(),
             })
