@@ -16,8 +16,14 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, JwkSet, KeyAlgorithm};
+use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm};
 use jsonwebtoken::{Algorithm, DecodingKey};
+
+/// A JWKS document, its keys not yet read.
+#[derive(serde::Deserialize)]
+struct RawSet {
+    keys: Vec<serde_json::Value>,
+}
 use tokio::sync::{Mutex, RwLock};
 use url::Url;
 
@@ -238,9 +244,15 @@ impl Jwks {
             .await
             .map_err(|_| FetchError::Timeout)??
             .to_bytes();
-        let set: JwkSet = serde_json::from_slice(&body)?;
-        Ok(set
+        // Each key on its own: one the library cannot read (a new key type,
+        // a malformed member) is skipped, not a reason to refuse every token.
+        let set: RawSet = serde_json::from_slice(&body)?;
+        let jwks: Vec<Jwk> = set
             .keys
+            .into_iter()
+            .filter_map(|key| serde_json::from_value(key).ok())
+            .collect();
+        Ok(jwks
             .iter()
             .filter(|jwk| usable_for_verifying(jwk))
             .filter_map(|jwk| {
@@ -318,6 +330,18 @@ mod tests {
         let keys = fetch(Some(http("200 OK", doc))).await.unwrap();
         assert_eq!(keys.len(), 1);
         assert_eq!(keys["ec1"].1, Algorithm::ES256);
+    }
+
+    /// One key the library cannot read makes no other key unusable.
+    #[tokio::test]
+    async fn a_key_that_cannot_be_read_spoils_no_other() {
+        let doc = br#"{"keys":[
+            {"kty":"OKP","crv":"X448","kid":"future","x":"AAAA"},
+            {"kty":"RSA","kid":"broken","n":17,"e":"AQAB"},
+            {"kty":"EC","crv":"P-256","kid":"ec1","x":"MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4","y":"4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM"}
+        ]}"#;
+        let keys = fetch(Some(http("200 OK", doc))).await.unwrap();
+        assert_eq!(keys.keys().collect::<Vec<_>>(), ["ec1"]);
     }
 
     /// A key published for encryption, or whose operations exclude
