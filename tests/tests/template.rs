@@ -387,3 +387,19 @@ fn the_deploy_environments_and_teardown_fit_the_template() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// At `trace` the Lambda runtime and the HTTP libraries log raw events,
+/// bearer tokens included: a deployment can never ask for it.
+#[test]
+fn the_log_level_of_a_deployment_never_reaches_trace() {
+    let params = key(&template(), "Parameters");
+    let level = key(&params, "LogLevel");
+    let allowed: Vec<&str> = level["AllowedValues"]
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(allowed.contains(&"debug") && allowed.contains(&"info"), "{allowed:?}");
+    assert!(!allowed.iter().any(|v| v.contains("trace")), "{allowed:?}");
+}
