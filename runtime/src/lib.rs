@@ -112,6 +112,15 @@ async fn load_catalog(
             runtime::parse_catalog(&origin, &text)?
         }
     };
+    // Behind API Gateway an action may not outlast the request.
+    if config.lambda {
+        catalog
+            .fit_for_api_gateway()
+            .map_err(|error| StartError::Actions {
+                origin: "the actions catalog".into(),
+                error,
+            })?;
+    }
     for action in catalog.actions_mut() {
         let Some(auth) = &mut action.auth else {
             continue;

@@ -400,6 +400,9 @@ fn the_log_level_of_a_deployment_never_reaches_trace() {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
-    assert!(allowed.contains(&"debug") && allowed.contains(&"info"), "{allowed:?}");
+    assert!(
+        allowed.contains(&"debug") && allowed.contains(&"info"),
+        "{allowed:?}"
+    );
     assert!(!allowed.iter().any(|v| v.contains("trace")), "{allowed:?}");
 }

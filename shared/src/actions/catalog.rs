@@ -7,7 +7,7 @@
 //! name = "attach_document"
 //! description = "Attach a document to a review."
 //! url = "https://api.example.com/actions/attach_document"
-//! timeout_secs = 30            # default 30
+//! timeout_secs = 25            # default 25 (at most 28 on Lambda)
 //! file_delivery = "data-uri"   # or "link"; default "data-uri"
 //! auth = { header = "Authorization", value = "Bearer …" }   # or secret_id = "…"
 //!
@@ -244,7 +244,12 @@ struct RawField {
 }
 
 /// The default action timeout.
-const DEFAULT_TIMEOUT_SECS: u64 = 30;
+/// An action's timeout when the catalog gives none: under API Gateway's.
+const DEFAULT_TIMEOUT_SECS: u64 = 25;
+
+/// The longest action timeout behind API Gateway, which ends a request
+/// after 30 s: the function needs the rest to answer.
+pub const API_GATEWAY_MAX_TIMEOUT_SECS: u64 = 28;
 
 impl Catalog {
     /// A catalog of already-built actions (the example upstream's), checked
@@ -253,6 +258,28 @@ impl Catalog {
         let catalog = Self { actions };
         catalog.check_unique()?;
         Ok(catalog)
+    }
+
+    /// Refuses an action whose timeout API Gateway would cut short (over
+    /// [`API_GATEWAY_MAX_TIMEOUT_SECS`]): on Lambda the person would get
+    /// API Gateway's 503 while the action goes on running.
+    pub fn fit_for_api_gateway(&self) -> Result<(), CatalogError> {
+        match self
+            .actions
+            .iter()
+            .find(|a| a.timeout > Duration::from_secs(API_GATEWAY_MAX_TIMEOUT_SECS))
+        {
+            None => Ok(()),
+            Some(a) => Err(CatalogError {
+                action: Some(a.name.clone()),
+                field: None,
+                reason: format!(
+                    "timeout_secs {} is over {API_GATEWAY_MAX_TIMEOUT_SECS}: API Gateway ends a \
+                     request after 30 s; lower it, or use file_delivery = \"link\" for large files",
+                    a.timeout.as_secs()
+                ),
+            }),
+        }
     }
 
     /// Parses and validates a TOML catalog.
@@ -598,6 +625,22 @@ mod tests {
                 assert_eq!(err.field.as_deref(), Some(f), "{err}");
             }
         }
+    }
+
+    #[test]
+    fn on_lambda_a_timeout_api_gateway_would_cut_short_is_refused() {
+        let with = |timeout: &str| {
+            Catalog::from_toml(&format!(
+                "[[actions]]\nname = \"slow\"\ndescription = \"d\"\n\
+                 url = \"https://api.example.com/a\"\n{timeout}"
+            ))
+            .unwrap()
+        };
+        assert!(with("").fit_for_api_gateway().is_ok(), "the default fits");
+        assert!(with("timeout_secs = 28").fit_for_api_gateway().is_ok());
+        let err = with("timeout_secs = 60").fit_for_api_gateway().unwrap_err();
+        assert_eq!(err.action.as_deref(), Some("slow"));
+        assert!(err.reason.contains("timeout_secs 60 is over 28"), "{err}");
     }
 
     #[test]
