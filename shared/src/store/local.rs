@@ -134,27 +134,53 @@ impl LocalStore {
     /// Deletes objects older than `max_age` and temporary files left by
     /// uploads that died. Returns how many objects were removed.
     pub fn sweep(&self, max_age: Duration) -> Result<usize, StoreError> {
-        let cutoff = SystemTime::now() - max_age;
-        let mut removed = 0;
-        for entry in walk(&self.objects)? {
-            if entry.1.modified()? < cutoff {
-                std::fs::remove_file(&entry.0)?;
-                self.used.fetch_sub(entry.1.len(), Ordering::SeqCst);
-                // Drop the now-empty `<file_id>` directory; ignore failure
-                // (another process may be writing a sibling).
-                if let Some(dir) = entry.0.parent() {
-                    let _ = std::fs::remove_dir(dir);
-                }
-                removed += 1;
-            }
-        }
-        for entry in walk(&self.tmp)? {
-            if entry.1.modified()? < SystemTime::now() - Duration::from_secs(24 * 3600) {
-                std::fs::remove_file(&entry.0)?;
-            }
-        }
+        let older_than = |cutoff: SystemTime| {
+            move |entry: &(PathBuf, std::fs::Metadata)| entry.1.modified().is_ok_and(|m| m < cutoff)
+        };
+        let old: Vec<_> = walk(&self.objects)?
+            .into_iter()
+            .filter(older_than(SystemTime::now() - max_age))
+            .collect();
+        let removed = remove_each(&old, |bytes| self.release(bytes));
+        let stale: Vec<_> = walk(&self.tmp)?
+            .into_iter()
+            .filter(older_than(SystemTime::now() - Duration::from_secs(24 * 3600)))
+            .collect();
+        remove_each(&stale, |_| {});
         Ok(removed)
     }
+
+    /// Takes `bytes` off the running figure, never below zero: another
+    /// process sharing the directory may have stored what this one sweeps,
+    /// bytes this process never counted.
+    fn release(&self, bytes: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                Some(used.saturating_sub(bytes))
+            });
+    }
+}
+
+/// Deletes each of `entries` (and its now-empty `<file_id>` directory),
+/// going on past one that fails (another process removed it first, a
+/// permission): logged, and left for the next sweep. Calls `gone` with the
+/// size of each file deleted; returns how many were.
+fn remove_each(entries: &[(PathBuf, std::fs::Metadata)], mut gone: impl FnMut(u64)) -> usize {
+    let mut removed = 0;
+    for (path, meta) in entries {
+        if let Err(e) = std::fs::remove_file(path) {
+            tracing::warn!(path = %path.display(), error = %e, "sweep could not delete a file");
+            continue;
+        }
+        gone(meta.len());
+        // Ignore failure: another process may be writing a sibling.
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::remove_dir(dir);
+        }
+        removed += 1;
+    }
+    removed
 }
 
 #[async_trait::async_trait]
@@ -384,4 +410,61 @@ fn walk(dir: &Path) -> io::Result<Vec<(PathBuf, std::fs::Metadata)>> {
 
 fn dir_size(dir: &Path) -> io::Result<u64> {
     Ok(walk(dir)?.iter().map(|(_, m)| m.len()).sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::{FileId, FileMeta};
+
+    fn file(n: u8) -> (ObjectKey, Bytes, Sha256) {
+        let data = Bytes::from(vec![n; 100]);
+        let sha256 = Sha256::of(&data);
+        let meta = FileMeta {
+            id: FileId::random(),
+            owner: "alice".into(),
+            filename: format!("f{n}.bin"),
+            content_type: "application/octet-stream".into(),
+            size: data.len() as u64,
+            sha256,
+        };
+        (meta.object_key(), data, sha256)
+    }
+
+    async fn put(store: &LocalStore, n: u8) -> ObjectKey {
+        let (key, data, sha256) = file(n);
+        let body: ByteStream = futures_util::stream::once(async move { Ok(data) }).boxed();
+        store.put(&key, 100, sha256, body).await.unwrap();
+        key
+    }
+
+    /// Two processes on one data directory (two stores here): one sweeps
+    /// what the other stored, bytes it never counted. Its figure stays at
+    /// zero instead of wrapping round to "full", so it still takes uploads.
+    #[tokio::test]
+    async fn sweeping_what_another_process_stored_never_wraps_the_usage() {
+        let dir = tempfile::tempdir().unwrap();
+        let sweeper = LocalStore::open(dir.path(), 1000, 8).unwrap();
+        let other = LocalStore::open(dir.path(), 1000, 8).unwrap();
+        put(&other, 1).await;
+        assert_eq!(sweeper.sweep(Duration::ZERO).unwrap(), 1);
+        assert_eq!(sweeper.used.load(Ordering::SeqCst), 0);
+        put(&sweeper, 2).await;
+    }
+
+    /// A file that is gone before the sweep reaches it (another process
+    /// deleted it) does not stop the sweep: the rest are deleted.
+    #[tokio::test]
+    async fn one_failing_delete_does_not_stop_the_sweep() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path(), 10_000, 8).unwrap();
+        for n in 0..4 {
+            put(&store, n).await;
+        }
+        let listed = walk(&store.objects).unwrap();
+        assert_eq!(listed.len(), 4);
+        std::fs::remove_file(&listed[0].0).unwrap();
+        assert_eq!(remove_each(&listed, |_| {}), 3);
+        assert!(walk(&store.objects).unwrap().is_empty());
+    }
 }
