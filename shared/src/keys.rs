@@ -91,15 +91,18 @@ pub enum Purpose {
     Page,
     /// `list_files` cursors' owner tags.
     Cursor,
+    /// Browser uploads' ids (`get_upload_status`).
+    UploadId,
 }
 
 impl Purpose {
-    const ALL: [Purpose; 5] = [
+    const ALL: [Purpose; 6] = [
         Purpose::Handle,
         Purpose::Link,
         Purpose::DevBearer,
         Purpose::Page,
         Purpose::Cursor,
+        Purpose::UploadId,
     ];
 
     fn info(self) -> &'static [u8] {
@@ -111,6 +114,7 @@ impl Purpose {
             Purpose::DevBearer => b"sluice/v1/dev-bearer",
             Purpose::Page => b"sluice/v2/page",
             Purpose::Cursor => b"sluice/v1/cursor-owner",
+            Purpose::UploadId => b"sluice/v1/upload-id",
         }
     }
 
@@ -121,6 +125,7 @@ impl Purpose {
             Purpose::DevBearer => 2,
             Purpose::Page => 3,
             Purpose::Cursor => 4,
+            Purpose::UploadId => 5,
         }
     }
 }
@@ -129,7 +134,7 @@ impl Purpose {
 #[derive(Clone)]
 struct KeySet {
     id: KeyId,
-    keys: [[u8; 32]; 5],
+    keys: [[u8; 32]; 6],
 }
 
 impl KeySet {
@@ -137,7 +142,7 @@ impl KeySet {
         // The key id is the salt, so two ids over the same bytes still give
         // unrelated keys.
         let hk = Hkdf::<sha2::Sha256>::new(Some(id.as_str().as_bytes()), secret.bytes());
-        let mut keys = [[0u8; 32]; 5];
+        let mut keys = [[0u8; 32]; 6];
         for purpose in Purpose::ALL {
             hk.expand(purpose.info(), &mut keys[purpose.index()])
                 .expect("32 bytes is a valid HKDF-SHA256 output length");

@@ -115,9 +115,15 @@ fn a_person_uploads_through_the_page_and_the_model_gets_the_handle() {
         "{checks:?}"
     );
 
-    // Another user cannot see it.
+    // Another user cannot see it: the id is not theirs, and says nothing.
     let bob = server.token("bob", &[]);
-    assert_eq!(status(&server, &bob, &upload_id)["state"], "pending");
+    let refused = crate::util::call_tool(
+        &server.base,
+        &bob,
+        "get_upload_status",
+        json!({"upload_id": upload_id}),
+    );
+    assert!(crate::util::tool_error(&refused).contains("not an upload_id"));
 }
 
 #[test]
@@ -195,7 +201,7 @@ fn an_expired_page_says_so() {
     );
     // The upload_id of an expired page, never used, is `expired`.
     let token = server.token("alice", &[]);
-    let id = format!("{}.{}", sluice::FileId::random(), 1);
+    let id = sluice::service::browser::upload_id(&keys, "alice", &sluice::FileId::random(), 1);
     assert_eq!(status(&server, &token, &id)["state"], "expired");
 }
 

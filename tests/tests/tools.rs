@@ -144,3 +144,40 @@ async fn list_files_refuses_a_page_size_out_of_range() {
         "limit must be between 1 and 100, got 500"
     );
 }
+
+/// `get_upload_status` hands out a handle only for a page's upload: an id
+/// made up from another of the caller's files (its file id is in
+/// list_files) gets no handle.
+#[tokio::test]
+async fn get_upload_status_gives_no_handle_for_a_made_up_upload_id() {
+    let local = Local::new();
+    let mcp = sluice_mcp::router(local.sluice.clone());
+    let writer = local.token("alice", &[Scope::FilesWrite]);
+    let data = b"not uploaded through a page";
+    let stored = tool(
+        mcp.clone(),
+        &writer,
+        "upload_small_file",
+        json!({
+            "filename": "secret.txt",
+            "data_base64": base64::engine::general_purpose::STANDARD.encode(data),
+            "sha256": sluice::Sha256::of(data).to_hex(),
+        }),
+    )
+    .await;
+    let file_id = stored["structuredContent"]["file_id"].as_str().unwrap();
+    for made_up in [
+        format!("{file_id}.9999999999"),
+        format!("{file_id}.9999999999.AAAAAAAAAAAAAAAAAAAAAA"),
+    ] {
+        let status = tool(
+            mcp.clone(),
+            &writer,
+            "get_upload_status",
+            json!({"upload_id": made_up}),
+        )
+        .await;
+        assert!(error_of(&status).contains("not an upload_id"), "{status}");
+        assert!(status["structuredContent"]["handle"].is_null(), "{status}");
+    }
+}

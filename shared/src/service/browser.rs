@@ -18,6 +18,7 @@ use super::Sluice;
 use super::issue::{MAX_FILENAME_BYTES, UploadRequest, UploadTarget};
 use crate::error::Error;
 use crate::file::FileId;
+use crate::keys::{Keyring, Purpose};
 use crate::sha::Sha256;
 use crate::store::Access;
 use crate::time::{now_unix, rfc3339};
@@ -108,14 +109,27 @@ pub struct UploadStatus {
 }
 
 /// An upload id: the file's id and the page's expiry, so that the status
-/// can say `expired` without any state of its own.
-fn upload_id(file_id: &FileId, expires_at: i64) -> String {
-    format!("{file_id}.{expires_at}")
+/// can say `expired` without any state of its own, and a keyed tag of both
+/// and the owner, so that only a page's upload has one (a caller cannot
+/// make one up for another of their files to get its handle).
+pub fn upload_id(keys: &Keyring, owner: &str, file_id: &FileId, expires_at: i64) -> String {
+    let tag = keys.tag(
+        Purpose::UploadId,
+        tagged(owner, file_id, expires_at).as_bytes(),
+    );
+    format!("{file_id}.{expires_at}.{tag}")
 }
 
-fn parse_upload_id(s: &str) -> Option<(FileId, i64)> {
-    let (id, exp) = s.trim().split_once('.')?;
-    Some((FileId::parse(id)?, exp.parse().ok()?))
+fn tagged(owner: &str, file_id: &FileId, expires_at: i64) -> String {
+    format!("{file_id}.{expires_at}.{owner}")
+}
+
+fn parse_upload_id(keys: &Keyring, owner: &str, s: &str) -> Option<(FileId, i64)> {
+    let mut parts = s.trim().splitn(3, '.');
+    let (id, exp, tag) = (parts.next()?, parts.next()?, parts.next()?);
+    let (id, exp) = (FileId::parse(id)?, exp.parse().ok()?);
+    keys.tag_matches(Purpose::UploadId, tagged(owner, &id, exp).as_bytes(), tag)
+        .then_some((id, exp))
 }
 
 /// Why a page cannot be used, in words for the person in front of it.
@@ -169,7 +183,7 @@ impl Sluice {
         };
         tracing::info!(file_id = %page.file_id, "browser upload page issued");
         Ok(BrowserUpload {
-            upload_id: upload_id(&page.file_id, expires_at),
+            upload_id: upload_id(self.keys(), owner, &page.file_id, expires_at),
             page_url: format!(
                 "{}/browser/{}",
                 self.issuer_base(),
@@ -262,12 +276,13 @@ impl Sluice {
 
     /// Where the browser upload `upload_id` of `owner` stands.
     pub async fn upload_status(&self, owner: &str, upload_id: &str) -> Result<UploadStatus, Error> {
-        let (file_id, page_expires) = parse_upload_id(upload_id).ok_or_else(|| {
-            Error::Invalid(
-                "this is not an upload_id: pass the upload_id request_browser_upload returned"
-                    .into(),
-            )
-        })?;
+        let (file_id, page_expires) =
+            parse_upload_id(self.keys(), owner, upload_id).ok_or_else(|| {
+                Error::Invalid(
+                    "this is not an upload_id: pass the upload_id request_browser_upload returned"
+                        .into(),
+                )
+            })?;
         let status = |state| UploadStatus {
             state,
             handle: None,
@@ -316,13 +331,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_upload_id_round_trips_and_garbage_is_refused() {
+    fn an_upload_id_round_trips_for_its_owner_and_cannot_be_made_up() {
+        let keys = crate::token::tests::ring("k1", 1);
         let id = FileId::random();
+        let made = upload_id(&keys, "alice", &id, 1_700_000_000);
         assert_eq!(
-            parse_upload_id(&upload_id(&id, 1_700_000_000)),
-            Some((id, 1_700_000_000))
+            parse_upload_id(&keys, "alice", &made),
+            Some((id.clone(), 1_700_000_000))
         );
-        assert_eq!(parse_upload_id("nope"), None);
-        assert_eq!(parse_upload_id("abc.def"), None);
+        assert_eq!(parse_upload_id(&keys, "bob", &made), None);
+        // The id of a file that no page made: its owner knows the file id.
+        assert_eq!(
+            parse_upload_id(&keys, "alice", &format!("{id}.9999999999")),
+            None
+        );
+        assert_eq!(
+            parse_upload_id(
+                &keys,
+                "alice",
+                &format!("{id}.9999999999.AAAAAAAAAAAAAAAAAAAAAA")
+            ),
+            None
+        );
+        assert_eq!(parse_upload_id(&keys, "alice", "nope"), None);
     }
 }

@@ -144,7 +144,9 @@ impl LocalStore {
         let removed = remove_each(&old, |bytes| self.release(bytes));
         let stale: Vec<_> = walk(&self.tmp)?
             .into_iter()
-            .filter(older_than(SystemTime::now() - Duration::from_secs(24 * 3600)))
+            .filter(older_than(
+                SystemTime::now() - Duration::from_secs(24 * 3600),
+            ))
             .collect();
         remove_each(&stale, |_| {});
         Ok(removed)
