@@ -61,6 +61,10 @@ pub(crate) fn is_full(e: &rusqlite::Error) -> bool {
 
 /// A store error from an SQLite one; a full disk keeps its kind (507).
 pub(crate) fn store_error(e: rusqlite::Error) -> StoreError {
+    // A row written once under its key (a file record) met another.
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
+        return StoreError::AlreadyExists;
+    }
     let kind = if is_full(&e) {
         std::io::ErrorKind::StorageFull
     } else {

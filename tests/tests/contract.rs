@@ -158,6 +158,15 @@ async fn records_contract(records: &dyn RecordStore) {
             .unwrap();
     }
 
+    // A record is written once: a second under the same id is refused and
+    // the first kept (two starts of one browser page at once).
+    let mut twin = alice[3].clone();
+    twin.file.sha256 = sluice::Sha256::of(b"another file");
+    assert!(matches!(
+        records.put(&twin).await,
+        Err(sluice::StoreError::AlreadyExists)
+    ));
+
     // A record reads back whole; another owner's id is not found.
     let got = records.get("alice", &alice[3].file.id).await.unwrap();
     assert_eq!(got.as_ref(), Some(&alice[3]));

@@ -216,3 +216,57 @@ async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
         );
     }
 }
+
+/// Two starts of one browser page at the same moment, with two different
+/// files: one is issued and the other refused, and the file recorded is the
+/// one whose PUT was signed (a replaced record would mark another file ready).
+#[tokio::test]
+async fn two_starts_of_one_page_at_once_issue_one_file() {
+    use sluice::service::browser::{BrowserStart, BrowserUploadRequest};
+    let local = Local::new();
+    for _ in 0..10 {
+        let page = local
+            .sluice
+            .request_browser_upload("alice", BrowserUploadRequest::default())
+            .unwrap();
+        let token = page.page_url.rsplit('/').next().unwrap();
+        let start = |data: &[u8]| BrowserStart {
+            filename: "scan.pdf".into(),
+            size: data.len() as u64,
+            sha256: sluice::Sha256::of(data),
+            content_type: None,
+        };
+        let (a, b) = tokio::join!(
+            local
+                .sluice
+                .start_browser_upload(token, start(b"first file")),
+            local
+                .sluice
+                .start_browser_upload(token, start(b"second, other file")),
+        );
+        let (won, lost) = match (a, b) {
+            (Ok(t), Err(e)) => (t, e),
+            (Err(e), Ok(t)) => (t, e),
+            other => panic!("exactly one start is issued: {other:?}"),
+        };
+        assert!(matches!(lost, Error::PageConflict(_)), "{lost:?}");
+        let recorded = local.sluice.find_file("alice", &won.file_id).await.unwrap();
+        let signed = won.upload.url.clone();
+        assert!(!signed.is_empty());
+        let again = local
+            .sluice
+            .start_browser_upload(
+                token,
+                start(if recorded.size == 10 {
+                    b"first file"
+                } else {
+                    b"second, other file"
+                }),
+            )
+            .await;
+        assert!(
+            again.is_ok(),
+            "the recorded file may start again: {again:?}"
+        );
+    }
+}

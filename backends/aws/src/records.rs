@@ -98,8 +98,21 @@ impl RecordStore for DynamoRecords {
         if !record.ready {
             put = put.item(PENDING_OWNER, s(&owner));
         }
-        put.send().await.map_err(|e| store_error(ledger_error(e)))?;
-        Ok(())
+        // Written once: a second file under the same id (two starts of one
+        // browser page at once) must not replace the first.
+        let put = put
+            .condition_expression("attribute_not_exists(#k)")
+            .expression_attribute_names("#k", KEY);
+        match put.send().await {
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Err(StoreError::AlreadyExists)
+            }
+            Err(e) => Err(store_error(ledger_error(e))),
+        }
     }
 
     async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {

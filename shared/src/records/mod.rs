@@ -130,7 +130,8 @@ impl FileRecord {
 /// Where file records live.
 #[async_trait::async_trait]
 pub trait RecordStore: Send + Sync + std::fmt::Debug {
-    /// Records a newly issued (pending) file.
+    /// Records a newly issued (pending) file, once: a record already there
+    /// under its id is kept, and the answer is [`StoreError::AlreadyExists`].
     async fn put(&self, record: &FileRecord) -> Result<(), StoreError>;
 
     /// File `id` of `owner`, expired or not; `None` if there is none.

@@ -86,7 +86,7 @@ impl SqliteRecords {
 
 fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
     c.prepare_cached(
-        "INSERT OR REPLACE INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
+        "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![

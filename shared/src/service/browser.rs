@@ -236,42 +236,64 @@ impl Sluice {
                 start.size, page.max_size
             )));
         }
+        let (size, sha256) = (start.size, start.sha256);
         let file = match self.records().get(&page.owner, &page.file_id).await? {
-            // Issued already, by this page: the same file may try again (a
-            // network failure mid-upload); another may not.
-            Some(record) => {
-                let same = record.file.size == start.size && record.file.sha256 == start.sha256;
-                let record = self.settle(record).await?;
-                if record.ready {
-                    return Err(Error::PageConflict(
-                        "A file was already uploaded with this link. Go back to the conversation \
-                         and ask for a new link to upload another.",
-                    ));
-                }
-                if !same {
-                    return Err(Error::PageConflict(
-                        "This link is in use for another file. Go back to the conversation and \
-                         ask for a new link.",
-                    ));
-                }
-                record.file
-            }
+            Some(record) => self.page_file_again(record, size, sha256).await?,
             None => {
                 let req = UploadRequest {
                     filename: start.filename,
-                    size: start.size,
-                    sha256: start.sha256,
+                    size,
+                    sha256,
                     content_type: page.content_type.clone().or(start.content_type),
                 };
-                self.issue_file(&page.owner, req, page.file_id.clone())
-                    .await?
-                    .0
+                match self
+                    .issue_file(&page.owner, req, page.file_id.clone())
+                    .await
+                {
+                    Ok((file, _)) => file,
+                    // Another start of this page recorded its file first:
+                    // the record is written once, so that one stands.
+                    Err(Error::AlreadyUploaded) => {
+                        let record = self
+                            .records()
+                            .get(&page.owner, &page.file_id)
+                            .await?
+                            .ok_or_else(|| Error::bug("a record refused as existing is there"))?;
+                        self.page_file_again(record, size, sha256).await?
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         };
         Ok(BrowserTarget {
             upload: self.upload_target(&file).await?,
             file_id: file.id,
         })
+    }
+
+    /// The file a page already issued, for another start of the page: the
+    /// same file may try again (a network failure mid-upload); another may not.
+    async fn page_file_again(
+        &self,
+        record: crate::records::FileRecord,
+        size: u64,
+        sha256: Sha256,
+    ) -> Result<crate::file::FileMeta, Error> {
+        let same = record.file.size == size && record.file.sha256 == sha256;
+        let record = self.settle(record).await?;
+        if record.ready {
+            return Err(Error::PageConflict(
+                "A file was already uploaded with this link. Go back to the conversation \
+                 and ask for a new link to upload another.",
+            ));
+        }
+        if !same {
+            return Err(Error::PageConflict(
+                "This link is in use for another file. Go back to the conversation and \
+                 ask for a new link.",
+            ));
+        }
+        Ok(record.file)
     }
 
     /// Where the browser upload `upload_id` of `owner` stands.
