@@ -211,3 +211,64 @@ async fn the_mcp_route_lists_tools_and_checks_each_calls_scope() {
             .starts_with("$uploadedFile:")
     );
 }
+
+/// A body that sends nothing and never ends: a route that reads before it
+/// checks would wait on it for ever.
+fn endless_body() -> axum::body::Body {
+    axum::body::Body::from_stream(futures_util::stream::pending::<
+        Result<bytes::Bytes, std::io::Error>,
+    >())
+}
+
+#[tokio::test]
+async fn a_page_start_with_a_bad_token_is_refused_before_its_body_is_read() {
+    let local = Local::new();
+    let issuer = sluice_issuer::router(local.sluice.clone());
+    let answered = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        call(
+            issuer.clone(),
+            "POST",
+            "/browser/not-a-page/start",
+            &[("content-type", "application/json")],
+            endless_body(),
+        ),
+    )
+    .await
+    .expect("answered without reading the body");
+    assert_eq!(answered.status, StatusCode::FORBIDDEN);
+    // A good token, and a body over the start's small limit.
+    let page = local
+        .sluice
+        .request_browser_upload("alice", Default::default())
+        .unwrap();
+    let path = format!("{}/start", page.page_url.strip_prefix(BASE).unwrap());
+    let huge = vec![b' '; 64 * 1024];
+    let refused = call(
+        issuer,
+        "POST",
+        &path,
+        &[("content-type", "application/json")],
+        huge,
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+#[tokio::test]
+async fn the_example_upstream_checks_its_key_before_reading_a_body() {
+    let router = sluice_local::example::router(sluice_local::example::ExampleKey::random());
+    let answered = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        call(
+            router,
+            "POST",
+            "/example-upstream/attach_document",
+            &[("authorization", "Bearer not-the-key")],
+            endless_body(),
+        ),
+    )
+    .await
+    .expect("answered without reading the body");
+    assert_eq!(answered.status, StatusCode::UNAUTHORIZED);
+}

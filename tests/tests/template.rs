@@ -289,11 +289,21 @@ fn each_function_is_granted_what_its_code_calls() {
             .collect::<Vec<_>>()
     };
     for action in ["dynamodb:GetItem", "dynamodb:PutItem"] {
+        let grants = has("ResolverFunction", action);
+        assert!(!grants.is_empty(), "resolver lacks {action}");
+        // The resolver touches the ledger's items only (`jti#…`).
         assert!(
-            !has("ResolverFunction", action).is_empty(),
-            "resolver lacks {action}"
+            grants
+                .iter()
+                .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys") && c.contains("jti#*")),
+            "resolver: {action} must be limited to the ledger's items: {grants:?}"
         );
     }
+    assert_eq!(
+        sluice_aws::DynamoLedger::key_of("x"),
+        "jti#x",
+        "the condition names the ledger's own key prefix"
+    );
     for fun in ["McpFunction", "IssuerFunction"] {
         for action in [
             "dynamodb:GetItem",

@@ -74,6 +74,14 @@ where
     }
 }
 
+impl DynamoLedger {
+    /// The item key of spent token `jti`: `jti#…`, the prefix the
+    /// resolver's IAM grant is limited to (template.yaml).
+    pub fn key_of(jti: &str) -> String {
+        format!("jti#{jti}")
+    }
+}
+
 #[async_trait::async_trait]
 impl Ledger for DynamoLedger {
     async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError> {
@@ -81,7 +89,7 @@ impl Ledger for DynamoLedger {
             .client
             .put_item()
             .table_name(&self.table)
-            .item(KEY, AttributeValue::S(format!("jti#{jti}")))
+            .item(KEY, AttributeValue::S(Self::key_of(jti)))
             .item(TTL, AttributeValue::N(expires_at.to_string()))
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", KEY)
@@ -104,7 +112,7 @@ impl Ledger for DynamoLedger {
             .client
             .get_item()
             .table_name(&self.table)
-            .key(KEY, AttributeValue::S(format!("jti#{jti}")))
+            .key(KEY, AttributeValue::S(Self::key_of(jti)))
             .consistent_read(true)
             .send()
             .await

@@ -79,12 +79,30 @@ async fn asset(Path(name): Path<String>) -> Result<Response, HttpError> {
         .into_response())
 }
 
-/// The page, having hashed the file, asks for its signed PUT.
+/// The most a page's start request may carry: a name, a size, a digest.
+const MAX_START_BYTES: usize = 8 * 1024;
+
+/// The page, having hashed the file, asks for its signed PUT. The page
+/// token is checked before any byte of the body is read, and the body is
+/// read only up to [`MAX_START_BYTES`].
 async fn start_browser(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
-    JsonBody(start): JsonBody<BrowserStart>,
+    body: Body,
 ) -> Result<Json<BrowserTarget>, HttpError> {
+    sluice
+        .open_page(&token)
+        .map_err(|e| sluice::Error::PageRefused(sluice::service::browser::page_refusal(&e)))?;
+    let bytes = axum::body::to_bytes(body, MAX_START_BYTES)
+        .await
+        .map_err(|_| HttpError::Body {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            message: format!("the request is over {MAX_START_BYTES} bytes, or broke off"),
+        })?;
+    let start: BrowserStart = serde_json::from_slice(&bytes).map_err(|e| HttpError::Body {
+        status: StatusCode::BAD_REQUEST,
+        message: format!("the request is not the JSON a page sends: {e}"),
+    })?;
     Ok(Json(sluice.start_browser_upload(&token, start).await?))
 }
 

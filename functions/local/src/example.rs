@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -113,12 +113,14 @@ pub fn catalog(addr: SocketAddr, key: &ExampleKey) -> Catalog {
     .expect("the example actions have distinct names")
 }
 
+/// The most the example reads of an authorized body (it reads bodies
+/// whole; sluice itself never does).
+const MAX_BODY_BYTES: usize = 96 << 20;
+
 /// The example upstream's routes, answering only callers presenting `key`.
 pub fn router(key: ExampleKey) -> Router {
     Router::new()
         .route(&format!("{PREFIX}/{{action}}"), post(handle))
-        // The example reads bodies whole; sluice itself never does.
-        .layer(DefaultBodyLimit::max(96 << 20))
         .with_state(key)
 }
 
@@ -130,8 +132,9 @@ async fn handle(
     State(key): State<ExampleKey>,
     Path(action): Path<String>,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    body: axum::body::Body,
 ) -> Response {
+    // The key first: nothing of a stranger's body is read.
     let presented = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
@@ -141,6 +144,12 @@ async fn handle(
             json!({"message": "unknown caller"}),
         );
     }
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
+        return reply(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            json!({"message": "the body is too large or broke off"}),
+        );
+    };
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return reply(
             StatusCode::BAD_REQUEST,
