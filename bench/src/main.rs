@@ -256,6 +256,10 @@ pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow
         // pending files stay at their defaults unless `env` says otherwise.
         .env("SLUICE_ISSUE_RATE_PER_MINUTE", "1000000000")
         .env("SLUICE_ISSUE_BURST", "1000000")
+        .env("SLUICE_LINK_RATE_PER_MINUTE", "1000000000")
+        .env("SLUICE_LINK_BURST", "1000000")
+        .env("SLUICE_ACTION_RATE_PER_MINUTE", "1000000000")
+        .env("SLUICE_ACTION_BURST", "1000000")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()?;

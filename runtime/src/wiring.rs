@@ -247,7 +247,7 @@ pub fn assemble(
         auth_servers: config.auth_servers.clone(),
         actions: Actions::new(catalog, config.action_limits),
         body_idle_timeout: config.body_idle_timeout,
-        issue_limit: sluice::rate::IssueLimit::new(config.issue_rate),
+        limits: sluice::rate::Limits::new(config.rates),
         records,
         pending_caps: config.pending_caps,
     })

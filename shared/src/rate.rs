@@ -17,23 +17,103 @@ use governor::{Quota, RateLimiter};
 
 use crate::error::Error;
 
-/// The configured rate: sustained per minute, and the burst allowed.
+/// A configured rate: sustained per minute, and the burst allowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IssueRate {
-    /// Files issued per minute, sustained.
+pub struct Rate {
+    /// Requests per minute, sustained.
     pub per_minute: u32,
-    /// Files issued at once after a quiet spell.
+    /// Requests at once after a quiet spell.
     pub burst: u32,
+}
+
+/// Which per-user rate: each has its own buckets, and says what it refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Files issued (uploads requested, small files stored).
+    Issue,
+    /// Download links issued.
+    Links,
+    /// Handles resolved (`POST /resolve`).
+    Resolve,
+    /// Actions run.
+    Actions,
+    /// Starts of one browser page (keyed by the page, not its owner).
+    PageStarts,
+}
+
+impl Kind {
+    fn refused(self) -> &'static str {
+        match self {
+            Kind::Issue => "too many files requested in a short time: nothing was issued",
+            Kind::Links => "too many download links requested in a short time: none was issued",
+            Kind::Resolve => "too many handles resolved in a short time: nothing was resolved",
+            Kind::Actions => "too many actions run in a short time: this one did not run",
+            Kind::PageStarts => {
+                "This link was used too many times in a short time. Wait a minute, then try again."
+            }
+        }
+    }
+}
+
+/// The configured rates, one per [`Kind`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rates {
+    /// Files issued per user.
+    pub issue: Rate,
+    /// Download links per user.
+    pub links: Rate,
+    /// Handles resolved per caller.
+    pub resolve: Rate,
+    /// Actions run per user.
+    pub actions: Rate,
+    /// Starts per browser page.
+    pub page_starts: Rate,
+}
+
+/// The buckets of every [`Kind`].
+#[derive(Debug)]
+pub struct Limits {
+    issue: IssueLimit,
+    links: IssueLimit,
+    resolve: IssueLimit,
+    actions: IssueLimit,
+    page_starts: IssueLimit,
+}
+
+impl Limits {
+    /// Buckets for `rates`.
+    pub fn new(rates: Rates) -> Self {
+        Self {
+            issue: IssueLimit::new(rates.issue, Kind::Issue),
+            links: IssueLimit::new(rates.links, Kind::Links),
+            resolve: IssueLimit::new(rates.resolve, Kind::Resolve),
+            actions: IssueLimit::new(rates.actions, Kind::Actions),
+            page_starts: IssueLimit::new(rates.page_starts, Kind::PageStarts),
+        }
+    }
+
+    /// Takes one from `key`'s bucket of `kind`, or says when to come back.
+    pub fn check(&self, kind: Kind, key: &str) -> Result<(), Error> {
+        match kind {
+            Kind::Issue => &self.issue,
+            Kind::Links => &self.links,
+            Kind::Resolve => &self.resolve,
+            Kind::Actions => &self.actions,
+            Kind::PageStarts => &self.page_starts,
+        }
+        .check(key)
+    }
 }
 
 type Keyed =
     RateLimiter<String, governor::state::keyed::DefaultKeyedStateStore<String>, DefaultClock>;
 
-/// One bucket per owner.
+/// One bucket per owner (or page).
 pub struct IssueLimit {
     limiter: Keyed,
     clock: DefaultClock,
     checks: AtomicU64,
+    kind: Kind,
 }
 
 impl std::fmt::Debug for IssueLimit {
@@ -50,17 +130,18 @@ const RETAIN_EVERY: u64 = 4096;
 
 impl IssueLimit {
     /// Buckets refilling at `rate.per_minute`, holding `rate.burst`.
-    pub fn new(rate: IssueRate) -> Self {
+    pub fn new(rate: Rate, kind: Kind) -> Self {
         let nz = |n: u32| NonZeroU32::new(n.max(1)).expect("at least 1");
         let quota = Quota::per_minute(nz(rate.per_minute)).allow_burst(nz(rate.burst));
         Self {
             limiter: RateLimiter::keyed(quota),
             clock: DefaultClock::default(),
             checks: AtomicU64::new(0),
+            kind,
         }
     }
 
-    /// Takes one file from `owner`'s bucket, or says when to come back.
+    /// Takes one from `owner`'s bucket, or says when to come back.
     pub fn check(&self, owner: &str) -> Result<(), Error> {
         if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {
             self.limiter.retain_recent();
@@ -72,12 +153,9 @@ impl IssueLimit {
             Err(not_until) => {
                 let wait = not_until.wait_time_from(self.clock.now());
                 let retry_after = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-                tracing::info!(owner = %key, retry_after, "issuing rate limit reached");
+                tracing::info!(owner = %key, retry_after, kind = ?self.kind, "rate limit reached");
                 Err(Error::Limited {
-                    message: format!(
-                        "too many files requested in a short time: nothing was issued; \
-                         try again in {retry_after} s"
-                    ),
+                    message: format!("{}; try again in {retry_after} s", self.kind.refused()),
                     retry_after,
                 })
             }
@@ -95,7 +173,7 @@ mod tests {
     use super::*;
 
     fn limit(per_minute: u32, burst: u32) -> IssueLimit {
-        IssueLimit::new(IssueRate { per_minute, burst })
+        IssueLimit::new(Rate { per_minute, burst }, Kind::Issue)
     }
 
     #[test]

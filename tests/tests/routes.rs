@@ -103,7 +103,7 @@ async fn an_upload_then_a_download_go_through_the_routes_once() {
         .find_file("alice", &ticket.file_id)
         .await
         .unwrap();
-    let download = local.sluice.issue_download(&file).await.unwrap();
+    let download = local.sluice.issue_download("alice", &file).await.unwrap();
     let link = download.download.url.strip_prefix(BASE).unwrap().to_owned();
     let resolver = sluice_resolver::router(local.sluice.clone());
     let head = call(resolver.clone(), "HEAD", &link, &[], "").await;

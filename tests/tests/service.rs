@@ -39,7 +39,7 @@ async fn a_file_is_missing_until_its_bytes_arrive_then_ready() {
         .unwrap();
     assert_eq!(local.sluice.stored(&file).await.unwrap(), Stored::Missing);
     assert!(matches!(
-        local.sluice.issue_download(&file).await,
+        local.sluice.issue_download("alice", &file).await,
         Err(Error::NotUploaded)
     ));
     let small = local
@@ -163,13 +163,11 @@ async fn echo_upstream() -> String {
     format!("http://{addr}")
 }
 
-/// The upstream is told who the user is in one form whatever the delivery:
-/// the token's `sub`, as its issuer wrote it (README, Actions).
-#[tokio::test]
-async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
+/// Sluice (local backends) with two actions on an echo upstream, one per
+/// delivery, and `vars`.
+async fn with_echo_actions(dir: &std::path::Path, vars: &[(&str, &str)]) -> sluice::Sluice {
     let upstream = echo_upstream().await;
-    let dir = tempfile::tempdir().unwrap();
-    let catalog = dir.path().join("actions.toml");
+    let catalog = dir.join("actions.toml");
     let mut toml = String::new();
     for (name, delivery) in [("inline", "data-uri"), ("linked", "link")] {
         toml.push_str(&format!(
@@ -178,16 +176,25 @@ async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
         ));
     }
     std::fs::write(&catalog, toml).unwrap();
-    let config = sluice::Config::from_vars(
-        [
-            ("SLUICE_DATA_DIR", dir.path().display().to_string()),
-            ("SLUICE_ACTIONS_FILE", catalog.display().to_string()),
-        ]
-        .map(|(k, v)| (k.to_owned(), v)),
-    )
-    .unwrap();
+    let mut all = vec![
+        ("SLUICE_DATA_DIR".to_owned(), dir.display().to_string()),
+        (
+            "SLUICE_ACTIONS_FILE".to_owned(),
+            catalog.display().to_string(),
+        ),
+    ];
+    all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let config = sluice::Config::from_vars(all).unwrap();
     let backends = sluice_runtime::open_backends(&config).await.unwrap();
-    let sluice = backends.sluice(&config, "http://127.0.0.1:8787".parse().unwrap());
+    backends.sluice(&config, "http://127.0.0.1:8787".parse().unwrap())
+}
+
+/// The upstream is told who the user is in one form whatever the delivery:
+/// the token's `sub`, as its issuer wrote it (README, Actions).
+#[tokio::test]
+async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
+    let dir = tempfile::tempdir().unwrap();
+    let sluice = with_echo_actions(dir.path(), &[]).await;
     // A caller from an external issuer: its files are owned by `<iss> <sub>`.
     let caller = Caller {
         sub: "alice".into(),
@@ -215,6 +222,155 @@ async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
             outcome.result
         );
     }
+}
+
+/// Each kind of request has a per-user rate of its own, and a refused
+/// request (bad input) takes nothing from it.
+#[tokio::test]
+async fn each_kind_of_request_has_a_per_user_rate_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let sluice = with_echo_actions(
+        dir.path(),
+        &[
+            ("SLUICE_ISSUE_RATE_PER_MINUTE", "1"),
+            ("SLUICE_ISSUE_BURST", "2"),
+            ("SLUICE_LINK_RATE_PER_MINUTE", "1"),
+            ("SLUICE_LINK_BURST", "2"),
+            ("SLUICE_RESOLVE_RATE_PER_MINUTE", "1"),
+            ("SLUICE_RESOLVE_BURST", "1"),
+            ("SLUICE_ACTION_RATE_PER_MINUTE", "1"),
+            ("SLUICE_ACTION_BURST", "1"),
+        ],
+    )
+    .await;
+    let limited = |r: &Result<_, Error>, what: &str| match r {
+        Err(Error::Limited {
+            message,
+            retry_after,
+        }) => {
+            assert!(message.contains(what), "{message}");
+            assert!(*retry_after > 0);
+        }
+        other => panic!("expected {what:?}: {:?}", other.as_ref().err()),
+    };
+    // Bad requests first: they take nothing from the issuing rate.
+    for _ in 0..3 {
+        let mut bad = request(b"x");
+        bad.content_type = Some("not a type".into());
+        assert!(matches!(
+            sluice.issue_upload("alice", bad).await,
+            Err(Error::Invalid(_))
+        ));
+    }
+    let small = sluice
+        .upload_small(
+            "alice",
+            "a.txt".into(),
+            b"hi".to_vec(),
+            sluice::Sha256::of(b"hi"),
+            None,
+        )
+        .await
+        .unwrap();
+    sluice.issue_upload("alice", request(b"x")).await.unwrap();
+    limited(
+        &sluice.issue_upload("alice", request(b"x")).await.map(drop),
+        "too many files requested",
+    );
+
+    let file = sluice.find_file("alice", &small.file_id).await.unwrap();
+    for _ in 0..2 {
+        sluice.issue_download("alice", &file).await.unwrap();
+    }
+    limited(
+        &sluice.issue_download("alice", &file).await.map(drop),
+        "too many download links",
+    );
+    assert!(
+        sluice.issue_download("bob", &file).await.is_ok(),
+        "another user's bucket"
+    );
+
+    let alice = caller("alice", &[Scope::FilesRead, Scope::ActionsExecute]);
+    sluice.resolve_handle(&alice, &small.handle).await.unwrap();
+    limited(
+        &sluice.resolve_handle(&alice, &small.handle).await.map(drop),
+        "too many handles resolved",
+    );
+
+    let run = |name: &'static str| {
+        sluice.execute_action(&alice, name, serde_json::json!({"doc": small.handle}))
+    };
+    run("inline").await.unwrap();
+    limited(&run("linked").await.map(drop), "too many actions run");
+}
+
+/// Whoever holds a page's URL can start it only so often, and cannot drain
+/// its owner's issuing rate with starts, valid or not.
+#[tokio::test]
+async fn a_browser_page_has_a_start_rate_of_its_own() {
+    use sluice::service::browser::{BrowserStart, BrowserUploadRequest};
+    let local = Local::with(&[
+        ("SLUICE_PAGE_START_RATE_PER_MINUTE", "1"),
+        ("SLUICE_PAGE_START_BURST", "2"),
+        ("SLUICE_ISSUE_RATE_PER_MINUTE", "1"),
+        ("SLUICE_ISSUE_BURST", "2"),
+    ]);
+    let page = |_: ()| {
+        local
+            .sluice
+            .request_browser_upload("alice", BrowserUploadRequest::default())
+            .unwrap()
+            .page_url
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let start = |name: &str| BrowserStart {
+        filename: name.into(),
+        size: 4,
+        sha256: sluice::Sha256::of(b"scan"),
+        content_type: None,
+    };
+    let first = page(());
+    // Invalid starts take nothing from any rate.
+    for _ in 0..3 {
+        let bad = local.sluice.start_browser_upload(&first, start("")).await;
+        assert!(matches!(bad, Err(Error::Invalid(_))), "{bad:?}");
+    }
+    for _ in 0..2 {
+        local
+            .sluice
+            .start_browser_upload(&first, start("scan.pdf"))
+            .await
+            .unwrap();
+    }
+    match local
+        .sluice
+        .start_browser_upload(&first, start("scan.pdf"))
+        .await
+    {
+        Err(Error::Limited { message, .. }) => {
+            assert!(message.contains("used too many times"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Another page of the same owner, and the owner's own issuing, go on.
+    let second = page(());
+    local
+        .sluice
+        .start_browser_upload(&second, start("scan.pdf"))
+        .await
+        .unwrap();
+    assert!(
+        local
+            .sluice
+            .issue_upload("alice", request(b"y"))
+            .await
+            .is_err(),
+        "two files issued: the burst"
+    );
 }
 
 /// Two starts of one browser page at the same moment, with two different

@@ -136,7 +136,7 @@ The bytes never pass through the conversation. The size and sha256 are returned 
         finish(async {
             let caller = caller(&parts)?;
             let file = self.sluice.resolve_file(&caller, &arg.file).await?;
-            let ticket = self.sluice.issue_download(&file).await?;
+            let ticket = self.sluice.issue_download(&caller.owner, &file).await?;
             success(
                 format!(
                     "Download link for {} ({} bytes, sha256 {}), single use, valid until {}: run the curl command.",

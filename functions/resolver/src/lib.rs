@@ -45,8 +45,7 @@ async fn resolve(
     if !caller.has(Scope::FilesResolve) {
         require(&sluice, &caller, Scope::FilesRead)?;
     }
-    let file = sluice.redeem_handle(&caller, &req.handle)?;
-    Ok(Json(sluice.issue_download(&file).await?))
+    Ok(Json(sluice.resolve_handle(&caller, &req.handle).await?))
 }
 
 /// Redeems a download link (the order of checks is [`Sluice::redeem_link`]'s)

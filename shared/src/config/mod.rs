@@ -154,12 +154,12 @@ pub struct Config {
     /// How long an upload's body may go without a byte
     /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
     pub body_idle_timeout: Duration,
-    /// Files one user may have issued (uploads requested, small files
-    /// stored) per minute, sustained (`SLUICE_ISSUE_RATE_PER_MINUTE`,
-    /// default 120), and at once after a quiet spell (`SLUICE_ISSUE_BURST`,
-    /// default 60). More are answered 429 with `Retry-After`. Counted per
-    /// process: on Lambda, per warm instance.
-    pub issue_rate: crate::rate::IssueRate,
+    /// Per-user rates (`SLUICE_ISSUE_*`, `SLUICE_LINK_*`,
+    /// `SLUICE_RESOLVE_*`, `SLUICE_ACTION_RATE_*`/`SLUICE_ACTION_BURST`)
+    /// and the per-page rate of browser page starts
+    /// (`SLUICE_PAGE_START_*`): more are answered 429 with `Retry-After`.
+    /// Counted per process: on Lambda, per warm instance.
+    pub rates: crate::rate::Rates,
     /// Files one user may have waiting for their bytes
     /// (`SLUICE_MAX_PENDING_FILES`, default 100) and the bytes they may
     /// declare in all (`SLUICE_MAX_PENDING_BYTES`, default 50 GiB); more are
@@ -257,13 +257,30 @@ impl Config {
                 files: vars.positive("SLUICE_MAX_PENDING_FILES")?,
                 bytes: vars.positive("SLUICE_MAX_PENDING_BYTES")?,
             },
-            issue_rate: crate::rate::IssueRate {
-                per_minute: vars.count32("SLUICE_ISSUE_RATE_PER_MINUTE")?,
-                burst: vars.count32("SLUICE_ISSUE_BURST")?,
-            },
+            rates: rates(&vars)?,
         };
         Ok(config)
     }
+}
+
+/// The per-user rates, and the per-page rate of page starts.
+fn rates(vars: &Vars) -> Result<crate::rate::Rates, ConfigError> {
+    let rate = |per_minute, burst| {
+        Ok::<_, ConfigError>(crate::rate::Rate {
+            per_minute: vars.count32(per_minute)?,
+            burst: vars.count32(burst)?,
+        })
+    };
+    Ok(crate::rate::Rates {
+        issue: rate("SLUICE_ISSUE_RATE_PER_MINUTE", "SLUICE_ISSUE_BURST")?,
+        links: rate("SLUICE_LINK_RATE_PER_MINUTE", "SLUICE_LINK_BURST")?,
+        resolve: rate("SLUICE_RESOLVE_RATE_PER_MINUTE", "SLUICE_RESOLVE_BURST")?,
+        actions: rate("SLUICE_ACTION_RATE_PER_MINUTE", "SLUICE_ACTION_BURST")?,
+        page_starts: rate(
+            "SLUICE_PAGE_START_RATE_PER_MINUTE",
+            "SLUICE_PAGE_START_BURST",
+        )?,
+    })
 }
 
 /// How actions run.

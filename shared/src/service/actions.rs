@@ -20,6 +20,7 @@ use crate::auth::Caller;
 use crate::datauri::DataUri;
 use crate::error::Error;
 use crate::file::{FileMeta, SMALL_FILE_MAX};
+use crate::rate::Kind;
 use crate::sha::Sha256;
 
 /// What an action returned.
@@ -56,6 +57,8 @@ impl Sluice {
             .ok_or_else(|| Error::UnknownAction(name.to_owned()))?;
         let redeem = |handle: &str| self.redeem_handle(caller, handle);
         let plan = fields::plan(&redeem, action, fields)?;
+        // The call checked first: a refused one takes nothing from the rate.
+        self.check_rate(Kind::Actions, &caller.owner)?;
         let limits = actions.limits();
         if action.file_delivery == FileDelivery::DataUri && plan.total_bytes() > limits.max_bytes {
             return Err(Error::Invalid(format!(

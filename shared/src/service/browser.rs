@@ -19,6 +19,7 @@ use super::issue::{MAX_FILENAME_BYTES, UploadRequest, UploadTarget};
 use crate::error::Error;
 use crate::file::FileId;
 use crate::keys::{Keyring, Purpose};
+use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::Access;
 use crate::time::{now_unix, rfc3339};
@@ -237,15 +238,19 @@ impl Sluice {
             )));
         }
         let (size, sha256) = (start.size, start.sha256);
+        let req = UploadRequest {
+            filename: start.filename,
+            size,
+            sha256,
+            content_type: page.content_type.clone().or(start.content_type),
+        };
+        // Everything checked first; then the page's own rate, so whoever
+        // holds its URL cannot drain its owner's issuing rate with starts.
+        self.checked(&req)?;
+        self.check_rate(Kind::PageStarts, page.file_id.as_str())?;
         let file = match self.records().get(&page.owner, &page.file_id).await? {
             Some(record) => self.page_file_again(record, size, sha256).await?,
             None => {
-                let req = UploadRequest {
-                    filename: start.filename,
-                    size,
-                    sha256,
-                    content_type: page.content_type.clone().or(start.content_type),
-                };
                 match self
                     .issue_file(&page.owner, req, page.file_id.clone())
                     .await

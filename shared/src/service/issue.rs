@@ -14,6 +14,7 @@ use super::Sluice;
 use crate::curl;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
+use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream};
 use crate::time::{now_unix, rfc3339};
@@ -103,6 +104,31 @@ impl Sluice {
         req: UploadRequest,
         id: FileId,
     ) -> Result<(FileMeta, String), Error> {
+        // Everything checked first: a refused request takes nothing from
+        // the caller's rate.
+        let (filename, content_type) = self.checked(&req)?;
+        self.check_rate(Kind::Issue, owner)?;
+        let file = FileMeta {
+            id,
+            owner: owner.to_owned(),
+            filename,
+            content_type,
+            size: req.size,
+            sha256: req.sha256,
+        };
+        let expires_at = now_unix() + self.parts().handle_ttl.as_secs() as i64;
+        self.admit(&file, expires_at).await?;
+        let handle = Handle {
+            file: file.clone(),
+            expires_at,
+        }
+        .encode(self.keys());
+        Ok((file, handle))
+    }
+
+    /// The checks of an upload request that need nothing stored: its name,
+    /// size and media type; the name and the media type as kept.
+    pub(crate) fn checked(&self, req: &UploadRequest) -> Result<(String, String), Error> {
         let filename = req.filename.trim();
         if filename.is_empty() {
             return Err(Error::Invalid("filename must not be empty".into()));
@@ -119,7 +145,6 @@ impl Sluice {
                 req.size
             )));
         }
-        self.check_rate(owner)?;
         let content_type = match req.content_type.as_deref().map(str::trim) {
             None | Some("") => mime_guess::from_path(filename)
                 .first_or_octet_stream()
@@ -127,22 +152,7 @@ impl Sluice {
                 .to_owned(),
             Some(ct) => parse_content_type(ct)?,
         };
-        let file = FileMeta {
-            id,
-            owner: owner.to_owned(),
-            filename: filename.to_owned(),
-            content_type,
-            size: req.size,
-            sha256: req.sha256,
-        };
-        let expires_at = now_unix() + self.parts().handle_ttl.as_secs() as i64;
-        self.admit(&file, expires_at).await?;
-        let handle = Handle {
-            file: file.clone(),
-            expires_at,
-        }
-        .encode(self.keys());
-        Ok((file, handle))
+        Ok((filename.to_owned(), content_type))
     }
 
     /// Where and how to PUT `file`'s bytes.

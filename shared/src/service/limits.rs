@@ -9,13 +9,14 @@
 use super::Sluice;
 use crate::error::Error;
 use crate::file::FileMeta;
+use crate::rate::Kind;
 use crate::records::{FileRecord, PendingCaps};
 use crate::time::{now_unix, rfc3339};
 
 impl Sluice {
-    /// Takes one file from `owner`'s issuing rate.
-    pub(crate) fn check_rate(&self, owner: &str) -> Result<(), Error> {
-        self.parts().issue_limit.check(owner)
+    /// Takes one from `key`'s bucket of `kind` (an owner's, or a page's).
+    pub(crate) fn check_rate(&self, kind: Kind, key: &str) -> Result<(), Error> {
+        self.parts().limits.check(kind, key)
     }
 
     /// Records a newly issued file, pending until its bytes arrive, unless

@@ -11,10 +11,12 @@ use bytes::Bytes;
 use serde::Serialize;
 
 use super::{Sluice, Stored};
+use crate::auth::Caller;
 use crate::curl;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::ledger::Spend;
+use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, DownloadAs, verified};
 use crate::time::{now_unix, rfc3339};
@@ -93,8 +95,32 @@ impl std::fmt::Debug for Delivery {
 }
 
 impl Sluice {
-    /// Issues a single-use download link for an uploaded file.
-    pub async fn issue_download(&self, file: &FileMeta) -> Result<DownloadTicket, Error> {
+    /// Issues a single-use download link for an uploaded file, asked for by
+    /// `owner` (whose rate of links it takes from).
+    pub async fn issue_download(
+        &self,
+        owner: &str,
+        file: &FileMeta,
+    ) -> Result<DownloadTicket, Error> {
+        self.check_rate(Kind::Links, owner)?;
+        self.ticket_if_stored(file).await
+    }
+
+    /// A backend (or the handle's owner) turns a handle into the file's
+    /// pinned description and a single-use download link: the caller's rate
+    /// of resolutions → the handle verified for the caller → the object
+    /// found and matching its pin.
+    pub async fn resolve_handle(
+        &self,
+        caller: &Caller,
+        handle: &str,
+    ) -> Result<DownloadTicket, Error> {
+        self.check_rate(Kind::Resolve, &caller.owner)?;
+        let file = self.redeem_handle(caller, handle)?;
+        self.ticket_if_stored(&file).await
+    }
+
+    async fn ticket_if_stored(&self, file: &FileMeta) -> Result<DownloadTicket, Error> {
         match self.stored(file).await? {
             Stored::Ready(_) => Ok(self.download_ticket(file)),
             Stored::Missing => Err(Error::NotUploaded),

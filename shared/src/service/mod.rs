@@ -40,7 +40,7 @@ use crate::error::Error;
 use crate::file::FileMeta;
 use crate::keys::Keyring;
 use crate::ledger::Ledger;
-use crate::rate::IssueLimit;
+use crate::rate::Limits;
 use crate::records::{PendingCaps, RecordStore};
 use crate::store::{Access, ObjectInfo, ObjectStore, Pin};
 
@@ -83,8 +83,9 @@ pub struct Parts {
     pub actions: Actions,
     /// How long an upload's body may go without a byte.
     pub body_idle_timeout: Duration,
-    /// How fast one user may have files issued.
-    pub issue_limit: IssueLimit,
+    /// How fast one user may ask for files, links, resolutions and
+    /// actions, and how often one browser page may be started.
+    pub limits: Limits,
     /// Per-user caps on files waiting for their bytes.
     pub pending_caps: PendingCaps,
 }
