@@ -260,6 +260,8 @@ pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow
         .env("SLUICE_LINK_BURST", "1000000")
         .env("SLUICE_ACTION_RATE_PER_MINUTE", "1000000000")
         .env("SLUICE_ACTION_BURST", "1000000")
+        // The bench's few users move many files at once.
+        .env("SLUICE_MAX_TRANSFERS_PER_USER", "100000")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()?;

@@ -273,7 +273,8 @@ pub fn local_backends(config: &Config) -> Result<LocalBackends, StartError> {
         .map_err(|e| StartError::Io {
             what: format!("opening the store in {}", config.data_dir.display()),
             source: io::Error::other(e),
-        })?;
+        })?
+        .with_user_share(config.max_transfers_per_user);
     let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
     let records = sluice::records::SqliteRecords::open(&config.data_dir.join("files.sqlite3"))
         .map_err(|e| StartError::Io {

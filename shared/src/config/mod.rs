@@ -145,6 +145,8 @@ pub struct Config {
     /// Uploads and downloads through sluice at once (`SLUICE_MAX_TRANSFERS`,
     /// default 256); more are answered 503 at once.
     pub max_transfers: usize,
+    /// Of those, one user's at once (`SLUICE_MAX_TRANSFERS_PER_USER`, default 16).
+    pub max_transfers_per_user: usize,
     /// Open connections at once (`SLUICE_MAX_CONNECTIONS`, default 1024);
     /// more wait to be accepted.
     pub max_connections: usize,
@@ -250,6 +252,7 @@ impl Config {
             example_actions: vars.flag("SLUICE_EXAMPLE_ACTIONS")?,
             action_limits: action_limits(&vars)?,
             max_transfers: vars.count("SLUICE_MAX_TRANSFERS")?,
+            max_transfers_per_user: vars.count("SLUICE_MAX_TRANSFERS_PER_USER")?,
             max_connections: vars.count("SLUICE_MAX_CONNECTIONS")?,
             header_read_timeout: vars.secs("SLUICE_HEADER_READ_TIMEOUT_SECS")?,
             body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,

@@ -258,6 +258,13 @@ pub const SETTINGS: &[Setting] = &[
         "local: uploads and downloads through sluice at once; more get 503 with `Retry-After`",
     ),
     s(
+        "SLUICE_MAX_TRANSFERS_PER_USER",
+        Limits,
+        Parse::Positive,
+        Value("16"),
+        "local: uploads and downloads one user may have in progress at once, so a few users cannot take every slot; more get 503 with `Retry-After`",
+    ),
+    s(
         "SLUICE_MAX_CONNECTIONS",
         Limits,
         Parse::Positive,

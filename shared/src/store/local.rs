@@ -49,6 +49,35 @@ pub struct LocalStore {
     uploading: Arc<Mutex<HashSet<String>>>,
     /// Transfer slots.
     transfers: Arc<Semaphore>,
+    /// Transfers in progress per owner (by the owner hash of an object's
+    /// key), and the most one owner may have: a few users cannot take
+    /// every slot from everyone else.
+    per_owner: Arc<Mutex<std::collections::HashMap<String, usize>>>,
+    share: usize,
+}
+
+/// A transfer slot: one of the store's, and one of its owner's share.
+struct Slot {
+    _owner: OwnerCount,
+    _global: OwnedSemaphorePermit,
+}
+
+/// One transfer counted against its owner's share, until dropped.
+struct OwnerCount {
+    owner: String,
+    per_owner: Arc<Mutex<std::collections::HashMap<String, usize>>>,
+}
+
+impl Drop for OwnerCount {
+    fn drop(&mut self) {
+        let mut counts = self.per_owner.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = counts.get_mut(&self.owner) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.owner);
+            }
+        }
+    }
 }
 
 /// Releases an upload's key and its unused reservation when it ends.
@@ -87,15 +116,50 @@ impl LocalStore {
             used: Arc::new(AtomicU64::new(used)),
             uploading: Arc::new(Mutex::new(HashSet::new())),
             transfers: Arc::new(Semaphore::new(max_transfers.max(1))),
+            per_owner: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            share: max_transfers.max(1),
         })
     }
 
-    /// A transfer slot, or the refusal when all are taken.
-    fn transfer_slot(&self) -> Result<OwnedSemaphorePermit, StoreError> {
-        self.transfers
+    /// Limits one owner to `share` of the transfer slots (by default all).
+    pub fn with_user_share(mut self, share: usize) -> Self {
+        self.share = share.max(1);
+        self
+    }
+
+    /// A transfer slot for `key`'s owner, or the refusal when the owner's
+    /// share, or every slot, is taken.
+    fn transfer_slot(&self, key: &ObjectKey) -> Result<Slot, StoreError> {
+        // `files/<owner hash>/<file id>/<name>`: the owner is in the key.
+        let owner = key
+            .as_str()
+            .split('/')
+            .nth(1)
+            .unwrap_or_default()
+            .to_owned();
+        {
+            let mut counts = self.per_owner.lock().unwrap_or_else(|p| p.into_inner());
+            let n = counts.entry(owner.clone()).or_insert(0);
+            if *n >= self.share {
+                return Err(StoreError::Busy(super::Busy::YourTransfers));
+            }
+            *n += 1;
+        }
+        let counted = OwnerCount {
+            owner,
+            per_owner: self.per_owner.clone(),
+        };
+        // Without one of the store's slots, the owner's count goes back
+        // with `counted`.
+        let global = self
+            .transfers
             .clone()
             .try_acquire_owned()
-            .map_err(|_| StoreError::Busy(super::Busy::Transfers))
+            .map_err(|_| StoreError::Busy(super::Busy::Transfers))?;
+        Ok(Slot {
+            _owner: counted,
+            _global: global,
+        })
     }
 
     /// Claims `key` for one upload and reserves `size` bytes of the quota.
@@ -219,7 +283,7 @@ impl ObjectStore for LocalStore {
         // Refusals decided before any byte is read, in this order: another
         // upload of this link in progress, no transfer slot, no room.
         let guard = self.begin_upload(key, size)?;
-        let _slot = self.transfer_slot()?;
+        let _slot = self.transfer_slot(key)?;
 
         let tmp = {
             let dir = self.tmp.clone();
@@ -319,7 +383,7 @@ impl ObjectStore for LocalStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let slot = self.transfer_slot()?;
+        let slot = self.transfer_slot(key)?;
         Ok(Some(read_stream(file, slot)))
     }
 }
@@ -358,7 +422,7 @@ fn read_chunk(mut file: File) -> (File, io::Result<Bytes>) {
 /// Streams a file chunk by chunk, each read a short blocking task started
 /// as the previous chunk is handed out (one chunk of read-ahead). The
 /// transfer slot is held until the stream ends or is dropped.
-fn read_stream(file: File, slot: OwnedSemaphorePermit) -> ByteStream {
+fn read_stream(file: File, slot: Slot) -> ByteStream {
     let first = tokio::task::spawn_blocking(move || read_chunk(file));
     futures_util::stream::unfold(Some((first, slot)), |state| async move {
         let (reading, slot) = state?;
@@ -452,6 +516,66 @@ mod tests {
         assert_eq!(sweeper.sweep(Duration::ZERO).unwrap(), 1);
         assert_eq!(sweeper.used.load(Ordering::SeqCst), 0);
         put(&sweeper, 2).await;
+    }
+
+    fn key_of(owner: &str) -> ObjectKey {
+        FileMeta {
+            id: FileId::random(),
+            owner: owner.into(),
+            filename: "f.bin".into(),
+            content_type: "application/octet-stream".into(),
+            size: 100,
+            sha256: Sha256::of(&[1u8; 100]),
+        }
+        .object_key()
+    }
+
+    /// Uploads whose bodies never come hold their slots; a user with their
+    /// share taken is refused, and everyone else is still served.
+    #[tokio::test]
+    async fn one_user_cannot_take_every_transfer_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path(), 1 << 20, 8)
+            .unwrap()
+            .with_user_share(2);
+        let stalled: Vec<_> = (0..2)
+            .map(|_| {
+                let (store, key) = (store.clone(), key_of("mallory"));
+                tokio::spawn(async move {
+                    let body: ByteStream = futures_util::stream::pending().boxed();
+                    store.put(&key, 100, Sha256::of(&[1u8; 100]), body).await
+                })
+            })
+            .collect();
+        // Until both hold their slots.
+        while store.per_owner.lock().unwrap().get(
+            &key_of("mallory")
+                .as_str()
+                .split('/')
+                .nth(1)
+                .unwrap()
+                .to_owned(),
+        ) != Some(&2)
+        {
+            tokio::task::yield_now().await;
+        }
+        let body: ByteStream = futures_util::stream::pending().boxed();
+        let third = store
+            .put(&key_of("mallory"), 100, Sha256::of(&[1u8; 100]), body)
+            .await;
+        assert!(
+            matches!(
+                third,
+                Err(StoreError::Busy(super::super::Busy::YourTransfers))
+            ),
+            "{third:?}"
+        );
+        // Another user uploads and reads back as usual.
+        let key = put(&store, 7).await;
+        assert!(store.get(&key).await.unwrap().is_some());
+        for task in stalled {
+            task.abort();
+        }
     }
 
     /// A file that is gone before the sweep reaches it (another process

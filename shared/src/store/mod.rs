@@ -126,6 +126,9 @@ pub enum Busy {
     /// Every transfer slot is taken.
     #[error("too many transfers are in progress")]
     Transfers,
+    /// The owner's share of the transfer slots is taken.
+    #[error("too many of your transfers are in progress")]
+    YourTransfers,
 }
 
 /// Where file bytes live. Keys are written once; readers stream.
