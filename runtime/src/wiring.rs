@@ -334,6 +334,10 @@ pub struct ServeLimits {
     pub max_connections: usize,
     /// How long a client may take to send a request's headers.
     pub header_read_timeout: std::time::Duration,
+    /// How long a write to a client may wait: a client that stops reading
+    /// (a download opened and never read) is cut off, and what it held (a
+    /// transfer slot, a connection) is freed.
+    pub write_timeout: std::time::Duration,
 }
 
 impl ServeLimits {
@@ -342,13 +346,15 @@ impl ServeLimits {
         Self {
             max_connections: config.max_connections,
             header_read_timeout: config.header_read_timeout,
+            write_timeout: config.write_timeout,
         }
     }
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves, then drains.
 /// Connections past `limits.max_connections` are not accepted until one
-/// closes, and one that does not send its headers in time is closed.
+/// closes; one that does not send its headers in time, or stops reading
+/// what it is sent for `limits.write_timeout`, is closed.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -380,8 +386,11 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
+        let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+        stream.set_write_timeout(Some(limits.write_timeout));
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        let connection =
+            graceful.watch(http.serve_connection(TokioIo::new(Box::pin(stream)), service));
         tokio::spawn(async move {
             let _ = connection.await;
             drop(slot);

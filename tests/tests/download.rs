@@ -168,3 +168,59 @@ fn running_the_download_line_again_never_replaces_the_file() {
         "the finished file is untouched"
     );
 }
+
+/// A download opened and never read is cut off after the write timeout, and
+/// the transfer slot it held is free again; a download refused for want of
+/// a slot meanwhile leaves its link usable.
+#[test]
+fn a_download_never_read_is_cut_off_and_frees_its_slot() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_WRITE_TIMEOUT_SECS", "2"),
+            ("SLUICE_MAX_TRANSFERS", "1"),
+        ],
+    );
+    // Larger than what the sockets' buffers take in.
+    let data = bytes(32 << 20, 5);
+    let token = server.token("alice", &[]);
+    let handle = server.upload(&token, "big.bin", &data)["handle"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let link = || {
+        server.download_ticket(&token, &handle)["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let stalled_url = link();
+    let path = stalled_url.strip_prefix(&server.base).unwrap();
+    let host = server.base.strip_prefix("http://").unwrap();
+    let mut stalled = std::net::TcpStream::connect(host).unwrap();
+    write!(stalled, "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+    // It holds the only slot: another download is refused for now, and its
+    // link is not spent by the refusal.
+    let waiting = link();
+    let started = std::time::Instant::now();
+    let mut refused = false;
+    loop {
+        let reply = request("GET", &waiting, &[], None);
+        if reply.status == 503 {
+            refused = true;
+        } else {
+            assert_eq!(reply.status, 200, "{}", reply.text());
+            assert_eq!(reply.body.len(), data.len());
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the stalled download still holds the slot"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    assert!(refused, "the stalled download held the slot at first");
+    drop(stalled);
+}

@@ -279,6 +279,13 @@ pub const SETTINGS: &[Setting] = &[
         "a connection that has not sent a request's headers by then is closed",
     ),
     s(
+        "SLUICE_WRITE_TIMEOUT_SECS",
+        Limits,
+        Parse::Seconds,
+        Value("30"),
+        "a client that reads nothing of an answer for this long (a download opened and never read) is cut off, freeing its transfer slot",
+    ),
+    s(
         "SLUICE_BODY_IDLE_TIMEOUT_SECS",
         Limits,
         Parse::Seconds,

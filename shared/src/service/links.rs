@@ -219,8 +219,11 @@ impl Sluice {
                 }
             }
             Access::Proxied => {
-                spend().await?;
+                // The object opened (and its transfer slot had) before the
+                // link is spent: a download refused for want of a slot
+                // leaves the link usable.
                 let stream = self.store().get(&key).await?.ok_or(Error::NotFound)?;
+                spend().await?;
                 Delivery::Stream {
                     stream: verified(stream, file.size, file.sha256),
                     file,
