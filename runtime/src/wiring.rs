@@ -338,6 +338,10 @@ pub struct ServeLimits {
     /// (a download opened and never read) is cut off, and what it held (a
     /// transfer slot, a connection) is freed.
     pub write_timeout: std::time::Duration,
+    /// How long a request body (other than an upload's, which streams under
+    /// its own idle timeout and its link's deadline) may take to arrive
+    /// whole: a body trickled a byte at a time holds no connection for ever.
+    pub body_read_timeout: std::time::Duration,
 }
 
 impl ServeLimits {
@@ -347,6 +351,7 @@ impl ServeLimits {
             max_connections: config.max_connections,
             header_read_timeout: config.header_read_timeout,
             write_timeout: config.write_timeout,
+            body_read_timeout: config.body_read_timeout,
         }
     }
 }
@@ -367,6 +372,10 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
+    let app = app.layer(axum::middleware::from_fn_with_state(
+        limits.body_read_timeout,
+        body_deadline,
+    ));
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
@@ -400,6 +409,46 @@ pub async fn serve(
     // Let requests in flight finish, for a while.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(30), graceful.shutdown()).await;
     Ok(())
+}
+
+/// Gives a request's body [`ServeLimits::body_read_timeout`] to arrive
+/// whole: past it the body ends in an error, which the route answers as a
+/// body that broke off. An upload's body (`PUT …/uploads/…`) is left to its
+/// own limits: a large file takes as long as its link allows.
+async fn body_deadline(
+    axum::extract::State(limit): axum::extract::State<std::time::Duration>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use futures_util::StreamExt as _;
+    let upload =
+        request.method() == http::Method::PUT && request.uri().path().contains("/uploads/");
+    if upload {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let deadline = tokio::time::Instant::now() + limit;
+    let timed =
+        futures_util::stream::unfold(Some(body.into_data_stream()), move |state| async move {
+            let mut data = state?;
+            match tokio::time::timeout_at(deadline, data.next()).await {
+                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(data))),
+                Ok(Some(Err(e))) => Some((Err(io::Error::other(e)), None)),
+                Ok(None) => None,
+                Err(_) => Some((
+                    Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the request body did not arrive in time",
+                    )),
+                    None,
+                )),
+            }
+        });
+    next.run(axum::extract::Request::from_parts(
+        parts,
+        axum::body::Body::from_stream(timed),
+    ))
+    .await
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -524,3 +524,23 @@ fn pending_files_and_bytes_are_capped_per_user() {
         &server.token("bob", &[]),
     );
 }
+
+/// A request body trickled a byte at a time (headers sent, then almost
+/// nothing) is cut off at the body read timeout, so such clients cannot hold
+/// every connection; an upload's own body is left to its own limits.
+#[test]
+fn a_trickled_request_body_is_cut_off_at_the_read_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_BODY_READ_TIMEOUT_SECS", "2")]);
+    let token = server.token("alice", &["files:write"]);
+    let head = format!(
+        "POST /uploads HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 200"
+    );
+    let mut trickle = stalled_request(&server.base, &head, b"{\"filename\":");
+    let status = crate::util::response_status(&mut trickle, std::time::Duration::from_secs(15));
+    assert!(
+        matches!(status, Some(400) | Some(408)),
+        "the trickled body is answered, not waited on for ever: {status:?}"
+    );
+}

@@ -156,6 +156,9 @@ pub struct Config {
     /// How long a write to a client may wait (`SLUICE_WRITE_TIMEOUT_SECS`,
     /// default 30).
     pub write_timeout: Duration,
+    /// How long a request body other than an upload's may take to arrive
+    /// (`SLUICE_BODY_READ_TIMEOUT_SECS`, default 30).
+    pub body_read_timeout: Duration,
     /// How long an upload's body may go without a byte
     /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
     pub body_idle_timeout: Duration,
@@ -259,6 +262,7 @@ impl Config {
             max_connections: vars.count("SLUICE_MAX_CONNECTIONS")?,
             header_read_timeout: vars.secs("SLUICE_HEADER_READ_TIMEOUT_SECS")?,
             write_timeout: vars.secs("SLUICE_WRITE_TIMEOUT_SECS")?,
+            body_read_timeout: vars.secs("SLUICE_BODY_READ_TIMEOUT_SECS")?,
             body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,
             pending_caps: crate::records::PendingCaps {
                 files: vars.positive("SLUICE_MAX_PENDING_FILES")?,

@@ -286,6 +286,13 @@ pub const SETTINGS: &[Setting] = &[
         "a client that reads nothing of an answer for this long (a download opened and never read) is cut off, freeing its transfer slot",
     ),
     s(
+        "SLUICE_BODY_READ_TIMEOUT_SECS",
+        Limits,
+        Parse::Seconds,
+        Value("30"),
+        "a request body other than an upload's must arrive whole within this (a body trickled a byte at a time is cut off)",
+    ),
+    s(
         "SLUICE_BODY_IDLE_TIMEOUT_SECS",
         Limits,
         Parse::Seconds,
