@@ -199,11 +199,18 @@ impl Claude {
         assert!(self.connected(), "{}", self.list());
     }
 
-    /// Whether `claude mcp list` says sluice is connected.
+    /// Whether `claude mcp list` says sluice is connected (asked up to
+    /// three times: its health check gives up quickly, and a function under
+    /// `cargo lambda watch` may be restarting).
     pub fn connected(&self) -> bool {
-        self.list()
-            .lines()
-            .any(|l| l.starts_with("sluice:") && l.contains("✔ Connected"))
+        (0..3).any(|attempt| {
+            if attempt > 0 {
+                std::thread::sleep(std::time::Duration::from_secs(2));
+            }
+            self.list()
+                .lines()
+                .any(|l| l.starts_with("sluice:") && l.contains("✔ Connected"))
+        })
     }
 }
 

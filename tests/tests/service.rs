@@ -175,6 +175,11 @@ async fn with_echo_actions(dir: &std::path::Path, vars: &[(&str, &str)]) -> slui
              file_delivery = \"{delivery}\"\n[[actions.fields]]\nname = \"doc\"\ntype = \"File\"\n"
         ));
     }
+    toml.push_str(&format!(
+        "[[actions]]\nname = \"pair\"\ndescription = \"d\"\nurl = \"{upstream}/pair\"\n\
+         [[actions.fields]]\nname = \"one\"\ntype = \"File\"\n\
+         [[actions.fields]]\nname = \"two\"\ntype = \"File\"\n"
+    ));
     std::fs::write(&catalog, toml).unwrap();
     let mut all = vec![
         ("SLUICE_DATA_DIR".to_owned(), dir.display().to_string()),
@@ -371,6 +376,45 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
             .is_err(),
         "two files issued: the burst"
     );
+}
+
+/// Files in an action's result are kept outside the caller's issuing rate
+/// and caps (the action has run), and one that cannot be kept is named in
+/// its place while the rest of the result still comes back.
+#[tokio::test]
+async fn an_actions_result_files_are_kept_whatever_the_callers_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let sluice = with_echo_actions(
+        dir.path(),
+        &[
+            ("SLUICE_ISSUE_RATE_PER_MINUTE", "1"),
+            ("SLUICE_ISSUE_BURST", "1"),
+            ("SLUICE_MAX_PENDING_FILES", "1"),
+            // Room for one result file of 20 KiB, not two.
+            ("SLUICE_QUOTA_BYTES", "30000"),
+        ],
+    )
+    .await;
+    let alice = caller("alice", &[Scope::ActionsExecute]);
+    // The caller's issuing burst is spent, and a file of theirs is pending.
+    sluice.issue_upload("alice", request(b"pending")).await.unwrap();
+    let big = |byte: u8| {
+        let data = vec![byte; 20 * 1024];
+        sluice::datauri::DataUri::encode("text/plain", Some("r.txt"), &data)
+    };
+    let outcome = sluice
+        .execute_action(&alice, "pair", serde_json::json!({"one": big(b'a'), "two": big(b'b')}))
+        .await
+        .expect("the action ran, and its answer comes back");
+    let fields = &outcome.result["fields"];
+    let (kept, lost) = if fields["one"]["handle"].is_string() {
+        (&fields["one"], &fields["two"])
+    } else {
+        (&fields["two"], &fields["one"])
+    };
+    assert!(kept["download"]["url"].is_string(), "{fields}");
+    assert!(lost["error"].as_str().unwrap().contains("could not be kept"), "{fields}");
+    assert_eq!(outcome.files_linked, 1);
 }
 
 /// Two starts of one browser page at the same moment, with two different

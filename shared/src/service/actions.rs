@@ -9,6 +9,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::issue::Counted;
 use super::links::DownloadTicket;
 use super::{Sluice, Stored};
 use crate::actions::body::{self, Failure};
@@ -170,6 +171,7 @@ impl Sluice {
                             uri.data.clone(),
                             Sha256::of(&uri.data),
                             Some(uri.mime.clone()),
+                            Counted::Yes,
                         )
                         .await?;
                     stored[index] = Some(meta.clone());
@@ -223,29 +225,38 @@ impl Sluice {
                 .unwrap_or_else(|| default_name(action, &uri.mime));
             let content_type = crate::datauri::essence(&uri.mime);
             let sha256 = Sha256::of(&uri.data);
-            // Never "try again": the action itself has already run.
-            let ran = |e: Error| {
-                let why = match e {
-                    Error::Internal(inner) => {
-                        tracing::error!(action, error = %inner, "a file in an action result could not be stored");
-                        "internal error".to_owned()
-                    }
-                    other => other.to_string(),
-                };
-                Error::Upstream(format!(
-                    "the action ran, but a file in its result could not be kept ({why}): check the result in the backend before running it again"
-                ))
-            };
-            let (file, handle) = self
+            // Outside the caller's rate and caps: the action has run. A file
+            // that cannot be kept is named in its place, and the rest of the
+            // result still comes back (never "try again": the action ran).
+            let kept = self
                 .store_inline(
                     &caller.owner,
                     filename,
                     uri.data,
                     sha256,
                     Some(content_type),
+                    Counted::No,
                 )
-                .await
-                .map_err(ran)?;
+                .await;
+            let (file, handle) = match kept {
+                Ok(kept) => kept,
+                Err(e) => {
+                    let why = match e {
+                        Error::Internal(inner) => {
+                            tracing::error!(action, error = %inner, "a file in an action result could not be stored");
+                            "internal error".to_owned()
+                        }
+                        other => other.to_string(),
+                    };
+                    *slot = serde_json::json!({
+                        "error": format!(
+                            "the action ran, but this file of its result could not be kept ({why}): \
+                             check the result in the backend before running it again"
+                        ),
+                    });
+                    continue;
+                }
+            };
             let ticket = self.download_ticket(&file);
             tracing::info!(action, file_id = %file.id, size = file.size, "file in an action result stored");
             *slot = serde_json::to_value(ResultFile { handle, ticket }).map_err(Error::internal)?;

@@ -20,6 +20,18 @@ use crate::store::{Access, ByteStream};
 use crate::time::{now_unix, rfc3339};
 use crate::token::{Handle, LinkToken, Method};
 
+/// Whether a file issued counts against its owner's issuing rate and
+/// pending caps: what a user asks for does; a file an action's upstream
+/// returns does not (the action has run, and its result must not be lost
+/// to the caller's limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// Asked for by the user.
+    Yes,
+    /// Made by an action's upstream.
+    No,
+}
+
 /// The longest filename label accepted, in bytes.
 pub const MAX_FILENAME_BYTES: usize = 1024;
 
@@ -104,10 +116,24 @@ impl Sluice {
         req: UploadRequest,
         id: FileId,
     ) -> Result<(FileMeta, String), Error> {
+        self.issue_file_as(owner, req, id, Counted::Yes).await
+    }
+
+    /// [`Sluice::issue_file`], counted against the owner's rate and pending
+    /// caps or not.
+    async fn issue_file_as(
+        &self,
+        owner: &str,
+        req: UploadRequest,
+        id: FileId,
+        counted: Counted,
+    ) -> Result<(FileMeta, String), Error> {
         // Everything checked first: a refused request takes nothing from
         // the caller's rate.
         let (filename, content_type) = self.checked(&req)?;
-        self.check_rate(Kind::Issue, owner)?;
+        if counted == Counted::Yes {
+            self.check_rate(Kind::Issue, owner)?;
+        }
         let file = FileMeta {
             id,
             owner: owner.to_owned(),
@@ -117,7 +143,10 @@ impl Sluice {
             sha256: req.sha256,
         };
         let expires_at = now_unix() + self.parts().handle_ttl.as_secs() as i64;
-        self.admit(&file, expires_at).await?;
+        match counted {
+            Counted::Yes => self.admit(&file, expires_at).await?,
+            Counted::No => self.record_uncounted(&file, expires_at).await?,
+        }
         let handle = Handle {
             file: file.clone(),
             expires_at,
@@ -204,6 +233,7 @@ impl Sluice {
         data: Vec<u8>,
         sha256: Sha256,
         content_type: Option<String>,
+        counted: Counted,
     ) -> Result<(FileMeta, String), Error> {
         let req = UploadRequest {
             filename,
@@ -211,7 +241,9 @@ impl Sluice {
             sha256,
             content_type,
         };
-        let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
+        let (file, handle) = self
+            .issue_file_as(owner, req, FileId::random(), counted)
+            .await?;
         let body: ByteStream = Box::pin(futures_util::stream::once(async move {
             Ok(bytes::Bytes::from(data))
         }));

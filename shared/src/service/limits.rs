@@ -19,6 +19,23 @@ impl Sluice {
         self.parts().limits.check(kind, key)
     }
 
+    /// Records a file outside its owner's caps (one an action's upstream
+    /// returned), pending until its bytes are stored.
+    pub(crate) async fn record_uncounted(
+        &self,
+        file: &FileMeta,
+        expires_at: i64,
+    ) -> Result<(), Error> {
+        let record = FileRecord {
+            file: file.clone(),
+            created_ms: crate::time::now_millis(),
+            expires_at,
+            ready: false,
+        };
+        self.records().put(&record).await?;
+        Ok(())
+    }
+
     /// Records a newly issued file, pending until its bytes arrive, unless
     /// its owner already has as many pending files, or pending bytes, as
     /// the caps allow (nothing recorded). Files uploaded straight to the

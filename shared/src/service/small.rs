@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::Sluice;
+use super::issue::Counted;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::sha::Sha256;
@@ -55,7 +56,7 @@ impl Sluice {
             )));
         }
         let (file, handle) = self
-            .store_inline(owner, filename, data, sha256, content_type)
+            .store_inline(owner, filename, data, sha256, content_type, Counted::Yes)
             .await?;
         Ok(SmallUpload {
             handle,
