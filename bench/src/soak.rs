@@ -265,6 +265,156 @@ async fn stalled_body(t: &Target, seed: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A download opened and never read: the server must cut it off (the
+/// write timeout) rather than hold its slot for ever.
+async fn stalled_download(t: &Target, seed: u64) -> anyhow::Result<()> {
+    let len = 8 << 20;
+    let data = payload(len, seed);
+    let (status, ticket) = t
+        .post_json(
+            "/uploads",
+            &json!({"filename": format!("big {seed}.bin"), "size": len,
+                    "sha256": sluice::Sha256::of(&data)}),
+        )
+        .await?;
+    if status != 200 {
+        bail!("POST /uploads: {status} {ticket}");
+    }
+    let url = ticket["upload"]["url"].as_str().context("upload url")?;
+    let (status, _, _) = t.good("PUT", url, &[], data).await?;
+    if status != 200 {
+        bail!("PUT: {status}");
+    }
+    let (status, download) = t
+        .post_json("/resolve", &json!({"handle": ticket["handle"]}))
+        .await?;
+    if status != 200 {
+        bail!("POST /resolve: {status} {download}");
+    }
+    let link: hyper::Uri = download["download"]["url"]
+        .as_str()
+        .context("link")?
+        .parse()?;
+    let authority = link.authority().context("authority")?.as_str().to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&authority).await?;
+    let head = format!("GET {} HTTP/1.1\r\nHost: {authority}\r\n\r\n", link.path());
+    stream.write_all(head.as_bytes()).await?;
+    t.counts.hostile.fetch_add(1, Ordering::Relaxed);
+    // Read nothing; the server must give up on its own.
+    let closed = tokio::time::timeout(Duration::from_secs(120), async {
+        use tokio::io::AsyncReadExt as _;
+        let mut buf = [0u8; 1];
+        // Peek at the answer's start only once the write timeout has passed.
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        let mut rest = Vec::new();
+        let _ = stream.read(&mut buf).await;
+        let _ = stream.read_to_end(&mut rest).await;
+    })
+    .await;
+    match closed {
+        Ok(()) => t.counts.stalls_closed.fetch_add(1, Ordering::Relaxed),
+        Err(_) => t.counts.hostile_wrong.fetch_add(1, Ordering::Relaxed),
+    };
+    Ok(())
+}
+
+/// A request body trickled: headers, a few bytes, then nothing. The server
+/// must answer at its body read timeout, without the body.
+async fn trickled_body(t: &Target, _seed: u64) -> anyhow::Result<()> {
+    let base: hyper::Uri = t.base.parse()?;
+    let authority = base.authority().context("authority")?.as_str().to_owned();
+    let mut stream = tokio::net::TcpStream::connect(&authority).await?;
+    let head = format!(
+        "POST /uploads HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: 500\r\n\r\n{{\"filename\":",
+        t.token
+    );
+    stream.write_all(head.as_bytes()).await?;
+    t.counts.hostile.fetch_add(1, Ordering::Relaxed);
+    let answered = tokio::time::timeout(Duration::from_secs(60), async {
+        use tokio::io::AsyncReadExt as _;
+        let mut got = Vec::new();
+        let _ = stream.read_to_end(&mut got).await;
+        got
+    })
+    .await;
+    let ok = matches!(&answered, Ok(got) if got.starts_with(b"HTTP/1.1 400") || got.starts_with(b"HTTP/1.1 408"));
+    if !ok {
+        t.counts.hostile_wrong.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+/// An action naming one handle 101 times, and a page started in a flood:
+/// each must be refused in words (a tool error, 429), never served or a 5xx.
+async fn repeats_and_floods(t: &Target, seed: u64) -> anyhow::Result<()> {
+    let call = |name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+    };
+    let (status, stored) = t
+        .post_json(
+            "/mcp",
+            &call(
+                "upload_small_file",
+                json!({"filename": format!("r {seed}.txt"),
+                "data_base64": "aGk=", "sha256": sluice::Sha256::of(b"hi")}),
+            ),
+        )
+        .await?;
+    let handle = stored["result"]["structuredContent"]["handle"].clone();
+    if status != 200 || !handle.is_string() {
+        bail!("upload_small_file: {status} {stored}");
+    }
+    let extras = vec![handle.clone(); 101];
+    t.counts.hostile.fetch_add(1, Ordering::Relaxed);
+    let (status, answer) = t
+        .post_json(
+            "/mcp",
+            &call(
+                "action_attach_document",
+                json!({"review_id": 1, "document": handle, "extras": extras}),
+            ),
+        )
+        .await?;
+    if status != 200 || answer["result"]["isError"] != true {
+        t.counts.hostile_wrong.fetch_add(1, Ordering::Relaxed);
+    }
+    let (status, page) = t
+        .post_json("/mcp", &call("request_browser_upload", json!({})))
+        .await?;
+    let page_url = page["result"]["structuredContent"]["page_url"]
+        .as_str()
+        .context("page")?;
+    if status != 200 {
+        bail!("request_browser_upload: {status}");
+    }
+    let start = json!({"filename": "flood.bin", "size": 4, "sha256": sluice::Sha256::of(b"scan")});
+    let mut limited = false;
+    for _ in 0..8 {
+        t.counts.hostile.fetch_add(1, Ordering::Relaxed);
+        let (status, _, _) = t
+            .send(
+                "POST",
+                &format!("{page_url}/start"),
+                &[("Content-Type", "application/json")],
+                Bytes::from(start.to_string()),
+            )
+            .await?;
+        match status {
+            200 => {}
+            429 => limited = true,
+            _ => {
+                t.counts.hostile_wrong.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    if !limited {
+        t.counts.hostile_wrong.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
 /// Runs `job` in a loop until the soak stops; an error ends the soak.
 fn worker<F, Fut>(
     t: Arc<Target>,
@@ -301,6 +451,8 @@ pub async fn run(secs: u64) -> anyhow::Result<String> {
             ("SLUICE_UPLOAD_TTL_SECS", "60"),
             ("SLUICE_LINK_TTL_SECS", "30"),
             ("SLUICE_BODY_IDLE_TIMEOUT_SECS", "5"),
+            ("SLUICE_BODY_READ_TIMEOUT_SECS", "5"),
+            ("SLUICE_WRITE_TIMEOUT_SECS", "5"),
             // One user, always with stalled bodies pending.
             ("SLUICE_MAX_PENDING_FILES", "1000000"),
         ],
@@ -332,6 +484,19 @@ pub async fn run(secs: u64) -> anyhow::Result<String> {
             stalled_body(&t, s).await
         }));
     }
+    for i in 0..2 {
+        workers.push(worker(t.clone(), 2_000_000 + i, 2, |t, s| async move {
+            stalled_download(&t, s).await
+        }));
+    }
+    for i in 0..4 {
+        workers.push(worker(t.clone(), 3_000_000 + i, 4, |t, s| async move {
+            trickled_body(&t, s).await
+        }));
+    }
+    workers.push(worker(t.clone(), 4_000_000, 1, |t, s| async move {
+        repeats_and_floods(&t, s).await
+    }));
 
     let start = Instant::now();
     let mut samples = Vec::new();
@@ -394,7 +559,7 @@ pub async fn run(secs: u64) -> anyhow::Result<String> {
     report.push_str("| figure | value |\n|---|---|\n");
     report.push_str(&format!(
         "| well-formed requests | {} |\n| 5xx among them | {} |\n| files uploaded and downloaded back, byte-exact | {} |\n\
-         | hostile requests (replays, tampered links, forged or missing tokens, stalled bodies) | {} |\n\
+         | hostile requests (replays, tampered links, forged or missing tokens, stalled bodies, downloads never read, trickled bodies, a handle repeated 101 times, page-start floods) | {} |\n\
          | hostile requests answered wrongly | {} |\n| stalled bodies closed by the server | {} |\n",
         load(&c.requests),
         load(&c.server_errors),

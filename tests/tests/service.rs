@@ -397,13 +397,20 @@ async fn an_actions_result_files_are_kept_whatever_the_callers_limits() {
     .await;
     let alice = caller("alice", &[Scope::ActionsExecute]);
     // The caller's issuing burst is spent, and a file of theirs is pending.
-    sluice.issue_upload("alice", request(b"pending")).await.unwrap();
+    sluice
+        .issue_upload("alice", request(b"pending"))
+        .await
+        .unwrap();
     let big = |byte: u8| {
         let data = vec![byte; 20 * 1024];
         sluice::datauri::DataUri::encode("text/plain", Some("r.txt"), &data)
     };
     let outcome = sluice
-        .execute_action(&alice, "pair", serde_json::json!({"one": big(b'a'), "two": big(b'b')}))
+        .execute_action(
+            &alice,
+            "pair",
+            serde_json::json!({"one": big(b'a'), "two": big(b'b')}),
+        )
         .await
         .expect("the action ran, and its answer comes back");
     let fields = &outcome.result["fields"];
@@ -413,7 +420,13 @@ async fn an_actions_result_files_are_kept_whatever_the_callers_limits() {
         (&fields["two"], &fields["one"])
     };
     assert!(kept["download"]["url"].is_string(), "{fields}");
-    assert!(lost["error"].as_str().unwrap().contains("could not be kept"), "{fields}");
+    assert!(
+        lost["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not be kept"),
+        "{fields}"
+    );
     assert_eq!(outcome.files_linked, 1);
 }
 
