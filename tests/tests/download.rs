@@ -170,8 +170,7 @@ fn running_the_download_line_again_never_replaces_the_file() {
 }
 
 /// A download opened and never read is cut off after the write timeout, and
-/// the transfer slot it held is free again; a download refused for want of
-/// a slot meanwhile leaves its link usable.
+/// the transfer slot it held is free again.
 #[test]
 fn a_download_never_read_is_cut_off_and_frees_its_slot() {
     use std::io::Write as _;
@@ -201,13 +200,12 @@ fn a_download_never_read_is_cut_off_and_frees_its_slot() {
     let host = server.base.strip_prefix("http://").unwrap();
     let mut stalled = std::net::TcpStream::connect(host).unwrap();
     write!(stalled, "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
-    // It holds the only slot: another download is refused for now, and its
-    // link is not spent by the refusal.
-    let waiting = link();
+    // It holds the only slot: another download is refused for now (each
+    // try with a link of its own: a refused one is spent).
     let started = std::time::Instant::now();
     let mut refused = false;
     loop {
-        let reply = request("GET", &waiting, &[], None);
+        let reply = request("GET", &link(), &[], None);
         if reply.status == 503 {
             refused = true;
         } else {

@@ -219,11 +219,10 @@ impl Sluice {
                 }
             }
             Access::Proxied => {
-                // The object opened (and its transfer slot had) before the
-                // link is spent: a download refused for want of a slot
-                // leaves the link usable.
-                let stream = self.store().get(&key).await?.ok_or(Error::NotFound)?;
+                // Spent first: of many redemptions at once, one opens the
+                // object (and takes a transfer slot); the rest are 404.
                 spend().await?;
+                let stream = self.store().get(&key).await?.ok_or(Error::NotFound)?;
                 Delivery::Stream {
                     stream: verified(stream, file.size, file.sha256),
                     file,
