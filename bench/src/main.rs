@@ -258,6 +258,8 @@ pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow
         .env("SLUICE_ISSUE_BURST", "1000000")
         .env("SLUICE_LINK_RATE_PER_MINUTE", "1000000000")
         .env("SLUICE_LINK_BURST", "1000000")
+        .env("SLUICE_RESOLVE_RATE_PER_MINUTE", "1000000000")
+        .env("SLUICE_RESOLVE_BURST", "1000000")
         .env("SLUICE_ACTION_RATE_PER_MINUTE", "1000000000")
         .env("SLUICE_ACTION_BURST", "1000000")
         // The bench's few users move many files at once.
