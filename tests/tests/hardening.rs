@@ -543,4 +543,13 @@ fn a_trickled_request_body_is_cut_off_at_the_read_timeout() {
         matches!(status, Some(400) | Some(408)),
         "the trickled body is answered, not waited on for ever: {status:?}"
     );
+    // The MCP endpoint says what happened: not "too large", but too slow.
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 200"
+    );
+    let mut trickle = stalled_request(&server.base, &head, b"{\"jsonrpc\":");
+    let status = crate::util::response_status(&mut trickle, std::time::Duration::from_secs(15));
+    assert_eq!(status, Some(408));
 }

@@ -34,12 +34,23 @@ pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next)
     let limit = sluice.parts().mcp_max_body_bytes;
     let bytes = match to_bytes(body, limit).await {
         Ok(b) => b,
-        Err(_) => {
-            return rpc_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                Value::Null,
-                ErrorData::invalid_request(format!("the request body is over {limit} bytes"), None),
-            );
+        // Over the limit, or a body that stopped arriving (the server's body
+        // read deadline) or broke off: each answered as what it is.
+        Err(e) => {
+            let over = std::error::Error::source(&e)
+                .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+            let (status, what) = if over {
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("the request body is over {limit} bytes"),
+                )
+            } else {
+                (
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body did not arrive whole in time".to_owned(),
+                )
+            };
+            return rpc_error(status, Value::Null, ErrorData::invalid_request(what, None));
         }
     };
     let message: Value = match serde_json::from_slice(&bytes) {
