@@ -552,8 +552,12 @@ pub async fn run(secs: u64) -> anyhow::Result<String> {
     report.push_str(&format!(
         "`make soak` (`target/fast/sluice-bench --soak {secs}`): the local server for {} min \
          under 4 upload→download→replay loops, 2 MCP loops (initialize, tools/list, \
-         list_files, request_upload, then a forged and a missing token) and 16 stalled \
-         upload bodies at all times (closed by the 5 s body idle timeout), loopback only.\n\n",
+         list_files, request_upload, then a forged and a missing token), 16 stalled \
+         upload bodies at all times (closed by the 5 s body idle timeout), 2 loops that \
+         upload 8 MiB and open its download without reading it (cut off by the 5 s write \
+         timeout), 4 loops trickling a request body (answered at the 5 s body read \
+         deadline), and one naming a handle 101 times in an action and starting a browser \
+         page 8 times (refused, and 429 past its burst), loopback only.\n\n",
         secs / 60
     ));
     report.push_str("| figure | value |\n|---|---|\n");
