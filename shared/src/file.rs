@@ -57,6 +57,12 @@ impl ObjectKey {
         format!("files/{}/", owner_hash(owner))
     }
 
+    /// The owner part of the key (`files/<owner hash>/…`): whose object
+    /// it is, without the owner's name.
+    pub fn owner_part(&self) -> &str {
+        self.0.split('/').nth(1).unwrap_or_default()
+    }
+
     /// A key as a store listed it. Only for keys the store itself returns.
     pub fn from_stored(key: String) -> Self {
         Self(key)

@@ -90,7 +90,7 @@ struct UploadGuard {
 
 impl Drop for UploadGuard {
     fn drop(&mut self) {
-        self.used.fetch_sub(self.reserved, Ordering::SeqCst);
+        release(&self.used, self.reserved);
         self.uploading
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -130,13 +130,7 @@ impl LocalStore {
     /// A transfer slot for `key`'s owner, or the refusal when the owner's
     /// share, or every slot, is taken.
     fn transfer_slot(&self, key: &ObjectKey) -> Result<Slot, StoreError> {
-        // `files/<owner hash>/<file id>/<name>`: the owner is in the key.
-        let owner = key
-            .as_str()
-            .split('/')
-            .nth(1)
-            .unwrap_or_default()
-            .to_owned();
+        let owner = key.owner_part().to_owned();
         {
             let mut counts = self.per_owner.lock().unwrap_or_else(|p| p.into_inner());
             let n = counts.entry(owner.clone()).or_insert(0);
@@ -205,7 +199,7 @@ impl LocalStore {
             .into_iter()
             .filter(older_than(SystemTime::now() - max_age))
             .collect();
-        let removed = remove_each(&old, |bytes| self.release(bytes));
+        let removed = remove_each(&old, |bytes| release(&self.used, bytes));
         let stale: Vec<_> = walk(&self.tmp)?
             .into_iter()
             .filter(older_than(
@@ -215,17 +209,16 @@ impl LocalStore {
         remove_each(&stale, |_| {});
         Ok(removed)
     }
+}
 
-    /// Takes `bytes` off the running figure, never below zero: another
-    /// process sharing the directory may have stored what this one sweeps,
-    /// bytes this process never counted.
-    fn release(&self, bytes: u64) {
-        let _ = self
-            .used
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
-                Some(used.saturating_sub(bytes))
-            });
-    }
+/// Takes `bytes` off the running figure `used`, never below zero: another
+/// process sharing the directory may have stored what this one sweeps,
+/// bytes this process never counted, so the figure may already be lower
+/// than a reservation this process still holds.
+fn release(used: &AtomicU64, bytes: u64) {
+    let _ = used.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+        Some(u.saturating_sub(bytes))
+    });
 }
 
 /// Deletes each of `entries` (and its now-empty `<file_id>` directory),
@@ -483,18 +476,21 @@ mod tests {
     use super::*;
     use crate::file::{FileId, FileMeta};
 
-    fn file(n: u8) -> (ObjectKey, Bytes, Sha256) {
-        let data = Bytes::from(vec![n; 100]);
-        let sha256 = Sha256::of(&data);
-        let meta = FileMeta {
+    /// A file of `owner`'s: 100 bytes of `n`.
+    fn meta(owner: &str, n: u8) -> FileMeta {
+        FileMeta {
             id: FileId::random(),
-            owner: "alice".into(),
+            owner: owner.into(),
             filename: format!("f{n}.bin"),
             content_type: "application/octet-stream".into(),
-            size: data.len() as u64,
-            sha256,
-        };
-        (meta.object_key(), data, sha256)
+            size: 100,
+            sha256: Sha256::of(&[n; 100]),
+        }
+    }
+
+    fn file(n: u8) -> (ObjectKey, Bytes, Sha256) {
+        let meta = meta("alice", n);
+        (meta.object_key(), Bytes::from(vec![n; 100]), meta.sha256)
     }
 
     async fn put(store: &LocalStore, n: u8) -> ObjectKey {
@@ -519,15 +515,7 @@ mod tests {
     }
 
     fn key_of(owner: &str) -> ObjectKey {
-        FileMeta {
-            id: FileId::random(),
-            owner: owner.into(),
-            filename: "f.bin".into(),
-            content_type: "application/octet-stream".into(),
-            size: 100,
-            sha256: Sha256::of(&[1u8; 100]),
-        }
-        .object_key()
+        meta(owner, 1).object_key()
     }
 
     /// Uploads whose bodies never come hold their slots; a user with their
@@ -548,15 +536,8 @@ mod tests {
             })
             .collect();
         // Until both hold their slots.
-        while store.per_owner.lock().unwrap().get(
-            &key_of("mallory")
-                .as_str()
-                .split('/')
-                .nth(1)
-                .unwrap()
-                .to_owned(),
-        ) != Some(&2)
-        {
+        let mallory = key_of("mallory").owner_part().to_owned();
+        while store.per_owner.lock().unwrap().get(&mallory) != Some(&2) {
             tokio::task::yield_now().await;
         }
         let body: ByteStream = futures_util::stream::pending().boxed();
