@@ -374,10 +374,14 @@ fn rules(vars: &Vars) -> Result<(), ConfigError> {
     lifetime_rules(vars)
 }
 
+/// The refusal of `var`'s value, `why` in words.
+fn refuse(var: &'static str, why: &str) -> Result<(), ConfigError> {
+    Err(invalid(var, why))
+}
+
 /// The master secret and its rotation.
 fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
-    let refuse = |var, why: &str| Err(invalid(var, why));
     match (
         set("SLUICE_PREVIOUS_KEY_ID"),
         set("SLUICE_PREVIOUS_MASTER_SECRET"),
@@ -413,7 +417,6 @@ fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
 /// Where the actions catalog comes from.
 fn actions_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
-    let refuse = |var, why: &str| Err(invalid(var, why));
     if let Some(key) = vars.raw("SLUICE_ACTIONS_S3_KEY") {
         if set("SLUICE_ACTIONS_FILE") {
             return refuse(
@@ -440,7 +443,6 @@ fn actions_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
 /// Where bearer tokens come from.
 fn auth_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
-    let refuse = |var, why: &str| Err(invalid(var, why));
     let jwks = set("SLUICE_AUTH_JWKS_URL");
     let dev_tokens = vars.flag("SLUICE_DEV_TOKENS")?.unwrap_or(false);
     if vars
@@ -493,7 +495,6 @@ fn auth_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
 
 /// Lifetimes that bound one another.
 fn lifetime_rules(vars: &Vars) -> Result<(), ConfigError> {
-    let refuse = |var, why: &str| Err(invalid(var, why));
     if vars.secs("SLUICE_DOWNLOAD_URL_TTL_SECS")? > Duration::from_secs(60) {
         return refuse("SLUICE_DOWNLOAD_URL_TTL_SECS", "must be at most 60");
     }
