@@ -16,7 +16,7 @@ use serde_json::Value;
 use sluice::actions::{Action, input_schema};
 use sluice::{Caller, Error, Sluice};
 
-use crate::reply::{caller, caller_of, failure, success};
+use crate::reply::{caller, caller_of, finish, success};
 use crate::server::SluiceTools;
 use crate::shapes::{ActionInfo, ActionList, ExecuteArgs};
 use crate::table::{ACTION_PREFIX, any_object, input};
@@ -92,7 +92,7 @@ fn route(action: &Action) -> ToolRoute<SluiceTools> {
                 execute(&context.service.sluice, &caller, &name, fields).await
             }
             .await;
-            Ok::<CallToolResponse, ErrorData>(outcome.unwrap_or_else(failure).into())
+            finish(outcome).map(CallToolResponse::from)
         }) as BoxFuture<'_, Result<CallToolResponse, ErrorData>>
     })
 }
@@ -131,7 +131,7 @@ Each action is also its own tool, `action_<name>`."
         Extension(parts): Extension<Parts>,
     ) -> Result<CallToolResult, ErrorData> {
         let outcome = caller(&parts).and_then(|_| list(&self.sluice));
-        Ok(outcome.unwrap_or_else(failure))
+        finish(outcome)
     }
 
     #[tool(
@@ -153,6 +153,6 @@ Files in the result larger than 16 KiB come back as download links (run their cu
             execute(&self.sluice, &caller, &args.action, fields).await
         }
         .await;
-        Ok(outcome.unwrap_or_else(failure))
+        finish(outcome)
     }
 }

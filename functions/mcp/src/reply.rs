@@ -5,6 +5,7 @@
 //! error.
 
 use http::request::Parts;
+use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock, Extensions};
 use serde::Serialize;
 use sluice::{Caller, Error};
@@ -53,6 +54,12 @@ pub(crate) fn failure(error: Error) -> CallToolResult {
         },
     };
     CallToolResult::error(vec![ContentBlock::text(message)])
+}
+
+/// Folds a tool body's outcome into the tool's answer: its result, or its
+/// refusal as a tool error.
+pub(crate) fn finish(outcome: Result<CallToolResult, Error>) -> Result<CallToolResult, ErrorData> {
+    Ok(outcome.unwrap_or_else(failure))
 }
 
 /// The caller the gate authenticated (and checked the tool's scope for).

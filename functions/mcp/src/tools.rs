@@ -14,15 +14,10 @@ use sluice::service::browser::{BrowserUploadRequest, UploadState};
 use sluice::service::issue::UploadRequest;
 use sluice::service::small::SMALL_FILE_MAX;
 
-use crate::reply::{caller, failure, success};
+use crate::reply::{caller, finish, success};
 use crate::server::SluiceTools;
 use crate::shapes::{FileArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg};
 use crate::table::input;
-
-/// Folds a tool body's outcome into a result.
-fn finish(outcome: Result<CallToolResult, Error>) -> Result<CallToolResult, ErrorData> {
-    Ok(outcome.unwrap_or_else(failure))
-}
 
 /// The host (and port) a URL points at: what must be reachable to use it.
 fn host_of(url: &str) -> String {
