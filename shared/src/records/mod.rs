@@ -92,6 +92,16 @@ pub(crate) struct Stored {
 }
 
 impl FileRecord {
+    /// The record of `file`, issued now, pending until its bytes arrive.
+    pub fn issued(file: &FileMeta, expires_at: i64) -> Self {
+        Self {
+            file: file.clone(),
+            created_ms: crate::time::now_millis(),
+            expires_at,
+            ready: false,
+        }
+    }
+
     /// The record's JSON, as both backends keep it.
     pub fn to_json(&self) -> String {
         serde_json::to_string(&Stored {

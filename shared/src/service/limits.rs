@@ -26,12 +26,7 @@ impl Sluice {
         file: &FileMeta,
         expires_at: i64,
     ) -> Result<(), Error> {
-        let record = FileRecord {
-            file: file.clone(),
-            created_ms: crate::time::now_millis(),
-            expires_at,
-            ready: false,
-        };
+        let record = FileRecord::issued(file, expires_at);
         self.records().put(&record).await?;
         Ok(())
     }
@@ -41,12 +36,7 @@ impl Sluice {
     /// the caps allow (nothing recorded). Files uploaded straight to the
     /// store are found ready before a refusal.
     pub(crate) async fn admit(&self, file: &FileMeta, expires_at: i64) -> Result<(), Error> {
-        let record = FileRecord {
-            file: file.clone(),
-            created_ms: crate::time::now_millis(),
-            expires_at,
-            ready: false,
-        };
+        let record = FileRecord::issued(file, expires_at);
         let (records, caps, now) = (self.records(), self.parts().pending_caps, now_unix());
         // Cheap first: the count and the write in one step; the records
         // only at a cap, to find uploaded ones still marked pending.
