@@ -13,7 +13,7 @@
 //! - **Codecs**, no I/O: they turn untrusted strings into typed values at
 //!   the edge. [`sha`] (digests and the streaming verifier), [`keys`] (the
 //!   master secret and the per-purpose keys derived from it), [`token`]
-//!   (handles, links and page tokens, sealed), [`file`], [`filename`],
+//!   (handles, links and page tokens, sealed), [`file`](mod@file), [`filename`],
 //!   [`datauri`], [`curl`] and [`time`].
 //! - **Storage traits**, each with a local implementation behind the
 //!   `local` feature (the Lambda functions are built without it, and so

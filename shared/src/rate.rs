@@ -1,8 +1,9 @@
 //! Per-user rates: a token bucket per owner (GCRA, from `governor`), so one
 //! user asking for uploads in a loop is refused with a time to come back
 //! ([`Error::Limited`], 429 with `Retry-After` over HTTP) while everyone else
-//! is served. The service takes from it when it issues a file
-//! (`service::limits`).
+//! is served. The service takes from the bucket of each [`Kind`] as it
+//! issues files and links, resolves handles, runs actions and starts pages
+//! (`Sluice::check_rate`).
 //!
 //! The buckets live in the process. Locally that is the whole server; on
 //! Lambda each warm instance keeps its own, so a user spread over `n`
@@ -73,22 +74,22 @@ pub struct Rates {
 /// The buckets of every [`Kind`].
 #[derive(Debug)]
 pub struct Limits {
-    issue: IssueLimit,
-    links: IssueLimit,
-    resolve: IssueLimit,
-    actions: IssueLimit,
-    page_starts: IssueLimit,
+    issue: KeyedRate,
+    links: KeyedRate,
+    resolve: KeyedRate,
+    actions: KeyedRate,
+    page_starts: KeyedRate,
 }
 
 impl Limits {
     /// Buckets for `rates`.
     pub fn new(rates: Rates) -> Self {
         Self {
-            issue: IssueLimit::new(rates.issue, Kind::Issue),
-            links: IssueLimit::new(rates.links, Kind::Links),
-            resolve: IssueLimit::new(rates.resolve, Kind::Resolve),
-            actions: IssueLimit::new(rates.actions, Kind::Actions),
-            page_starts: IssueLimit::new(rates.page_starts, Kind::PageStarts),
+            issue: KeyedRate::new(rates.issue, Kind::Issue),
+            links: KeyedRate::new(rates.links, Kind::Links),
+            resolve: KeyedRate::new(rates.resolve, Kind::Resolve),
+            actions: KeyedRate::new(rates.actions, Kind::Actions),
+            page_starts: KeyedRate::new(rates.page_starts, Kind::PageStarts),
         }
     }
 
@@ -109,16 +110,16 @@ type Keyed =
     RateLimiter<String, governor::state::keyed::DefaultKeyedStateStore<String>, DefaultClock>;
 
 /// One bucket per owner (or page).
-pub struct IssueLimit {
+pub struct KeyedRate {
     limiter: Keyed,
     clock: DefaultClock,
     checks: AtomicU64,
     kind: Kind,
 }
 
-impl std::fmt::Debug for IssueLimit {
+impl std::fmt::Debug for KeyedRate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IssueLimit")
+        f.debug_struct("KeyedRate")
             .field("owners", &self.limiter.len())
             .finish()
     }
@@ -128,7 +129,7 @@ impl std::fmt::Debug for IssueLimit {
 /// often (in checks), so memory follows the active users only.
 const RETAIN_EVERY: u64 = 4096;
 
-impl IssueLimit {
+impl KeyedRate {
     /// Buckets refilling at `rate.per_minute`, holding `rate.burst`.
     pub fn new(rate: Rate, kind: Kind) -> Self {
         let nz = |n: u32| NonZeroU32::new(n.max(1)).expect("at least 1");
@@ -172,8 +173,8 @@ impl IssueLimit {
 mod tests {
     use super::*;
 
-    fn limit(per_minute: u32, burst: u32) -> IssueLimit {
-        IssueLimit::new(Rate { per_minute, burst }, Kind::Issue)
+    fn limit(per_minute: u32, burst: u32) -> KeyedRate {
+        KeyedRate::new(Rate { per_minute, burst }, Kind::Issue)
     }
 
     #[test]

@@ -261,7 +261,7 @@ impl Catalog {
     }
 
     /// Refuses an action whose timeout API Gateway would cut short (over
-    /// [`API_GATEWAY_MAX_TIMEOUT_SECS`]): on Lambda the person would get
+    /// `API_GATEWAY_MAX_TIMEOUT_SECS`): on Lambda the person would get
     /// API Gateway's 503 while the action goes on running.
     pub fn fit_for_api_gateway(&self) -> Result<(), CatalogError> {
         match self

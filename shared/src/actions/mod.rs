@@ -3,11 +3,11 @@
 //! through the model.
 //!
 //! The order of one call lives in the service (`service::actions`): check
-//! the fields against the form and verify every handle ([`fields`], no
+//! the fields against the form and verify every handle (`fields`, no
 //! I/O) → check the total size → check each stored file exists and
 //! matches, with bounded concurrency → call the upstream, files streamed in
-//! as data URIs or passed as single-use links ([`body`], [`upstream`]) →
-//! replace large files in the answer by links ([`results`]).
+//! as data URIs or passed as single-use links (`body`, `upstream`) →
+//! replace large files in the answer by links (`results`).
 //!
 //! This module holds the parts that need no service: the catalog, the
 //! forms, the streamed body and the upstream client.

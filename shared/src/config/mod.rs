@@ -2,7 +2,7 @@
 //! struct, through one table of settings ([`settings::SETTINGS`]: each
 //! variable once, with its default, parser, group and doc). Every refusal
 //! names the variable. The rules that tie settings together live in one
-//! place ([`rules`]). Nothing else reads the environment.
+//! place (`rules`). Nothing else reads the environment.
 
 mod read;
 pub mod settings;

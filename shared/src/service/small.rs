@@ -1,7 +1,7 @@
 //! The inline fallback, for clients that cannot reach the upload or link
 //! host at all: at most [`SMALL_FILE_MAX`] bytes through the model, as
 //! base64. Storing: check the size → check the digest the caller gave →
-//! issue and store the file ([`Sluice::store_inline`]). Reading: check the
+//! issue and store the file (`Sluice::store_inline`). Reading: check the
 //! size the file pins → read it whole → check size and digest → answer.
 
 use serde::Serialize;
