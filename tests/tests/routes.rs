@@ -220,22 +220,31 @@ fn endless_body() -> axum::body::Body {
     >())
 }
 
+/// `POST path` with `header` and a body that never comes: the answer,
+/// which must arrive without the body (within 10 s).
+async fn answered_without_the_body(
+    router: axum::Router,
+    path: &str,
+    header: (&str, &str),
+) -> sluice_testkit::inproc::Answer {
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        call(router, "POST", path, &[header], endless_body()),
+    )
+    .await
+    .expect("answered without reading the body")
+}
+
 #[tokio::test]
 async fn a_page_start_with_a_bad_token_is_refused_before_its_body_is_read() {
     let local = Local::new();
     let issuer = sluice_issuer::router(local.sluice.clone());
-    let answered = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        call(
-            issuer.clone(),
-            "POST",
-            "/browser/not-a-page/start",
-            &[("content-type", "application/json")],
-            endless_body(),
-        ),
+    let answered = answered_without_the_body(
+        issuer.clone(),
+        "/browser/not-a-page/start",
+        ("content-type", "application/json"),
     )
-    .await
-    .expect("answered without reading the body");
+    .await;
     assert_eq!(answered.status, StatusCode::FORBIDDEN);
     // A good token, and a body over the start's small limit.
     let page = local
@@ -258,17 +267,11 @@ async fn a_page_start_with_a_bad_token_is_refused_before_its_body_is_read() {
 #[tokio::test]
 async fn the_example_upstream_checks_its_key_before_reading_a_body() {
     let router = sluice_local::example::router(sluice_local::example::ExampleKey::random());
-    let answered = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        call(
-            router,
-            "POST",
-            "/example-upstream/attach_document",
-            &[("authorization", "Bearer not-the-key")],
-            endless_body(),
-        ),
+    let answered = answered_without_the_body(
+        router,
+        "/example-upstream/attach_document",
+        ("authorization", "Bearer not-the-key"),
     )
-    .await
-    .expect("answered without reading the body");
+    .await;
     assert_eq!(answered.status, StatusCode::UNAUTHORIZED);
 }
