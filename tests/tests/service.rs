@@ -322,15 +322,13 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
         ("SLUICE_ISSUE_BURST", "2"),
     ]);
     let page = |_: ()| {
-        local
+        let url = local
             .sluice
             .request_browser_upload("alice", BrowserUploadRequest::default())
             .unwrap()
-            .page_url
-            .rsplit('/')
-            .next()
-            .unwrap()
-            .to_owned()
+            .page_url;
+        let token = url.rsplit('/').next().unwrap();
+        local.sluice.page_for_start(token).unwrap()
     };
     let start = |name: &str| BrowserStart {
         filename: name.into(),
@@ -443,6 +441,7 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
             .request_browser_upload("alice", BrowserUploadRequest::default())
             .unwrap();
         let token = page.page_url.rsplit('/').next().unwrap();
+        let opened = local.sluice.page_for_start(token).unwrap();
         let start = |data: &[u8]| BrowserStart {
             filename: "scan.pdf".into(),
             size: data.len() as u64,
@@ -452,10 +451,10 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
         let (a, b) = tokio::join!(
             local
                 .sluice
-                .start_browser_upload(token, start(b"first file")),
+                .start_browser_upload(&opened, start(b"first file")),
             local
                 .sluice
-                .start_browser_upload(token, start(b"second, other file")),
+                .start_browser_upload(&opened, start(b"second, other file")),
         );
         let (won, lost) = match (a, b) {
             (Ok(t), Err(e)) => (t, e),
@@ -469,7 +468,7 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
         let again = local
             .sluice
             .start_browser_upload(
-                token,
+                &opened,
                 start(if recorded.size == 10 {
                     b"first file"
                 } else {

@@ -90,9 +90,7 @@ async fn start_browser(
     Path(token): Path<String>,
     body: Body,
 ) -> Result<Json<BrowserTarget>, HttpError> {
-    sluice
-        .open_page(&token)
-        .map_err(|e| sluice::Error::PageRefused(sluice::service::browser::page_refusal(&e)))?;
+    let page = sluice.page_for_start(&token)?;
     let bytes = axum::body::to_bytes(body, MAX_START_BYTES)
         .await
         .map_err(|_| HttpError::Body {
@@ -103,7 +101,7 @@ async fn start_browser(
         status: StatusCode::BAD_REQUEST,
         message: format!("the request is not the JSON a page sends: {e}"),
     })?;
-    Ok(Json(sluice.start_browser_upload(&token, start).await?))
+    Ok(Json(sluice.start_browser_upload(&page, start).await?))
 }
 
 /// Streams the body into the store ([`Sluice::accept_upload`]).

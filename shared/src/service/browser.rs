@@ -220,17 +220,22 @@ impl Sluice {
         PageToken::decode(self.keys(), token)
     }
 
-    /// The signed PUT for the file the person picked on the page `token`:
-    /// the file is issued (once per page) with the page's id, for exactly the
-    /// size and digest the browser computed.
+    /// Opens a page token for its start request: the page, or why it cannot
+    /// be used, in words for the person. Checked before the start's body is
+    /// read.
+    pub fn page_for_start(&self, token: &str) -> Result<PageToken, Error> {
+        self.open_page(token)
+            .map_err(|e| Error::PageRefused(page_refusal(&e)))
+    }
+
+    /// The signed PUT for the file the person picked on `page` (opened by
+    /// [`Sluice::page_for_start`]): the file is issued (once per page) with
+    /// the page's id, for exactly the size and digest the browser computed.
     pub async fn start_browser_upload(
         &self,
-        token: &str,
+        page: &PageToken,
         start: BrowserStart,
     ) -> Result<BrowserTarget, Error> {
-        let page = self
-            .open_page(token)
-            .map_err(|e| Error::PageRefused(page_refusal(&e)))?;
         if start.size > page.max_size {
             return Err(Error::TooLarge(format!(
                 "This file is {} bytes; this link accepts files up to {} bytes.",
