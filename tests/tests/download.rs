@@ -173,7 +173,6 @@ fn running_the_download_line_again_never_replaces_the_file() {
 /// the transfer slot it held is free again.
 #[test]
 fn a_download_never_read_is_cut_off_and_frees_its_slot() {
-    use std::io::Write as _;
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_in(
         dir.path(),
@@ -197,9 +196,8 @@ fn a_download_never_read_is_cut_off_and_frees_its_slot() {
     };
     let stalled_url = link();
     let path = stalled_url.strip_prefix(&server.base).unwrap();
-    let host = server.base.strip_prefix("http://").unwrap();
-    let mut stalled = std::net::TcpStream::connect(host).unwrap();
-    write!(stalled, "GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+    // Sent, and never read.
+    let stalled = crate::util::stalled_request(&server.base, &format!("GET {path} HTTP/1.1"), b"");
     // It holds the only slot: another download is refused for now (each
     // try with a link of its own: a refused one is spent).
     let started = std::time::Instant::now();
