@@ -248,6 +248,34 @@ fn transfers_past_the_cap_are_refused_with_retry_after() {
     assert_eq!(later.status, 200, "{}", later.text());
 }
 
+/// A download refused for want of a transfer slot keeps its link: the same
+/// line works once a slot is free. (Before: the link was spent, then the
+/// slot refused, and the file could not be fetched with it again.)
+#[test]
+fn a_download_refused_a_slot_keeps_its_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_MAX_TRANSFERS", "1")]);
+    let token = server.token("alice", &["files:read", "files:write"]);
+    let data = bytes(3 * 1024 * 1024, 8);
+    let ticket = server.upload(&token, "big.bin", &data);
+    let link =
+        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let path = put_link(dir.path(), 1000, sluice::Sha256::of(b"x"));
+    let stalled = stalled_request(&server.base, &put_head(&path, 1000), b"x");
+    std::thread::sleep(Duration::from_millis(300));
+    let refused = request("GET", &link, &[], None);
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    drop(stalled);
+    std::thread::sleep(Duration::from_millis(300));
+    let later = request("GET", &link, &[], None);
+    assert_eq!(later.status, 200, "{}", later.text());
+    assert_eq!(later.body, data);
+    assert_eq!(request("GET", &link, &[], None).status, 404);
+}
+
 /// A spent link is refused before its object is read: here the object is
 /// replaced by a FIFO no one writes to, which a read would wait on for ever.
 #[test]

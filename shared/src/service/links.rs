@@ -3,7 +3,8 @@
 //! Redeeming, the whole security story of a link in this order: verify the
 //! token → refuse it if already spent, before anything is read → find the
 //! object → check it against what the link pins ([`Sluice::stored`]) →
-//! spend it → deliver, as a redirect to a direct store, as bytes read whole
+//! open it, taking a transfer slot where bytes pass through sluice → spend
+//! it → deliver, as a redirect to a direct store, as bytes read whole
 //! and verified, or as a stream whose last chunk is held back until it
 //! verifies.
 
@@ -18,7 +19,7 @@ use crate::file::{FileId, FileMeta};
 use crate::ledger::Spend;
 use crate::rate::Kind;
 use crate::sha::Sha256;
-use crate::store::{Access, ByteStream, DownloadAs, verified};
+use crate::store::{Access, ByteStream, DownloadAs, StoreError, verified};
 use crate::time::{now_unix, rfc3339};
 use crate::token::{LinkToken, Method};
 
@@ -219,10 +220,20 @@ impl Sluice {
                 }
             }
             Access::Proxied => {
-                // Spent first: of many redemptions at once, one opens the
-                // object (and takes a transfer slot); the rest are 404.
+                // Opened first, taking a transfer slot: a download refused
+                // for want of a slot keeps its link for a later try. Of
+                // many redemptions at once, one spends it; the others drop
+                // their slots and are 404, as are those refused a slot once
+                // it is spent.
+                let stream = match self.store().get(&key).await {
+                    Ok(stream) => stream.ok_or(Error::NotFound)?,
+                    Err(StoreError::Busy(_)) if self.ledger().is_spent(&link.jti).await? => {
+                        tracing::info!(jti = %link.jti, "spent link presented again");
+                        return Err(Error::NotFound);
+                    }
+                    Err(e) => return Err(e.into()),
+                };
                 spend().await?;
-                let stream = self.store().get(&key).await?.ok_or(Error::NotFound)?;
                 Delivery::Stream {
                     stream: verified(stream, file.size, file.sha256),
                     file,
