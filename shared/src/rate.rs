@@ -40,6 +40,8 @@ pub enum Kind {
     Actions,
     /// Starts of one browser page (keyed by the page, not its owner).
     PageStarts,
+    /// Bytes of download links issued, counted in whole MiB.
+    DownloadBytes,
 }
 
 impl Kind {
@@ -51,6 +53,9 @@ impl Kind {
             Kind::Actions => "too many actions run in a short time: this one did not run",
             Kind::PageStarts => {
                 "This link was used too many times in a short time. Wait a minute, then try again."
+            }
+            Kind::DownloadBytes => {
+                "you were given download links for too many bytes in the last hour: none was issued"
             }
         }
     }
@@ -69,7 +74,13 @@ pub struct Rates {
     pub actions: Rate,
     /// Starts per browser page.
     pub page_starts: Rate,
+    /// Bytes of download links per user per hour (and at once).
+    pub download_bytes_per_hour: u64,
 }
+
+/// The unit download bytes are counted in: a bucket of `u32` units holds up
+/// to 4 PiB.
+const MIB: u64 = 1 << 20;
 
 /// The buckets of every [`Kind`].
 #[derive(Debug)]
@@ -79,6 +90,7 @@ pub struct Limits {
     resolve: KeyedRate,
     actions: KeyedRate,
     page_starts: KeyedRate,
+    download_bytes: KeyedRate,
 }
 
 impl Limits {
@@ -90,7 +102,19 @@ impl Limits {
             resolve: KeyedRate::new(rates.resolve, Kind::Resolve),
             actions: KeyedRate::new(rates.actions, Kind::Actions),
             page_starts: KeyedRate::new(rates.page_starts, Kind::PageStarts),
+            download_bytes: KeyedRate::with_quota(
+                Quota::per_hour(nz(mib(rates.download_bytes_per_hour)))
+                    .allow_burst(nz(mib(rates.download_bytes_per_hour))),
+                Kind::DownloadBytes,
+            ),
         }
+    }
+
+    /// Takes a download of `bytes` from `owner`'s hourly allowance, or
+    /// says when to come back (or that the file is larger than a whole
+    /// hour's allowance).
+    pub fn charge_download(&self, owner: &str, bytes: u64) -> Result<(), Error> {
+        self.download_bytes.check_n(owner, mib(bytes).max(1))
     }
 
     /// Takes one from `key`'s bucket of `kind`, or says when to come back.
@@ -101,6 +125,7 @@ impl Limits {
             Kind::Resolve => &self.resolve,
             Kind::Actions => &self.actions,
             Kind::PageStarts => &self.page_starts,
+            Kind::DownloadBytes => &self.download_bytes,
         }
         .check(key)
     }
@@ -129,11 +154,25 @@ impl std::fmt::Debug for KeyedRate {
 /// often (in checks), so memory follows the active users only.
 const RETAIN_EVERY: u64 = 4096;
 
+/// `n`, at least 1.
+fn nz(n: u32) -> NonZeroU32 {
+    NonZeroU32::new(n.max(1)).expect("at least 1")
+}
+
+/// `bytes` in whole MiB, rounded up.
+fn mib(bytes: u64) -> u32 {
+    u32::try_from(bytes.div_ceil(MIB)).unwrap_or(u32::MAX)
+}
+
 impl KeyedRate {
     /// Buckets refilling at `rate.per_minute`, holding `rate.burst`.
     pub fn new(rate: Rate, kind: Kind) -> Self {
-        let nz = |n: u32| NonZeroU32::new(n.max(1)).expect("at least 1");
         let quota = Quota::per_minute(nz(rate.per_minute)).allow_burst(nz(rate.burst));
+        Self::with_quota(quota, kind)
+    }
+
+    /// Buckets of `quota`.
+    fn with_quota(quota: Quota, kind: Kind) -> Self {
         Self {
             limiter: RateLimiter::keyed(quota),
             clock: DefaultClock::default(),
@@ -144,14 +183,27 @@ impl KeyedRate {
 
     /// Takes one from `owner`'s bucket, or says when to come back.
     pub fn check(&self, owner: &str) -> Result<(), Error> {
+        self.check_n(owner, 1)
+    }
+
+    /// Takes `n` from `owner`'s bucket, or says when to come back; more
+    /// than the bucket holds is refused for good.
+    fn check_n(&self, owner: &str, n: u32) -> Result<(), Error> {
         if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {
             self.limiter.retain_recent();
             self.limiter.shrink_to_fit();
         }
         let key = crate::file::owner_hash(owner);
-        match self.limiter.check_key(&key) {
-            Ok(()) => Ok(()),
-            Err(not_until) => {
+        match self.limiter.check_key_n(&key, nz(n)) {
+            Ok(Ok(())) => Ok(()),
+            Err(governor::InsufficientCapacity(most)) => Err(Error::Limited {
+                message: format!(
+                    "{}: this file is larger than the whole allowance ({most} MiB an hour)",
+                    self.kind.refused()
+                ),
+                retry_after: 3600,
+            }),
+            Ok(Err(not_until)) => {
                 let wait = not_until.wait_time_from(self.clock.now());
                 let retry_after = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
                 tracing::info!(owner = %key, retry_after, kind = ?self.kind, "rate limit reached");
@@ -190,6 +242,43 @@ mod tests {
             }) => {
                 assert!((1..=2).contains(&retry_after), "{retry_after}");
                 assert!(message.contains("nothing was issued"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Download bytes are counted in whole MiB by each file's size; a file
+    /// larger than the whole allowance is refused for what it is.
+    #[test]
+    fn download_bytes_are_taken_by_size() {
+        let rate = Rate {
+            per_minute: 1,
+            burst: 1,
+        };
+        let limits = Limits::new(Rates {
+            issue: rate,
+            links: rate,
+            resolve: rate,
+            actions: rate,
+            page_starts: rate,
+            download_bytes_per_hour: 10 * MIB,
+        });
+        assert!(limits.charge_download("alice", 6 * MIB).is_ok());
+        assert!(
+            limits.charge_download("alice", 3 * MIB + 1).is_ok(),
+            "4 MiB"
+        );
+        match limits.charge_download("alice", 1) {
+            Err(Error::Limited { retry_after, .. }) => assert!(retry_after >= 1),
+            other => panic!("{other:?}"),
+        }
+        assert!(limits.charge_download("bob", 10 * MIB).is_ok());
+        match limits.charge_download("carol", 10 * MIB + 1) {
+            Err(Error::Limited { message, .. }) => {
+                assert!(
+                    message.contains("larger than the whole allowance"),
+                    "{message}"
+                )
             }
             other => panic!("{other:?}"),
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::TryStreamExt as _;
 use sluice::ledger::{Ledger, Spend, SqliteLedger};
-use sluice::records::{Cursor, FileRecord, RecordStore, SqliteRecords};
+use sluice::records::{Cursor, FileRecord, PendingCaps, RecordStore, SqliteRecords};
 use sluice::store::{ByteStream, LocalStore, ObjectStore, StoreError};
 use sluice::{FileId, FileMeta, ObjectKey, Sha256};
 
@@ -244,6 +244,39 @@ async fn records_contract(records: &dyn RecordStore) {
     let some = records.pending_totals("alice", now, 5).await.unwrap();
     assert_eq!(some.files, 5);
     assert!(some.bytes < declared);
+
+    // All of a user's bytes, pending or ready: at least what the unexpired
+    // files declare (a store may count expired ones until it sweeps them).
+    let size = |rs: &mut dyn Iterator<Item = &FileRecord>| rs.map(|r| r.file.size).sum::<u64>();
+    let unexpired = size(&mut alice.iter().filter(|r| r.expires_at > now));
+    let stored = records.stored_bytes("alice", now).await.unwrap();
+    assert!(
+        (unexpired..=size(&mut alice.iter())).contains(&stored),
+        "{stored}"
+    );
+    // A cap on them admits a file that fits, then refuses the next one,
+    // telling the total; ready files count as much as pending ones.
+    let extra = record("alice", now * 1000 + 1, later);
+    let caps = PendingCaps {
+        files: 1000,
+        bytes: u64::MAX,
+        stored: Some(stored + extra.file.size),
+    };
+    assert_eq!(records.put_within(&extra, caps, now).await.unwrap(), None);
+    let refused = records
+        .put_within(&record("alice", now * 1000 + 2, later), caps, now)
+        .await
+        .unwrap()
+        .expect("over the cap");
+    assert_eq!(refused.stored, stored + extra.file.size);
+    assert!(
+        records
+            .put_within(&record("bob", now * 1000 + 3, later), caps, now)
+            .await
+            .unwrap()
+            .is_none(),
+        "another user's bytes are counted apart"
+    );
 }
 
 fn runtime() -> tokio::runtime::Runtime {

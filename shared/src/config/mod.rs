@@ -171,7 +171,9 @@ pub struct Config {
     /// Files one user may have waiting for their bytes
     /// (`SLUICE_MAX_PENDING_FILES`, default 100) and the bytes they may
     /// declare in all (`SLUICE_MAX_PENDING_BYTES`, default 50 GiB); more are
-    /// answered 429 until some are uploaded or expire.
+    /// answered 429 until some are uploaded or expire. And the bytes all of
+    /// one user's files may declare (`SLUICE_MAX_STORED_BYTES_PER_USER`,
+    /// default half the local quota; none on S3).
     pub pending_caps: crate::records::PendingCaps,
     /// Where the actions catalog comes from (`SLUICE_ACTIONS_FILE`, or in
     /// aws mode `SLUICE_ACTIONS_S3_KEY`); `None`: no configured actions.
@@ -209,6 +211,7 @@ impl Config {
         let vars = Vars::new(vars);
         vars.check()?;
         let backend = backend(&vars)?;
+        let local = matches!(backend, Backend::Local);
         rules(&vars)?;
         let config = Self {
             backend,
@@ -264,14 +267,27 @@ impl Config {
             write_timeout: vars.secs("SLUICE_WRITE_TIMEOUT_SECS")?,
             body_read_timeout: vars.secs("SLUICE_BODY_READ_TIMEOUT_SECS")?,
             body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,
-            pending_caps: crate::records::PendingCaps {
-                files: vars.positive("SLUICE_MAX_PENDING_FILES")?,
-                bytes: vars.positive("SLUICE_MAX_PENDING_BYTES")?,
-            },
+            pending_caps: pending_caps(&vars, local)?,
             rates: rates(&vars)?,
         };
         Ok(config)
     }
+}
+
+/// The caps on one user's pending files and on all their bytes: half the
+/// local quota by default, so one user cannot fill the disk for everyone;
+/// none by default on S3.
+fn pending_caps(vars: &Vars, local: bool) -> Result<crate::records::PendingCaps, ConfigError> {
+    let stored = match vars.optional_positive("SLUICE_MAX_STORED_BYTES_PER_USER")? {
+        Some(cap) => Some(cap),
+        None if local => Some(vars.positive("SLUICE_QUOTA_BYTES")? / 2),
+        None => None,
+    };
+    Ok(crate::records::PendingCaps {
+        files: vars.positive("SLUICE_MAX_PENDING_FILES")?,
+        bytes: vars.positive("SLUICE_MAX_PENDING_BYTES")?,
+        stored,
+    })
 }
 
 /// The per-user rates, and the per-page rate of page starts.
@@ -291,6 +307,7 @@ fn rates(vars: &Vars) -> Result<crate::rate::Rates, ConfigError> {
             "SLUICE_PAGE_START_RATE_PER_MINUTE",
             "SLUICE_PAGE_START_BURST",
         )?,
+        download_bytes_per_hour: vars.positive("SLUICE_DOWNLOAD_BYTES_PER_HOUR")?,
     })
 }
 

@@ -84,6 +84,11 @@ impl Vars {
         positive(name, v)
     }
 
+    /// A number above zero, if set or by default.
+    pub(super) fn optional_positive(&self, name: &'static str) -> Result<Option<u64>, ConfigError> {
+        self.value(name).map(|v| positive(name, v)).transpose()
+    }
+
     /// [`Vars::positive`] as a `usize`.
     pub(super) fn count(&self, name: &'static str) -> Result<usize, ConfigError> {
         Ok(usize::try_from(self.positive(name)?).unwrap_or(usize::MAX))

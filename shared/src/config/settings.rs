@@ -384,6 +384,22 @@ pub const SETTINGS: &[Setting] = &[
         "bytes one user's waiting files may declare (50 GiB)",
     ),
     s(
+        "SLUICE_MAX_STORED_BYTES_PER_USER",
+        Limits,
+        Parse::Positive,
+        Unset(
+            "half of SLUICE_QUOTA_BYTES with the local store; none with S3, which has no disk to share",
+        ),
+        "bytes all of one user's files may declare, pending or uploaded, until they expire; more get 429",
+    ),
+    s(
+        "SLUICE_DOWNLOAD_BYTES_PER_HOUR",
+        Limits,
+        Parse::Positive,
+        Value("107374182400"),
+        "bytes of download links one user may be given per hour, each counted at its file's size (100 GiB; per warm instance on Lambda)",
+    ),
+    s(
         "SLUICE_AUTH_ISSUER",
         Auth,
         Parse::Text,

@@ -42,28 +42,45 @@ pub struct Page {
     pub next: Option<Cursor>,
 }
 
-/// A user's files still waiting for their bytes, and the bytes they declare.
+/// A user's files still waiting for their bytes, the bytes they declare,
+/// and the bytes all the user's files declare.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Pending {
     /// Pending files.
     pub files: u64,
     /// Their declared sizes, summed.
     pub bytes: u64,
+    /// The declared sizes of all the user's files, pending or ready, not
+    /// yet swept: counted only where [`PendingCaps::stored`] is set (else 0).
+    pub stored: u64,
 }
 
-/// Per-user limits on files waiting for their bytes.
+/// Per-user limits on files waiting for their bytes, and on the bytes a
+/// user's files may take in all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PendingCaps {
     /// Pending files one user may have (`SLUICE_MAX_PENDING_FILES`).
     pub files: u64,
     /// Bytes those files may declare in all (`SLUICE_MAX_PENDING_BYTES`).
     pub bytes: u64,
+    /// Bytes all of one user's files, pending or ready, may declare
+    /// (`SLUICE_MAX_STORED_BYTES_PER_USER`); `None`: no such cap.
+    pub stored: Option<u64>,
 }
 
 impl PendingCaps {
     /// Whether one more file of `size` bytes fits beside `pending`.
     pub fn admit(&self, pending: Pending, size: u64) -> bool {
-        pending.files < self.files && pending.bytes.saturating_add(size) <= self.bytes
+        pending.files < self.files
+            && pending.bytes.saturating_add(size) <= self.bytes
+            && self.stored_admits(pending, size)
+    }
+
+    /// Whether one more file of `size` bytes fits under the cap on all of a
+    /// user's bytes.
+    pub fn stored_admits(&self, pending: Pending, size: u64) -> bool {
+        self.stored
+            .is_none_or(|cap| pending.stored.saturating_add(size) <= cap)
     }
 }
 
@@ -182,13 +199,36 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
         caps: PendingCaps,
         now: i64,
     ) -> Result<Option<Pending>, StoreError> {
-        let pending = self
+        let mut pending = self
             .pending_totals(&record.file.owner, now, caps.files)
             .await?;
+        if caps.stored.is_some() {
+            pending.stored = self.stored_bytes(&record.file.owner, now).await?;
+        }
         if !caps.admit(pending, record.file.size) {
             return Ok(Some(pending));
         }
         self.put(record).await.map(|()| None)
+    }
+
+    /// The bytes all of `owner`'s files unexpired at `now` declare, pending
+    /// or ready: what [`PendingCaps::stored`] caps. By default a walk
+    /// through [`RecordStore::page`], a read of every such record; a store
+    /// that keeps a running figure is faster.
+    async fn stored_bytes(&self, owner: &str, now: i64) -> Result<u64, StoreError> {
+        let (mut total, mut after) = (0u64, None);
+        loop {
+            let page = self.page(owner, 1000, after.as_ref(), now).await?;
+            total = page
+                .records
+                .iter()
+                .map(|r| r.file.size)
+                .fold(total, u64::saturating_add);
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(total),
+            }
+        }
     }
 
     /// How many of `owner`'s unexpired files are marked pending, and the
@@ -211,6 +251,7 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
                 .iter()
                 .map(|r| r.file.size)
                 .fold(0, u64::saturating_add),
+            stored: 0,
         })
     }
 }

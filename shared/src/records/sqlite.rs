@@ -35,12 +35,34 @@ const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
              CREATE INDEX IF NOT EXISTS files_by_expiry ON files (expires_at);
              DROP INDEX IF EXISTS files_pending;
              CREATE INDEX IF NOT EXISTS files_pending_sizes
-                 ON files (owner, created_ms, expires_at, size, ready) WHERE ready = 0;";
+                 ON files (owner, created_ms, expires_at, size, ready) WHERE ready = 0;
+             CREATE TABLE IF NOT EXISTS usage (
+                 owner TEXT PRIMARY KEY,
+                 bytes INTEGER NOT NULL
+             ) WITHOUT ROWID;
+             BEGIN IMMEDIATE;
+             DELETE FROM usage;
+             INSERT INTO usage (owner, bytes) SELECT owner, SUM(size) FROM files GROUP BY owner;
+             COMMIT;";
 
 /// Records that expired before `?1`, found by the expiry index: a scan of
 /// the table would hold the write lock, and every issue, for as long as it
 /// reads every record.
 const SWEEP: &str = "DELETE FROM files WHERE expires_at < ?1";
+
+/// What the sweep frees per owner, read before it deletes.
+const FREED: &str = "SELECT owner, SUM(size) FROM files WHERE expires_at < ?1 GROUP BY owner";
+
+/// `usage` keeps, per owner, the bytes all their records declare: the cap
+/// on one user's bytes reads one row, not every record of the owner. Every
+/// insert adds to it, the sweep takes off what it deletes in the same
+/// transaction, and every open rebuilds it from the records (so a figure
+/// can never drift for longer than a restart).
+const ADD_USAGE: &str = "INSERT INTO usage (owner, bytes) VALUES (?1, ?2)
+         ON CONFLICT (owner) DO UPDATE SET bytes = bytes + excluded.bytes";
+
+/// What an owner's records declare in all.
+const USAGE: &str = "SELECT COALESCE((SELECT bytes FROM usage WHERE owner = ?1), 0)";
 
 /// The caller's pending files and bytes, counting at most `?3` files.
 const TOTALS: &str = "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM (
@@ -77,20 +99,39 @@ impl SqliteRecords {
         })
     }
 
-    /// Deletes records that expired before `before`, then truncates the
-    /// write-ahead log (see [`Db::sweep`]); returns how many.
+    /// Deletes records that expired before `before`, and takes what they
+    /// declared off their owners' usage in the same transaction, then
+    /// truncates the write-ahead log (see [`Db::sweep`]); returns how many.
     pub fn sweep(&self, before: i64) -> Result<usize, StoreError> {
-        self.db.sweep(|c| c.execute(SWEEP, [before]))
+        self.db.sweep(|c| {
+            let tx =
+                rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
+            let freed: Vec<(String, i64)> = tx
+                .prepare_cached(FREED)?
+                .query_map([before], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            for (owner, bytes) in freed {
+                tx.prepare_cached("UPDATE usage SET bytes = MAX(bytes - ?2, 0) WHERE owner = ?1")?
+                    .execute(params![owner, bytes])?;
+            }
+            tx.execute("DELETE FROM usage WHERE bytes = 0", [])?;
+            let swept = tx.execute(SWEEP, [before])?;
+            tx.commit()?;
+            Ok(swept)
+        })
     }
 }
 
 fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
+    let owner = owner_hash(&record.file.owner);
+    c.prepare_cached(ADD_USAGE)?
+        .execute(params![owner, record.file.size as i64])?;
     c.prepare_cached(
         "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     )?
     .execute(params![
-        owner_hash(&record.file.owner),
+        owner,
         record.file.id.to_string(),
         record.created_ms,
         record.expires_at,
@@ -110,8 +151,16 @@ fn totals(c: &Connection, owner_hash: &str, now: i64, at_most: u64) -> rusqlite:
             Ok(Pending {
                 files: r.get::<_, i64>(0)? as u64,
                 bytes: r.get::<_, i64>(1)? as u64,
+                stored: 0,
             })
         })
+}
+
+/// What `owner_hash`'s records declare in all (see [`ADD_USAGE`]).
+fn usage(c: &Connection, owner_hash: &str) -> rusqlite::Result<u64> {
+    c.prepare_cached(USAGE)?
+        .query_row([owner_hash], |r| r.get::<_, i64>(0))
+        .map(|b| u64::try_from(b).unwrap_or(0))
 }
 
 fn rows(
@@ -147,7 +196,11 @@ impl RecordStore for SqliteRecords {
         let record = record.clone();
         self.db
             .write(move |c| {
-                let pending = totals(c, &owner_hash(&record.file.owner), now, caps.files)?;
+                let owner = owner_hash(&record.file.owner);
+                let mut pending = totals(c, &owner, now, caps.files)?;
+                if caps.stored.is_some() {
+                    pending.stored = usage(c, &owner)?;
+                }
                 if !caps.admit(pending, record.file.size) {
                     return Ok(Some(pending));
                 }
@@ -240,6 +293,13 @@ impl RecordStore for SqliteRecords {
     ) -> Result<Pending, StoreError> {
         let owner = owner_hash(owner);
         self.db.read(move |c| totals(c, &owner, now, at_most)).await
+    }
+
+    /// The running figure of [`ADD_USAGE`]: records expired but not yet
+    /// swept (at most a minute) still count.
+    async fn stored_bytes(&self, owner: &str, _now: i64) -> Result<u64, StoreError> {
+        let owner = owner_hash(owner);
+        self.db.read(move |c| usage(c, &owner)).await
     }
 }
 
@@ -342,7 +402,20 @@ mod tests {
                 "{old} CREATE INDEX files_pending ON files (owner, created_ms) WHERE ready = 0;"
             ))
             .unwrap();
-            insert(&c, &record("alice", 10, now)).unwrap();
+            let r = record("alice", 10, now);
+            c.execute(
+                "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)",
+                params![
+                    owner_hash("alice"),
+                    r.file.id.to_string(),
+                    r.created_ms,
+                    r.expires_at,
+                    10,
+                    r.to_json()
+                ],
+            )
+            .unwrap();
         }
         let records = SqliteRecords::open(&path).unwrap();
         let totals = records.pending_totals("alice", now, 100).await.unwrap();
@@ -350,9 +423,12 @@ mod tests {
             totals,
             Pending {
                 files: 1,
-                bytes: 10
+                bytes: 10,
+                stored: 0,
             }
         );
+        // The running figure of all a user's bytes is counted on open.
+        assert_eq!(records.stored_bytes("alice", now).await.unwrap(), 10);
         let c = Connection::open(&path).unwrap();
         let indexes: Vec<String> = c
             .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'files_pending%'")
@@ -406,6 +482,7 @@ mod tests {
         let caps = PendingCaps {
             files: 5,
             bytes: 1 << 30,
+            stored: None,
         };
         let mut issues = Vec::new();
         for _ in 0..40 {
@@ -424,7 +501,8 @@ mod tests {
                     refused,
                     Pending {
                         files: 5,
-                        bytes: 50
+                        bytes: 50,
+                        stored: 0,
                     }
                 ),
             }
@@ -435,7 +513,8 @@ mod tests {
             totals,
             Pending {
                 files: 5,
-                bytes: 50
+                bytes: 50,
+                stored: 0,
             }
         );
         // The bytes cap too, and another owner is counted apart.
@@ -443,6 +522,7 @@ mod tests {
         let caps = PendingCaps {
             files: 5,
             bytes: 1000,
+            stored: None,
         };
         assert_eq!(records.put_within(&big, caps, now).await.unwrap(), None);
         let refused = records
@@ -452,8 +532,69 @@ mod tests {
             refused.unwrap(),
             Some(Pending {
                 files: 1,
-                bytes: 600
+                bytes: 600,
+                stored: 0,
             })
         );
+    }
+
+    /// The cap on all of a user's bytes counts ready files too, holds under
+    /// concurrent issues, and frees what the sweep deletes; the running
+    /// figure is rebuilt from the records when the file is opened again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn all_of_a_users_bytes_are_capped_and_freed_as_they_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("files.sqlite3");
+        let records = SqliteRecords::open(&path).unwrap();
+        let now = crate::time::now_unix();
+        let caps = PendingCaps {
+            files: 1000,
+            bytes: 1 << 40,
+            stored: Some(1000),
+        };
+        // An old file, uploaded, soon swept.
+        let mut old = record("alice", 400, now);
+        old.expires_at = now - 10;
+        old.ready = true;
+        records.put(&old).await.unwrap();
+        let mut issues = Vec::new();
+        for _ in 0..20 {
+            let records = records.clone();
+            issues.push(tokio::spawn(async move {
+                let mut r = record("alice", 100, now);
+                r.ready = true;
+                records.put_within(&r, caps, now).await
+            }));
+        }
+        let mut admitted = 0;
+        for issue in issues {
+            if issue.await.unwrap().unwrap().is_none() {
+                admitted += 1;
+            }
+        }
+        assert_eq!(admitted, 6, "400 + 6 x 100 fill 1000");
+        assert_eq!(records.stored_bytes("alice", now).await.unwrap(), 1000);
+        assert_eq!(records.stored_bytes("bob", now).await.unwrap(), 0);
+        let refused = records
+            .put_within(&record("alice", 1, now), caps, now)
+            .await
+            .unwrap();
+        assert_eq!(refused.map(|p| p.stored), Some(1000));
+        assert_eq!(records.sweep(now).unwrap(), 1);
+        assert_eq!(records.stored_bytes("alice", now).await.unwrap(), 600);
+        assert_eq!(
+            records
+                .put_within(&record("alice", 400, now), caps, now)
+                .await
+                .unwrap(),
+            None
+        );
+        drop(records);
+        // Skewed on purpose: the next open counts again from the records.
+        let c = Connection::open(&path).unwrap();
+        c.execute("UPDATE usage SET bytes = 5", []).unwrap();
+        drop(c);
+        let records = SqliteRecords::open(&path).unwrap();
+        assert_eq!(records.stored_bytes("alice", now).await.unwrap(), 1000);
     }
 }

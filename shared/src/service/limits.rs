@@ -10,7 +10,7 @@ use super::Sluice;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::rate::Kind;
-use crate::records::{FileRecord, PendingCaps};
+use crate::records::{FileRecord, Pending, PendingCaps};
 use crate::time::{now_unix, rfc3339};
 
 impl Sluice {
@@ -45,10 +45,35 @@ impl Sluice {
         }
         let pending = records.pending(&file.owner, now, caps.files).await?;
         let pending = self.refresh(pending).await?;
-        if records.put_within(&record, caps, now).await?.is_none() {
+        let Some(totals) = records.put_within(&record, caps, now).await? else {
             return Ok(());
+        };
+        let within_pending = PendingCaps {
+            stored: None,
+            ..caps
+        };
+        if within_pending.admit(totals, file.size) {
+            return Err(over_stored(caps, totals, file.size));
         }
         Err(over_caps(caps, &pending, file.size, now))
+    }
+}
+
+/// How long a user at the cap on all their bytes is asked to wait: files
+/// are freed as they expire, and which expires next is not read here.
+const STORED_RETRY_SECS: u64 = 600;
+
+/// The refusal of a file of `size` bytes beside `totals` (an owner's files)
+/// under the cap on all their bytes.
+fn over_stored(caps: PendingCaps, totals: Pending, size: u64) -> Error {
+    Error::Limited {
+        message: format!(
+            "your files already take {} bytes and this one {size} more (the limit is {} per \
+             user): nothing was issued; room is freed as your oldest files expire",
+            totals.stored,
+            caps.stored.unwrap_or(u64::MAX),
+        ),
+        retry_after: STORED_RETRY_SECS,
     }
 }
 
@@ -116,6 +141,7 @@ mod tests {
         let caps = PendingCaps {
             files: 2,
             bytes: 100,
+            stored: Some(1000),
         };
         let full = [pending(1, 1_030), pending(1, 1_010)];
         let Error::Limited {

@@ -121,12 +121,24 @@ impl Sluice {
         self.ticket_if_stored(&file).await
     }
 
+    /// A link for a file found stored, taken from its owner's hourly
+    /// allowance of download bytes.
     async fn ticket_if_stored(&self, file: &FileMeta) -> Result<DownloadTicket, Error> {
         match self.stored(file).await? {
-            Stored::Ready(_) => Ok(self.download_ticket(file)),
+            Stored::Ready(_) => {
+                self.charge_download(file)?;
+                Ok(self.download_ticket(file))
+            }
             Stored::Missing => Err(Error::NotUploaded),
             Stored::Mismatch => Err(Error::StoredMismatch),
         }
+    }
+
+    /// Takes `file`'s size from its owner's hourly allowance of download
+    /// bytes (`SLUICE_DOWNLOAD_BYTES_PER_HOUR`): what bounds one user's
+    /// egress, on S3 as well as here.
+    pub(crate) fn charge_download(&self, file: &FileMeta) -> Result<(), Error> {
+        self.parts().limits.charge_download(&file.owner, file.size)
     }
 
     /// A single-use download link for a file the caller knows is stored
