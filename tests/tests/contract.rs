@@ -91,6 +91,20 @@ async fn store_contract(store: &dyn ObjectStore) {
         0
     );
     assert_eq!(read(store, &empty.object_key()).await.unwrap(), b"");
+
+    // A large body already in memory, in one chunk (a file in an action's
+    // answer), is stored whole. (Before: S3 refused any over 16 MiB.)
+    let large = crate::util::bytes(20 << 20, 2);
+    let big = file("alice", "large.bin", &large);
+    let one: ByteStream = Box::pin(futures_util::stream::once({
+        let large = Bytes::from(large.clone());
+        async move { Ok(large) }
+    }));
+    store
+        .put(&big.object_key(), big.size, big.sha256, one)
+        .await
+        .unwrap();
+    assert_eq!(read(store, &big.object_key()).await.unwrap(), large);
 }
 
 async fn ledger_contract(ledger: Arc<dyn Ledger>) {

@@ -482,3 +482,30 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
         );
     }
 }
+
+/// An upstream answer over what this server reads (`SLUICE_ACTION_MAX_BYTES`,
+/// and on Lambda a sixth of the function's memory) is refused saying that the
+/// action ran, so nobody runs it again blindly.
+#[tokio::test]
+async fn an_answer_over_the_limit_says_the_action_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let sluice = with_echo_actions(dir.path(), &[("SLUICE_ACTION_MAX_BYTES", "200")]).await;
+    let alice = caller("alice", &[Scope::ActionsExecute]);
+    let small = sluice
+        .upload_small(
+            "alice",
+            "a.txt".into(),
+            b"a".to_vec(),
+            sluice::Sha256::of(b"a"),
+            None,
+        )
+        .await
+        .unwrap();
+    let refused = sluice
+        .execute_action(&alice, "linked", serde_json::json!({"doc": small.handle}))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("the action ran"), "{refused}");
+    assert!(refused.contains("over the 200 bytes"), "{refused}");
+}

@@ -40,9 +40,12 @@ pub struct ActionLimits {
     pub max_concurrent_reads: usize,
     /// How long one read may wait for its object, or for its next chunk.
     pub read_timeout: Duration,
-    /// The most bytes of files one call sends inline (data-uri delivery);
-    /// also the most bytes of an upstream answer read.
+    /// The most bytes of files one call sends inline (data-uri delivery).
     pub max_bytes: u64,
+    /// The most bytes of an upstream answer read: `max_bytes`, and on
+    /// Lambda at most a sixth of the function's memory, since an answer is
+    /// held, parsed (a second copy) and its files decoded at once.
+    pub max_answer: u64,
 }
 
 impl Default for ActionLimits {
@@ -51,6 +54,7 @@ impl Default for ActionLimits {
             max_concurrent_reads: 4,
             read_timeout: Duration::from_secs(15),
             max_bytes: 64 << 20,
+            max_answer: 64 << 20,
         }
     }
 }

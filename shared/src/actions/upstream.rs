@@ -126,6 +126,14 @@ impl Upstreams {
                 .collect()
                 .await
                 .map_err(|e| {
+                    if e.is::<http_body_util::LengthLimitError>() {
+                        tracing::warn!(action = %action.name, max_answer, "upstream answer over the limit");
+                        return Error::Upstream(format!(
+                            "the action ran (its upstream answered {status}), but its answer is over \
+                             the {max_answer} bytes this server reads: check the result in the backend \
+                             before running it again"
+                        ));
+                    }
                     Error::Upstream(format!(
                         "the action's upstream answered {status}, but its answer could not be read whole ({e})"
                     ))

@@ -313,10 +313,15 @@ fn rates(vars: &Vars) -> Result<crate::rate::Rates, ConfigError> {
 
 /// How actions run.
 fn action_limits(vars: &Vars) -> Result<ActionLimits, ConfigError> {
+    let max_bytes = vars.positive("SLUICE_ACTION_MAX_BYTES")?;
     Ok(ActionLimits {
         max_concurrent_reads: vars.count("SLUICE_ACTION_MAX_CONCURRENT_READS")?,
         read_timeout: vars.secs("SLUICE_ACTION_READ_TIMEOUT_SECS")?,
-        max_bytes: vars.positive("SLUICE_ACTION_MAX_BYTES")?,
+        max_bytes,
+        max_answer: match vars.lambda_memory_mb() {
+            Some(mb) => max_bytes.min((mb << 20) / 6),
+            None => max_bytes,
+        },
     })
 }
 

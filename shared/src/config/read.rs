@@ -23,12 +23,15 @@ pub(super) fn invalid(var: &'static str, reason: impl ToString) -> ConfigError {
     }
 }
 
+/// What Lambda sets that the configuration reads.
+const LAMBDA_VARS: [&str; 2] = ["AWS_LAMBDA_RUNTIME_API", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"];
+
 impl Vars {
     pub(super) fn new(vars: impl IntoIterator<Item = (String, String)>) -> Self {
         Self(
             vars.into_iter()
                 .filter(|(k, v)| {
-                    (k.starts_with("SLUICE_") || k == "AWS_LAMBDA_RUNTIME_API") && !v.is_empty()
+                    (k.starts_with("SLUICE_") || LAMBDA_VARS.contains(&k.as_str())) && !v.is_empty()
                 })
                 .collect(),
         )
@@ -52,6 +55,14 @@ impl Vars {
     /// `AWS_LAMBDA_RUNTIME_API`: set by Lambda, never by a person.
     pub(super) fn in_lambda(&self) -> bool {
         self.0.contains_key("AWS_LAMBDA_RUNTIME_API")
+    }
+
+    /// The function's memory in MB (`AWS_LAMBDA_FUNCTION_MEMORY_SIZE`, set
+    /// by Lambda), if set.
+    pub(super) fn lambda_memory_mb(&self) -> Option<u64> {
+        self.0
+            .get("AWS_LAMBDA_FUNCTION_MEMORY_SIZE")
+            .and_then(|v| v.parse().ok())
     }
 
     /// The value as set, if it is.

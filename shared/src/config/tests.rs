@@ -150,6 +150,16 @@ fn the_actions_catalog_comes_from_one_place() {
     assert_eq!(limits.max_concurrent_reads, 2);
     assert_eq!(limits.read_timeout, Duration::from_secs(3));
     assert_eq!(limits.max_bytes, 64 << 20);
+    assert_eq!(limits.max_answer, 64 << 20);
+    // On Lambda an answer is bounded by the function's memory as well.
+    let on_lambda = |memory: &'static str| {
+        config(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", memory)])
+            .unwrap()
+            .action_limits
+    };
+    assert_eq!(on_lambda("256").max_answer, (256 << 20) / 6);
+    assert_eq!(on_lambda("256").max_bytes, 64 << 20);
+    assert_eq!(on_lambda("10240").max_answer, 64 << 20);
 }
 
 /// In aws mode, tokens come from an authorization server unless

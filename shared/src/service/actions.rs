@@ -69,7 +69,7 @@ impl Sluice {
             )));
         }
         self.check_stored(&plan).await?;
-        let max_answer = usize::try_from(limits.max_bytes).unwrap_or(usize::MAX);
+        let max_answer = usize::try_from(limits.max_answer).unwrap_or(usize::MAX);
         let payload = match action.file_delivery {
             FileDelivery::DataUri => {
                 let failure = Failure::default();
