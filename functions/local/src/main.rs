@@ -1,30 +1,45 @@
 //! `sluice`: run everything locally, or mint a bearer token.
 
 fn main() -> std::process::ExitCode {
-    limit_malloc_arenas();
+    tune_malloc();
     sluice_local::main()
 }
 
-/// Runs the server with glibc's malloc limited to two arenas, unless
-/// `MALLOC_ARENA_MAX` is already set. With glibc's default (8 per core),
-/// the short blocking tasks that move upload and download chunks spread over
-/// many arenas, and the server's RSS kept growing under mixed load (a soak:
-/// 58 MiB to 97 MiB in two minutes, still rising); with two it levels off
-/// within two minutes (BENCHMARKS.md, Soak). The setting is read only when
-/// a process starts, so the process starts itself again with it; `exec`
-/// keeps its pid, its pipes and its arguments.
-fn limit_malloc_arenas() {
+/// Runs the server with glibc's malloc tuned, unless the environment
+/// already tunes it: two arenas (`MALLOC_ARENA_MAX`; with glibc's default
+/// of 8 per core the short blocking tasks that move upload and download
+/// chunks spread over many), and allocations of 128 KiB and more mapped on
+/// their own and returned when freed (`MALLOC_MMAP_THRESHOLD_`; by default
+/// glibc raises that threshold each time such a block is freed, after which
+/// transfer buffers come from the heap and fragment it). Under the soak's
+/// mixed load RSS rose from 47 to 91 MiB in five minutes with two arenas
+/// alone, and stayed at 36–41 MiB with both (BENCHMARKS.md, Soak). glibc
+/// reads these only when a process starts, and `mallopt` would need
+/// `unsafe`: so the process starts itself again with them; `exec` keeps
+/// its pid, its pipes and its arguments.
+fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        use std::os::unix::process::CommandExt as _;
-        if let Ok(exe) = std::env::current_exe() {
-            let err = std::process::Command::new(exe)
-                .args(std::env::args_os().skip(1))
-                .env("MALLOC_ARENA_MAX", "2")
-                .exec();
-            eprintln!(
-                "sluice: could not restart with MALLOC_ARENA_MAX=2 ({err}); going on without"
-            );
+    {
+        const TUNING: [(&str, &str); 2] = [
+            ("MALLOC_ARENA_MAX", "2"),
+            ("MALLOC_MMAP_THRESHOLD_", "131072"),
+        ];
+        if TUNING
+            .iter()
+            .any(|(name, _)| std::env::var_os(name).is_none())
+        {
+            use std::os::unix::process::CommandExt as _;
+            if let Ok(exe) = std::env::current_exe() {
+                let mut command = std::process::Command::new(exe);
+                command.args(std::env::args_os().skip(1));
+                for (name, value) in TUNING {
+                    if std::env::var_os(name).is_none() {
+                        command.env(name, value);
+                    }
+                }
+                let err = command.exec();
+                eprintln!("sluice: could not restart with malloc tuned ({err}); going on without");
+            }
         }
     }
 }
