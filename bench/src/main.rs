@@ -5,6 +5,7 @@
 mod actions;
 mod backends;
 mod browser;
+mod hash;
 mod lambda;
 mod load;
 mod refs;
@@ -33,7 +34,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash"])]
     only: Option<String>,
     /// Requests of the MCP load.
     #[arg(long, value_name = "N", default_value_t = 20_000)]
@@ -87,6 +88,9 @@ fn main() -> anyhow::Result<()> {
          the machine is shared and noisy, so absolute numbers vary from run to run.\n\n",
     );
     let wants = |name: &str| args.only.as_deref().is_none_or(|o| o == name);
+    if wants("hash") {
+        report.push_str(&hash::run(args.runs)?);
+    }
     if wants("data") {
         report.push_str(&data_plane(&args)?);
     }
@@ -191,7 +195,6 @@ fn sluice_bin() -> anyhow::Result<PathBuf> {
 
 /// Writes `size` pseudo-random bytes to `path` and returns their sha256.
 pub(crate) fn make_file(path: &Path, size: u64) -> anyhow::Result<sluice::Sha256> {
-    use sha2::Digest as _;
     let mut block = vec![0u8; 1 << 20];
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     for b in &mut block {
@@ -201,7 +204,7 @@ pub(crate) fn make_file(path: &Path, size: u64) -> anyhow::Result<sluice::Sha256
         *b = (x >> 24) as u8;
     }
     let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let mut hasher = sha2::Sha256::new();
+    let mut hasher = sluice::sha::Hasher::new();
     let mut left = size;
     while left > 0 {
         let n = left.min(block.len() as u64) as usize;
@@ -210,7 +213,7 @@ pub(crate) fn make_file(path: &Path, size: u64) -> anyhow::Result<sluice::Sha256
         left -= n as u64;
     }
     file.flush()?;
-    Ok(sluice::Sha256::from_bytes(hasher.finalize().into()))
+    Ok(hasher.finish())
 }
 
 pub(crate) struct Sluice {

@@ -18,7 +18,6 @@ use axum::extract::State;
 use axum::routing::put;
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt as _;
-use sha2::Digest as _;
 
 const CHUNK: usize = 256 * 1024;
 
@@ -94,7 +93,7 @@ async fn work_put(State(refs): State<Refs>, body: Body) -> String {
     let writer = tokio::task::spawn_blocking(move || {
         let tmp = tempfile::NamedTempFile::new_in(&dir).unwrap();
         let mut file = std::io::BufWriter::with_capacity(CHUNK, tmp);
-        let mut hasher = sha2::Sha256::new();
+        let mut hasher = sluice::sha::Hasher::new();
         while let Some(chunk) = rx.blocking_recv() {
             hasher.update(&chunk);
             file.write_all(&chunk).unwrap();
@@ -102,7 +101,7 @@ async fn work_put(State(refs): State<Refs>, body: Body) -> String {
         let tmp = file.into_inner().unwrap();
         tmp.as_file().sync_all().unwrap();
         let _ = tmp.keep();
-        sluice::Sha256::from_bytes(hasher.finalize().into()).to_hex()
+        hasher.finish().to_hex()
     });
     let mut stream = body.into_data_stream();
     while let Some(Ok(chunk)) = stream.next().await {
@@ -117,12 +116,12 @@ async fn work_get(State(refs): State<Refs>) -> Body {
     let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<Bytes>>(8);
     tokio::task::spawn_blocking(move || {
         let mut file = std::fs::File::open(&*refs.file).unwrap();
-        let mut hasher = sha2::Sha256::new();
+        let mut hasher = sluice::sha::Hasher::new();
         loop {
             let mut buf = BytesMut::zeroed(CHUNK);
             let n = file.read(&mut buf).unwrap();
             if n == 0 {
-                let _ = hasher.finalize();
+                let _ = hasher.finish();
                 return;
             }
             buf.truncate(n);

@@ -7,7 +7,6 @@ use std::str::FromStr;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bytes::Bytes;
-use sha2::Digest as _;
 
 /// A SHA-256 digest. Parsed from 64 hex digits (any case) or base64; always
 /// written as lowercase hex.
@@ -35,7 +34,9 @@ pub enum DigestError {
 impl Sha256 {
     /// The digest of `data`.
     pub fn of(data: &[u8]) -> Self {
-        Self(sha2::Sha256::digest(data).into())
+        let mut h = Hasher::new();
+        h.update(data);
+        h.finish()
     }
 
     /// Wraps raw digest bytes.
@@ -188,13 +189,55 @@ pub enum Mismatch {
     },
 }
 
+/// An incremental SHA-256: `aws-lc-rs`'s, assembly with the CPU's SHA
+/// extensions where it has them, at the same speed whatever the build's
+/// optimization level (the `sha2` crate's, at the release profile's
+/// `opt-level = "s"`, ran at a third of it: BENCHMARKS.md, "Hashing").
+#[derive(Clone)]
+pub struct Hasher(aws_lc_rs::digest::Context);
+
+impl fmt::Debug for Hasher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Hasher(SHA-256)")
+    }
+}
+
+impl Default for Hasher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Hasher {
+    /// A hasher that has seen nothing.
+    pub fn new() -> Self {
+        Self(aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256))
+    }
+
+    /// Takes in the next bytes.
+    pub fn update(&mut self, data: &[u8]) {
+        self.0.update(data);
+    }
+
+    /// The digest of everything taken in.
+    pub fn finish(self) -> Sha256 {
+        let digest = self.0.finish();
+        Sha256(
+            digest
+                .as_ref()
+                .try_into()
+                .expect("a SHA-256 digest is 32 bytes"),
+        )
+    }
+}
+
 /// Hashes and counts a stream, checking it against a pinned size and digest.
 #[derive(Clone)]
 pub struct Verifier {
     size: u64,
     sha256: Sha256,
     seen: u64,
-    hasher: sha2::Sha256,
+    hasher: Hasher,
 }
 
 impl fmt::Debug for Verifier {
@@ -214,7 +257,7 @@ impl Verifier {
             size,
             sha256,
             seen: 0,
-            hasher: sha2::Sha256::new(),
+            hasher: Hasher::new(),
         }
     }
 
@@ -239,7 +282,7 @@ impl Verifier {
                 actual: self.seen,
             });
         }
-        let actual = Sha256(self.hasher.finalize().into());
+        let actual = self.hasher.finish();
         if actual != self.sha256 {
             return Err(Mismatch::Digest {
                 expected: self.sha256,
@@ -296,6 +339,19 @@ mod tests {
     fn digests_match_published_vectors() {
         assert_eq!(Sha256::of(b"abc").to_hex(), ABC_HEX);
         assert_eq!(Sha256::of(b"").to_hex(), EMPTY_HEX);
+    }
+
+    /// In pieces or whole, the same digest (a million `a`s: FIPS 180-2).
+    #[test]
+    fn incremental_hashing_matches_the_published_vector() {
+        let mut h = Hasher::new();
+        for _ in 0..1000 {
+            h.update(&[b'a'; 1000]);
+        }
+        assert_eq!(
+            h.finish().to_hex(),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"
+        );
     }
 
     #[test]

@@ -1,0 +1,103 @@
+//! `--only hash`: SHA-256 speed in this build, 1 GiB in 1 MiB updates, in
+//! interleaved rounds: sluice's hasher (`aws-lc-rs`), the `sha2` crate as
+//! this build's profile compiles it (what sluice used before), and
+//! `sha256sum` reading the same bytes from the page cache. Run from the
+//! fast and the release builds, it shows what the optimization level does
+//! to each.
+
+use std::io::Write as _;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context as _, bail};
+use sha2::Digest as _;
+
+const MIB: usize = 1 << 20;
+const TOTAL_MIB: usize = 1024;
+
+fn block() -> Vec<u8> {
+    let mut block = vec![0u8; MIB];
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for b in &mut block {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = (x >> 24) as u8;
+    }
+    block
+}
+
+/// MiB/s of `hash` over 1 GiB of `block`, and the digest it gave.
+fn rate(block: &[u8], hash: impl Fn(&[u8], usize) -> String) -> (f64, String) {
+    let started = Instant::now();
+    let digest = hash(block, TOTAL_MIB);
+    (TOTAL_MIB as f64 / started.elapsed().as_secs_f64(), digest)
+}
+
+fn aws_lc(block: &[u8], n: usize) -> String {
+    let mut h = sluice::sha::Hasher::new();
+    for _ in 0..n {
+        h.update(block);
+    }
+    h.finish().to_hex()
+}
+
+fn sha2_crate(block: &[u8], n: usize) -> String {
+    let mut h = sha2::Sha256::new();
+    for _ in 0..n {
+        h.update(block);
+    }
+    sluice::Sha256::from_bytes(h.finalize().into()).to_hex()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The section of BENCHMARKS.md.
+pub fn run(runs: usize) -> anyhow::Result<String> {
+    let profile = std::env::current_exe()?
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .context("the build's directory")?;
+    let block = block();
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("gib.bin");
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        for _ in 0..TOTAL_MIB {
+            f.write_all(&block)?;
+        }
+    }
+    let (mut lc, mut s2, mut tool) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        let (r, a) = rate(&block, aws_lc);
+        lc.push(r);
+        let (r, b) = rate(&block, sha2_crate);
+        s2.push(r);
+        if a != b {
+            bail!("the two hashers disagree: {a} vs {b}");
+        }
+        let started = Instant::now();
+        let out = Command::new("sha256sum").arg(&path).output()?;
+        tool.push(TOTAL_MIB as f64 / started.elapsed().as_secs_f64());
+        if !String::from_utf8_lossy(&out.stdout).starts_with(&a) {
+            bail!("sha256sum disagrees");
+        }
+    }
+    let (lc, s2, tool) = (median(lc), median(s2), median(tool));
+    Ok(format!(
+        "## Hashing ({profile} build)\n\n\
+         `target/{profile}/sluice-bench --only hash`: SHA-256 of 1 GiB in 1 MiB updates, \
+         median of {} interleaved rounds, beside `sha256sum` on the same bytes (page cache).\n\n\
+         | hasher | MiB/s | ratio to `sha256sum` |\n|---|---|---|\n\
+         | sluice (`aws-lc-rs`) | {lc:.0} | {:.2} |\n\
+         | `sha2` crate, {profile} profile (before) | {s2:.0} | {:.2} |\n\
+         | `sha256sum` | {tool:.0} | 1.00 |\n\n",
+        runs.max(1),
+        lc / tool,
+        s2 / tool,
+    ))
+}
