@@ -33,6 +33,22 @@ impl FileId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The 16 bytes the id encodes, if it encodes exactly 16 (every id this
+    /// server made does).
+    pub fn to_bytes(&self) -> Option<[u8; 16]> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&self.0)
+            .ok()?;
+        bytes.try_into().ok()
+    }
+
+    /// The id of 16 bytes.
+    pub fn from_bytes(bytes: [u8; 16]) -> Self {
+        use base64::Engine as _;
+        Self(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    }
 }
 
 impl fmt::Display for FileId {

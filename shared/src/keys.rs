@@ -93,16 +93,19 @@ pub enum Purpose {
     Cursor,
     /// Browser uploads' ids (`get_upload_status`).
     UploadId,
+    /// Short handles and links ([`crate::token::Short`]).
+    Short,
 }
 
 impl Purpose {
-    const ALL: [Purpose; 6] = [
+    const ALL: [Purpose; 7] = [
         Purpose::Handle,
         Purpose::Link,
         Purpose::DevBearer,
         Purpose::Page,
         Purpose::Cursor,
         Purpose::UploadId,
+        Purpose::Short,
     ];
 
     fn info(self) -> &'static [u8] {
@@ -115,6 +118,7 @@ impl Purpose {
             Purpose::Page => b"sluice/v2/page",
             Purpose::Cursor => b"sluice/v1/cursor-owner",
             Purpose::UploadId => b"sluice/v1/upload-id",
+            Purpose::Short => b"sluice/v3/short",
         }
     }
 
@@ -126,6 +130,7 @@ impl Purpose {
             Purpose::Page => 3,
             Purpose::Cursor => 4,
             Purpose::UploadId => 5,
+            Purpose::Short => 6,
         }
     }
 }
@@ -134,7 +139,7 @@ impl Purpose {
 #[derive(Clone)]
 struct KeySet {
     id: KeyId,
-    keys: [[u8; 32]; 6],
+    keys: [[u8; 32]; Purpose::ALL.len()],
 }
 
 impl KeySet {
@@ -142,7 +147,7 @@ impl KeySet {
         // The key id is the salt, so two ids over the same bytes still give
         // unrelated keys.
         let hk = Hkdf::<sha2::Sha256>::new(Some(id.as_str().as_bytes()), secret.bytes());
-        let mut keys = [[0u8; 32]; 6];
+        let mut keys = [[0u8; 32]; Purpose::ALL.len()];
         for purpose in Purpose::ALL {
             hk.expand(purpose.info(), &mut keys[purpose.index()])
                 .expect("32 bytes is a valid HKDF-SHA256 output length");
@@ -203,6 +208,28 @@ impl Keyring {
             })
     }
 
+    /// The first `N` bytes of the HMAC-SHA256 of `data` under the current
+    /// key for `purpose`: a short token's tag.
+    pub fn short_tag<const N: usize>(&self, purpose: Purpose, data: &[u8]) -> [u8; N] {
+        mac_with::<N>(&self.current.keys[purpose.index()], data)
+    }
+
+    /// Whether `tag` is [`Keyring::short_tag`] of `data` under the current
+    /// or the previous key.
+    pub fn short_tag_matches<const N: usize>(
+        &self,
+        purpose: Purpose,
+        data: &[u8],
+        tag: &[u8; N],
+    ) -> bool {
+        std::iter::once(&self.current)
+            .chain(self.previous.as_ref())
+            .any(|set| {
+                let expected = mac_with::<N>(&set.keys[purpose.index()], data);
+                aws_lc_rs::constant_time::verify_slices_are_equal(&expected, tag).is_ok()
+            })
+    }
+
     /// The key for `purpose` under key id `kid`, if that id is current or previous.
     pub fn verifying_key(&self, purpose: Purpose, kid: &str) -> Option<&[u8; 32]> {
         std::iter::once(&self.current)
@@ -212,11 +239,17 @@ impl Keyring {
     }
 }
 
-fn tag_with(key: &[u8; 32], data: &[u8]) -> String {
-    use base64::Engine as _;
+fn mac_with<const N: usize>(key: &[u8; 32], data: &[u8]) -> [u8; N] {
     let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, key);
     let mac = aws_lc_rs::hmac::sign(&key, data);
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&mac.as_ref()[..16])
+    mac.as_ref()[..N]
+        .try_into()
+        .expect("a tag is at most the 32 bytes of an HMAC-SHA256")
+}
+
+fn tag_with(key: &[u8; 32], data: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(mac_with::<16>(key, data))
 }
 
 /// A random, URL-safe identifier of `N` bytes of entropy.

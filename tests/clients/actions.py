@@ -145,8 +145,8 @@ async def main():
         flow.refused(message, "document", "required")
         checks.append("bare string, malformed data URI, non-array, unknown and missing fields refused by name")
 
-        head, _, sig = handle.rpartition(".")
-        forged = head + "." + ("A" if sig[0] != "A" else "B") + sig[1:]
+        mid = len(handle) - 10
+        forged = handle[:mid] + ("A" if handle[mid] != "A" else "B") + handle[mid + 1:]
         message = await flow.call(session, "action_echo", {"document": forged}, ok=False)
         flow.refused(message, "document", "not a valid handle")
         checks.append("forged handle refused")

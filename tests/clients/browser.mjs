@@ -71,7 +71,7 @@ try {
 
     if (args.mode === "network") {
       // The PUT fails as a dropped connection would.
-      await page.route(/\/uploads\//, (route) => route.abort("connectionreset"));
+      await page.route(/\/u\//, (route) => route.abort("connectionreset"));
     }
 
     if (args.mode === "keyboard") {
@@ -101,7 +101,7 @@ try {
       check(/interrupted|connection/i.test(text), `a network failure is explained: ${text}`);
       check(await page.locator("#retry").isVisible(), "Try again is offered");
       await shot(page, "error-network");
-      await page.unroute(/\/uploads\//);
+      await page.unroute(/\/u\//);
       await page.locator("#retry").click();
       await page.locator("#done").waitFor({ state: "visible", timeout: 120000 });
       checks.push("network failure explained, then Try again uploads");

@@ -23,10 +23,15 @@ fn the_curl_lines_round_trip_through_s3() {
         ("it's.txt", b"x".to_vec()),
     ] {
         let ticket = server.upload(&token, name, &data);
+        // The model sees a short link of sluice's; the bytes went to S3 at
+        // a presigned URL minted when the line asked for it.
         let upload_url = ticket["upload"]["url"].as_str().unwrap();
+        assert!(upload_url.len() <= 100, "{upload_url}");
+        assert!(!ticket["curl"].as_str().unwrap().contains(&emulators.s3_url));
+        let (_, presigned) = presigned_line(&ticket);
         assert!(
-            upload_url.starts_with(&emulators.s3_url),
-            "uploads go straight to S3: {upload_url}"
+            presigned.starts_with(&emulators.s3_url),
+            "uploads go straight to S3: {presigned}"
         );
         let headers = ticket["upload"]["headers"].as_object().unwrap();
         for h in [
@@ -119,6 +124,21 @@ fn a_download_link_redirects_once_to_a_short_lived_pinned_get() {
     );
 }
 
+/// The PUT the returned line makes, with the presigned URL it asks the
+/// short link for written in: the line less its first request.
+fn presigned_line(ticket: &serde_json::Value) -> (String, String) {
+    let short = ticket["upload"]["url"].as_str().unwrap();
+    let asked = request("GET", short, &[], None);
+    assert_eq!(asked.status, 200, "{}", asked.text());
+    let presigned = asked.text();
+    let line = ticket["curl"].as_str().unwrap();
+    let (_, put) = line.split_once(" && ").expect("the line asks, then PUTs");
+    (
+        put.replace("\"$u\"", &sluice::curl::shell_quote(&presigned)),
+        presigned,
+    )
+}
+
 #[test]
 fn s3_itself_refuses_what_the_link_does_not_pin() {
     let emulators = Emulators::start();
@@ -127,8 +147,7 @@ fn s3_itself_refuses_what_the_link_does_not_pin() {
     let token = token(&emulators, "alice");
     let data = bytes(2000, 2);
     let ticket = server.request_upload(&token, "f.bin", &data);
-    let line = ticket["curl"].as_str().unwrap().to_owned();
-    let url = ticket["upload"]["url"].as_str().unwrap().to_owned();
+    let (line, _) = presigned_line(&ticket);
     let work = tempfile::tempdir().unwrap();
     let run_with = |content: &[u8], line: &str| {
         std::fs::write(work.path().join("f.bin"), content).unwrap();
@@ -167,9 +186,10 @@ fn s3_itself_refuses_what_the_link_does_not_pin() {
     let ticket = server.request_upload(&token, "f.bin", &data);
     let line = ticket["curl"].as_str().unwrap().to_owned();
     assert!(run_with(&data, &line).status.success());
+    let (_, presigned) = presigned_line(&ticket);
     let again = request(
         "PUT",
-        ticket["upload"]["url"].as_str().unwrap(),
+        &presigned,
         &ticket["upload"]["headers"]
             .as_object()
             .unwrap()
@@ -180,17 +200,25 @@ fn s3_itself_refuses_what_the_link_does_not_pin() {
     );
     assert_eq!(again.status, 412, "{}", again.text());
 
-    // Expired: a link valid for two seconds, used after three.
+    // Expired: a link valid for two seconds, used after three, is refused
+    // by sluice (404), and a presigned URL minted under it by S3 (403).
     let ticket = server.request_upload(&token, "f.bin", &data);
+    let (presigned_put, _) = presigned_line(&ticket);
     std::thread::sleep(std::time::Duration::from_secs(3));
     let out = run_with(&data, ticket["curl"].as_str().unwrap());
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("404"),
+        "{}",
+        out_text(&out)
+    );
+    let out = run_with(&data, &presigned_put);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("403"),
         "{}",
         out_text(&out)
     );
-    let _ = url;
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `GET /links/{token}`: single use, the right headers, and verification of
 //! the stored bytes on the way out.
 
-use sluice::token::{Handle, LinkToken, Method};
+use sluice::token::Short;
 
 use crate::util::{Server, bytes, config_for, out_text, request, sh, stored_objects};
 
@@ -113,9 +113,9 @@ fn a_link_to_an_object_not_yet_uploaded_is_404_and_not_spent() {
 
     // …and a link minted anyway finds nothing, without being spent.
     let keys = sluice_runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
-    let file = Handle::decode(&keys, handle).unwrap().file;
-    let link = LinkToken::new(Method::Get, file, sluice::time::now_unix() + 60);
-    let url = format!("{}/links/{}", server.base, link.encode(&keys));
+    let id = crate::util::handle_file_id(&server.data_dir, handle);
+    let link = Short::download(id, sluice::time::now_unix() + 60);
+    let url = format!("{}/l/{}", server.base, link.encode(&keys));
     assert_eq!(request("GET", &url, &[], None).status, 404);
     let put = request(
         "PUT",

@@ -58,7 +58,11 @@ fn s3_killed_mid_upload_leaves_nothing_and_the_same_line_works_after() {
     std::fs::write(work.path().join("big.bin"), &data).unwrap();
 
     // The same line, slowed down so that S3 can die in the middle of it.
-    let slowed = line.replacen("curl ", "curl --limit-rate 512k ", 1);
+    let slowed = line.replacen(
+        "curl --fail-with-body",
+        "curl --limit-rate 512k --fail-with-body",
+        1,
+    );
     let upload = Command::new("sh")
         .args(["-c", &slowed])
         .current_dir(work.path())

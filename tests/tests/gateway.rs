@@ -269,7 +269,9 @@ fn route(method: &str, path: &str) -> Option<&'static str> {
             Some("issuer")
         }
         ("POST", p) if p.starts_with("/browser/") && p.ends_with("/start") => Some("issuer"),
+        ("GET" | "PUT", p) if p.starts_with("/u/") && p.matches('/').count() == 2 => Some("issuer"),
         ("POST", "/resolve") => Some("resolver"),
+        ("GET", p) if p.starts_with("/l/") && p.matches('/').count() == 2 => Some("resolver"),
         ("GET", p) if p.starts_with("/links/") && p.matches('/').count() == 2 => Some("resolver"),
         _ => None,
     }

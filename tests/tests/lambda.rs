@@ -68,7 +68,8 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
     let body = json!({"filename": "a.txt", "size": 1, "sha256": sluice::Sha256::of(b"a").to_hex()})
         .to_string();
 
-    // issuer: POST /uploads → a presigned S3 PUT.
+    // issuer: POST /uploads → a short upload link, and GET of it → a
+    // presigned S3 PUT minted then.
     let response = invoke(
         "issuer",
         &env,
@@ -82,11 +83,19 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
     .remove(0);
     assert_eq!(response["statusCode"], 200, "{response}");
     let ticket: Value = serde_json::from_str(response["body"].as_str().unwrap()).unwrap();
+    let short = ticket["upload"]["url"].as_str().unwrap();
+    let path = short
+        .strip_prefix("https://files.example.com")
+        .expect("a link of the public URL");
+    assert!(path.starts_with("/u/"), "{short}");
+    let response = invoke("issuer", &env, vec![event("GET", path, json!({}), None)]).remove(0);
+    assert_eq!(response["statusCode"], 200, "{response}");
     assert!(
-        ticket["upload"]["url"]
+        response["body"]
             .as_str()
             .unwrap()
-            .starts_with(&emulators.s3_url)
+            .starts_with(&emulators.s3_url),
+        "{response}"
     );
     let handle = ticket["handle"].as_str().unwrap().to_owned();
 

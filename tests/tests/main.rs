@@ -27,6 +27,7 @@ mod rotation;
 mod roundtrip;
 mod routes;
 mod service;
+mod sizes;
 mod template;
 mod tools;
 mod upload;

@@ -1,7 +1,7 @@
 //! Bad input gets a clear status and message, and tokens of one kind are
 //! never accepted as another (docs/ARCHITECTURE.md, "Invariants").
 
-use sluice::token::{Handle, LinkToken, Method};
+use sluice::token::{Handle, LinkToken, Method, Short};
 
 use crate::util::{Server, bytes, config_for, post_json, request, stored_objects};
 
@@ -22,21 +22,35 @@ fn every_bad_link_token_gets_the_same_404() {
     let (server, _dir) = Server::start();
     let (token, handle, url) = setup(&server);
     let keys = sluice_runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
-    let file = Handle::decode(&keys, &handle).unwrap().file;
-    let base = format!("{}/links/", server.base);
+    let id = crate::util::handle_file_id(&server.data_dir, &handle);
+    let base = format!("{}/l/", server.base);
     let good = url.strip_prefix(&base).unwrap().to_owned();
+    let later = sluice::time::now_unix() + 60;
 
     let mut tampered = good.clone().into_bytes();
     let mid = tampered.len() / 2;
     tampered[mid] = if tampered[mid] == b'A' { b'B' } else { b'A' };
-    let expired = LinkToken::new(Method::Get, file.clone(), 1).encode(&keys);
+    let expired = Short::download(id.clone(), 1).encode(&keys);
     let other_dir = tempfile::tempdir().unwrap();
     let other_keys = sluice_runtime::local_keyring(&config_for(other_dir.path())).unwrap();
-    let other_instance = LinkToken::new(Method::Get, file.clone(), sluice::time::now_unix() + 60)
-        .encode(&other_keys);
-    let upload_link =
-        LinkToken::new(Method::Put, file, sluice::time::now_unix() + 60).encode(&keys);
+    let other_instance = Short::download(id.clone(), later).encode(&other_keys);
+    let upload_link = Short::upload(id.clone(), later).encode(&keys);
     let handle_jwt = handle.strip_prefix("$uploadedFile:").unwrap().to_owned();
+    // A link of the sealed kind, from before links were short, to the same
+    // file but with another digest: its route checks it all the same.
+    let sealed = LinkToken::new(
+        Method::Get,
+        sluice::FileMeta {
+            id,
+            owner: "alice".into(),
+            filename: "a.txt".into(),
+            content_type: "text/plain".into(),
+            size: 5,
+            sha256: sluice::Sha256::of(b"other"),
+        },
+        1,
+    )
+    .encode(&keys);
 
     let cases = [
         ("tampered", String::from_utf8(tampered).unwrap()),
@@ -47,6 +61,7 @@ fn every_bad_link_token_gets_the_same_404() {
         ("upload link", upload_link),
         ("handle", handle_jwt),
         ("bearer token", token),
+        ("expired sealed link", sealed),
     ];
     let mut bodies = Vec::new();
     for (what, t) in cases {
@@ -158,8 +173,18 @@ fn an_expired_or_garbled_handle_says_what_to_do() {
     let (server, _dir) = Server::start();
     let (token, handle, _) = setup(&server);
     let keys = sluice_runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
-    let mut h = Handle::decode(&keys, &handle).unwrap();
-    h.expires_at = 1;
+    // A sealed handle (from before handles were short) past its expiry.
+    let h = Handle {
+        file: sluice::FileMeta {
+            id: crate::util::handle_file_id(&server.data_dir, &handle),
+            owner: "alice".into(),
+            filename: "a.txt".into(),
+            content_type: "text/plain".into(),
+            size: 5,
+            sha256: sluice::Sha256::of(b"hello"),
+        },
+        expires_at: 1,
+    };
     let reply = server.resolve(&token, &h.encode(&keys));
     assert_eq!(reply.status, 400);
     // A REST answer names the REST step, never a tool.
@@ -203,4 +228,24 @@ fn hostile_filenames_are_stored_under_a_sanitized_name() {
     assert_eq!(stored.file_name().unwrap(), "_._etc_passwd__x_");
     let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
     assert_eq!(download["filename"], name);
+}
+
+/// A short handle expires with its file's record: past it, the same clear
+/// refusal as any expired handle, and nothing resolved.
+#[test]
+fn a_short_handle_expires_with_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_HANDLE_TTL_SECS", "2"),
+            ("SLUICE_UPLOAD_TTL_SECS", "1"),
+        ],
+    );
+    let (token, handle, _) = setup(&server);
+    assert_eq!(server.resolve(&token, &handle).status, 200);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let reply = server.resolve(&token, &handle);
+    assert_eq!(reply.status, 400, "{}", reply.text());
+    assert!(reply.message().contains("has expired"), "{}", reply.text());
 }

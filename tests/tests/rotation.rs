@@ -110,10 +110,9 @@ fn handles_survive_one_rotation_of_the_secret_and_not_two() {
     let server = start();
     let first = server.upload(&token, "one.txt", b"signed under version 1");
     let first = first["handle"].as_str().unwrap().to_owned();
-    assert!(
-        first.contains(".v00000001aaaa."),
-        "the kid names the version: {first}"
-    );
+    // A short handle names no key: its tag is checked under the current
+    // key and the previous one.
+    assert!(first.len() <= 100, "{first}");
     server.stop();
 
     // put-secret-value: version 2 is current, version 1 previous.
@@ -126,7 +125,7 @@ fn handles_survive_one_rotation_of_the_secret_and_not_two() {
     );
     let second = server.upload(&token, "two.txt", b"signed under version 2");
     let second = second["handle"].as_str().unwrap().to_owned();
-    assert!(second.contains(".v00000002aaaa."), "{second}");
+    assert_ne!(second, first);
     server.stop();
 
     // Once more: version 1 is gone.

@@ -79,7 +79,7 @@ async fn file_ids_and_handles_never_cross_owners() {
     ));
     let mallory = caller("mallory", &[Scope::FilesRead]);
     assert!(matches!(
-        local.sluice.redeem_handle(&mallory, &ticket.handle),
+        local.sluice.redeem_handle(&mallory, &ticket.handle).await,
         Err(Error::OtherUsersHandle)
     ));
     let service = caller("backend", &[Scope::FilesResolve]);
@@ -87,12 +87,16 @@ async fn file_ids_and_handles_never_cross_owners() {
         local
             .sluice
             .redeem_handle(&service, &ticket.handle)
+            .await
             .unwrap()
             .owner,
         "alice"
     );
     assert!(matches!(
-        local.sluice.redeem_handle(&mallory, "$uploadedFile:nope"),
+        local
+            .sluice
+            .redeem_handle(&mallory, "$uploadedFile:nope")
+            .await,
         Err(Error::NotAHandle)
     ));
 }

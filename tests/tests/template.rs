@@ -125,6 +125,9 @@ fn the_api_has_exactly_the_designed_routes() {
         ("IssuerFunction", "GET", "/browser/{token}"),
         ("IssuerFunction", "GET", "/browser/assets/{name}"),
         ("IssuerFunction", "POST", "/browser/{token}/start"),
+        ("IssuerFunction", "GET", "/u/{token}"),
+        ("IssuerFunction", "PUT", "/u/{token}"),
+        ("ResolverFunction", "GET", "/l/{token}"),
         ("ResolverFunction", "GET", "/links/{token}"),
         ("ResolverFunction", "POST", "/resolve"),
     ]
@@ -288,17 +291,32 @@ fn each_function_is_granted_what_its_code_calls() {
             .filter(|(actions, _, _)| actions.iter().any(|a| a == action))
             .collect::<Vec<_>>()
     };
-    for action in ["dynamodb:GetItem", "dynamodb:PutItem"] {
-        let grants = has("ResolverFunction", action);
-        assert!(!grants.is_empty(), "resolver lacks {action}");
-        // The resolver touches the ledger's items only (`jti#…`).
+    // The resolver writes the ledger's items only (`jti#…`), and reads
+    // those and the records (`file#…`: a short link names its file by id).
+    let spends = has("ResolverFunction", "dynamodb:PutItem");
+    assert!(!spends.is_empty(), "resolver lacks PutItem");
+    assert!(
+        spends
+            .iter()
+            .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")
+                && c.contains("jti#*")
+                && !c.contains("file#")),
+        "resolver: PutItem must be limited to the ledger's items: {spends:?}"
+    );
+    let reads = has("ResolverFunction", "dynamodb:GetItem");
+    for prefix in ["jti#*", "file#*"] {
         assert!(
-            grants
-                .iter()
-                .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys") && c.contains("jti#*")),
-            "resolver: {action} must be limited to the ledger's items: {grants:?}"
+            reads.iter().any(|(_, _, c)| c.contains(prefix)),
+            "resolver reads {prefix}: {reads:?}"
         );
     }
+    assert!(
+        reads
+            .iter()
+            .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")),
+        "{reads:?}"
+    );
+    assert!(has("ResolverFunction", "dynamodb:UpdateItem").is_empty());
     assert_eq!(
         sluice_aws::DynamoLedger::key_of("x"),
         "jti#x",

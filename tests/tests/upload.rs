@@ -119,7 +119,14 @@ fn a_second_upload_to_the_same_link_is_a_conflict() {
 #[test]
 fn a_full_store_answers_507_before_reading_the_body() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(dir.path(), &[("SLUICE_QUOTA_BYTES", "4096")]);
+    // The whole store's quota, one user's cap set past it.
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_QUOTA_BYTES", "4096"),
+            ("SLUICE_MAX_STORED_BYTES_PER_USER", "100000"),
+        ],
+    );
     let first = bytes(3000, 6);
     assert_eq!(put(&upload_url(&server, &first), &first).status, 200);
 

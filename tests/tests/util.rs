@@ -404,6 +404,21 @@ pub fn closed_within(stream: &mut std::net::TcpStream, wait: std::time::Duration
 
 /// A PUT link for a file of `size` bytes with digest `sha256`, minted with
 /// the keys of `data_dir` (no record, no request: as many as a test needs).
+/// The file id a short handle names (its tag checked with the keys of
+/// `data_dir`).
+pub fn handle_file_id(data_dir: &Path, handle: &str) -> sluice::FileId {
+    let keys = sluice_runtime::local_keyring(&config_for(data_dir)).unwrap();
+    let token = handle.strip_prefix(sluice::token::HANDLE_PREFIX).unwrap();
+    sluice::token::Short::decode(
+        &keys,
+        token,
+        sluice::token::ShortKind::Handle,
+        sluice::time::now_unix(),
+    )
+    .unwrap()
+    .file_id
+}
+
 pub fn put_link(data_dir: &Path, size: u64, sha256: sluice::Sha256) -> String {
     let keys = sluice_runtime::local_keyring(&config_for(data_dir)).unwrap();
     let file = sluice::FileMeta {

@@ -272,7 +272,7 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
     assert_eq!(resolved.status, 200, "{}", resolved.text());
     let line = resolved.json()["curl"].as_str().unwrap().to_owned();
     assert!(
-        line.contains(&format!("{base}/sluice-resolver/links/")),
+        line.contains(&format!("{base}/sluice-resolver/l/")),
         "{line}"
     );
     let down = stack.work.path().join("down");
@@ -298,10 +298,9 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
         .arg("--workdir")
         .arg(&client)
         .args(["--size", "100000"])
-        // In aws mode request_upload's answer carries a presigned S3 URL, and
-        // is over 4 KiB (4,133 bytes here); the issue on what the model reads
-        // brings it under 1 KiB. Until then the flow allows 8 KiB here.
-        .args(["--max-message", "8192"])
+        // The whole MCP message (text, structuredContent, envelope) within
+        // the flow's default 4 KiB in aws mode too: a presigned URL no
+        // longer rides in it (its text alone is 4,133 bytes before).
         .current_dir(root().join("tests/clients"))
         .output()
         .unwrap();

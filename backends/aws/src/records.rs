@@ -1,7 +1,9 @@
 //! File records in DynamoDB, in the ledger's table (one table to deploy,
-//! secure and pay for): a record is the item `pk = file#<owner-hash>#<id>`,
-//! and two sparse global secondary indexes, keyed by owner hash and issue
-//! time, hold only records (ledger items lack their attributes):
+//! secure and pay for): a record is the item `pk = file#<id>` (file ids are
+//! 128 random bits: a short token finds its record by the id alone, and the
+//! record's `owner` says whose it is), and two sparse global secondary
+//! indexes, keyed by owner hash and issue time, hold only records (ledger
+//! items lack their attributes):
 //!
 //! - [`BY_OWNER`] (`owner`, `created`): one user's files newest first, a page
 //!   per `Query` (`Limit`, `ExclusiveStartKey`), whatever their number;
@@ -16,6 +18,10 @@
 //! reads are eventually consistent: a file issued a moment ago may be missing
 //! from a page read at once; a file id is always found (`GetItem`, strongly
 //! consistent).
+//!
+//! Records written before ids were the key (`file#<owner-hash>#<id>`) are
+//! still read and marked by their owner's requests until they expire (one
+//! handle lifetime after an upgrade); short tokens never name them.
 
 use std::collections::HashMap;
 
@@ -45,7 +51,12 @@ pub struct DynamoRecords {
     table: String,
 }
 
-fn key(owner_hash: &str, id: &str) -> String {
+fn key(id: &str) -> String {
+    format!("file#{id}")
+}
+
+/// The key of a record written by an earlier version.
+fn legacy_key(owner_hash: &str, id: &str) -> String {
     format!("file#{owner_hash}#{id}")
 }
 
@@ -71,6 +82,50 @@ fn record_of(item: &HashMap<String, AttributeValue>) -> Option<FileRecord> {
 }
 
 impl DynamoRecords {
+    /// The record under `pk`, read strongly consistent.
+    async fn read(&self, pk: String) -> Result<Option<FileRecord>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY, s(&pk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| store_error(ledger_error(e)))?;
+        Ok(out.item().and_then(record_of))
+    }
+
+    /// Marks the record under `pk` ready if it is there and `owner_hash`'s;
+    /// whether it was.
+    async fn mark(&self, pk: String, owner_hash: &str) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&pk))
+            .update_expression("REMOVE #p SET #r = :t")
+            .condition_expression("attribute_exists(#k) AND #o = :o")
+            .expression_attribute_names("#p", PENDING_OWNER)
+            .expression_attribute_names("#r", READY)
+            .expression_attribute_names("#k", KEY)
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .expression_attribute_values(":o", s(owner_hash))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(store_error(ledger_error(e))),
+        }
+    }
+
     /// Records in the same table, through the same client, as `ledger`.
     pub fn beside(ledger: &DynamoLedger) -> Self {
         Self {
@@ -89,7 +144,7 @@ impl RecordStore for DynamoRecords {
             .client
             .put_item()
             .table_name(&self.table)
-            .item(KEY, s(&key(&owner, &id)))
+            .item(KEY, s(&key(&id)))
             .item(OWNER, s(&owner))
             .item(CREATED, n(record.created_ms))
             .item(TTL, n(record.expires_at))
@@ -116,16 +171,14 @@ impl RecordStore for DynamoRecords {
     }
 
     async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(KEY, s(&key(&owner_hash(owner), &id.to_string())))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| store_error(ledger_error(e)))?;
-        Ok(out.item().and_then(record_of))
+        if let Some(record) = self.find(id).await? {
+            return Ok((record.file.owner == owner).then_some(record));
+        }
+        self.read(legacy_key(&owner_hash(owner), id.as_str())).await
+    }
+
+    async fn find(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+        self.read(key(id.as_str())).await
     }
 
     async fn page(
@@ -151,7 +204,7 @@ impl RecordStore for DynamoRecords {
             .limit(i32::try_from(limit).unwrap_or(i32::MAX));
         if let Some(c) = after {
             query = query
-                .exclusive_start_key(KEY, s(&key(&hash, &c.file_id)))
+                .exclusive_start_key(KEY, s(&key(&c.file_id)))
                 .exclusive_start_key(OWNER, s(&hash))
                 .exclusive_start_key(CREATED, n(c.created_ms));
         }
@@ -172,30 +225,15 @@ impl RecordStore for DynamoRecords {
     }
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key(KEY, s(&key(&owner_hash(owner), &id.to_string())))
-            .update_expression("REMOVE #p SET #r = :t")
-            .condition_expression("attribute_exists(#k)")
-            .expression_attribute_names("#p", PENDING_OWNER)
-            .expression_attribute_names("#r", READY)
-            .expression_attribute_names("#k", KEY)
-            .expression_attribute_values(":t", AttributeValue::Bool(true))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            // The record is gone (expired): nothing to mark.
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(store_error(ledger_error(e))),
+        let hash = owner_hash(owner);
+        if self.mark(key(id.as_str()), &hash).await? {
+            return Ok(());
         }
+        // Not there (expired), another owner's, or written by an earlier
+        // version under its old key.
+        self.mark(legacy_key(&hash, id.as_str()), &hash)
+            .await
+            .map(drop)
     }
 
     async fn pending(

@@ -1,7 +1,9 @@
 //! The `issuer` function: mints upload handles and links for programs that
 //! are not MCP clients (`POST /uploads`), serves the browser upload page
 //! (`/browser/{token}`, rendered by [`page`]), and in local mode is the
-//! object store's upload endpoint (`PUT /uploads/{token}`). Each handler
+//! object store's upload endpoint (`PUT /u/{token}`; with S3, the place a
+//! presigned PUT is minted behind: `GET /u/{token}` answers it, a `PUT`
+//! is redirected to it). Each handler
 //! translates HTTP to one service call and back; the steps of each live in
 //! the service (`sluice::service::uploads` for an upload's).
 
@@ -28,6 +30,13 @@ use sluice::{Caller, Scope, Sluice};
 pub fn router(state: Sluice) -> Router {
     Router::new()
         .route("/uploads", post(request_upload).fallback(|| only("POST")))
+        .route(
+            "/u/{token}",
+            put(upload_short)
+                .get(upload_location)
+                .fallback(|| only("GET, PUT")),
+        )
+        // Sealed upload links, issued before links were short.
         .route("/uploads/{token}", put(upload).fallback(|| only("PUT")))
         .route(
             "/browser/assets/{name}",
@@ -102,6 +111,52 @@ async fn start_browser(
         message: format!("the request is not the JSON a page sends: {e}"),
     })?;
     Ok(Json(sluice.start_browser_upload(&page, start).await?))
+}
+
+/// Where the bytes of an upload link go ([`Sluice::upload_location`]), as
+/// text: what the upload command asks before its PUT.
+async fn upload_location(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+) -> Result<Response, HttpError> {
+    let url = sluice.upload_location(&token).await?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        url,
+    )
+        .into_response())
+}
+
+/// A PUT to a short upload link: with S3, redirected (307, before any of
+/// the body is read) to a presigned PUT minted now; otherwise streamed into
+/// the store.
+async fn upload_short(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, HttpError> {
+    if !sluice.stores_directly() {
+        return upload(State(sluice), Path(token), headers, body)
+            .await
+            .map(IntoResponse::into_response);
+    }
+    let url = sluice.upload_location(&token).await?;
+    let location = http::HeaderValue::from_str(&url).map_err(sluice::Error::internal)?;
+    Ok((
+        StatusCode::TEMPORARY_REDIRECT,
+        [
+            (header::LOCATION, location),
+            (
+                header::CACHE_CONTROL,
+                http::HeaderValue::from_static("no-store"),
+            ),
+        ],
+    )
+        .into_response())
 }
 
 /// Streams the body into the store ([`Sluice::accept_upload`]).

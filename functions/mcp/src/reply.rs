@@ -19,6 +19,31 @@ pub(crate) fn success<T: Serialize>(summary: String, value: &T) -> Result<CallTo
     Ok(result)
 }
 
+/// A result the model reads in at most a kilobyte: one text block, the
+/// summary and the JSON of only the fields named in `text_fields` (each
+/// thing once: the summary says what the fields do not), with the whole
+/// value in `structuredContent` for programs (its URL descriptors, headers).
+pub(crate) fn compact<T: Serialize>(
+    summary: String,
+    text_fields: &[&str],
+    value: &T,
+) -> Result<CallToolResult, Error> {
+    let json = serde_json::to_value(value).map_err(Error::internal)?;
+    let mut shown = serde_json::Map::new();
+    for field in text_fields {
+        if let Some(v) = json.get(*field) {
+            shown.insert((*field).to_owned(), v.clone());
+        }
+    }
+    let text = format!(
+        "{summary}\n{}",
+        serde_json::to_string(&shown).map_err(Error::internal)?
+    );
+    let mut result = CallToolResult::structured(json);
+    result.content = vec![ContentBlock::text(text)];
+    Ok(result)
+}
+
 /// What the model does next after `e`, for the errors that call for a step
 /// only a tool can name.
 fn next_step(e: &Error) -> Option<&'static str> {

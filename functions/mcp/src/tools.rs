@@ -14,7 +14,7 @@ use sluice::service::browser::{BrowserUploadRequest, UploadState};
 use sluice::service::issue::UploadRequest;
 use sluice::service::small::SMALL_FILE_MAX;
 
-use crate::reply::{caller, finish, success};
+use crate::reply::{caller, compact, finish, success};
 use crate::server::SluiceTools;
 use crate::shapes::{FileArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg};
 use crate::table::input;
@@ -105,13 +105,20 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
             let caller = caller(&parts)?;
             let (name, size) = (req.filename.clone(), req.size);
             let ticket = self.sluice.issue_upload(&caller.owner, req).await?;
-            success(
+            let reach = if self.sluice.stores_directly() {
+                " and the store it sends the bytes to"
+            } else {
+                ""
+            };
+            compact(
                 format!(
-                    "Upload link for {name} ({size} bytes) until {}. Run the curl command where the file is; \
-                     {} must be reachable from there (a sandboxed client may need it allowlisted). Then use the handle.",
+                    "Upload link for {name} ({size} bytes) until {}: run `curl` where the file is \
+                     ({}{reach} must be reachable from there; a sandboxed client may need it allowlisted), \
+                     then pass `handle` for the file.",
                     ticket.upload.expires_at,
                     host_of(&ticket.upload.url)
                 ),
+                &["handle", "file_id", "curl"],
                 &ticket,
             )
         }
@@ -132,11 +139,12 @@ The bytes never pass through the conversation. The size and sha256 are returned 
             let caller = caller(&parts)?;
             let file = self.sluice.resolve_file(&caller, &arg.file).await?;
             let ticket = self.sluice.issue_download(&caller.owner, &file).await?;
-            success(
+            compact(
                 format!(
-                    "Download link for {} ({} bytes, sha256 {}), single use, valid until {}: run the curl command.",
+                    "Download link for {} ({} bytes, sha256 {}), single use, valid until {}: run `curl`.",
                     ticket.filename, ticket.size, ticket.sha256, ticket.download.expires_at
                 ),
+                &["file_id", "curl"],
                 &ticket,
             )
         }

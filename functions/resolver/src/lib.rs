@@ -1,5 +1,6 @@
 //! The `resolver` function: redeems single-use download links
-//! (`GET /links/{token}`) and handles that a backend received raw
+//! (`GET /l/{token}`; `GET /links/{token}` for sealed ones issued before
+//! links were short) and handles that a backend received raw
 //! (`POST /resolve`).
 
 use axum::Json;
@@ -18,6 +19,10 @@ use sluice::{Caller, FileMeta, Scope, Sluice};
 /// The resolver's routes.
 pub fn router(state: Sluice) -> Router {
     Router::new()
+        .route(
+            "/l/{token}",
+            get(download).head(|| only("GET")).fallback(|| only("GET")),
+        )
         .route(
             "/links/{token}",
             get(download)

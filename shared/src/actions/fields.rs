@@ -18,7 +18,10 @@ use crate::token::HANDLE_PREFIX;
 
 /// Verifies a handle for the caller (signature, expiry, owner): the
 /// service's, passed in so that nothing here reaches past the codecs.
-pub(crate) type Redeem<'a> = &'a dyn Fn(&str) -> Result<FileMeta, Error>;
+/// Looks a handle up among those resolved before the plan (handles are
+/// verified against their records, which takes a read): the file, or the
+/// refusal's words.
+pub(crate) type Redeem<'a> = &'a dyn Fn(&str) -> Result<FileMeta, String>;
 
 /// Where a file's bytes are.
 #[derive(Debug, Clone)]
@@ -179,7 +182,7 @@ impl Plan {
         };
         let text = text.trim();
         let source = if text.starts_with(HANDLE_PREFIX) {
-            let meta = redeem(text).map_err(|e| Error::field(label, handle_refusal(&e)))?;
+            let meta = redeem(text).map_err(|why| Error::field(label, why))?;
             Source::Stored(meta)
         } else if text
             .get(..5)
@@ -261,7 +264,8 @@ impl Plan {
 }
 
 /// Why a handle in a field was refused, with what the model does next.
-fn handle_refusal(e: &Error) -> String {
+/// The words of a handle's refusal in a field.
+pub(crate) fn handle_refusal(e: &Error) -> String {
     match e {
         Error::HandleExpired => {
             format!("{e}: request a new upload (request_upload) and upload the file to the new URL")
@@ -353,7 +357,7 @@ mod tests {
 
     #[test]
     fn an_inline_files_media_type_is_normalized_before_it_is_spliced() {
-        let redeem = |_: &str| Err(Error::NotAHandle);
+        let redeem = |_: &str| Err(Error::NotAHandle.to_string());
         let uri = "data:text/pl\"ain\\\"}x;base64,aGk=";
         let plan = plan(&redeem, &attach(None), serde_json::json!({"docs": [uri]})).unwrap();
         let Source::Inline(inline) = &plan.files[0].source else {

@@ -164,6 +164,11 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
     /// File `id` of `owner`, expired or not; `None` if there is none.
     async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError>;
 
+    /// File `id`, whoever owns it, expired or not (a short token names a
+    /// file by its id alone; the record says whose it is); `None` if there
+    /// is none. Strongly consistent: a file issued a moment ago is found.
+    async fn find(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError>;
+
     /// Up to `limit` of `owner`'s files unexpired at `now`, newest first,
     /// starting after `after`.
     async fn page(

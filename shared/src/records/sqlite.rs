@@ -33,6 +33,7 @@ const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS files_by_time ON files (owner, created_ms DESC, file_id DESC);
              CREATE INDEX IF NOT EXISTS files_by_expiry ON files (expires_at);
+             CREATE UNIQUE INDEX IF NOT EXISTS files_by_id ON files (file_id);
              DROP INDEX IF EXISTS files_pending;
              CREATE INDEX IF NOT EXISTS files_pending_sizes
                  ON files (owner, created_ms, expires_at, size, ready) WHERE ready = 0;
@@ -221,6 +222,21 @@ impl RecordStore for SqliteRecords {
                     Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
                 })
                 .optional()
+            })
+            .await?;
+        Ok(found.and_then(|(json, ready)| FileRecord::from_json(&json, ready)))
+    }
+
+    async fn find(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+        let id = id.to_string();
+        let found = self
+            .db
+            .read(move |c| {
+                c.prepare_cached("SELECT record, ready FROM files WHERE file_id = ?1")?
+                    .query_row(params![id], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+                    })
+                    .optional()
             })
             .await?;
         Ok(found.and_then(|(json, ready)| FileRecord::from_json(&json, ready)))

@@ -1,11 +1,15 @@
-//! Running an action for a caller, in this order: find the action → check
-//! the fields against its form and verify every handle (no I/O) → check
+//! Running an action for a caller, in this order: find the action → verify
+//! every handle in its fields against its record (a bounded number, a few
+//! at once) → check the fields against its form → check
 //! the bytes the call sends inline → check each stored file is there and
 //! matches its pin, a bounded number at once → call the upstream, with the
 //! files streamed in as data URIs (last chunk held back until verified) or
 //! passed as single-use links → replace large files in the answer by links
 //! to files stored for the caller.
 
+use std::collections::HashMap;
+
+use futures_util::StreamExt as _;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -13,7 +17,7 @@ use super::issue::Counted;
 use super::links::DownloadTicket;
 use super::{Sluice, Stored};
 use crate::actions::body::{self, Failure};
-use crate::actions::fields::{self, Plan, Source};
+use crate::actions::fields::{self, MAX_FILE_OCCURRENCES, Plan, Source};
 use crate::actions::results::{default_name, large_files};
 use crate::actions::upstream::Payload;
 use crate::actions::{FileDelivery, replace_placeholders};
@@ -23,6 +27,10 @@ use crate::error::Error;
 use crate::file::{FileMeta, SMALL_FILE_MAX};
 use crate::rate::Kind;
 use crate::sha::Sha256;
+use crate::token::HANDLE_PREFIX;
+
+/// Handles verified at once (each a read of its record).
+const HANDLES_AT_ONCE: usize = 8;
 
 /// What an action returned.
 #[derive(Debug)]
@@ -56,7 +64,14 @@ impl Sluice {
             .catalog()
             .get(name)
             .ok_or_else(|| Error::UnknownAction(name.to_owned()))?;
-        let redeem = |handle: &str| self.redeem_handle(caller, handle);
+        let handles = self.redeem_handles(caller, &fields).await?;
+        let redeem = |handle: &str| match handles.get(handle) {
+            Some(Ok(file)) => Ok(file.clone()),
+            Some(Err(why)) => Err(why.clone()),
+            None => Err(format!(
+                "one call may pass at most {MAX_FILE_OCCURRENCES} files (counting each repeat): send fewer"
+            )),
+        };
         let plan = fields::plan(&redeem, action, fields)?;
         // The call checked first: a refused one takes nothing from the rate.
         self.check_rate(Kind::Actions, &caller.owner)?;
@@ -112,6 +127,55 @@ impl Sluice {
             result,
             files_linked,
         })
+    }
+
+    /// Verifies the handles among `fields`' values (top-level strings and
+    /// the strings of top-level arrays), the first [`MAX_FILE_OCCURRENCES`]
+    /// distinct ones, a few at once: each file, or why it is refused. A
+    /// record store out of reach fails the call (503), as a refusal of the
+    /// handle would mislead.
+    async fn redeem_handles(
+        &self,
+        caller: &Caller,
+        fields: &Value,
+    ) -> Result<HashMap<String, Result<FileMeta, String>>, Error> {
+        let strings = fields
+            .as_object()
+            .into_iter()
+            .flat_map(|m| m.values())
+            .flat_map(|v| match v {
+                Value::Array(items) => items.iter().collect::<Vec<_>>(),
+                one => vec![one],
+            })
+            .filter_map(Value::as_str)
+            .map(str::trim)
+            .filter(|s| s.starts_with(HANDLE_PREFIX));
+        let mut distinct: Vec<&str> = Vec::new();
+        for s in strings {
+            if !distinct.contains(&s) {
+                distinct.push(s);
+            }
+        }
+        distinct.truncate(usize::try_from(MAX_FILE_OCCURRENCES).unwrap_or(usize::MAX));
+        let distinct: Vec<String> = distinct.into_iter().map(str::to_owned).collect();
+        let found: Vec<(String, Result<FileMeta, Error>)> = futures_util::stream::iter(distinct)
+            .map(|h: String| async move {
+                let found = self.redeem_handle(caller, &h).await;
+                (h, found)
+            })
+            .buffer_unordered(HANDLES_AT_ONCE)
+            .collect()
+            .await;
+        found
+            .into_iter()
+            .map(|(h, r)| match r {
+                Ok(file) => Ok((h, Ok(file))),
+                Err(
+                    e @ (Error::StoreUnavailable | Error::LedgerUnavailable | Error::Internal(_)),
+                ) => Err(e),
+                Err(e) => Ok((h, Err(fields::handle_refusal(&e)))),
+            })
+            .collect()
     }
 
     /// Checks that each stored file of `plan` is there and matches what its

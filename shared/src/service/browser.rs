@@ -15,7 +15,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Sluice;
-use super::issue::{MAX_FILENAME_BYTES, UploadRequest, UploadTarget};
+use super::issue::{MAX_FILENAME_BYTES, Reader, UploadRequest, UploadTarget};
 use crate::error::Error;
 use crate::file::FileId;
 use crate::keys::{Keyring, Purpose};
@@ -23,7 +23,7 @@ use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::Access;
 use crate::time::{now_unix, rfc3339};
-use crate::token::{Handle, PageToken, TokenError};
+use crate::token::{PageToken, TokenError};
 
 /// What `request_browser_upload` takes.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
@@ -276,7 +276,7 @@ impl Sluice {
             }
         };
         Ok(BrowserTarget {
-            upload: self.upload_target(&file).await?,
+            upload: self.upload_target(&file, Reader::Page).await?,
             file_id: file.id,
         })
     }
@@ -342,11 +342,7 @@ impl Sluice {
         if record.expires_at <= now {
             return Ok(status(UploadState::Expired));
         }
-        let handle = Handle {
-            file: record.file.clone(),
-            expires_at: record.expires_at,
-        }
-        .encode(self.keys());
+        let handle = self.handle_of(&record.file.id);
         Ok(UploadStatus {
             state: UploadState::Ready,
             handle: Some(handle),

@@ -1,7 +1,8 @@
 //! Which file a caller means, and what is known of the caller's files:
-//! a `file` argument is a handle (verified: signature, expiry, owner) or one
-//! of the caller's file ids (looked up in the records, never across
-//! owners) → a record marked pending is settled against the store (its
+//! a `file` argument is a handle (verified: its tag → its record, found by
+//! the file id it names → the record's expiry → its owner, or a caller that
+//! resolves for others) or one of the caller's file ids (looked up in the
+//! records, never across owners) → a record marked pending is settled against the store (its
 //! bytes may have arrived straight at S3) → `list_files` pages through the
 //! caller's unexpired files, newest first.
 
@@ -18,7 +19,7 @@ use crate::keys::{Keyring, Purpose};
 use crate::records::{Cursor, FileRecord};
 use crate::sha::Sha256;
 use crate::time::{now_unix, rfc3339};
-use crate::token::{Handle, TokenError};
+use crate::token::{HANDLE_PREFIX, Handle, Short, ShortKind, TokenError};
 
 /// The page size of `list_files` when none is asked for.
 pub const DEFAULT_PAGE: usize = 50;
@@ -76,19 +77,52 @@ impl Sluice {
         if let Some(id) = FileId::parse(file) {
             return self.find_file(&caller.owner, &id).await;
         }
-        self.redeem_handle(caller, file)
+        self.redeem_handle(caller, file).await
     }
 
-    /// Verifies a handle for `caller`: its owner, or a service with `files:resolve`.
-    pub fn redeem_handle(&self, caller: &Caller, handle: &str) -> Result<FileMeta, Error> {
-        let h = Handle::decode(self.keys(), handle).map_err(|e| match e {
-            TokenError::Expired => Error::HandleExpired,
-            _ => Error::NotAHandle,
-        })?;
-        if h.file.owner != caller.owner && !caller.has(Scope::FilesResolve) {
+    /// Verifies a handle for `caller`: its owner, or a service with
+    /// `files:resolve`. A short handle's file is its record (written once
+    /// when it was issued); a sealed one, from before handles were short,
+    /// carries its file itself.
+    pub async fn redeem_handle(&self, caller: &Caller, handle: &str) -> Result<FileMeta, Error> {
+        let handle = handle.trim();
+        let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
+        let now = now_unix();
+        let file = match Short::decode(self.keys(), token, ShortKind::Handle, now) {
+            Ok(short) => {
+                // A handle we issued whose record is gone was swept: expired.
+                let record = self
+                    .records()
+                    .find(&short.file_id)
+                    .await?
+                    .ok_or(Error::HandleExpired)?;
+                if record.expires_at <= now {
+                    return Err(Error::HandleExpired);
+                }
+                record.file
+            }
+            Err(TokenError::WrongType) => {
+                Handle::decode(self.keys(), handle)
+                    .map_err(|e| match e {
+                        TokenError::Expired => Error::HandleExpired,
+                        _ => Error::NotAHandle,
+                    })?
+                    .file
+            }
+            Err(_) => return Err(Error::NotAHandle),
+        };
+        if file.owner != caller.owner && !caller.has(Scope::FilesResolve) {
             return Err(Error::OtherUsersHandle);
         }
-        Ok(h.file)
+        Ok(file)
+    }
+
+    /// The handle of file `id`.
+    pub(crate) fn handle_of(&self, id: &FileId) -> String {
+        format!(
+            "{HANDLE_PREFIX}{}",
+            Short::handle(id.clone()).encode(self.keys())
+        )
     }
 
     /// Finds file `id` among `owner`'s files. Another user's file id is

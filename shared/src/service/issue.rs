@@ -18,7 +18,7 @@ use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream};
 use crate::time::{now_unix, rfc3339};
-use crate::token::{Handle, LinkToken, Method};
+use crate::token::Short;
 
 /// Whether a file issued counts against its owner's issuing rate and
 /// pending caps: what a user asks for does; a file an action's upstream
@@ -30,6 +30,16 @@ pub(crate) enum Counted {
     Yes,
     /// Made by an action's upstream.
     No,
+}
+
+/// Who reads an upload target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reader {
+    /// The model: every character costs context, and a presigned URL
+    /// carries a role's session token.
+    Model,
+    /// A browser page: the model never sees it.
+    Page,
 }
 
 /// The longest filename label accepted, in bytes.
@@ -86,19 +96,20 @@ impl Sluice {
         req: UploadRequest,
     ) -> Result<UploadTicket, Error> {
         let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
-        let target = self.upload_target(&file).await?;
+        let target = self.upload_target(&file, Reader::Model).await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header
         // would leave the request waiting for bytes that never come.
-        let curl = curl::upload_command(
-            &target.url,
-            target
-                .headers
-                .iter()
-                .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
-                .map(|(k, v)| (k.as_str(), v.as_str())),
-            curl::local_file_name(&file.filename),
-        );
+        let headers = target
+            .headers
+            .iter()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+            .map(|(k, v)| (k.as_str(), v.as_str()));
+        let local = curl::local_file_name(&file.filename);
+        let curl = match self.store().access() {
+            Access::Direct(_) => curl::upload_via_command(&target.url, headers, local),
+            Access::Proxied => curl::upload_command(&target.url, headers, local),
+        };
         Ok(UploadTicket {
             handle,
             file_id: file.id,
@@ -147,11 +158,7 @@ impl Sluice {
             Counted::Yes => self.admit(&file, expires_at).await?,
             Counted::No => self.record_uncounted(&file, expires_at).await?,
         }
-        let handle = Handle {
-            file: file.clone(),
-            expires_at,
-        }
-        .encode(self.keys());
+        let handle = self.handle_of(&file.id);
         Ok((file, handle))
     }
 
@@ -184,10 +191,22 @@ impl Sluice {
         Ok((filename.to_owned(), content_type))
     }
 
-    /// Where and how to PUT `file`'s bytes.
-    pub(crate) async fn upload_target(&self, file: &FileMeta) -> Result<UploadTarget, Error> {
+    /// Where and how to PUT `file`'s bytes: a short link of sluice's
+    /// (`/u/<token>`), which a direct store's presigned URL is minted behind
+    /// when it is asked for ([`Sluice::upload_location`]); or, for a page
+    /// the model never reads, a direct store's presigned URL itself.
+    pub(crate) async fn upload_target(
+        &self,
+        file: &FileMeta,
+        reader: Reader,
+    ) -> Result<UploadTarget, Error> {
         let ttl = self.parts().upload_ttl;
         let expires_at = now_unix() + ttl.as_secs() as i64;
+        let short = || {
+            let link = Short::upload(file.id.clone(), expires_at);
+            tracing::info!(file_id = %file.id, jti = %link.jti(), size = file.size, "upload issued");
+            format!("{}/u/{}", self.issuer_base(), link.encode(self.keys()))
+        };
         let (url, headers) = match self.store().access() {
             Access::Direct(presign) => {
                 let p = presign
@@ -199,21 +218,19 @@ impl Sluice {
                         ttl,
                     )
                     .await?;
-                tracing::info!(file_id = %file.id, size = file.size, "direct upload issued");
-                (p.url, p.headers.into_iter().collect())
+                let url = match reader {
+                    Reader::Model => short(),
+                    Reader::Page => {
+                        tracing::info!(file_id = %file.id, size = file.size, "direct upload issued");
+                        p.url
+                    }
+                };
+                (url, p.headers.into_iter().collect())
             }
-            Access::Proxied => {
-                let link = LinkToken::new(Method::Put, file.clone(), expires_at);
-                tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload issued");
-                (
-                    format!(
-                        "{}/uploads/{}",
-                        self.issuer_base(),
-                        link.encode(self.keys())
-                    ),
-                    BTreeMap::from([("Content-Type".to_owned(), file.content_type.clone())]),
-                )
-            }
+            Access::Proxied => (
+                short(),
+                BTreeMap::from([("Content-Type".to_owned(), file.content_type.clone())]),
+            ),
         };
         Ok(UploadTarget {
             url,

@@ -21,7 +21,7 @@ use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, DownloadAs, StoreError, verified};
 use crate::time::{now_unix, rfc3339};
-use crate::token::{LinkToken, Method};
+use crate::token::{LinkToken, Method, Short, ShortKind, TokenError};
 
 /// Files up to this size are read and verified whole before the first byte
 /// is sent, so a mismatch is a clean 409. Larger files stream with their last
@@ -56,6 +56,33 @@ pub struct DownloadTicket {
     pub download: DownloadTarget,
     /// A ready-to-run download command.
     pub curl: String,
+}
+
+/// A verified link token.
+#[derive(Debug)]
+pub(crate) enum Link {
+    /// A short link, naming its file by id.
+    Short(Short),
+    /// A sealed link from before links were short, carrying its file.
+    Sealed(LinkToken),
+}
+
+impl Link {
+    /// What the ledger records when it is spent, and the logs show.
+    pub(crate) fn jti(&self) -> String {
+        match self {
+            Link::Short(short) => short.jti(),
+            Link::Sealed(sealed) => sealed.jti.clone(),
+        }
+    }
+
+    /// When it stops working.
+    pub(crate) fn expires_at(&self) -> i64 {
+        match self {
+            Link::Short(short) => short.expires_at.unwrap_or(0),
+            Link::Sealed(sealed) => sealed.expires_at,
+        }
+    }
 }
 
 /// What a redeemed link delivers.
@@ -117,7 +144,7 @@ impl Sluice {
         handle: &str,
     ) -> Result<DownloadTicket, Error> {
         self.check_rate(Kind::Resolve, &caller.owner)?;
-        let file = self.redeem_handle(caller, handle)?;
+        let file = self.redeem_handle(caller, handle).await?;
         self.ticket_if_stored(&file).await
     }
 
@@ -144,17 +171,10 @@ impl Sluice {
     /// A single-use download link for a file the caller knows is stored
     /// (just stored, or just checked): no request to the store.
     pub(crate) fn download_ticket(&self, file: &FileMeta) -> DownloadTicket {
-        let link = LinkToken::new(
-            Method::Get,
-            file.clone(),
-            now_unix() + self.parts().link_ttl.as_secs() as i64,
-        );
-        tracing::info!(file_id = %file.id, jti = %link.jti, "download link issued");
-        let url = format!(
-            "{}/links/{}",
-            self.resolver_base(),
-            link.encode(self.keys())
-        );
+        let expires_at = now_unix() + self.parts().link_ttl.as_secs() as i64;
+        let link = Short::download(file.id.clone(), expires_at);
+        tracing::info!(file_id = %file.id, jti = %link.jti(), "download link issued");
+        let url = format!("{}/l/{}", self.resolver_base(), link.encode(self.keys()));
         DownloadTicket {
             file_id: file.id.clone(),
             filename: file.filename.clone(),
@@ -165,44 +185,72 @@ impl Sluice {
             download: DownloadTarget {
                 url,
                 method: "GET",
-                expires_at: rfc3339(link.expires_at),
+                expires_at: rfc3339(expires_at),
             },
         }
     }
 
-    /// Verifies a link token for `method`. Every failure is the same
+    /// Verifies a link token for `method`: a short one, or a sealed one
+    /// issued before links were short. Every failure is the same
     /// [`Error::NotFound`], so a caller learns nothing about why; the
     /// reason is logged at debug.
-    pub(crate) fn verify_link(&self, token: &str, method: Method) -> Result<LinkToken, Error> {
-        LinkToken::decode(self.keys(), token, method).map_err(|e| {
+    pub(crate) fn verify_link(&self, token: &str, method: Method) -> Result<Link, Error> {
+        let kind = match method {
+            Method::Get => ShortKind::Download,
+            Method::Put => ShortKind::Upload,
+        };
+        let refused = |e: TokenError| {
             tracing::debug!(reason = %e, %method, "link refused");
             Error::NotFound
-        })
+        };
+        match Short::decode(self.keys(), token, kind, now_unix()) {
+            Ok(short) => Ok(Link::Short(short)),
+            Err(TokenError::WrongType) => LinkToken::decode(self.keys(), token, method)
+                .map(Link::Sealed)
+                .map_err(refused),
+            Err(e) => Err(refused(e)),
+        }
+    }
+
+    /// The file a verified link is bound to: a short link's record (written
+    /// once when the file was issued), or what a sealed link carries.
+    pub(crate) async fn file_of(&self, link: Link) -> Result<FileMeta, Error> {
+        match link {
+            Link::Short(short) => Ok(self
+                .records()
+                .find(&short.file_id)
+                .await?
+                .ok_or(Error::NotFound)?
+                .file),
+            Link::Sealed(sealed) => Ok(sealed.file),
+        }
     }
 
     /// Redeems the download link `token`. Every way a token can be bad is
     /// the same [`Error::NotFound`], so a caller learns nothing about why.
     pub async fn redeem_link(&self, token: &str) -> Result<Delivery, Error> {
         let link = self.verify_link(token, Method::Get)?;
-        let file = link.file;
-        // A replay is refused before the object is touched: no read, no hash.
-        if self.ledger().is_spent(&link.jti).await? {
-            tracing::info!(jti = %link.jti, "spent link presented again");
+        let (jti, expires_at) = (link.jti(), link.expires_at());
+        // A replay is refused before anything is read: no record, no
+        // object, no hash.
+        if self.ledger().is_spent(&jti).await? {
+            tracing::info!(%jti, "spent link presented again");
             return Err(Error::NotFound);
         }
+        let file = self.file_of(link).await?;
         let info = match self.stored(&file).await? {
             Stored::Ready(info) => info,
             Stored::Missing => return Err(Error::NotFound),
             Stored::Mismatch => {
-                tracing::warn!(file_id = %file.id, jti = %link.jti, "stored object does not match its link");
+                tracing::warn!(file_id = %file.id, %jti, "stored object does not match its link");
                 return Err(Error::StoredMismatch);
             }
         };
         let spend = || async {
-            match self.ledger().spend(&link.jti, link.expires_at).await? {
+            match self.ledger().spend(&jti, expires_at).await? {
                 Spend::Fresh => Ok(()),
                 Spend::AlreadySpent => {
-                    tracing::info!(jti = %link.jti, "spent link presented again");
+                    tracing::info!(%jti, "spent link presented again");
                     Err(Error::NotFound)
                 }
             }
@@ -220,7 +268,7 @@ impl Sluice {
                 let url = presign
                     .presign_get(&key, &info, download, self.parts().download_url_ttl)
                     .await?;
-                tracing::info!(file_id = %file.id, jti = %link.jti, "download redirected to the store");
+                tracing::info!(file_id = %file.id, %jti, "download redirected to the store");
                 return Ok(Delivery::Redirect(url));
             }
             Access::Proxied if file.size <= VERIFY_WHOLE_BYTES => {
@@ -239,8 +287,8 @@ impl Sluice {
                 // it is spent.
                 let stream = match self.store().get(&key).await {
                     Ok(stream) => stream.ok_or(Error::NotFound)?,
-                    Err(StoreError::Busy(_)) if self.ledger().is_spent(&link.jti).await? => {
-                        tracing::info!(jti = %link.jti, "spent link presented again");
+                    Err(StoreError::Busy(_)) if self.ledger().is_spent(&jti).await? => {
+                        tracing::info!(%jti, "spent link presented again");
                         return Err(Error::NotFound);
                     }
                     Err(e) => return Err(e.into()),
@@ -252,7 +300,7 @@ impl Sluice {
                 }
             }
         };
-        tracing::info!(jti = %link.jti, "download started");
+        tracing::info!(%jti, "download started");
         Ok(delivery)
     }
 }

@@ -33,6 +33,40 @@ pub struct Uploaded {
 }
 
 impl Sluice {
+    /// Where the bytes of upload link `token` go: with a direct store, a
+    /// presigned PUT minted now for what is left of the link's life (so the
+    /// model only ever sees the short link, and a presigned URL, with the
+    /// session token of the role that signed it, never enters its context);
+    /// otherwise the link itself.
+    pub async fn upload_location(&self, token: &str) -> Result<String, Error> {
+        let link = self.verify_link(token, Method::Put)?;
+        let left = link.expires_at() - now_unix();
+        let file = self.file_of(link).await?;
+        match self.store().access() {
+            Access::Direct(presign) => {
+                let ttl = Duration::from_secs(u64::try_from(left).unwrap_or(1).max(1));
+                let p = presign
+                    .presign_put(
+                        &file.object_key(),
+                        file.size,
+                        file.sha256,
+                        &file.content_type,
+                        ttl,
+                    )
+                    .await?;
+                tracing::info!(file_id = %file.id, "direct upload URL minted");
+                Ok(p.url)
+            }
+            Access::Proxied => Ok(format!("{}/u/{token}", self.issuer_base())),
+        }
+    }
+
+    /// Whether file bytes go straight to the store (S3), never through
+    /// sluice.
+    pub fn stores_directly(&self) -> bool {
+        matches!(self.store().access(), Access::Direct(_))
+    }
+
     /// Stores `body` for the upload link `token`, enforcing what the link
     /// pins. `declared` is the request's `Content-Length`, if it had one.
     pub async fn accept_upload(
@@ -46,7 +80,8 @@ impl Sluice {
             return Err(Error::NotFound);
         }
         let link = self.verify_link(token, Method::Put)?;
-        let file = link.file;
+        let (jti, expires_at) = (link.jti(), link.expires_at());
+        let file = self.file_of(link).await?;
         if let Some(len) = declared
             && len != file.size
         {
@@ -63,19 +98,19 @@ impl Sluice {
         let body = idle_timeout(body, self.parts().body_idle_timeout);
         // An upload started before the link expired may finish shortly after,
         // never trickle on for ever.
-        let deadline = link.expires_at + UPLOAD_GRACE_SECS;
+        let deadline = expires_at + UPLOAD_GRACE_SECS;
         let left = u64::try_from(deadline - now_unix()).unwrap_or(0);
         let key = file.object_key();
         let put = self.store().put(&key, file.size, file.sha256, body);
         let Ok(stored) = tokio::time::timeout(Duration::from_secs(left), put).await else {
-            tracing::info!(file_id = %file.id, jti = %link.jti, "upload ended at its link's expiry");
+            tracing::info!(file_id = %file.id, %jti, "upload ended at its link's expiry");
             return Err(Error::UploadExpired);
         };
         if let Err(e) = stored {
-            tracing::info!(file_id = %file.id, jti = %link.jti, error = %e, "upload refused");
+            tracing::info!(file_id = %file.id, %jti, error = %e, "upload refused");
             return Err(e.into());
         }
-        tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload stored");
+        tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
         // The bytes are stored whatever happens here; a record left pending
         // is found ready by the next listing.
         if let Err(e) = self.file_stored(&file).await {

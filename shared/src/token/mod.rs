@@ -12,11 +12,13 @@ pub(crate) mod handle;
 mod link;
 mod page;
 mod sealed;
+mod short;
 
 pub use error::TokenError;
 pub use handle::{Handle, PREFIX as HANDLE_PREFIX};
 pub use link::{LinkToken, Method};
 pub use page::PageToken;
+pub use short::{Short, ShortKind};
 
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};

@@ -1,0 +1,151 @@
+//! What the model reads of a transfer: `request_upload` and
+//! `get_download_url` answer in at most 1 KiB of text, with links and
+//! handles of at most ~100 characters, locally and on the AWS backends with
+//! a Lambda-length session token (whose presigned URLs are 1,500 characters
+//! and more: they stay behind the short link). Each case runs the lines it
+//! was given, so a short answer that did not work would fail here too.
+
+use serde_json::{Value, json};
+
+use crate::util::{
+    Emulators, Server, aws_server, aws_token, bytes, call_tool, out_text, provision, request, sh,
+};
+
+/// The most text one answer may give the model.
+const MAX_TEXT: usize = 1024;
+/// The most characters of a link or a handle.
+const MAX_LINK: usize = 100;
+
+/// Every text block of a tool result, as the model reads it.
+fn text_of(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The sizes of one upload and one download through the MCP tools, with
+/// the lines run: (upload text, download text).
+fn one_transfer(base: &str, token: &str) -> (usize, usize) {
+    let data = bytes(300_000, 30);
+    let name = "quarterly report (final).pdf";
+    let ticket = call_tool(
+        base,
+        token,
+        "request_upload",
+        json!({"filename": name, "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+    );
+    let text = text_of(&ticket);
+    let s = &ticket["structuredContent"];
+    let (handle, url, line) = (
+        s["handle"].as_str().unwrap(),
+        s["upload"]["url"].as_str().unwrap(),
+        s["curl"].as_str().unwrap(),
+    );
+    assert!(text.len() <= MAX_TEXT, "{} bytes: {text}", text.len());
+    assert!(handle.len() <= MAX_LINK, "{handle}");
+    assert!(url.len() <= MAX_LINK, "{url}");
+    // Each thing once: the handle and the line, no URL outside the line.
+    assert_eq!(text.matches(handle).count(), 1, "{text}");
+    let quoted = serde_json::to_string(line).unwrap();
+    assert_eq!(text.matches(quoted.as_str()).count(), 1, "{text}");
+    assert_eq!(text.matches("http").count(), 1, "{text}");
+    assert!(
+        !text.contains("X-Amz-Signature") && !text.contains("Security-Token"),
+        "no presigned URL: {text}"
+    );
+
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join(name), &data).unwrap();
+    let out = sh(line, work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+
+    let ticket = call_tool(base, token, "get_download_url", json!({"file": handle}));
+    let down = text_of(&ticket);
+    let link = ticket["structuredContent"]["download"]["url"]
+        .as_str()
+        .unwrap();
+    assert!(down.len() <= MAX_TEXT, "{} bytes: {down}", down.len());
+    assert!(link.len() <= MAX_LINK, "{link}");
+    assert_eq!(down.matches("http").count(), 1, "{down}");
+    let out = sh(
+        ticket["structuredContent"]["curl"].as_str().unwrap(),
+        work.path(),
+    );
+    assert!(out.status.success(), "{}", out_text(&out));
+    let saved = work.path().join(sluice::filename::safe_name(name));
+    assert_eq!(std::fs::read(saved).unwrap(), data);
+    (text.len(), down.len())
+}
+
+#[test]
+fn locally_the_model_reads_at_most_a_kibibyte_per_transfer() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let (up, down) = one_transfer(&server.base, &token);
+    eprintln!("local: request_upload {up} B, get_download_url {down} B");
+}
+
+#[test]
+fn on_aws_with_a_session_token_the_model_reads_at_most_a_kibibyte() {
+    let emulators = Emulators::start();
+    provision(&emulators, "sizes");
+    // A Lambda role's session token is ~1,000 characters; presigned URLs
+    // carry it. (s3s-fs accepts it unchecked; S3 checks it against the
+    // role: the signature covers it either way.)
+    let session = format!("IQoJb3JpZ2luX2VjE{}", "A".repeat(1000));
+    let (server, _dir) = aws_server(&emulators, "sizes", &[("AWS_SESSION_TOKEN", &session)]);
+    let token = aws_token(&emulators, "alice", &[]);
+    let (up, down) = one_transfer(&server.base, &token);
+    eprintln!("aws: request_upload {up} B, get_download_url {down} B");
+    // Behind the short link, the presigned PUT does carry the token.
+    let ticket = server.request_upload(&token, "b.bin", b"b");
+    let asked = request("GET", ticket["upload"]["url"].as_str().unwrap(), &[], None);
+    assert_eq!(asked.status, 200, "{}", asked.text());
+    assert!(
+        asked.text().contains("X-Amz-Security-Token"),
+        "{}",
+        asked.text()
+    );
+}
+
+/// A client following the upload descriptor rather than the line: a PUT to
+/// the short link is redirected (307, before any byte of the body) to the
+/// presigned PUT, and curl sends the body on to S3 (s3s-fs checks the
+/// signature and the digest).
+#[test]
+fn a_put_to_the_short_link_is_redirected_to_the_store() {
+    let emulators = Emulators::start();
+    provision(&emulators, "redirect");
+    let (server, _dir) = aws_server(&emulators, "redirect", &[]);
+    let token = aws_token(&emulators, "alice", &[]);
+    let data = bytes(2 * 1024 * 1024, 31);
+    let ticket = server.request_upload(&token, "r.bin", &data);
+    let url = ticket["upload"]["url"].as_str().unwrap();
+    let first = request("PUT", url, &[], Some(b""));
+    assert_eq!(first.status, 307, "{}", first.text());
+    assert!(
+        first
+            .header("location")
+            .unwrap()
+            .starts_with(&emulators.s3_url)
+    );
+    let mut line = String::from("curl --fail-with-body -sSL -X PUT");
+    for (k, v) in ticket["upload"]["headers"].as_object().unwrap() {
+        if !k.eq_ignore_ascii_case("content-length") {
+            line.push_str(&format!(" -H '{k}: {}'", v.as_str().unwrap()));
+        }
+    }
+    line.push_str(&format!(" --upload-file r.bin '{url}'"));
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("r.bin"), &data).unwrap();
+    let out = sh(&line, work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    let down = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+    let out = sh(down["curl"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert_eq!(std::fs::read(work.path().join("r.bin")).unwrap(), data);
+}
