@@ -10,15 +10,27 @@ use crate::sha::Sha256;
 /// result keeps inline.
 pub const SMALL_FILE_MAX: usize = 16 * 1024;
 
-/// A file's random, URL-safe id (16 bytes of entropy, 22 characters).
+/// A file's URL-safe id: 16 bytes, 22 characters of base64url. A new id is
+/// the millisecond it was made (48 bits, big-endian) and 80 random bits:
+/// [`FileId::sequence`] orders ids by when they were made, so the records'
+/// key takes each new one at its end (one page written per commit, where a
+/// random key wrote one anywhere in the table), and two ids made in one
+/// millisecond still differ but by chance of 2^-80. An id is no secret
+/// (listings show it); what lets anyone act on a file is a tagged token
+/// ([`crate::token::Short`]) or its owner's bearer token.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct FileId(String);
 
 impl FileId {
-    /// A fresh random id.
+    /// A fresh id: now, then 80 random bits.
     pub fn random() -> Self {
-        Self(crate::keys::random_id::<16>())
+        let mut bytes = [0u8; 16];
+        let ms = u64::try_from(crate::time::now_millis()).unwrap_or(0);
+        bytes[..6].copy_from_slice(&ms.to_be_bytes()[2..]);
+        getrandom::fill(&mut bytes[6..])
+            .expect("the operating system's random source is available");
+        Self::from_bytes(bytes)
     }
 
     /// Accepts a string shaped like a file id.
@@ -38,16 +50,28 @@ impl FileId {
     /// server made does).
     pub fn to_bytes(&self) -> Option<[u8; 16]> {
         use base64::Engine as _;
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(&self.0)
-            .ok()?;
-        bytes.try_into().ok()
+            .ok()?
+            .try_into()
+            .ok()
     }
 
     /// The id of 16 bytes.
     pub fn from_bytes(bytes: [u8; 16]) -> Self {
         use base64::Engine as _;
         Self(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    }
+
+    /// The id's first 48 bits as a number: for an id made by this version,
+    /// the millisecond it was made, so ids in this order are ids in the
+    /// order they were made (ids of earlier versions, random, have a number
+    /// all the same).
+    pub fn sequence(&self) -> i64 {
+        let bytes = self.to_bytes().unwrap_or_default();
+        let mut be = [0u8; 8];
+        be[2..].copy_from_slice(&bytes[..6]);
+        i64::from_be_bytes(be)
     }
 }
 
@@ -137,6 +161,26 @@ impl FileMeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ids are in the order they were made by their sequence, and go to
+    /// bytes and back unchanged (ids of earlier versions, random, too).
+    #[test]
+    fn file_ids_sort_by_time_and_round_trip() {
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            ids.push(FileId::random());
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let mut sorted = ids.clone();
+        sorted.sort_by_key(FileId::sequence);
+        assert_eq!(sorted, ids);
+        let now = crate::time::now_millis();
+        assert!((now - 1000..=now).contains(&ids[4].sequence()));
+        let older = FileId::parse(&crate::keys::random_id::<16>()).unwrap();
+        for id in ids.iter().chain([&older]) {
+            assert_eq!(FileId::from_bytes(id.to_bytes().unwrap()), *id);
+        }
+    }
 
     #[test]
     fn file_ids_are_parsed_strictly() {

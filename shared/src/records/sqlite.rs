@@ -1,6 +1,7 @@
 //! File records in an SQLite file of the data directory: one table, keyed by
-//! owner and file id, indexed by owner and issue time for pages newest
-//! first, and a partial index of pending files for the per-user caps.
+//! file id (in the order ids are made), indexed by owner and issue time for
+//! pages newest first, and a partial index of pending files for the
+//! per-user caps.
 
 use std::path::Path;
 
@@ -11,8 +12,13 @@ use crate::file::{FileId, owner_hash};
 use crate::sqlite::Db;
 use crate::store::StoreError;
 
-/// One table, keyed by owner and file id, indexed by owner and issue time
-/// and (partially) by pending files. The pending index carries each
+/// One table, keyed by file id in the order ids are made (`seq`, the id's
+/// first 48 bits: [`FileId::sequence`]), so every new record goes at the
+/// table's end and a record is found by its id alone (a short token names
+/// nothing else); indexed by owner and issue time and (partially) by
+/// pending files. The key replaced `(owner, file_id)` and an index by id,
+/// two places in the file a random key wrote anywhere (each commit wrote a
+/// page per record for each). The pending index carries each
 /// file's expiry and size, so the count on every issue reads the index
 /// alone and only the owner's pending files; it replaced `files_pending`,
 /// which made SQLite walk every record of the owner, ready ones included.
@@ -22,19 +28,18 @@ use crate::store::StoreError;
 /// lost only to a power cut, where the upload it describes is lost as well.
 const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
              CREATE TABLE IF NOT EXISTS files (
-                 owner TEXT NOT NULL,
+                 seq INTEGER NOT NULL,
                  file_id TEXT NOT NULL,
+                 owner TEXT NOT NULL,
                  created_ms INTEGER NOT NULL,
                  expires_at INTEGER NOT NULL,
                  size INTEGER NOT NULL,
                  ready INTEGER NOT NULL DEFAULT 0,
                  record TEXT NOT NULL,
-                 PRIMARY KEY (owner, file_id)
+                 PRIMARY KEY (seq, file_id)
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS files_by_time ON files (owner, created_ms DESC, file_id DESC);
              CREATE INDEX IF NOT EXISTS files_by_expiry ON files (expires_at);
-             CREATE UNIQUE INDEX IF NOT EXISTS files_by_id ON files (file_id);
-             DROP INDEX IF EXISTS files_pending;
              CREATE INDEX IF NOT EXISTS files_pending_sizes
                  ON files (owner, created_ms, expires_at, size, ready) WHERE ready = 0;
              CREATE TABLE IF NOT EXISTS usage (
@@ -45,6 +50,11 @@ const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
              DELETE FROM usage;
              INSERT INTO usage (owner, bytes) SELECT owner, SUM(size) FROM files GROUP BY owner;
              COMMIT;";
+
+/// The table of earlier versions, keyed by owner and id: moved into the
+/// new one, its rows given their `seq`, when the file is opened.
+const OLD_TABLE: &str = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'files'
+         AND sql LIKE '%PRIMARY KEY (owner, file_id)%'";
 
 /// Records that expired before `?1`, found by the expiry index: a scan of
 /// the table would hold the write lock, and every issue, for as long as it
@@ -93,8 +103,12 @@ pub struct SqliteRecords {
 }
 
 impl SqliteRecords {
-    /// Opens (creating if needed) the records at `path`.
+    /// Opens (creating if needed) the records at `path`, moving the records
+    /// of an earlier version's table into this one's.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let c = crate::sqlite::open_wal(path).map_err(crate::sqlite::store_error)?;
+        upgrade(&c).map_err(crate::sqlite::store_error)?;
+        drop(c);
         Ok(Self {
             db: Db::open(path, SCHEMA, "sluice-records")?,
         })
@@ -123,13 +137,48 @@ impl SqliteRecords {
     }
 }
 
+/// Moves the rows of an earlier version's table (keyed by owner and id)
+/// into this version's, in one transaction; nothing if there is none.
+fn upgrade(c: &Connection) -> rusqlite::Result<()> {
+    let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
+    if tx
+        .query_row(OLD_TABLE, [], |_| Ok(()))
+        .optional()?
+        .is_none()
+    {
+        return tx.commit();
+    }
+    let rows: Vec<(String, bool)> = tx
+        .prepare("SELECT record, ready FROM files")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    // The old table's indexes go with it; this version's are made by the
+    // schema when the file is opened next.
+    tx.execute_batch(
+        "DROP TABLE files;
+         DROP TABLE IF EXISTS usage;",
+    )?;
+    let schema = SCHEMA
+        .split("BEGIN IMMEDIATE;")
+        .next()
+        .unwrap_or(SCHEMA)
+        .replace("PRAGMA synchronous = NORMAL;", "");
+    tx.execute_batch(&schema)?;
+    for (json, ready) in rows {
+        if let Some(record) = FileRecord::from_json(&json, ready) {
+            insert(&tx, &record)?;
+        }
+    }
+    tx.commit()
+}
+
 fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
     let owner = owner_hash(&record.file.owner);
     c.prepare_cached(ADD_USAGE)?
         .execute(params![owner, record.file.size as i64])?;
     c.prepare_cached(
-        "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?
     .execute(params![
         owner,
@@ -138,7 +187,8 @@ fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
         record.expires_at,
         record.file.size as i64,
         record.ready,
-        record.to_json()
+        record.to_json(),
+        record.file.id.sequence()
     ])
     .map(|_| ())
 }
@@ -211,29 +261,17 @@ impl RecordStore for SqliteRecords {
     }
 
     async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
-        let (owner, id) = (owner_hash(owner), id.to_string());
-        let found = self
-            .db
-            .read(move |c| {
-                c.prepare_cached(
-                    "SELECT record, ready FROM files WHERE owner = ?1 AND file_id = ?2",
-                )?
-                .query_row(params![owner, id], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
-                })
-                .optional()
-            })
-            .await?;
-        Ok(found.and_then(|(json, ready)| FileRecord::from_json(&json, ready)))
+        let record = self.find(id).await?;
+        Ok(record.filter(|r| r.file.owner == owner))
     }
 
     async fn find(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
-        let id = id.to_string();
+        let (seq, id) = (id.sequence(), id.to_string());
         let found = self
             .db
             .read(move |c| {
-                c.prepare_cached("SELECT record, ready FROM files WHERE file_id = ?1")?
-                    .query_row(params![id], |r| {
+                c.prepare_cached("SELECT record, ready FROM files WHERE seq = ?1 AND file_id = ?2")?
+                    .query_row(params![seq, id], |r| {
                         Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
                     })
                     .optional()
@@ -276,12 +314,14 @@ impl RecordStore for SqliteRecords {
     }
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
-        let (owner, id) = (owner_hash(owner), id.to_string());
+        let (owner, seq, id) = (owner_hash(owner), id.sequence(), id.to_string());
         self.db
             .write(move |c| {
-                c.prepare_cached("UPDATE files SET ready = 1 WHERE owner = ?1 AND file_id = ?2")?
-                    .execute(params![owner, id])
-                    .map(|_| ())
+                c.prepare_cached(
+                    "UPDATE files SET ready = 1 WHERE seq = ?1 AND file_id = ?2 AND owner = ?3",
+                )?
+                .execute(params![seq, id, owner])
+                .map(|_| ())
             })
             .await
     }
@@ -404,21 +444,36 @@ mod tests {
         assert!(plan.contains("INDEX files_by_expiry"), "{plan}");
     }
 
-    /// A records file from before the covering index keeps its records
-    /// and gets the new index in place of the old one when opened.
+    /// A records file from before the covering index and the key by id
+    /// keeps its records, found by id, and gets the new indexes in place of
+    /// the old ones when opened.
     #[tokio::test]
     async fn an_older_file_is_upgraded_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("files.sqlite3");
         let now = crate::time::now_unix();
+        // A file id of earlier versions: random, not in time order.
+        let mut r = record("alice", 10, now);
+        r.file.id = FileId::parse(&crate::keys::random_id::<16>()).unwrap();
         {
             let c = Connection::open(&path).unwrap();
-            let old = SCHEMA.split("DROP INDEX").next().unwrap();
-            c.execute_batch(&format!(
-                "{old} CREATE INDEX files_pending ON files (owner, created_ms) WHERE ready = 0;"
-            ))
+            // As two versions ago made it.
+            c.execute_batch(
+                "CREATE TABLE files (
+                     owner TEXT NOT NULL,
+                     file_id TEXT NOT NULL,
+                     created_ms INTEGER NOT NULL,
+                     expires_at INTEGER NOT NULL,
+                     size INTEGER NOT NULL,
+                     ready INTEGER NOT NULL DEFAULT 0,
+                     record TEXT NOT NULL,
+                     PRIMARY KEY (owner, file_id)
+                 ) WITHOUT ROWID;
+                 CREATE INDEX files_by_time ON files (owner, created_ms DESC, file_id DESC);
+                 CREATE INDEX files_by_expiry ON files (expires_at);
+                 CREATE INDEX files_pending ON files (owner, created_ms) WHERE ready = 0;",
+            )
             .unwrap();
-            let r = record("alice", 10, now);
             c.execute(
                 "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
                  VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)",
@@ -445,6 +500,11 @@ mod tests {
         );
         // The running figure of all a user's bytes is counted on open.
         assert_eq!(records.stored_bytes("alice", now).await.unwrap(), 10);
+        // The record is found by its id alone, and by its owner.
+        let found = records.find(&r.file.id).await.unwrap().unwrap();
+        assert_eq!(found.file, r.file);
+        assert!(records.get("alice", &r.file.id).await.unwrap().is_some());
+        assert!(records.get("bob", &r.file.id).await.unwrap().is_none());
         let c = Connection::open(&path).unwrap();
         let indexes: Vec<String> = c
             .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'files_pending%'")
