@@ -5,7 +5,6 @@
 mod actions;
 mod backends;
 mod browser;
-mod hash;
 mod lambda;
 mod load;
 mod refs;
@@ -89,7 +88,7 @@ fn main() -> anyhow::Result<()> {
     );
     let wants = |name: &str| args.only.as_deref().is_none_or(|o| o == name);
     if wants("hash") {
-        report.push_str(&hash::run(args.runs)?);
+        report.push_str(&sluice_hashbench::run(args.runs)?);
     }
     if wants("data") {
         report.push_str(&data_plane(&args)?);

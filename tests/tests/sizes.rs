@@ -149,3 +149,24 @@ fn a_put_to_the_short_link_is_redirected_to_the_store() {
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(work.path().join("r.bin")).unwrap(), data);
 }
+
+/// `tools/list` is read by the model on every connection: it stays within
+/// a budget (18,760 bytes with the example actions when measured; each
+/// tool's entry is its description and its input and output schemas), so
+/// that it grows only when someone decides it should.
+#[test]
+fn tools_list_stays_within_its_budget() {
+    let (server, _dir) = crate::util::Server::start();
+    let token = server.token("alice", &[]);
+    let reply = crate::util::mcp_post(
+        &server.base,
+        &token,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let tools = reply.json()["result"]["tools"].as_array().unwrap().len();
+    assert!(tools >= 9, "{tools} tools");
+    let size = reply.body.len();
+    eprintln!("tools/list: {size} bytes, {tools} tools");
+    assert!(size <= 20 * 1024, "tools/list is {size} bytes");
+}
