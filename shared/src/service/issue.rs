@@ -209,15 +209,7 @@ impl Sluice {
         };
         let (url, headers) = match self.store().access() {
             Access::Direct(presign) => {
-                let p = presign
-                    .presign_put(
-                        &file.object_key(),
-                        file.size,
-                        file.sha256,
-                        &file.content_type,
-                        ttl,
-                    )
-                    .await?;
+                let p = presign_pinned_put(presign, file, ttl).await?;
                 let url = match reader {
                     Reader::Model => short(),
                     Reader::Page => {
@@ -271,6 +263,24 @@ impl Sluice {
         tracing::info!(file_id = %file.id, size = file.size, "inline file stored");
         Ok((file, handle))
     }
+}
+
+/// A direct store's presigned PUT of exactly `file` (its size, digest and
+/// media type signed), valid for `ttl`.
+pub(crate) async fn presign_pinned_put(
+    presign: &dyn crate::store::Presigner,
+    file: &FileMeta,
+    ttl: std::time::Duration,
+) -> Result<crate::store::Presigned, Error> {
+    Ok(presign
+        .presign_put(
+            &file.object_key(),
+            file.size,
+            file.sha256,
+            &file.content_type,
+            ttl,
+        )
+        .await?)
 }
 
 /// Accepts a media type such as `text/plain; charset=utf-8`.

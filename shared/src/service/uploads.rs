@@ -45,15 +45,7 @@ impl Sluice {
         match self.store().access() {
             Access::Direct(presign) => {
                 let ttl = Duration::from_secs(u64::try_from(left).unwrap_or(1).max(1));
-                let p = presign
-                    .presign_put(
-                        &file.object_key(),
-                        file.size,
-                        file.sha256,
-                        &file.content_type,
-                        ttl,
-                    )
-                    .await?;
+                let p = super::issue::presign_pinned_put(presign, &file, ttl).await?;
                 tracing::info!(file_id = %file.id, "direct upload URL minted");
                 Ok(p.url)
             }
