@@ -181,6 +181,11 @@ fn merge_sections(out: &Path, sections: &str) -> anyhow::Result<()> {
 
 /// The `sluice` binary next to this one (same profile).
 fn sluice_bin() -> anyhow::Result<PathBuf> {
+    // Another build of the server (`SLUICE_BENCH_SERVER=target/release/sluice`):
+    // how fast the binary a user builds with `cargo build --release` is.
+    if let Some(bin) = std::env::var_os("SLUICE_BENCH_SERVER") {
+        return Ok(PathBuf::from(bin));
+    }
     let exe = std::env::current_exe()?;
     let bin = exe.with_file_name("sluice");
     if !bin.exists() {
@@ -445,9 +450,23 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
 
     let mut out = String::new();
     use std::fmt::Write as _;
+    let server = sluice_bin()?;
+    let build = server
+        .parent()
+        .and_then(Path::file_name)
+        .map(|d| d.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let which = if build == "fast" {
+        String::new()
+    } else {
+        format!(
+            ", the {build} build of the server (`SLUICE_BENCH_SERVER={}`)",
+            server.display()
+        )
+    };
     writeln!(
         out,
-        "## Data plane: {} MiB upload and download (local mode)\n",
+        "## Data plane: {} MiB upload and download (local mode{which})\n",
         args.size_mib
     )?;
     writeln!(
