@@ -24,6 +24,25 @@ fn caller(owner: &str, scopes: &[Scope]) -> Caller {
     }
 }
 
+/// Stores `data` inline as `name` for `owner`, its digest given right.
+async fn small(
+    sluice: &sluice::Sluice,
+    owner: &str,
+    name: &str,
+    data: &[u8],
+) -> sluice::service::small::SmallUpload {
+    sluice
+        .upload_small(
+            owner,
+            name.into(),
+            data.to_vec(),
+            sluice::Sha256::of(data),
+            None,
+        )
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_file_is_missing_until_its_bytes_arrive_then_ready() {
     let local = Local::new();
@@ -42,17 +61,7 @@ async fn a_file_is_missing_until_its_bytes_arrive_then_ready() {
         local.sluice.issue_download("alice", &file).await,
         Err(Error::NotUploaded)
     ));
-    let small = local
-        .sluice
-        .upload_small(
-            "alice",
-            "b.txt".into(),
-            b"abc".to_vec(),
-            sluice::Sha256::of(b"abc"),
-            None,
-        )
-        .await
-        .unwrap();
+    let small = small(&local.sluice, "alice", "b.txt", b"abc").await;
     let stored = local
         .sluice
         .find_file("alice", &small.file_id)
@@ -210,16 +219,7 @@ async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
         owner: "https://issuer.example alice".into(),
         scopes: [Scope::ActionsExecute].into_iter().collect(),
     };
-    let stored = sluice
-        .upload_small(
-            &caller.owner,
-            "a.txt".into(),
-            b"hi".to_vec(),
-            sluice::Sha256::of(b"hi"),
-            None,
-        )
-        .await
-        .unwrap();
+    let stored = small(&sluice, &caller.owner, "a.txt", b"hi").await;
     for action in ["inline", "linked"] {
         let outcome = sluice
             .execute_action(&caller, action, serde_json::json!({"doc": stored.handle}))
@@ -271,16 +271,7 @@ async fn each_kind_of_request_has_a_per_user_rate_of_its_own() {
             Err(Error::Invalid(_))
         ));
     }
-    let small = sluice
-        .upload_small(
-            "alice",
-            "a.txt".into(),
-            b"hi".to_vec(),
-            sluice::Sha256::of(b"hi"),
-            None,
-        )
-        .await
-        .unwrap();
+    let small = small(&sluice, "alice", "a.txt", b"hi").await;
     sluice.issue_upload("alice", request(b"x")).await.unwrap();
     limited(
         &sluice.issue_upload("alice", request(b"x")).await.map(drop),
@@ -495,16 +486,7 @@ async fn an_answer_over_the_limit_says_the_action_ran() {
     let dir = tempfile::tempdir().unwrap();
     let sluice = with_echo_actions(dir.path(), &[("SLUICE_ACTION_MAX_BYTES", "200")]).await;
     let alice = caller("alice", &[Scope::ActionsExecute]);
-    let small = sluice
-        .upload_small(
-            "alice",
-            "a.txt".into(),
-            b"a".to_vec(),
-            sluice::Sha256::of(b"a"),
-            None,
-        )
-        .await
-        .unwrap();
+    let small = small(&sluice, "alice", "a.txt", b"a").await;
     let refused = sluice
         .execute_action(&alice, "linked", serde_json::json!({"doc": small.handle}))
         .await

@@ -26,8 +26,7 @@ use crate::store::StoreError;
 /// preferred the time index for the oldest pending files, which walks the
 /// ready ones too. NORMAL: a commit survives a process crash, and may be
 /// lost only to a power cut, where the upload it describes is lost as well.
-const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
-             CREATE TABLE IF NOT EXISTS files (
+const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
                  seq INTEGER NOT NULL,
                  file_id TEXT NOT NULL,
                  owner TEXT NOT NULL,
@@ -45,8 +44,11 @@ const SCHEMA: &str = "PRAGMA synchronous = NORMAL;
              CREATE TABLE IF NOT EXISTS usage (
                  owner TEXT PRIMARY KEY,
                  bytes INTEGER NOT NULL
-             ) WITHOUT ROWID;
-             BEGIN IMMEDIATE;
+             ) WITHOUT ROWID;";
+
+/// Rebuilds every owner's running byte count from the records (see
+/// [`ADD_USAGE`]), on every open.
+const REBUILD_USAGE: &str = "BEGIN IMMEDIATE;
              DELETE FROM usage;
              INSERT INTO usage (owner, bytes) SELECT owner, SUM(size) FROM files GROUP BY owner;
              COMMIT;";
@@ -110,7 +112,11 @@ impl SqliteRecords {
         upgrade(&c).map_err(crate::sqlite::store_error)?;
         drop(c);
         Ok(Self {
-            db: Db::open(path, SCHEMA, "sluice-records")?,
+            db: Db::open(
+                path,
+                &format!("PRAGMA synchronous = NORMAL; {TABLES} {REBUILD_USAGE}"),
+                "sluice-records",
+            )?,
         })
     }
 
@@ -152,18 +158,12 @@ fn upgrade(c: &Connection) -> rusqlite::Result<()> {
         .prepare("SELECT record, ready FROM files")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    // The old table's indexes go with it; this version's are made by the
-    // schema when the file is opened next.
+    // The old table's indexes go with it.
     tx.execute_batch(
         "DROP TABLE files;
          DROP TABLE IF EXISTS usage;",
     )?;
-    let schema = SCHEMA
-        .split("BEGIN IMMEDIATE;")
-        .next()
-        .unwrap_or(SCHEMA)
-        .replace("PRAGMA synchronous = NORMAL;", "");
-    tx.execute_batch(&schema)?;
+    tx.execute_batch(TABLES)?;
     for (json, ready) in rows {
         if let Some(record) = FileRecord::from_json(&json, ready) {
             insert(&tx, &record)?;

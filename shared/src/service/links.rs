@@ -231,11 +231,14 @@ impl Sluice {
     pub async fn redeem_link(&self, token: &str) -> Result<Delivery, Error> {
         let link = self.verify_link(token, Method::Get)?;
         let (jti, expires_at) = (link.jti(), link.expires_at());
+        let replayed = || {
+            tracing::info!(%jti, "spent link presented again");
+            Error::NotFound
+        };
         // A replay is refused before anything is read: no record, no
         // object, no hash.
         if self.ledger().is_spent(&jti).await? {
-            tracing::info!(%jti, "spent link presented again");
-            return Err(Error::NotFound);
+            return Err(replayed());
         }
         let file = self.file_of(link).await?;
         let info = match self.stored(&file).await? {
@@ -249,10 +252,7 @@ impl Sluice {
         let spend = || async {
             match self.ledger().spend(&jti, expires_at).await? {
                 Spend::Fresh => Ok(()),
-                Spend::AlreadySpent => {
-                    tracing::info!(%jti, "spent link presented again");
-                    Err(Error::NotFound)
-                }
+                Spend::AlreadySpent => Err(replayed()),
             }
         };
         let key = file.object_key();
@@ -288,8 +288,7 @@ impl Sluice {
                 let stream = match self.store().get(&key).await {
                     Ok(stream) => stream.ok_or(Error::NotFound)?,
                     Err(StoreError::Busy(_)) if self.ledger().is_spent(&jti).await? => {
-                        tracing::info!(%jti, "spent link presented again");
-                        return Err(Error::NotFound);
+                        return Err(replayed());
                     }
                     Err(e) => return Err(e.into()),
                 };
