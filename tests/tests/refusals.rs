@@ -238,13 +238,14 @@ fn a_short_handle_expires_with_its_file() {
     let server = Server::start_in(
         dir.path(),
         &[
-            ("SLUICE_HANDLE_TTL_SECS", "2"),
-            ("SLUICE_UPLOAD_TTL_SECS", "1"),
+            // Long enough for the upload on a busy machine.
+            ("SLUICE_HANDLE_TTL_SECS", "5"),
+            ("SLUICE_UPLOAD_TTL_SECS", "5"),
         ],
     );
     let (token, handle, _) = setup(&server);
     assert_eq!(server.resolve(&token, &handle).status, 200);
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    std::thread::sleep(std::time::Duration::from_secs(6));
     let reply = server.resolve(&token, &handle);
     assert_eq!(reply.status, 400, "{}", reply.text());
     assert!(reply.message().contains("has expired"), "{}", reply.text());
