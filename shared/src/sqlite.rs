@@ -145,14 +145,17 @@ impl Db {
 /// checkpoint runs, 20 ms apart; it tries again at the next sweep.
 const TRUNCATE_TRIES: usize = 50;
 
-/// How many writes a writer commits between two checkpoints. Each one
-/// stalls the writes behind it for a few milliseconds (its syncs), so their
-/// number sets the 99th percentile of issuing under load: every 1,000 writes
-/// it was 18 ms, every 5,000 12 ms, never 7 ms (the MCP bench, 32 clients).
-/// The log holds up to about three intervals' worth of pages (up to ~60 MB
-/// under a sustained burst of large writes), and the minute's sweep
-/// truncates it.
-const CHECKPOINT_EVERY: usize = 5000;
+/// How many writes a writer commits between two checkpoints. The last
+/// step of each (copying the frames written while the checkpointer ran,
+/// then syncing the log and the database, ~8 ms here measured with
+/// `strace -T`) runs on the writer thread and holds up the ~50 writes that
+/// queue meanwhile; their share sets the 99th percentile of issuing under
+/// load. Every 1,000 writes it was 18 ms, every 5,000 12-15 ms (about 1 %
+/// of writes stalled), every 10,000 8 ms, never 7 ms (the MCP bench, 32
+/// clients). The log holds up to about three intervals' worth of pages (up
+/// to ~120 MB under a sustained burst of 4 KB writes), and the minute's
+/// sweep truncates it.
+const CHECKPOINT_EVERY: usize = 10_000;
 
 /// Opens a second connection to `path` for a [`Writer`], with
 /// `synchronous = NORMAL` (a commit survives a process crash and may be
