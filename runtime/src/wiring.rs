@@ -242,6 +242,8 @@ pub fn assemble(
         link_ttl: config.link_ttl,
         upload_ttl: config.upload_ttl,
         max_upload_bytes: config.max_upload_bytes,
+        part_bytes: config.part_bytes,
+        single_put_max_bytes: config.single_put_max_bytes,
         download_url_ttl: config.download_url_ttl,
         mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
         auth_servers: config.auth_servers.clone(),

@@ -65,6 +65,76 @@ pub fn upload_via_command<'a>(
     )
 }
 
+/// The one line that uploads `local_file` in parts through the upload link
+/// `link`: it fetches the link's script (`GET <link>/sh`,
+/// [`parts_script`]) and runs it with `sh`. Running the same line again
+/// after any interruption resumes: only parts not yet stored are sent.
+pub fn parts_command(link: &str, local_file: &str) -> String {
+    format!(
+        "s=$(curl -fsS {}) && sh -c \"$s\" sluice {}",
+        shell_quote(&format!("{link}/sh")),
+        path_arg(local_file)
+    )
+}
+
+/// The POSIX `sh` script (with `curl` and coreutils: `wc`, `dd`,
+/// `sha256sum`, `cut`, `mktemp`) that uploads the file named by its first
+/// argument in the parts of `plan` through the upload link `link`: it asks
+/// which parts are stored already, and for each other one cuts it out,
+/// hashes it, asks `POST <link>/parts/<n>?sha256=<hex>` where to send it
+/// (an answer in curl's config format: the URL and exactly the headers to
+/// send), sends it, and finally asks `POST <link>/complete`, which proves
+/// the whole file. Every part size is a whole number of MiB, so `dd` cuts
+/// with plain POSIX operands.
+pub fn parts_script(link: &str, plan: &crate::multipart::Plan) -> String {
+    const MIB: u64 = 1024 * 1024;
+    format!(
+        r#"set -eu
+f=$1 L={link} N={count} S={size} M={mibs}
+[ -f "$f" ] || {{ echo "sluice: there is no file $f here: run the line where the file is, or give its path" >&2; exit 1; }}
+[ "$(wc -c < "$f")" -eq "$S" ] || {{ echo "sluice: $f is not $S bytes: it is not the file this upload was asked for" >&2; exit 1; }}
+p=$(curl -fsS "$L/parts") || {{ echo "sluice: this upload has expired or is unknown: call request_upload again" >&2; exit 1; }}
+have=" $(printf '%s' "$p" | tr '\n' ' ') "
+t=$(mktemp)
+trap 'rm -f "$t"' EXIT
+i=1
+while [ "$i" -le "$N" ]; do
+  case "$have" in
+  *" $i "*) ;;
+  *)
+    dd if="$f" of="$t" bs=1048576 skip=$(( (i - 1) * M )) count="$M" 2>/dev/null
+    h=$(sha256sum < "$t" | cut -c1-64)
+    curl -fsS -X POST "$L/parts/$i?sha256=$h" | curl -K - --fail-with-body -sS -X PUT --upload-file "$t"
+    echo "sluice: part $i of $N sent" >&2
+    ;;
+  esac
+  i=$((i + 1))
+done
+curl --fail-with-body -sS -X POST "$L/complete"
+echo
+"#,
+        link = shell_quote(link),
+        count = plan.count,
+        size = plan.size,
+        mibs = plan.part_size / MIB,
+    )
+}
+
+/// The answer to a part's `POST`, in curl's config format (read with
+/// `curl -K -`): the URL to PUT the part to and the headers to send.
+pub fn part_config<'a>(url: &str, headers: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let quoted = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut out = format!("url = \"{}\"\n", quoted(url));
+    for (name, value) in headers {
+        out.push_str(&format!(
+            "header = \"{}: {}\"\n",
+            quoted(name),
+            quoted(value)
+        ));
+    }
+    out
+}
+
 /// `curl` that PUTs `local_file` to the shell word `url` (already quoted).
 fn put_to<'a>(
     url: &str,
@@ -84,15 +154,33 @@ fn put_to<'a>(
 }
 
 /// `curl` that downloads `url` (following a redirect) into `out_name` in the
-/// current directory, and fails loudly on any non-2xx. The bytes go to
-/// `<out_name>.part` and are renamed only once curl succeeded, so an error
-/// (a spent or expired link) never replaces a file already there.
-pub fn download_command(url: &str, out_name: &str) -> String {
+/// current directory, resumably and verified:
+///
+/// - the bytes go to `<out_name>.part`, and `-C -` continues one left by an
+///   interrupted run (`Range`; a fresh link's line picks up where the last
+///   stopped);
+/// - `-f` writes no error body there (a spent or expired link leaves the
+///   partial file as it was, for the next link to continue), and a partial
+///   file already of the whole size is not asked for again;
+/// - the whole file's SHA-256 must be `sha256` before it is renamed to
+///   `out_name`; a partial file that does not verify is removed, so the next
+///   run starts afresh rather than extending it.
+///
+/// `out_name` is a safe name ([`crate::filename::safe_name`]): no quote, no
+/// backslash, no control character.
+pub fn download_command(url: &str, out_name: &str, size: u64, sha256: &str) -> String {
     let part = path_arg(&format!("{out_name}.part"));
+    // A partial file already whole (the last run stopped after curl) asks
+    // for nothing: a range past the end is a 416, which `-f` fails on.
     format!(
-        "curl --fail-with-body -sSL -o {part} {} && mv -f {part} {}",
+        "{{ [ -f {part} ] && [ \"$(wc -c < {part})\" -eq {size} ] || \
+         curl -fsSL -C - -o {part} {}; }} && if [ \"$(sha256sum < {part} | cut -c1-64)\" = {sha256} ]; \
+         then mv -f {part} {}; else rm -f {part}; echo {} >&2; false; fi",
         shell_quote(url),
-        path_arg(out_name)
+        path_arg(out_name),
+        shell_quote(&format!(
+            "{out_name}.part did not match the file's sha256 and was removed: ask for a new link"
+        )),
     )
 }
 
@@ -148,10 +236,64 @@ mod tests {
         );
     }
 
+    /// Runs `line` in a real `sh` in `dir`, with a stand-in `curl` first on
+    /// the PATH that appends `body` to its `-o` file (as `-C -` does) or
+    /// exits with `exit` writing nothing (as `-f` does on an error).
+    fn run_download(dir: &std::path::Path, line: &str, body: &str, exit: i32) -> bool {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let fake = bin.join("curl");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nout=\nwhile [ $# -gt 0 ]; do case \"$1\" in -o) out=$2; shift;; esac; shift; done\n\
+             [ \"$FAKE_EXIT\" = 0 ] || exit \"$FAKE_EXIT\"\nprintf '%s' \"$FAKE_BODY\" >> \"$out\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .current_dir(dir)
+            .env("PATH", path)
+            .env("FAKE_BODY", body)
+            .env("FAKE_EXIT", exit.to_string())
+            .status()
+            .unwrap()
+            .success()
+    }
+
+    #[test]
+    fn a_download_is_verified_resumed_and_never_clobbers_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let (name, part) = (dir.path().join("r.txt"), dir.path().join("r.txt.part"));
+        let sha = crate::sha::Sha256::of(b"hello world").to_hex();
+        let line = download_command("http://h/l/x", "r.txt", 11, &sha);
+        // A failed transfer leaves the file already there as it was.
+        std::fs::write(&name, "keep").unwrap();
+        assert!(!run_download(dir.path(), &line, "", 22));
+        assert_eq!(std::fs::read_to_string(&name).unwrap(), "keep");
+        // Interrupted half-way: the next run continues the partial file.
+        std::fs::write(&part, "hello ").unwrap();
+        assert!(run_download(dir.path(), &line, "world", 0));
+        assert_eq!(std::fs::read_to_string(&name).unwrap(), "hello world");
+        assert!(!part.exists());
+        // Already whole: curl is not run (it would fail here).
+        std::fs::write(&part, "hello world").unwrap();
+        assert!(run_download(dir.path(), &line, "", 22));
+        assert!(!part.exists());
+        // Bytes that do not verify are removed, and the file is not replaced.
+        assert!(!run_download(dir.path(), &line, "hello there", 0));
+        assert!(!part.exists());
+        assert_eq!(std::fs::read_to_string(&name).unwrap(), "hello world");
+    }
+
     #[test]
     fn names_that_look_like_options_are_made_paths() {
-        assert!(download_command("http://h/l", "-").contains(" -o './-.part' "));
-        assert!(download_command("http://h/l", "-").ends_with(" './-'"));
+        let line = download_command("http://h/l", "-", 2, "ab");
+        assert!(line.contains(" -o './-.part' "), "{line}");
+        assert!(line.contains(" mv -f './-.part' './-';"), "{line}");
         assert!(upload_command("u", [], "-rf").contains("--upload-file './-rf'"));
     }
 }

@@ -172,6 +172,9 @@ impl From<StoreError> for Error {
         match e {
             StoreError::QuotaExceeded { .. } => Error::StoreFull,
             StoreError::AlreadyExists => Error::AlreadyUploaded,
+            StoreError::MissingPart(n) => Error::Invalid(format!(
+                "part {n} has not been uploaded: run the same upload command again to send it"
+            )),
             StoreError::Busy(Busy::Upload) => Error::UploadInProgress,
             StoreError::Busy(busy) => Error::Busy(busy),
             StoreError::Mismatch(m) => Error::BodyMismatch(m),

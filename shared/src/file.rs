@@ -103,6 +103,24 @@ impl ObjectKey {
         self.0.split('/').nth(1).unwrap_or_default()
     }
 
+    /// Where part `n` of an upload in parts to this key is kept until the
+    /// parts are joined (stores that keep parts as objects):
+    /// `parts/<owner hash>/<file_id>/<n>`, under the same owner.
+    pub fn part(&self, n: u32) -> ObjectKey {
+        let mut segments = self.0.split('/').skip(1);
+        let (owner, id) = (
+            segments.next().unwrap_or_default(),
+            segments.next().unwrap_or_default(),
+        );
+        ObjectKey(format!("parts/{owner}/{id}/{n:05}"))
+    }
+
+    /// The directory of this key's parts ([`ObjectKey::part`]).
+    pub fn parts_prefix(&self) -> String {
+        let part = self.part(0).0;
+        part[..part.len() - 5].to_owned()
+    }
+
     /// A key as a store listed it. Only for keys the store itself returns.
     pub fn from_stored(key: String) -> Self {
         Self(key)

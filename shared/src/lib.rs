@@ -41,6 +41,7 @@ pub mod http;
 mod http_client;
 pub mod keys;
 pub mod ledger;
+pub mod multipart;
 pub mod rate;
 pub mod records;
 pub mod service;

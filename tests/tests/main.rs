@@ -20,6 +20,7 @@ mod lambda;
 mod mcp_clients;
 mod mcp_http;
 mod oauth;
+mod parts;
 mod readme;
 mod refusals;
 mod restart;

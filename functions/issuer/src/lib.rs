@@ -36,6 +36,22 @@ pub fn router(state: Sluice) -> Router {
                 .get(upload_location)
                 .fallback(|| only("GET, PUT")),
         )
+        // Uploads in parts (`sluice::service::multipart`).
+        .route("/u/{token}/sh", get(parts_script).fallback(|| only("GET")))
+        .route(
+            "/u/{token}/parts",
+            get(stored_parts).fallback(|| only("GET")),
+        )
+        .route(
+            "/u/{token}/parts/{n}",
+            post(part_target)
+                .put(upload_part)
+                .fallback(|| only("POST, PUT")),
+        )
+        .route(
+            "/u/{token}/complete",
+            post(complete_parts).fallback(|| only("POST")),
+        )
         // Sealed upload links, issued before links were short.
         .route("/uploads/{token}", put(upload).fallback(|| only("PUT")))
         .route(
@@ -159,16 +175,89 @@ async fn upload_short(
         .into_response())
 }
 
-/// Streams the body into the store ([`Sluice::accept_upload`]).
-async fn upload(
+/// Plain text that is not to be cached: the answers of an upload in parts.
+fn text(body: String) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+/// The script an upload line in parts runs ([`Sluice::parts_script`]).
+async fn parts_script(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
+) -> Result<Response, HttpError> {
+    Ok(text(sluice.parts_script(&token).await?))
+}
+
+/// The parts stored so far, one number a line.
+async fn stored_parts(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+) -> Result<Response, HttpError> {
+    let parts = sluice.stored_parts(&token).await?;
+    Ok(text(parts.iter().map(|n| format!("{n}\n")).collect()))
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartQuery {
+    sha256: String,
+}
+
+/// Where to send part `n`, whose SHA-256 the query declares, as curl config.
+async fn part_target(
+    State(sluice): State<Sluice>,
+    Path((token, n)): Path<(String, u32)>,
+    axum::extract::Query(q): axum::extract::Query<PartQuery>,
+) -> Result<Response, HttpError> {
+    let sha256 = sluice::Sha256::parse(&q.sha256)
+        .map_err(|e| sluice::Error::Invalid(format!("sha256: {e}")))?;
+    Ok(text(sluice.part_target(&token, n, sha256).await?))
+}
+
+/// Stores part `n`, of the digest its `x-amz-checksum-sha256` header
+/// declares ([`Sluice::accept_part`]).
+async fn upload_part(
+    State(sluice): State<Sluice>,
+    Path((token, n)): Path<(String, u32)>,
     headers: HeaderMap,
     body: Body,
+) -> Result<StatusCode, HttpError> {
+    let sha256 = headers
+        .get("x-amz-checksum-sha256")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| sluice::Sha256::from_base64(v).ok())
+        .ok_or_else(|| HttpError::Body {
+            status: StatusCode::BAD_REQUEST,
+            message: "a part needs its SHA-256 in x-amz-checksum-sha256 (base64)".into(),
+        })?;
+    let declared = content_length(&headers)?;
+    let stream = body.into_data_stream().map_err(io::Error::other).boxed();
+    sluice
+        .accept_part(&token, n, declared, sha256, stream)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Joins the parts and proves the whole file ([`Sluice::complete_parts`]).
+async fn complete_parts(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
 ) -> Result<Json<Uploaded>, HttpError> {
-    let declared = match headers.get(header::CONTENT_LENGTH) {
-        None => None,
-        Some(value) => Some(
+    Ok(Json(sluice.complete_parts(&token).await?))
+}
+
+/// The request's `Content-Length`, if it has one.
+fn content_length(headers: &HeaderMap) -> Result<Option<u64>, HttpError> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .map(|value| {
             value
                 .to_str()
                 .ok()
@@ -176,9 +265,19 @@ async fn upload(
                 .ok_or_else(|| HttpError::Body {
                     status: StatusCode::BAD_REQUEST,
                     message: "Content-Length is not a number".into(),
-                })?,
-        ),
-    };
+                })
+        })
+        .transpose()
+}
+
+/// Streams the body into the store ([`Sluice::accept_upload`]).
+async fn upload(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Json<Uploaded>, HttpError> {
+    let declared = content_length(&headers)?;
     let stream = body.into_data_stream().map_err(io::Error::other).boxed();
     Ok(Json(sluice.accept_upload(&token, declared, stream).await?))
 }

@@ -58,8 +58,10 @@ async fn resolve(
 async fn download(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
+    headers: http::HeaderMap,
 ) -> Result<Response, HttpError> {
-    Ok(match sluice.redeem_link(&token).await? {
+    let from = resume_offset(&headers);
+    Ok(match sluice.redeem_link(&token, from).await? {
         Delivery::Redirect(url) => (
             StatusCode::TEMPORARY_REDIRECT,
             [
@@ -72,15 +74,52 @@ async fn download(
         )
             .into_response(),
         Delivery::Whole { file, bytes } => {
-            (StatusCode::OK, download_headers(&file), Body::from(bytes)).into_response()
+            let (status, headers) = body_headers(&file, from);
+            (status, headers, Body::from(bytes)).into_response()
         }
-        Delivery::Stream { file, stream } => (
-            StatusCode::OK,
-            download_headers(&file),
-            Body::from_stream(stream),
+        Delivery::Stream { file, stream } => {
+            let (status, headers) = body_headers(&file, from);
+            (status, headers, Body::from_stream(stream)).into_response()
+        }
+        Delivery::PastTheEnd { size } => (
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            [(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&format!("bytes */{size}"))
+                    .map_err(sluice::Error::internal)?,
+            )],
         )
             .into_response(),
     })
+}
+
+/// The status and headers of a file's bytes sent from offset `from`: the
+/// whole file (200), or the rest of it (206 with its `Content-Range`).
+fn body_headers(file: &FileMeta, from: u64) -> (StatusCode, http::HeaderMap) {
+    let mut h: http::HeaderMap = download_headers(file).into_iter().collect();
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if from == 0 {
+        return (StatusCode::OK, h);
+    }
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.size - from));
+    let range = format!("bytes {from}-{}/{}", file.size - 1, file.size);
+    if let Ok(v) = HeaderValue::from_str(&range) {
+        h.insert(header::CONTENT_RANGE, v);
+    }
+    (StatusCode::PARTIAL_CONTENT, h)
+}
+
+/// Where a client resuming a download asks to start: `Range: bytes=<n>-`,
+/// the one form `curl -C -` sends. Any other range (several, a suffix, an
+/// end) is ignored and the whole file sent, as RFC 9110 allows.
+fn resume_offset(headers: &http::HeaderMap) -> u64 {
+    headers
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().strip_prefix("bytes="))
+        .and_then(|v| v.strip_suffix('-'))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn download_headers(file: &FileMeta) -> [(header::HeaderName, HeaderValue); 5] {

@@ -97,9 +97,15 @@ pub struct Config {
     pub link_ttl: Duration,
     /// How long an upload link is valid (`SLUICE_UPLOAD_TTL_SECS`, default 15 min).
     pub upload_ttl: Duration,
-    /// The largest file accepted (`SLUICE_MAX_UPLOAD_BYTES`, default 5 GiB,
-    /// S3's limit for one PUT).
+    /// The largest file accepted (`SLUICE_MAX_UPLOAD_BYTES`; default the
+    /// local quota, or 5 GiB on S3, one PUT's limit).
     pub max_upload_bytes: u64,
+    /// The size of each part of an upload in parts (`SLUICE_PART_BYTES`,
+    /// 64 MiB; whole MiB, 5 MiB to 5 GiB).
+    pub part_bytes: u64,
+    /// Files larger than this go in parts (`SLUICE_SINGLE_PUT_MAX_BYTES`,
+    /// 64 MiB).
+    pub single_put_max_bytes: u64,
     /// Total bytes the local store may hold (`SLUICE_QUOTA_BYTES`, default 20 GiB).
     pub quota_bytes: u64,
     /// The `iss` bearer tokens must carry (`SLUICE_AUTH_ISSUER`, default `sluice-local`).
@@ -243,7 +249,13 @@ impl Config {
             handle_ttl: vars.secs("SLUICE_HANDLE_TTL_SECS")?,
             link_ttl: vars.secs("SLUICE_LINK_TTL_SECS")?,
             upload_ttl: vars.secs("SLUICE_UPLOAD_TTL_SECS")?,
-            max_upload_bytes: vars.positive("SLUICE_MAX_UPLOAD_BYTES")?,
+            max_upload_bytes: match vars.optional_positive("SLUICE_MAX_UPLOAD_BYTES")? {
+                Some(max) => max,
+                None if local => vars.positive("SLUICE_QUOTA_BYTES")?,
+                None => crate::multipart::MAX_PART_BYTES,
+            },
+            part_bytes: part_bytes(&vars)?,
+            single_put_max_bytes: vars.positive("SLUICE_SINGLE_PUT_MAX_BYTES")?,
             quota_bytes: vars.positive("SLUICE_QUOTA_BYTES")?,
             auth_issuer: vars.text("SLUICE_AUTH_ISSUER").unwrap_or_default(),
             auth_audience: vars.text("SLUICE_AUTH_AUDIENCE"),
@@ -272,6 +284,21 @@ impl Config {
         };
         Ok(config)
     }
+}
+
+/// `SLUICE_PART_BYTES`, within what S3 takes for a part.
+fn part_bytes(vars: &Vars) -> Result<u64, ConfigError> {
+    use crate::multipart::{MAX_PART_BYTES, MIN_PART_BYTES};
+    let bytes = vars.positive("SLUICE_PART_BYTES")?;
+    if !(MIN_PART_BYTES..=MAX_PART_BYTES).contains(&bytes) {
+        return Err(invalid(
+            "SLUICE_PART_BYTES",
+            format!(
+                "must be from {MIN_PART_BYTES} (5 MiB) to {MAX_PART_BYTES} (5 GiB) bytes, S3's bounds for a part"
+            ),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// The caps on one user's pending files and on all their bytes: half the

@@ -233,8 +233,24 @@ pub const SETTINGS: &[Setting] = &[
         "SLUICE_MAX_UPLOAD_BYTES",
         Limits,
         Parse::Positive,
-        Value("5368709120"),
-        "largest file (5 GiB)",
+        Unset(
+            "with the local store, SLUICE_QUOTA_BYTES; with S3, 5 GiB (one PUT's limit: parts on S3 are yet to come)",
+        ),
+        "largest file",
+    ),
+    s(
+        "SLUICE_PART_BYTES",
+        Limits,
+        Parse::Positive,
+        Value("67108864"),
+        "size of each part of a file uploaded in parts (64 MiB; rounded up to whole MiB, at least 5 MiB, at most 5 GiB; larger where 10,000 parts would not hold the file)",
+    ),
+    s(
+        "SLUICE_SINGLE_PUT_MAX_BYTES",
+        Limits,
+        Parse::Positive,
+        Value("67108864"),
+        "files up to this size are uploaded in one PUT, larger ones in parts that a rerun of the same command resumes (64 MiB)",
     ),
     s(
         "SLUICE_QUOTA_BYTES",

@@ -108,6 +108,9 @@ impl Sluice {
         let local = curl::local_file_name(&file.filename);
         let curl = match self.store().access() {
             Access::Direct(_) => curl::upload_via_command(&target.url, headers, local),
+            Access::Proxied if self.plan_of(&file).is_some() => {
+                curl::parts_command(&target.url, local)
+            }
             Access::Proxied => curl::upload_command(&target.url, headers, local),
         };
         Ok(UploadTicket {
@@ -200,7 +203,12 @@ impl Sluice {
         file: &FileMeta,
         reader: Reader,
     ) -> Result<UploadTarget, Error> {
-        let ttl = self.parts().upload_ttl;
+        // A file in parts may take long, and its line resumes: its link
+        // lives as long as its record.
+        let ttl = match self.plan_of(file) {
+            Some(_) => self.parts().handle_ttl,
+            None => self.parts().upload_ttl,
+        };
         let expires_at = now_unix() + ttl.as_secs() as i64;
         let short = || {
             let link = Short::upload(file.id.clone(), expires_at);

@@ -19,7 +19,7 @@ use crate::file::{FileId, FileMeta};
 use crate::ledger::Spend;
 use crate::rate::Kind;
 use crate::sha::Sha256;
-use crate::store::{Access, ByteStream, DownloadAs, StoreError, verified};
+use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, verified};
 use crate::time::{now_unix, rfc3339};
 use crate::token::{LinkToken, Method, Short, ShortKind, TokenError};
 
@@ -103,6 +103,12 @@ pub enum Delivery {
         /// The bytes; the stream fails before its last chunk if they differ.
         stream: ByteStream,
     },
+    /// Nothing: the client asked to resume at or past the end of the file
+    /// (it has every byte). The link is not spent.
+    PastTheEnd {
+        /// The file's size.
+        size: u64,
+    },
 }
 
 impl std::fmt::Debug for Delivery {
@@ -118,6 +124,9 @@ impl std::fmt::Debug for Delivery {
                 .debug_struct("Stream")
                 .field("file_id", &file.id)
                 .finish_non_exhaustive(),
+            Delivery::PastTheEnd { size } => {
+                f.debug_struct("PastTheEnd").field("size", size).finish()
+            }
         }
     }
 }
@@ -181,7 +190,7 @@ impl Sluice {
             size: file.size,
             sha256: file.sha256,
             content_type: file.content_type.clone(),
-            curl: curl::download_command(&url, &file.safe_name()),
+            curl: curl::download_command(&url, &file.safe_name(), file.size, &file.sha256.to_hex()),
             download: DownloadTarget {
                 url,
                 method: "GET",
@@ -226,9 +235,16 @@ impl Sluice {
         }
     }
 
-    /// Redeems the download link `token`. Every way a token can be bad is
-    /// the same [`Error::NotFound`], so a caller learns nothing about why.
-    pub async fn redeem_link(&self, token: &str) -> Result<Delivery, Error> {
+    /// Redeems the download link `token`, delivering the file's bytes from
+    /// offset `from` on (a client resuming with `Range: bytes=<from>-`; 0
+    /// for all). Every way a token can be bad is the same
+    /// [`Error::NotFound`], so a caller learns nothing about why.
+    ///
+    /// A direct store's presigned GET honours the client's `Range` itself.
+    /// Here the whole file is still read and verified: only the bytes from
+    /// `from` on are sent, and the last is held back until the whole
+    /// verifies, so a resumed download never completes a wrong file either.
+    pub async fn redeem_link(&self, token: &str, from: u64) -> Result<Delivery, Error> {
         let link = self.verify_link(token, Method::Get)?;
         let (jti, expires_at) = (link.jti(), link.expires_at());
         let replayed = || {
@@ -256,6 +272,9 @@ impl Sluice {
             }
         };
         let key = file.object_key();
+        if from > 0 && from >= file.size && !self.stores_directly() {
+            return Ok(Delivery::PastTheEnd { size: file.size });
+        }
         let delivery = match self.store().access() {
             // The store recorded the digest it verified on upload: never read here.
             Access::Direct(presign) => {
@@ -275,7 +294,7 @@ impl Sluice {
                 let bytes = self.read_verified(&file).await?.ok_or(Error::NotFound)?;
                 spend().await?;
                 Delivery::Whole {
-                    bytes: bytes.into(),
+                    bytes: Bytes::from(bytes).slice(from as usize..),
                     file,
                 }
             }
@@ -294,7 +313,7 @@ impl Sluice {
                 };
                 spend().await?;
                 Delivery::Stream {
-                    stream: verified(stream, file.size, file.sha256),
+                    stream: skip(verified(stream, file.size, file.sha256), from),
                     file,
                 }
             }

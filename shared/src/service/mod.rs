@@ -25,6 +25,7 @@ pub mod files;
 pub mod issue;
 pub mod limits;
 pub mod links;
+pub mod multipart;
 pub mod small;
 pub mod uploads;
 
@@ -73,6 +74,10 @@ pub struct Parts {
     pub upload_ttl: Duration,
     /// The largest file accepted.
     pub max_upload_bytes: u64,
+    /// The size of each part of an upload in parts.
+    pub part_bytes: u64,
+    /// Files larger than this are uploaded in parts.
+    pub single_put_max_bytes: u64,
     /// How long a presigned download URL (aws) is valid.
     pub download_url_ttl: Duration,
     /// The largest MCP request body.

@@ -364,6 +364,97 @@ impl ObjectStore for LocalStore {
         Ok(())
     }
 
+    async fn put_part(
+        &self,
+        key: &ObjectKey,
+        n: u32,
+        size: u64,
+        sha256: Sha256,
+        body: ByteStream,
+    ) -> Result<(), StoreError> {
+        // A part is an object of its own until the parts are joined: the
+        // same checks, the same quota, the same no-clobber rename.
+        self.put(&key.part(n), size, sha256, body).await
+    }
+
+    async fn stored_parts(&self, key: &ObjectKey) -> Result<Vec<u32>, StoreError> {
+        let dir = self.objects.join(key.parts_prefix());
+        tokio::task::spawn_blocking(move || {
+            let mut parts = Vec::new();
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(parts),
+                Err(e) => return Err(StoreError::Io(e)),
+            };
+            for entry in entries {
+                if let Some(n) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
+                    parts.push(n);
+                }
+            }
+            parts.sort_unstable();
+            Ok(parts)
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    async fn join_parts(
+        &self,
+        key: &ObjectKey,
+        plan: &crate::multipart::Plan,
+        sha256: Sha256,
+    ) -> Result<(), StoreError> {
+        let paths: Vec<PathBuf> = plan
+            .numbers()
+            .map(|n| self.objects.join(key.part(n).as_str()))
+            .collect();
+        // Every part there, of its planned size, before anything moves.
+        {
+            let (paths, plan) = (paths.clone(), *plan);
+            tokio::task::spawn_blocking(move || {
+                for (n, path) in plan.numbers().zip(&paths) {
+                    match std::fs::metadata(path) {
+                        Ok(m) if Some(m.len()) == plan.len(n) => {}
+                        Ok(_) => return Err(StoreError::MissingPart(n)),
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                            return Err(StoreError::MissingPart(n));
+                        }
+                        Err(e) => return Err(StoreError::Io(e)),
+                    }
+                }
+                Ok(())
+            })
+            .await
+            .map_err(join_error)??;
+        }
+        // The parts' bytes are counted already: the joined object takes
+        // them over (its reservation replaces theirs), so a file as large
+        // as the quota can be joined.
+        release(&self.used, plan.size);
+        let joined = self
+            .put(key, plan.size, sha256, read_files(paths.clone()))
+            .await;
+        let discard = match &joined {
+            Ok(()) | Err(StoreError::Mismatch(_)) => true,
+            Err(_) => {
+                self.used.fetch_add(plan.size, Ordering::SeqCst);
+                false
+            }
+        };
+        if discard {
+            let dir = self.objects.join(key.parts_prefix());
+            tokio::task::spawn_blocking(move || {
+                for path in &paths {
+                    let _ = std::fs::remove_file(path);
+                }
+                let _ = std::fs::remove_dir(dir);
+            })
+            .await
+            .map_err(join_error)?;
+        }
+        joined
+    }
+
     async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError> {
         // Opening can block (a slow disk, a network mount): off the runtime's
         // threads, so a caller's timeout can still fire.
@@ -430,6 +521,35 @@ fn read_stream(file: File, slot: Slot) -> ByteStream {
                 Some((Ok(chunk), Some((next, slot))))
             }
             Err(e) => Some((Err(e), None)),
+        }
+    })
+    .boxed()
+}
+
+/// The files at `paths` one after the other, as one stream (the parts of
+/// an upload, joined). A file that cannot be read ends the stream in error.
+fn read_files(paths: Vec<PathBuf>) -> ByteStream {
+    let state = (paths.into_iter(), None::<File>);
+    futures_util::stream::unfold(Some(state), |state| async move {
+        let (mut paths, mut current) = state?;
+        loop {
+            let file = match current.take() {
+                Some(file) => file,
+                None => {
+                    let path = paths.next()?;
+                    match tokio::task::spawn_blocking(move || File::open(path)).await {
+                        Ok(Ok(file)) => file,
+                        Ok(Err(e)) => return Some((Err(e), None)),
+                        Err(e) => return Some((Err(io::Error::other(e)), None)),
+                    }
+                }
+            };
+            match tokio::task::spawn_blocking(move || read_chunk(file)).await {
+                Ok((_, Ok(chunk))) if chunk.is_empty() => continue,
+                Ok((file, Ok(chunk))) => return Some((Ok(chunk), Some((paths, Some(file))))),
+                Ok((_, Err(e))) => return Some((Err(e), None)),
+                Err(e) => return Some((Err(io::Error::other(e)), None)),
+            }
         }
     })
     .boxed()

@@ -98,6 +98,10 @@ pub enum StoreError {
     /// An object is already stored under this key.
     #[error("an object is already stored under this key")]
     AlreadyExists,
+    /// A part of an upload in parts is not stored (or not of its planned
+    /// size) yet.
+    #[error("part {0} has not been uploaded")]
+    MissingPart(u32),
     /// Refused for now; the same request may succeed later.
     #[error("{0}")]
     Busy(Busy),
@@ -154,6 +158,47 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// How clients reach this store's bytes.
     fn access(&self) -> Access<'_> {
         Access::Proxied
+    }
+
+    /// Stores part `n` of the upload in parts to `key`: exactly `size`
+    /// bytes of digest `sha256`, once (a proxied store; a direct one takes
+    /// parts at presigned URLs).
+    async fn put_part(
+        &self,
+        key: &ObjectKey,
+        n: u32,
+        size: u64,
+        sha256: Sha256,
+        body: ByteStream,
+    ) -> Result<(), StoreError> {
+        let _ = (key, n, size, sha256, body);
+        Err(StoreError::Unavailable(
+            "this store does not take uploads in parts".into(),
+        ))
+    }
+
+    /// The parts of the upload to `key` stored so far, in order.
+    async fn stored_parts(&self, key: &ObjectKey) -> Result<Vec<u32>, StoreError> {
+        let _ = key;
+        Ok(Vec::new())
+    }
+
+    /// Joins the parts of `plan` into the object `key`, which must come out
+    /// exactly `plan.size` bytes of digest `sha256` (the proof of the whole
+    /// file): then the object is stored and the parts are gone. A missing
+    /// part is [`StoreError::MissingPart`], and nothing changes; a whole of
+    /// another digest is [`StoreError::Mismatch`], and the parts are
+    /// discarded (no upload of them can ever match).
+    async fn join_parts(
+        &self,
+        key: &ObjectKey,
+        plan: &crate::multipart::Plan,
+        sha256: Sha256,
+    ) -> Result<(), StoreError> {
+        let _ = (key, plan, sha256);
+        Err(StoreError::Unavailable(
+            "this store does not take uploads in parts".into(),
+        ))
     }
 }
 
@@ -236,6 +281,29 @@ pub fn verified(stream: ByteStream, size: u64, sha256: Sha256) -> ByteStream {
     .boxed()
 }
 
+/// Passes `stream` through without its first `n` bytes.
+pub fn skip(stream: ByteStream, n: u64) -> ByteStream {
+    use futures_util::StreamExt as _;
+    if n == 0 {
+        return stream;
+    }
+    let mut left = n;
+    stream
+        .filter_map(move |item| {
+            let out = match item {
+                Ok(mut chunk) if left > 0 => {
+                    let cut = left.min(chunk.len() as u64);
+                    left -= cut;
+                    let rest = chunk.split_off(cut as usize);
+                    (!rest.is_empty()).then_some(Ok(rest))
+                }
+                other => Some(other),
+            };
+            std::future::ready(out)
+        })
+        .boxed()
+}
+
 /// Creates `dir` if needed, and makes it its owner's alone (0700): a data
 /// directory holds every user's files, the ledger and the master secret.
 pub fn private_dir(dir: &std::path::Path) -> io::Result<()> {
@@ -276,6 +344,16 @@ pub fn idle_timeout(stream: ByteStream, limit: std::time::Duration) -> ByteStrea
 mod tests {
     use super::*;
     use futures_util::StreamExt as _;
+
+    #[tokio::test]
+    async fn skipping_cuts_across_chunks() {
+        let chunks = || ["ab", "cde", "", "f"].map(|c| Ok(Bytes::from(c)));
+        for (n, want) in [(0, "abcdef"), (1, "bcdef"), (4, "ef"), (6, ""), (9, "")] {
+            let stream = futures_util::stream::iter(chunks()).boxed();
+            let got: Vec<u8> = skip(stream, n).map(|c| c.unwrap().to_vec()).concat().await;
+            assert_eq!(String::from_utf8(got).unwrap(), want, "skip {n}");
+        }
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_stalled_stream_times_out() {

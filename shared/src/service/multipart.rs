@@ -1,0 +1,177 @@
+//! Uploads in parts (proxied stores): a file over the single-PUT size is
+//! sent as the parts of its [`Plan`], each through its upload link, in this
+//! order: the upload line fetches its script (`GET /u/{token}/sh`) → asks
+//! which parts are stored (`GET …/parts`) → for each missing part asks
+//! where to send it, declaring its SHA-256 (`POST …/parts/{n}?sha256=`),
+//! and sends it (`PUT …/parts/{n}`: its planned size and declared digest
+//! checked while it streams; nothing kept otherwise) → asks to complete
+//! (`POST …/complete`): every part there, then the parts joined into the
+//! file's object while hashed, which must come out the size and SHA-256
+//! declared when the file was issued (the proof: parts each
+//! self-consistent but whose whole is another file never turn ready).
+//! A file already complete refuses any further part or completion.
+
+use std::time::Duration;
+
+use super::Sluice;
+use super::uploads::{UPLOAD_GRACE_SECS, Uploaded};
+use crate::curl;
+use crate::error::Error;
+use crate::file::FileMeta;
+use crate::multipart::Plan;
+use crate::sha::Sha256;
+use crate::store::{ByteStream, idle_timeout};
+use crate::time::now_unix;
+use crate::token::Method;
+
+/// A file uploaded in parts, as its link names it.
+struct Parted {
+    file: FileMeta,
+    plan: Plan,
+    jti: String,
+    expires_at: i64,
+}
+
+impl Sluice {
+    /// How `file` is cut if it is uploaded in parts: over the single-PUT
+    /// size, with a store that takes parts through sluice.
+    pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
+        let parts = self.parts();
+        (file.size > parts.single_put_max_bytes && !self.stores_directly())
+            .then(|| Plan::new(file.size, parts.part_bytes))
+    }
+
+    /// The file upload link `token` names, if it goes in parts.
+    async fn parted(&self, token: &str) -> Result<Parted, Error> {
+        let link = self.verify_link(token, Method::Put)?;
+        let (jti, expires_at) = (link.jti(), link.expires_at());
+        let file = self.file_of(link).await?;
+        let plan = self.plan_of(&file).ok_or_else(|| {
+            Error::Invalid("this file is uploaded in one PUT to its link, not in parts".into())
+        })?;
+        Ok(Parted {
+            file,
+            plan,
+            jti,
+            expires_at,
+        })
+    }
+
+    /// Refuses anything more for a file whose object is complete.
+    async fn not_complete(&self, file: &FileMeta) -> Result<(), Error> {
+        match self.store().head(&file.object_key()).await? {
+            Some(_) => Err(Error::AlreadyUploaded),
+            None => Ok(()),
+        }
+    }
+
+    /// The script the upload line of `token` runs ([`curl::parts_script`]).
+    pub async fn parts_script(&self, token: &str) -> Result<String, Error> {
+        let parted = self.parted(token).await?;
+        let link = format!("{}/u/{token}", self.issuer_base());
+        Ok(curl::parts_script(&link, &parted.plan))
+    }
+
+    /// The parts of `token`'s file stored so far.
+    pub async fn stored_parts(&self, token: &str) -> Result<Vec<u32>, Error> {
+        let parted = self.parted(token).await?;
+        Ok(self.store().stored_parts(&parted.file.object_key()).await?)
+    }
+
+    /// Where and how to send part `n` of `token`'s file, whose SHA-256 its
+    /// sender declares: curl's config format ([`curl::part_config`]).
+    pub async fn part_target(&self, token: &str, n: u32, sha256: Sha256) -> Result<String, Error> {
+        let parted = self.parted(token).await?;
+        planned_len(&parted.plan, n)?;
+        self.not_complete(&parted.file).await?;
+        let url = format!("{}/u/{token}/parts/{n}", self.issuer_base());
+        Ok(curl::part_config(
+            &url,
+            [("x-amz-checksum-sha256", sha256.to_base64().as_str())],
+        ))
+    }
+
+    /// Stores part `n` of `token`'s file: exactly its planned size, of the
+    /// digest declared with it, once.
+    pub async fn accept_part(
+        &self,
+        token: &str,
+        n: u32,
+        declared: Option<u64>,
+        sha256: Sha256,
+        body: ByteStream,
+    ) -> Result<(), Error> {
+        let parted = self.parted(token).await?;
+        let len = planned_len(&parted.plan, n)?;
+        if let Some(declared) = declared
+            && declared != len
+        {
+            return Err(Error::Invalid(format!(
+                "part {n} is {len} bytes, not {declared}; nothing was stored"
+            )));
+        }
+        self.not_complete(&parted.file).await?;
+        let body = idle_timeout(body, self.parts().body_idle_timeout);
+        let left = u64::try_from(parted.expires_at + UPLOAD_GRACE_SECS - now_unix()).unwrap_or(0);
+        let key = parted.file.object_key();
+        let put = self.store().put_part(&key, n, len, sha256, body);
+        let Ok(stored) = tokio::time::timeout(Duration::from_secs(left), put).await else {
+            return Err(Error::UploadExpired);
+        };
+        match stored {
+            Ok(()) => {
+                tracing::info!(file_id = %parted.file.id, jti = %parted.jti, part = n, "part stored");
+                Ok(())
+            }
+            Err(crate::store::StoreError::AlreadyExists) => Err(Error::Invalid(format!(
+                "part {n} is already stored: it is not sent twice"
+            ))),
+            Err(e) => {
+                tracing::info!(file_id = %parted.file.id, part = n, error = %e, "part refused");
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Completes `token`'s file: every part there, joined and proven to be
+    /// the size and SHA-256 declared when it was issued; then it is ready.
+    pub async fn complete_parts(&self, token: &str) -> Result<Uploaded, Error> {
+        let parted = self.parted(token).await?;
+        self.not_complete(&parted.file).await?;
+        let file = &parted.file;
+        match self
+            .store()
+            .join_parts(&file.object_key(), &parted.plan, file.sha256)
+            .await
+        {
+            Ok(()) => {}
+            Err(crate::store::StoreError::Mismatch(m)) => {
+                tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
+                return Err(Error::Invalid(format!(
+                    "every part arrived, but together they are not the file declared ({m}); \
+                     the parts were discarded: check the file and call request_upload again"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!(file_id = %file.id, jti = %parted.jti, size = file.size, "parts joined and proven");
+        if let Err(e) = self.file_stored(file).await {
+            tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
+        }
+        Ok(Uploaded {
+            file_id: file.id.clone(),
+            size: file.size,
+            sha256: file.sha256,
+        })
+    }
+}
+
+/// The planned size of part `n`, or the refusal of a part beyond the plan.
+fn planned_len(plan: &Plan, n: u32) -> Result<u64, Error> {
+    plan.len(n).ok_or_else(|| {
+        Error::Invalid(format!(
+            "there is no part {n}: this file has parts 1 to {}",
+            plan.count
+        ))
+    })
+}

@@ -1,0 +1,231 @@
+//! Files uploaded in parts (local store): the one line the model runs,
+//! resumed after an interruption; the whole file proven before it is ready;
+//! and every bad input of the part protocol.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::util::{Server, bytes, out_text, post_json, request, sh};
+
+const MIB: usize = 1024 * 1024;
+
+/// A server that sends files over 1 MiB in parts of 5 MiB (S3's smallest).
+fn server(dir: &Path) -> Server {
+    Server::start_in(
+        dir,
+        &[
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+        ],
+    )
+}
+
+/// Runs `line` in `dir` with a `curl` first on the PATH that logs every
+/// part it sends (`--upload-file`) to `dir/sent`, and fails as a dropped
+/// connection would (exit 56) on the `fail_at`-th part sent, if any.
+fn run_counting(line: &str, dir: &Path, fail_at: Option<usize>) -> std::process::Output {
+    let real = String::from_utf8(sh("command -v curl", dir).stdout).unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("curl");
+    let fail = fail_at.map_or(String::new(), |n| {
+        format!("[ \"$(wc -l < \"$LOG\")\" -ge {n} ] && exit 56\n")
+    });
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = --upload-file ]; then echo part >> \"$LOG\"; {fail} fi; done\nexec {} \"$@\"\n",
+            real.trim()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("LOG", dir.join("sent"))
+        .output()
+        .unwrap()
+}
+
+fn sent(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("sent"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+/// Issues an upload declaring `size` and `sha256` (not necessarily those of
+/// the bytes that will be sent).
+fn issue(server: &Server, token: &str, name: &str, size: usize, sha256: &str) -> Value {
+    let reply = post_json(
+        &format!("{}/uploads", server.base),
+        Some(token),
+        &serde_json::json!({ "filename": name, "size": size, "sha256": sha256 }),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    reply.json()
+}
+
+#[test]
+fn a_large_file_goes_in_parts_and_one_line_resumes_it_after_an_interruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let token = server.token("alice", &[]);
+    let data = bytes(12 * MIB + 3, 21);
+    let ticket = server.request_upload(&token, "big.bin", &data);
+    let line = ticket["curl"].as_str().unwrap();
+    assert!(line.len() <= 1024, "{line}");
+    assert!(line.contains("/sh'"), "an upload in parts: {line}");
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("big.bin"), &data).unwrap();
+
+    // The connection drops while the second of three parts is sent.
+    let first = run_counting(line, work.path(), Some(2));
+    assert!(!first.status.success(), "{}", out_text(&first));
+    assert_eq!(sent(work.path()), 2);
+    let handle = ticket["handle"].as_str().unwrap();
+    assert_eq!(server.resolve(&token, handle).status, 409, "not ready yet");
+
+    // The same line again sends only the parts not stored: two, not three.
+    std::fs::remove_file(work.path().join("sent")).unwrap();
+    let second = run_counting(line, work.path(), None);
+    assert!(second.status.success(), "{}", out_text(&second));
+    assert_eq!(sent(work.path()), 2, "part 1 is not sent again");
+    let done: Value = serde_json::from_slice(&second.stdout).unwrap();
+    assert_eq!(done["size"], data.len());
+
+    // Ready, and the bytes come back exact; no part is left behind.
+    let url = server.download_ticket(&token, handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let got = request("GET", &url, &[], None);
+    assert_eq!(got.status, 200);
+    assert!(got.body == data, "the joined file is the file sent");
+    let parts = dir.path().join("objects/parts");
+    let left: Vec<_> = walk(&parts);
+    assert!(left.is_empty(), "parts left: {left:?}");
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            let p = e.path();
+            if p.is_dir() { walk(&p) } else { vec![p] }
+        })
+        .collect()
+}
+
+/// Every part self-consistent (each sent with its own true SHA-256), but the
+/// whole is not the file declared: the completion refuses it, the parts are
+/// discarded, and the file never turns ready.
+#[test]
+fn parts_whose_whole_is_not_the_declared_file_never_turn_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let token = server.token("alice", &[]);
+    let data = bytes(6 * MIB, 3);
+    let declared = sluice::Sha256::of(&bytes(6 * MIB, 4)).to_hex();
+    let ticket = issue(&server, &token, "liar.bin", data.len(), &declared);
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("liar.bin"), &data).unwrap();
+    let out = sh(ticket["curl"].as_str().unwrap(), work.path());
+    assert!(!out.status.success());
+    let text = out_text(&out);
+    assert!(
+        text.contains("together they are not the file declared"),
+        "{text}"
+    );
+    assert!(
+        text.contains("part 2 of 2 sent"),
+        "every part was accepted: {text}"
+    );
+    let handle = ticket["handle"].as_str().unwrap();
+    assert_eq!(server.resolve(&token, handle).status, 409, "never ready");
+    assert!(walk(&dir.path().join("objects/parts")).is_empty());
+    assert!(walk(&dir.path().join("objects/files")).is_empty());
+}
+
+/// The part protocol's refusals, each clear, each leaving nothing.
+#[test]
+fn bad_parts_are_refused_and_nothing_is_joined() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let token = server.token("alice", &[]);
+    let data = bytes(7 * MIB, 8);
+    let ticket = issue(
+        &server,
+        &token,
+        "p.bin",
+        data.len(),
+        &sluice::Sha256::of(&data).to_hex(),
+    );
+    let link = ticket["upload"]["url"].as_str().unwrap();
+    let (one, two) = data.split_at(5 * MIB);
+    let b64 = |d: &[u8]| sluice::Sha256::of(d).to_base64();
+    let put = |n: u32, body: &[u8], digest: &str| {
+        request(
+            "PUT",
+            &format!("{link}/parts/{n}"),
+            &[("x-amz-checksum-sha256", digest)],
+            Some(body),
+        )
+    };
+    // Where to send a part beyond the plan: refused, naming the plan.
+    let beyond = request(
+        "POST",
+        &format!("{link}/parts/3?sha256={}", "0".repeat(64)),
+        &[],
+        None,
+    );
+    assert_eq!(beyond.status, 400);
+    assert!(beyond.text().contains("parts 1 to 2"), "{}", beyond.text());
+    // A part of another size, or of another digest than declared.
+    let short = put(1, &one[..100], &b64(&one[..100]));
+    assert_eq!(short.status, 400, "{}", short.text());
+    assert!(short.text().contains("5242880"), "{}", short.text());
+    let wrong = put(1, one, &b64(two));
+    assert_eq!(wrong.status, 400, "{}", wrong.text());
+    let listed = request("GET", &format!("{link}/parts"), &[], None);
+    assert_eq!(listed.text(), "", "nothing was stored");
+    // A good part; the same part again is not stored twice.
+    assert_eq!(put(1, one, &b64(one)).status, 204);
+    let again = put(1, one, &b64(one));
+    assert_eq!(again.status, 400);
+    assert!(again.text().contains("already stored"), "{}", again.text());
+    // Completing with part 2 missing names it.
+    let early = request("POST", &format!("{link}/complete"), &[], None);
+    assert_eq!(early.status, 400);
+    assert!(early.text().contains("part 2"), "{}", early.text());
+    assert_eq!(
+        request("GET", &format!("{link}/parts"), &[], None).text(),
+        "1\n"
+    );
+    // Then the rest, and completion once.
+    assert_eq!(put(2, two, &b64(two)).status, 204);
+    let done = request("POST", &format!("{link}/complete"), &[], None);
+    assert_eq!(done.status, 200, "{}", done.text());
+    let twice = request("POST", &format!("{link}/complete"), &[], None);
+    assert_eq!(twice.status, 409, "{}", twice.text());
+    let replay = put(2, two, &b64(two));
+    assert_eq!(
+        replay.status,
+        409,
+        "a part after completion: {}",
+        replay.text()
+    );
+    // A file in one PUT has no parts.
+    let small = server.request_upload(&token, "s.txt", b"small");
+    let url = small["upload"]["url"].as_str().unwrap();
+    let no = request("GET", &format!("{url}/parts"), &[], None);
+    assert_eq!(no.status, 400, "{}", no.text());
+}
