@@ -10,7 +10,7 @@ use aws_sdk_s3::config::RequestChecksumCalculation;
 use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream as AwsBody;
-use aws_sdk_s3::types::ChecksumMode;
+use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart};
 use bytes::Bytes;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use sluice::store::{
@@ -81,6 +81,183 @@ impl S3Store {
         Ok(Some(chunks.concat().into()))
     }
 
+    /// What is kept beside `key`'s object for an upload in parts: `.<name>`
+    /// in the object's own directory (`files/<owner>/<file_id>/`). No safe
+    /// name starts with a dot, so it never meets a file; and it is under
+    /// `files/`, so the lifecycle rule that expires the file expires it.
+    fn beside(key: &ObjectKey, name: &str) -> String {
+        let dir = key
+            .as_str()
+            .rsplit_once('/')
+            .map_or(key.as_str(), |(d, _)| d);
+        format!("{dir}/.{name}")
+    }
+
+    /// A small object kept beside a file's (its upload's id, its proof), as
+    /// text, or `None` if absent.
+    async fn read_note(&self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .read_whole(key)
+            .await?
+            .map(|b| String::from_utf8_lossy(&b).trim().to_owned()))
+    }
+
+    /// Keeps `text` beside a file's object, once: `false` if something was
+    /// kept there already.
+    async fn write_note(&self, key: &str, text: &str) -> Result<bool, StoreError> {
+        match self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .body(AwsBody::from(text.as_bytes().to_vec()))
+            .if_none_match("*")
+            .send()
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(e) if precondition_failed(&e) => Ok(false),
+            Err(e) => Err(s3_error(e, key)),
+        }
+    }
+
+    /// The id of the multipart upload to `key`, kept beside it (S3 keeps
+    /// none we could find it by: this is what lets any replica, and a rerun
+    /// of the upload line, continue the same upload). Begun, for an object
+    /// of `content_type`, when `begin` says so and there is none yet; of
+    /// two begun at once the first kept wins and the other is aborted.
+    async fn upload_id(
+        &self,
+        key: &ObjectKey,
+        begin: Option<&str>,
+    ) -> Result<Option<String>, StoreError> {
+        let note = Self::beside(key, "upload-id");
+        if let Some(id) = self.read_note(&note).await? {
+            return Ok(Some(id));
+        }
+        let Some(content_type) = begin else {
+            return Ok(None);
+        };
+        let begun = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .content_type(content_type)
+            .checksum_algorithm(ChecksumAlgorithm::Sha256)
+            .send()
+            .await
+            .map_err(|e| s3_error(e, key.as_str()))?;
+        let id = begun
+            .upload_id()
+            .ok_or_else(|| StoreError::Io(io::Error::other("S3 began an upload without an id")))?
+            .to_owned();
+        if self.write_note(&note, &id).await? {
+            tracing::info!(key = %key, "upload in parts begun");
+            return Ok(Some(id));
+        }
+        let _ = self
+            .client
+            .abort_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .upload_id(&id)
+            .send()
+            .await;
+        self.read_note(&note).await
+    }
+
+    /// Every part S3 holds of upload `id` to `key`.
+    async fn listed_parts(
+        &self,
+        key: &ObjectKey,
+        id: &str,
+    ) -> Result<Vec<aws_sdk_s3::types::Part>, StoreError> {
+        let mut parts = Vec::new();
+        let mut marker: Option<String> = None;
+        loop {
+            let out = self
+                .client
+                .list_parts()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .upload_id(id)
+                .set_part_number_marker(marker.take())
+                .send()
+                .await
+                .map_err(|e| s3_error(e, key.as_str()))?;
+            parts.extend(out.parts().iter().cloned());
+            match (out.is_truncated(), out.next_part_number_marker()) {
+                (Some(true), Some(next)) => marker = Some(next.to_owned()),
+                _ => return Ok(parts),
+            }
+        }
+    }
+
+    /// Reads the object at `key` whole, hashing it: it must be `size` bytes
+    /// of digest `sha256`. S3 keeps only a composite checksum of an object
+    /// joined from parts (a digest of the parts' digests), so this read is
+    /// what proves the file declared.
+    async fn prove(&self, key: &ObjectKey, size: u64, sha256: Sha256) -> Result<(), StoreError> {
+        let mut stream = self
+            .get(key)
+            .await?
+            .ok_or_else(|| StoreError::Io(io::Error::other("the joined object is not there")))?;
+        let mut verifier = sluice::sha::Verifier::new(size, sha256);
+        while let Some(chunk) = stream.next().await {
+            verifier.update(&chunk.map_err(StoreError::Io)?)?;
+        }
+        verifier.finish()?;
+        Ok(())
+    }
+
+    /// Joins upload `id`'s parts of `plan` into `key`'s object, once.
+    async fn complete(
+        &self,
+        key: &ObjectKey,
+        plan: &sluice::multipart::Plan,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        let listed = self.listed_parts(key, id).await?;
+        let mut parts = Vec::new();
+        for n in plan.numbers() {
+            let part = listed
+                .iter()
+                .find(|p| p.part_number() == i32::try_from(n).ok())
+                .filter(|p| {
+                    p.size()
+                        .is_none_or(|s| u64::try_from(s).ok() == plan.len(n))
+                })
+                .ok_or(StoreError::MissingPart(n))?;
+            parts.push(
+                CompletedPart::builder()
+                    .part_number(n as i32)
+                    .set_e_tag(part.e_tag().map(str::to_owned))
+                    .set_checksum_sha256(part.checksum_sha256().map(str::to_owned))
+                    .build(),
+            );
+        }
+        match self
+            .client
+            .complete_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .upload_id(id)
+            .multipart_upload(
+                CompletedMultipartUpload::builder()
+                    .set_parts(Some(parts))
+                    .build(),
+            )
+            .if_none_match("*")
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if precondition_failed(&e) => Err(StoreError::AlreadyExists),
+            Err(e) => Err(s3_error(e, key.as_str())),
+        }
+    }
+
     /// The SDK client, for tests and setup.
     pub fn client(&self) -> &aws_sdk_s3::Client {
         &self.client
@@ -124,14 +301,23 @@ impl ObjectStore for S3Store {
             }
             Err(e) => return Err(s3_error(e, key.as_str())),
         };
+        // A whole-object SHA-256 is base64 of 32 bytes; a composite
+        // (multipart) checksum has a `-N` suffix and is not a digest of the
+        // bytes. For an object joined from parts, the digest is the one
+        // sluice proved by reading it, kept beside it; none yet: unproven.
+        let sha256 = match out
+            .checksum_sha256()
+            .and_then(|c| Sha256::from_base64(c).ok())
+        {
+            Some(sha256) => Some(sha256),
+            None => self
+                .read_note(&Self::beside(key, "sha256"))
+                .await?
+                .and_then(|hex| Sha256::from_hex(&hex).ok()),
+        };
         Ok(Some(ObjectInfo {
             size: out.content_length().unwrap_or(0).max(0) as u64,
-            // A whole-object SHA-256 is base64 of 32 bytes; a composite
-            // (multipart) checksum has a `-N` suffix and is not a digest of
-            // the bytes, so it is not reported.
-            sha256: out
-                .checksum_sha256()
-                .and_then(|c| Sha256::from_base64(c).ok()),
+            sha256,
             version: out.version_id().map(str::to_owned),
         }))
     }
@@ -166,11 +352,72 @@ impl ObjectStore for S3Store {
             .await
         {
             Ok(_) => Ok(()),
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 412) => {
-                Err(StoreError::AlreadyExists)
-            }
-            Err(e) if e.code() == Some("PreconditionFailed") => Err(StoreError::AlreadyExists),
+            Err(e) if precondition_failed(&e) => Err(StoreError::AlreadyExists),
             Err(e) => Err(s3_error(e, key.as_str())),
+        }
+    }
+
+    async fn stored_parts(&self, key: &ObjectKey) -> Result<Vec<u32>, StoreError> {
+        let Some(id) = self.upload_id(key, None).await? else {
+            return Ok(Vec::new());
+        };
+        let mut parts: Vec<u32> = self
+            .listed_parts(key, &id)
+            .await?
+            .iter()
+            .filter_map(|p| u32::try_from(p.part_number()?).ok())
+            .collect();
+        parts.sort_unstable();
+        Ok(parts)
+    }
+
+    async fn join_parts(
+        &self,
+        key: &ObjectKey,
+        plan: &sluice::multipart::Plan,
+        sha256: Sha256,
+    ) -> Result<(), StoreError> {
+        let proof = Self::beside(key, "sha256");
+        if self.read_note(&proof).await?.is_some() {
+            return Err(StoreError::AlreadyExists);
+        }
+        // Joined already but not proven (the proof broke off): prove it now.
+        let joined = self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+            .is_ok();
+        if !joined {
+            let id = self
+                .upload_id(key, None)
+                .await?
+                .ok_or(StoreError::MissingPart(1))?;
+            self.complete(key, plan, &id).await?;
+        }
+        match self.prove(key, plan.size, sha256).await {
+            Ok(()) => {
+                self.write_note(&proof, &sha256.to_hex()).await?;
+                Ok(())
+            }
+            Err(StoreError::Mismatch(m)) => {
+                // Not the file declared, and never will be: gone, so nothing
+                // can serve it (its version expires with the bucket's rule).
+                if let Err(e) = self
+                    .client
+                    .delete_object()
+                    .bucket(&self.bucket)
+                    .key(key.as_str())
+                    .send()
+                    .await
+                {
+                    tracing::warn!(key = %key, error = %DisplayErrorContext(e), "could not delete a disproven object");
+                }
+                Err(StoreError::Mismatch(m))
+            }
+            Err(e) => Err(e),
         }
     }
 
@@ -221,21 +468,37 @@ impl Presigner for S3Store {
             .presigned(config)
             .await
             .map_err(|e| s3_error(e, key.as_str()))?;
-        // Exactly the headers the signature covers (less Host, which the URL
-        // gives). Inside Lambda the SDK also adds X-Amzn-Trace-Id, which it
-        // does not sign: it means nothing to S3 coming from the client, and
-        // it would cost the model a hundred characters of every curl line.
-        let signed = signed_headers(request.uri());
-        let headers = request
-            .headers()
-            .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
-            .filter(|(name, _)| signed.iter().any(|s| s.eq_ignore_ascii_case(name)))
-            .map(|(name, value)| (canonical_header(name), value.to_owned()))
-            .collect();
-        Ok(Presigned {
-            url: request.uri().to_owned(),
-            headers,
-        })
+        Ok(presigned(&request))
+    }
+
+    async fn presign_part(
+        &self,
+        key: &ObjectKey,
+        n: u32,
+        size: u64,
+        sha256: Sha256,
+        content_type: &str,
+        ttl: Duration,
+    ) -> Result<Presigned, StoreError> {
+        let id = self
+            .upload_id(key, Some(content_type))
+            .await?
+            .ok_or_else(|| StoreError::Io(io::Error::other("no upload in parts could be begun")))?;
+        let config =
+            PresigningConfig::expires_in(ttl).map_err(|e| StoreError::Io(io::Error::other(e)))?;
+        let request = self
+            .client
+            .upload_part()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .upload_id(id)
+            .part_number(i32::try_from(n).unwrap_or(i32::MAX))
+            .content_length(size as i64)
+            .checksum_sha256(sha256.to_base64())
+            .presigned(config)
+            .await
+            .map_err(|e| s3_error(e, key.as_str()))?;
+        Ok(presigned(&request))
     }
 
     async fn presign_get(
@@ -264,6 +527,34 @@ impl Presigner for S3Store {
             .map_err(|e| s3_error(e, key.as_str()))?;
         Ok(presigned.uri().to_owned())
     }
+}
+
+/// A presigned request with exactly the headers its signature covers (less
+/// Host, which the URL gives). Inside Lambda the SDK also adds
+/// X-Amzn-Trace-Id, which it does not sign: it means nothing to S3 coming
+/// from the client, and it would cost the model a hundred characters of
+/// every curl line.
+fn presigned(request: &aws_sdk_s3::presigning::PresignedRequest) -> Presigned {
+    let signed = signed_headers(request.uri());
+    let headers = request
+        .headers()
+        .filter(|(name, _)| !name.eq_ignore_ascii_case("host"))
+        .filter(|(name, _)| signed.iter().any(|s| s.eq_ignore_ascii_case(name)))
+        .map(|(name, value)| (canonical_header(name), value.to_owned()))
+        .collect();
+    Presigned {
+        url: request.uri().to_owned(),
+        headers,
+    }
+}
+
+/// S3's answer to a conditional write whose condition failed
+/// (`If-None-Match: *` with something already there).
+fn precondition_failed<E: ProvideErrorMetadata>(
+    e: &aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+) -> bool {
+    e.raw_response().is_some_and(|r| r.status().as_u16() == 412)
+        || e.code() == Some("PreconditionFailed")
 }
 
 /// `content-length` → `Content-Length`, for readable curl lines.

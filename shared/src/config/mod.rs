@@ -98,7 +98,7 @@ pub struct Config {
     /// How long an upload link is valid (`SLUICE_UPLOAD_TTL_SECS`, default 15 min).
     pub upload_ttl: Duration,
     /// The largest file accepted (`SLUICE_MAX_UPLOAD_BYTES`; default the
-    /// local quota, or 5 GiB on S3, one PUT's limit).
+    /// local quota, or S3's largest object, 10,000 parts of 5 GiB).
     pub max_upload_bytes: u64,
     /// The size of each part of an upload in parts (`SLUICE_PART_BYTES`,
     /// 64 MiB; whole MiB, 5 MiB to 5 GiB).
@@ -252,10 +252,10 @@ impl Config {
             max_upload_bytes: match vars.optional_positive("SLUICE_MAX_UPLOAD_BYTES")? {
                 Some(max) => max,
                 None if local => vars.positive("SLUICE_QUOTA_BYTES")?,
-                None => crate::multipart::MAX_PART_BYTES,
+                None => crate::multipart::MAX_PARTS * crate::multipart::MAX_PART_BYTES,
             },
             part_bytes: part_bytes(&vars)?,
-            single_put_max_bytes: vars.positive("SLUICE_SINGLE_PUT_MAX_BYTES")?,
+            single_put_max_bytes: single_put_max_bytes(&vars)?,
             quota_bytes: vars.positive("SLUICE_QUOTA_BYTES")?,
             auth_issuer: vars.text("SLUICE_AUTH_ISSUER").unwrap_or_default(),
             auth_audience: vars.text("SLUICE_AUTH_AUDIENCE"),
@@ -284,6 +284,19 @@ impl Config {
         };
         Ok(config)
     }
+}
+
+/// `SLUICE_SINGLE_PUT_MAX_BYTES`, at most what S3 takes in one PUT.
+fn single_put_max_bytes(vars: &Vars) -> Result<u64, ConfigError> {
+    use crate::multipart::MAX_PART_BYTES;
+    let bytes = vars.positive("SLUICE_SINGLE_PUT_MAX_BYTES")?;
+    if bytes > MAX_PART_BYTES {
+        return Err(invalid(
+            "SLUICE_SINGLE_PUT_MAX_BYTES",
+            format!("must be at most {MAX_PART_BYTES} (5 GiB), S3's limit for one PUT"),
+        ));
+    }
+    Ok(bytes)
 }
 
 /// `SLUICE_PART_BYTES`, within what S3 takes for a part.

@@ -234,7 +234,7 @@ pub const SETTINGS: &[Setting] = &[
         Limits,
         Parse::Positive,
         Unset(
-            "with the local store, SLUICE_QUOTA_BYTES; with S3, 5 GiB (one PUT's limit: parts on S3 are yet to come)",
+            "with the local store, SLUICE_QUOTA_BYTES; with S3, its largest object (10,000 parts of 5 GiB, 48.8 TiB)",
         ),
         "largest file",
     ),

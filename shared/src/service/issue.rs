@@ -107,10 +107,8 @@ impl Sluice {
             .map(|(k, v)| (k.as_str(), v.as_str()));
         let local = curl::local_file_name(&file.filename);
         let curl = match self.store().access() {
+            _ if self.plan_of(&file).is_some() => curl::parts_command(&target.url, local),
             Access::Direct(_) => curl::upload_via_command(&target.url, headers, local),
-            Access::Proxied if self.plan_of(&file).is_some() => {
-                curl::parts_command(&target.url, local)
-            }
             Access::Proxied => curl::upload_command(&target.url, headers, local),
         };
         Ok(UploadTicket {
@@ -216,6 +214,10 @@ impl Sluice {
             format!("{}/u/{}", self.issuer_base(), link.encode(self.keys()))
         };
         let (url, headers) = match self.store().access() {
+            // In parts: each part's URL and headers are minted as it goes.
+            Access::Direct(_) if reader == Reader::Model && self.plan_of(file).is_some() => {
+                (short(), BTreeMap::new())
+            }
             Access::Direct(presign) => {
                 let p = presign_pinned_put(presign, file, ttl).await?;
                 let url = match reader {

@@ -20,9 +20,13 @@ use crate::error::Error;
 use crate::file::FileMeta;
 use crate::multipart::Plan;
 use crate::sha::Sha256;
-use crate::store::{ByteStream, idle_timeout};
+use crate::store::{Access, ByteStream, idle_timeout};
 use crate::time::now_unix;
 use crate::token::Method;
+
+/// How long a part's presigned URL lives: minted as the part is about to be
+/// sent, it needs minutes, not the upload's whole life.
+const PART_URL_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// A file uploaded in parts, as its link names it.
 struct Parted {
@@ -34,11 +38,10 @@ struct Parted {
 
 impl Sluice {
     /// How `file` is cut if it is uploaded in parts: over the single-PUT
-    /// size, with a store that takes parts through sluice.
+    /// size.
     pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
         let parts = self.parts();
-        (file.size > parts.single_put_max_bytes && !self.stores_directly())
-            .then(|| Plan::new(file.size, parts.part_bytes))
+        (file.size > parts.single_put_max_bytes).then(|| Plan::new(file.size, parts.part_bytes))
     }
 
     /// The file upload link `token` names, if it goes in parts.
@@ -82,13 +85,34 @@ impl Sluice {
     /// sender declares: curl's config format ([`curl::part_config`]).
     pub async fn part_target(&self, token: &str, n: u32, sha256: Sha256) -> Result<String, Error> {
         let parted = self.parted(token).await?;
-        planned_len(&parted.plan, n)?;
-        self.not_complete(&parted.file).await?;
-        let url = format!("{}/u/{token}/parts/{n}", self.issuer_base());
-        Ok(curl::part_config(
-            &url,
-            [("x-amz-checksum-sha256", sha256.to_base64().as_str())],
-        ))
+        let len = planned_len(&parted.plan, n)?;
+        let file = &parted.file;
+        self.not_complete(file).await?;
+        match self.store().access() {
+            // A presigned UploadPart minted now, for minutes: a long upload
+            // never depends on one URL's life, nor on the signing role's.
+            Access::Direct(presign) => {
+                let ttl = self.parts().upload_ttl.min(PART_URL_TTL);
+                let p = presign
+                    .presign_part(&file.object_key(), n, len, sha256, &file.content_type, ttl)
+                    .await?;
+                tracing::info!(file_id = %file.id, part = n, "part URL minted");
+                // curl sets Content-Length from the part itself.
+                let headers = p
+                    .headers
+                    .iter()
+                    .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+                    .map(|(k, v)| (k.as_str(), v.as_str()));
+                Ok(curl::part_config(&p.url, headers))
+            }
+            Access::Proxied => {
+                let url = format!("{}/u/{token}/parts/{n}", self.issuer_base());
+                Ok(curl::part_config(
+                    &url,
+                    [("x-amz-checksum-sha256", sha256.to_base64().as_str())],
+                ))
+            }
+        }
     }
 
     /// Stores part `n` of `token`'s file: exactly its planned size, of the
@@ -101,6 +125,10 @@ impl Sluice {
         sha256: Sha256,
         body: ByteStream,
     ) -> Result<(), Error> {
+        // With a direct store (S3) parts go straight to it.
+        if self.stores_directly() {
+            return Err(Error::NotFound);
+        }
         let parted = self.parted(token).await?;
         let len = planned_len(&parted.plan, n)?;
         if let Some(declared) = declared
@@ -137,7 +165,11 @@ impl Sluice {
     /// the size and SHA-256 declared when it was issued; then it is ready.
     pub async fn complete_parts(&self, token: &str) -> Result<Uploaded, Error> {
         let parted = self.parted(token).await?;
-        self.not_complete(&parted.file).await?;
+        // A direct store may hold the object joined but not yet proven (a
+        // proof that broke off): its join proves it then.
+        if !self.stores_directly() {
+            self.not_complete(&parted.file).await?;
+        }
         let file = &parted.file;
         match self
             .store()

@@ -237,6 +237,24 @@ pub trait Presigner: Send + Sync {
         ttl: std::time::Duration,
     ) -> Result<Presigned, StoreError>;
 
+    /// A presigned PUT of part `n` of the upload in parts to `key` (begun
+    /// now if it has not been, for an object of `content_type`), which the
+    /// store accepts only with exactly `size` bytes of digest `sha256`.
+    async fn presign_part(
+        &self,
+        key: &ObjectKey,
+        n: u32,
+        size: u64,
+        sha256: Sha256,
+        content_type: &str,
+        ttl: std::time::Duration,
+    ) -> Result<Presigned, StoreError> {
+        let _ = (key, n, size, sha256, content_type, ttl);
+        Err(StoreError::Unavailable(
+            "this store does not take uploads in parts".into(),
+        ))
+    }
+
     /// A presigned GET of the object as `info` describes it (pinned to its
     /// version where there is one).
     async fn presign_get(
