@@ -73,7 +73,7 @@ async fn a_file_not_uploaded_yet_says_to_run_the_upload_command() {
         .unwrap()
         .to_owned();
     assert!(
-        text(&ticket).contains("run `curl` where the file is"),
+        text(&ticket).contains("run `command` where the file is"),
         "{}",
         text(&ticket)
     );

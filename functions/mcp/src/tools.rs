@@ -112,13 +112,13 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
             };
             compact(
                 format!(
-                    "Upload link for {name} ({size} bytes) until {}: run `curl` where the file is \
+                    "Upload link for {name} ({size} bytes) until {}: run `command` where the file is \
                      ({}{reach} must be reachable from there; a sandboxed client may need it allowlisted), \
                      then pass `handle` for the file.",
                     ticket.upload.expires_at,
                     host_of(&ticket.upload.url)
                 ),
-                &["handle", "file_id", "curl"],
+                &["handle", "file_id", "command"],
                 &ticket,
             )
         }
@@ -141,10 +141,10 @@ The bytes never pass through the conversation. The size and sha256 are returned 
             let ticket = self.sluice.issue_download(&caller.owner, &file).await?;
             compact(
                 format!(
-                    "Download link for {} ({} bytes, sha256 {}), single use, valid until {}: run `curl`.",
+                    "Download link for {} ({} bytes, sha256 {}), single use, valid until {}: run `command` (run again, it resumes).",
                     ticket.filename, ticket.size, ticket.sha256, ticket.download.expires_at
                 ),
-                &["file_id", "curl"],
+                &["file_id", "command"],
                 &ticket,
             )
         }

@@ -80,9 +80,13 @@ pub struct UploadTicket {
     pub handle: String,
     /// The new file's id.
     pub file_id: FileId,
-    /// Where to PUT the bytes.
+    /// Where to PUT the bytes (in one PUT; a file in parts goes through
+    /// the same link's part routes, which `command` drives).
     pub upload: UploadTarget,
-    /// A ready-to-run upload command.
+    /// The one line to run where the file is (POSIX sh and curl); run
+    /// again after an interruption, it resumes a file in parts.
+    pub command: String,
+    /// The same line as `command`, under its earlier name.
     pub curl: String,
     /// The largest size accepted.
     pub max_bytes: u64,
@@ -115,6 +119,7 @@ impl Sluice {
             handle,
             file_id: file.id,
             upload: target,
+            command: curl.clone(),
             curl,
             max_bytes: self.parts().max_upload_bytes,
         })

@@ -54,7 +54,10 @@ pub struct DownloadTicket {
     pub content_type: String,
     /// The link.
     pub download: DownloadTarget,
-    /// A ready-to-run download command.
+    /// The one line that saves the file (resumable, verified, never over
+    /// a file with an error).
+    pub command: String,
+    /// The same line as `command`, under its earlier name.
     pub curl: String,
 }
 
@@ -184,13 +187,16 @@ impl Sluice {
         let link = Short::download(file.id.clone(), expires_at);
         tracing::info!(file_id = %file.id, jti = %link.jti(), "download link issued");
         let url = format!("{}/l/{}", self.resolver_base(), link.encode(self.keys()));
+        let line =
+            curl::download_command(&url, &file.safe_name(), file.size, &file.sha256.to_hex());
         DownloadTicket {
             file_id: file.id.clone(),
             filename: file.filename.clone(),
             size: file.size,
             sha256: file.sha256,
             content_type: file.content_type.clone(),
-            curl: curl::download_command(&url, &file.safe_name(), file.size, &file.sha256.to_hex()),
+            command: line.clone(),
+            curl: line,
             download: DownloadTarget {
                 url,
                 method: "GET",
