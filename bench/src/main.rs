@@ -7,6 +7,7 @@ mod backends;
 mod browser;
 mod lambda;
 mod load;
+mod parts;
 mod refs;
 mod scale;
 mod soak;
@@ -33,8 +34,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts"])]
     only: Option<String>,
+    /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
+    /// one PUT to S3 can take).
+    #[arg(long, value_name = "N", default_value_t = 5200)]
+    parts_size_mib: u64,
     /// Requests of the MCP load.
     #[arg(long, value_name = "N", default_value_t = 20_000)]
     requests: usize,
@@ -92,6 +97,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("data") {
         report.push_str(&data_plane(&args)?);
+    }
+    if wants("parts") {
+        report.push_str(&parts::run(args.parts_size_mib)?);
     }
     if wants("actions") {
         report.push_str(&actions::run(&args)?);

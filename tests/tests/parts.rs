@@ -22,20 +22,21 @@ fn server(dir: &Path) -> Server {
 }
 
 /// Runs `line` in `dir` with a `curl` first on the PATH that logs every
-/// part it sends (`--upload-file`) to `dir/sent`, and fails as a dropped
-/// connection would (exit 56) on the `fail_at`-th part sent, if any.
-fn run_counting(line: &str, dir: &Path, fail_at: Option<usize>) -> std::process::Output {
+/// part it sends (the number in its `-K <dir>/<n>.cfg`) to `dir/sent`, and
+/// fails as a dropped connection would (exit 56) on every part from
+/// `fail_from` on, if given.
+fn run_counting(line: &str, dir: &Path, fail_from: Option<usize>) -> std::process::Output {
     let real = String::from_utf8(sh("command -v curl", dir).stdout).unwrap();
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let fake = bin.join("curl");
-    let fail = fail_at.map_or(String::new(), |n| {
-        format!("[ \"$(wc -l < \"$LOG\")\" -ge {n} ] && exit 56\n")
+    let fail = fail_from.map_or(String::new(), |n| {
+        format!("[ \"$n\" -ge {n} ] && exit 56; ")
     });
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\nfor a in \"$@\"; do if [ \"$a\" = --upload-file ]; then echo part >> \"$LOG\"; {fail} fi; done\nexec {} \"$@\"\n",
+            "#!/bin/sh\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = -K ]; then n=${{a##*/}}; n=${{n%.cfg}}; echo \"$n\" >> \"$LOG\"; {fail}fi; prev=$a; done\nexec {} \"$@\"\n",
             real.trim()
         ),
     )
@@ -84,10 +85,20 @@ fn a_large_file_goes_in_parts_and_one_line_resumes_it_after_an_interruption() {
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("big.bin"), &data).unwrap();
 
-    // The connection drops while the second of three parts is sent.
+    // The connection drops while parts 2 and 3 are sent (with part 1).
     let first = run_counting(line, work.path(), Some(2));
     assert!(!first.status.success(), "{}", out_text(&first));
-    assert_eq!(sent(work.path()), 2);
+    assert!(
+        out_text(&first).contains("run the same line again"),
+        "{}",
+        out_text(&first)
+    );
+    assert_eq!(sent(work.path()), 3);
+    let link = ticket["upload"]["url"].as_str().unwrap();
+    assert_eq!(
+        request("GET", &format!("{link}/parts"), &[], None).text(),
+        "1\n"
+    );
     let handle = ticket["handle"].as_str().unwrap();
     assert_eq!(server.resolve(&token, handle).status, 409, "not ready yet");
 
@@ -296,6 +307,7 @@ mod on_s3 {
         std::fs::write(work.path().join("big.bin"), &data).unwrap();
         let first = run_counting(line, work.path(), Some(2));
         assert!(!first.status.success(), "{}", out_text(&first));
+        assert_eq!(sent(work.path()), 3);
         let handle = ticket["handle"].as_str().unwrap();
         assert_eq!(server.resolve(&token, handle).status, 409, "not ready yet");
         std::fs::remove_file(work.path().join("sent")).unwrap();

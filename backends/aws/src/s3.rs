@@ -21,6 +21,9 @@ use sluice::{ObjectKey, Sha256};
 use crate::MAX_GET_TTL;
 use sluice::AwsConfig;
 
+/// How long S3 may take to join an upload's parts.
+const COMPLETE_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Objects in one S3 bucket.
 #[derive(Debug, Clone)]
 pub struct S3Store {
@@ -123,21 +126,18 @@ impl S3Store {
 
     /// The id of the multipart upload to `key`, kept beside it (S3 keeps
     /// none we could find it by: this is what lets any replica, and a rerun
-    /// of the upload line, continue the same upload). Begun, for an object
-    /// of `content_type`, when `begin` says so and there is none yet; of
-    /// two begun at once the first kept wins and the other is aborted.
-    async fn upload_id(
-        &self,
-        key: &ObjectKey,
-        begin: Option<&str>,
-    ) -> Result<Option<String>, StoreError> {
+    /// of the upload line, continue the same upload).
+    async fn upload_id(&self, key: &ObjectKey) -> Result<Option<String>, StoreError> {
+        self.read_note(&Self::beside(key, "upload-id")).await
+    }
+
+    /// Begins the multipart upload to `key` and keeps its id beside it, once:
+    /// of two begun at once, the first kept wins and the other is aborted.
+    async fn begin(&self, key: &ObjectKey, content_type: &str) -> Result<String, StoreError> {
         let note = Self::beside(key, "upload-id");
         if let Some(id) = self.read_note(&note).await? {
-            return Ok(Some(id));
+            return Ok(id);
         }
-        let Some(content_type) = begin else {
-            return Ok(None);
-        };
         let begun = self
             .client
             .create_multipart_upload()
@@ -154,7 +154,7 @@ impl S3Store {
             .to_owned();
         if self.write_note(&note, &id).await? {
             tracing::info!(key = %key, "upload in parts begun");
-            return Ok(Some(id));
+            return Ok(id);
         }
         let _ = self
             .client
@@ -164,7 +164,9 @@ impl S3Store {
             .upload_id(&id)
             .send()
             .await;
-        self.read_note(&note).await
+        self.read_note(&note)
+            .await?
+            .ok_or_else(|| StoreError::Io(io::Error::other("the upload's id was not kept")))
     }
 
     /// Every part S3 holds of upload `id` to `key`.
@@ -249,13 +251,42 @@ impl S3Store {
                     .build(),
             )
             .if_none_match("*")
+            // S3 joins the parts before it answers (keeping the connection
+            // alive meanwhile): minutes for a large file, not the seconds
+            // every other call gets.
+            .customize()
+            .config_override(
+                aws_sdk_s3::config::Config::builder().timeout_config(
+                    aws_config::timeout::TimeoutConfig::builder()
+                        .operation_attempt_timeout(COMPLETE_TIMEOUT)
+                        .operation_timeout(COMPLETE_TIMEOUT)
+                        .build(),
+                ),
+            )
             .send()
             .await
         {
             Ok(_) => Ok(()),
             Err(e) if precondition_failed(&e) => Err(StoreError::AlreadyExists),
+            // A retry of a completion that went through finds no upload
+            // any more (S3: NoSuchUpload): the object says what happened.
+            Err(e) if self.exists(key).await => {
+                tracing::info!(key = %key, error = %DisplayErrorContext(e), "completion answered late; the object is there");
+                Ok(())
+            }
             Err(e) => Err(s3_error(e, key.as_str())),
         }
+    }
+
+    /// Whether an object is stored under `key` (a failed HEAD says no).
+    async fn exists(&self, key: &ObjectKey) -> bool {
+        self.client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+            .is_ok()
     }
 
     /// The SDK client, for tests and setup.
@@ -357,8 +388,12 @@ impl ObjectStore for S3Store {
         }
     }
 
+    async fn begin_parts(&self, key: &ObjectKey, content_type: &str) -> Result<(), StoreError> {
+        self.begin(key, content_type).await.map(|_| ())
+    }
+
     async fn stored_parts(&self, key: &ObjectKey) -> Result<Vec<u32>, StoreError> {
-        let Some(id) = self.upload_id(key, None).await? else {
+        let Some(id) = self.upload_id(key).await? else {
             return Ok(Vec::new());
         };
         let mut parts: Vec<u32> = self
@@ -382,17 +417,9 @@ impl ObjectStore for S3Store {
             return Err(StoreError::AlreadyExists);
         }
         // Joined already but not proven (the proof broke off): prove it now.
-        let joined = self
-            .client
-            .head_object()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .send()
-            .await
-            .is_ok();
-        if !joined {
+        if !self.exists(key).await {
             let id = self
-                .upload_id(key, None)
+                .upload_id(key)
                 .await?
                 .ok_or(StoreError::MissingPart(1))?;
             self.complete(key, plan, &id).await?;
@@ -477,13 +504,12 @@ impl Presigner for S3Store {
         n: u32,
         size: u64,
         sha256: Sha256,
-        content_type: &str,
         ttl: Duration,
     ) -> Result<Presigned, StoreError> {
         let id = self
-            .upload_id(key, Some(content_type))
+            .upload_id(key)
             .await?
-            .ok_or_else(|| StoreError::Io(io::Error::other("no upload in parts could be begun")))?;
+            .ok_or_else(|| StoreError::Io(io::Error::other("the upload in parts was not begun")))?;
         let config =
             PresigningConfig::expires_in(ttl).map_err(|e| StoreError::Io(io::Error::other(e)))?;
         let request = self

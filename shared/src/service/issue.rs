@@ -100,6 +100,11 @@ impl Sluice {
         req: UploadRequest,
     ) -> Result<UploadTicket, Error> {
         let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
+        if self.plan_of(&file).is_some() {
+            self.store()
+                .begin_parts(&file.object_key(), &file.content_type)
+                .await?;
+        }
         let target = self.upload_target(&file, Reader::Model).await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header

@@ -94,7 +94,7 @@ impl Sluice {
             Access::Direct(presign) => {
                 let ttl = self.parts().upload_ttl.min(PART_URL_TTL);
                 let p = presign
-                    .presign_part(&file.object_key(), n, len, sha256, &file.content_type, ttl)
+                    .presign_part(&file.object_key(), n, len, sha256, ttl)
                     .await?;
                 tracing::info!(file_id = %file.id, part = n, "part URL minted");
                 // curl sets Content-Length from the part itself.
@@ -142,7 +142,8 @@ impl Sluice {
         let body = idle_timeout(body, self.parts().body_idle_timeout);
         let left = u64::try_from(parted.expires_at + UPLOAD_GRACE_SECS - now_unix()).unwrap_or(0);
         let key = parted.file.object_key();
-        let put = self.store().put_part(&key, n, len, sha256, body);
+        let offset = u64::from(n - 1) * parted.plan.part_size;
+        let put = self.store().put_part(&key, n, offset, len, sha256, body);
         let Ok(stored) = tokio::time::timeout(Duration::from_secs(left), put).await else {
             return Err(Error::UploadExpired);
         };

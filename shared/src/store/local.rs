@@ -189,6 +189,12 @@ impl LocalStore {
         self.objects.join(key.as_str())
     }
 
+    /// The file the parts of an upload to `key` are written into, each at
+    /// its offset (beside their markers, [`ObjectKey::part`]).
+    fn staging(&self, key: &ObjectKey) -> PathBuf {
+        self.objects.join(key.parts_prefix()).join("data")
+    }
+
     /// Deletes objects older than `max_age` and temporary files left by
     /// uploads that died. Returns how many objects were removed.
     pub fn sweep(&self, max_age: Duration) -> Result<usize, StoreError> {
@@ -261,7 +267,7 @@ impl ObjectStore for LocalStore {
         key: &ObjectKey,
         size: u64,
         sha256: Sha256,
-        mut body: ByteStream,
+        body: ByteStream,
     ) -> Result<(), StoreError> {
         let dest = self.path(key);
         let exists = {
@@ -284,58 +290,12 @@ impl ObjectStore for LocalStore {
                 .await
                 .map_err(join_error)??
         };
-        // The file and the verifier travel to each short blocking write and
-        // back; the body is read here, in async code, between writes. Frames
-        // are batched as they came (no copy) until a batch holds CHUNK bytes.
-        let mut state = Some((
+        let (file, verifier) = stream_into(
             std::io::BufWriter::with_capacity(CHUNK, tmp),
             Verifier::new(size, sha256),
-        ));
-        let mut pending: Option<tokio::task::JoinHandle<WriteResult>> = None;
-        let mut batch: Vec<Bytes> = Vec::new();
-        let mut batched = 0usize;
-        let mut ended = false;
-        let mut body_error = None;
-        // The body keeps being read while a write runs, up to QUEUED bytes
-        // ahead of the disk, so a stall in writeback does not stop the
-        // network at once.
-        loop {
-            if pending.is_none() && (batched >= CHUNK || (ended && batched > 0)) {
-                let (file, verifier) = state.take().expect("no write is in flight");
-                let chunks = std::mem::take(&mut batch);
-                batched = 0;
-                pending = Some(tokio::task::spawn_blocking(move || {
-                    write_chunks(file, verifier, chunks)
-                }));
-            }
-            if ended && pending.is_none() {
-                break;
-            }
-            tokio::select! {
-                written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
-                    pending = None;
-                    state = Some(written.map_err(join_error)??);
-                }
-                next = body.next(), if !ended && batched < QUEUED => match next {
-                    Some(Ok(chunk)) => {
-                        batched += chunk.len();
-                        batch.push(chunk);
-                    }
-                    Some(Err(e)) => {
-                        body_error = Some(e);
-                        ended = true;
-                        batch.clear();
-                        batched = 0;
-                    }
-                    None => ended = true,
-                },
-            }
-        }
-        if let Some(e) = body_error {
-            // The temporary file is removed when `state` drops.
-            return Err(StoreError::Body(e));
-        }
-        let (file, verifier) = state.expect("the last write returned the file");
+            body,
+        )
+        .await?;
         verifier.finish()?;
         let tmp = file
             .into_inner()
@@ -368,13 +328,61 @@ impl ObjectStore for LocalStore {
         &self,
         key: &ObjectKey,
         n: u32,
+        offset: u64,
         size: u64,
         sha256: Sha256,
         body: ByteStream,
     ) -> Result<(), StoreError> {
-        // A part is an object of its own until the parts are joined: the
-        // same checks, the same quota, the same no-clobber rename.
-        self.put(&key.part(n), size, sha256, body).await
+        // Each part is written in place, at its offset in one staging file,
+        // and marked stored (an empty file named by its number) once it is
+        // verified and synced: joining is then a read to prove the whole
+        // and a rename, never a copy.
+        let (staging, marker) = (self.staging(key), self.path(&key.part(n)));
+        let exists = {
+            let marker = marker.clone();
+            tokio::task::spawn_blocking(move || marker.exists())
+                .await
+                .map_err(join_error)?
+        };
+        if exists {
+            return Err(StoreError::AlreadyExists);
+        }
+        // One upload of a part at a time; its bytes count against the quota.
+        let guard = self.begin_upload(&key.part(n), size)?;
+        let _slot = self.transfer_slot(key)?;
+        let file = tokio::task::spawn_blocking(move || -> io::Result<File> {
+            use std::io::Seek as _;
+            std::fs::create_dir_all(staging.parent().expect("a staging file has a directory"))?;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&staging)?;
+            file.seek(io::SeekFrom::Start(offset))?;
+            Ok(file)
+        })
+        .await
+        .map_err(join_error)??;
+        let (file, verifier) = stream_into(
+            std::io::BufWriter::with_capacity(CHUNK, file),
+            Verifier::new(size, sha256),
+            body,
+        )
+        .await?;
+        verifier.finish()?;
+        let file = file
+            .into_inner()
+            .map_err(|e| StoreError::Io(e.into_error()))?;
+        tokio::task::spawn_blocking(move || -> io::Result<()> {
+            file.sync_data()?;
+            File::create(&marker)?;
+            File::open(marker.parent().expect("a marker has a directory"))?.sync_all()
+        })
+        .await
+        .map_err(join_error)??;
+        let mut guard = guard;
+        guard.reserved = 0;
+        Ok(())
     }
 
     async fn stored_parts(&self, key: &ObjectKey) -> Result<Vec<u32>, StoreError> {
@@ -404,50 +412,53 @@ impl ObjectStore for LocalStore {
         plan: &crate::multipart::Plan,
         sha256: Sha256,
     ) -> Result<(), StoreError> {
-        let paths: Vec<PathBuf> = plan
-            .numbers()
-            .map(|n| self.objects.join(key.part(n).as_str()))
-            .collect();
-        // Every part there, of its planned size, before anything moves.
-        {
-            let (paths, plan) = (paths.clone(), *plan);
-            tokio::task::spawn_blocking(move || {
-                for (n, path) in plan.numbers().zip(&paths) {
-                    match std::fs::metadata(path) {
-                        Ok(m) if Some(m.len()) == plan.len(n) => {}
-                        Ok(_) => return Err(StoreError::MissingPart(n)),
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                            return Err(StoreError::MissingPart(n));
-                        }
-                        Err(e) => return Err(StoreError::Io(e)),
-                    }
+        let (staging, dest) = (self.staging(key), self.path(key));
+        let dir = self.objects.join(key.parts_prefix());
+        let markers: Vec<PathBuf> = plan.numbers().map(|n| self.path(&key.part(n))).collect();
+        let plan = *plan;
+        let joined = tokio::task::spawn_blocking(move || -> Result<(), StoreError> {
+            // Every part marked stored before anything is read.
+            for (n, marker) in plan.numbers().zip(&markers) {
+                if !marker.exists() {
+                    return Err(StoreError::MissingPart(n));
                 }
-                Ok(())
-            })
-            .await
-            .map_err(join_error)??;
-        }
-        // The parts' bytes are counted already: the joined object takes
-        // them over (its reservation replaces theirs), so a file as large
-        // as the quota can be joined.
-        release(&self.used, plan.size);
-        let joined = self
-            .put(key, plan.size, sha256, read_files(paths.clone()))
-            .await;
-        let discard = match &joined {
-            Ok(()) | Err(StoreError::Mismatch(_)) => true,
-            Err(_) => {
-                self.used.fetch_add(plan.size, Ordering::SeqCst);
-                false
             }
-        };
-        if discard {
-            let dir = self.objects.join(key.parts_prefix());
-            tokio::task::spawn_blocking(move || {
-                for path in &paths {
-                    let _ = std::fs::remove_file(path);
+            // The proof: the whole file, read once, is what was declared.
+            let mut verifier = Verifier::new(plan.size, sha256);
+            let mut file = File::open(&staging)?;
+            let mut buf = vec![0u8; READ_CHUNK];
+            loop {
+                let read = file.read(&mut buf)?;
+                if read == 0 {
+                    break;
                 }
-                let _ = std::fs::remove_dir(dir);
+                verifier.update(&buf[..read])?;
+            }
+            verifier.finish()?;
+            let parent = dest.parent().expect("object keys have a directory");
+            std::fs::create_dir_all(parent)?;
+            // No clobber: a link fails where an object is already stored.
+            match std::fs::hard_link(&staging, &dest) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    return Err(StoreError::AlreadyExists);
+                }
+                Err(e) => return Err(StoreError::Io(e)),
+            }
+            File::open(parent)?.sync_all()?;
+            Ok(())
+        })
+        .await
+        .map_err(join_error)?;
+        // Joined, or not the file declared: the parts go either way (no
+        // upload of them can ever match). Their bytes were counted as they
+        // arrived; the object keeps them counted, a mismatch frees them.
+        if matches!(joined, Ok(()) | Err(StoreError::Mismatch(_))) {
+            if joined.is_err() {
+                release(&self.used, plan.size);
+            }
+            tokio::task::spawn_blocking(move || {
+                let _ = std::fs::remove_dir_all(dir);
             })
             .await
             .map_err(join_error)?;
@@ -473,14 +484,73 @@ impl ObjectStore for LocalStore {
 }
 
 /// What a write hands back: the file and the verifier, for the next.
-type WriteResult = Result<(std::io::BufWriter<tempfile::NamedTempFile>, Verifier), StoreError>;
+type WriteResult<W> = Result<(std::io::BufWriter<W>, Verifier), StoreError>;
+
+/// Streams `body` into `file` through `verifier`, and hands both back once
+/// the body ended (the caller finishes the verifier). Chunks are hashed and
+/// written by short blocking tasks.
+async fn stream_into<W: Write + Send + 'static>(
+    file: std::io::BufWriter<W>,
+    verifier: Verifier,
+    mut body: ByteStream,
+) -> WriteResult<W> {
+    // The file and the verifier travel to each short blocking write and
+    // back; the body is read here, in async code, between writes. Frames
+    // are batched as they came (no copy) until a batch holds CHUNK bytes.
+    let mut state = Some((file, verifier));
+    let mut pending: Option<tokio::task::JoinHandle<WriteResult<W>>> = None;
+    let mut batch: Vec<Bytes> = Vec::new();
+    let mut batched = 0usize;
+    let mut ended = false;
+    let mut body_error = None;
+    // The body keeps being read while a write runs, up to QUEUED bytes
+    // ahead of the disk, so a stall in writeback does not stop the
+    // network at once.
+    loop {
+        if pending.is_none() && (batched >= CHUNK || (ended && batched > 0)) {
+            let (file, verifier) = state.take().expect("no write is in flight");
+            let chunks = std::mem::take(&mut batch);
+            batched = 0;
+            pending = Some(tokio::task::spawn_blocking(move || {
+                write_chunks(file, verifier, chunks)
+            }));
+        }
+        if ended && pending.is_none() {
+            break;
+        }
+        tokio::select! {
+            written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
+                pending = None;
+                state = Some(written.map_err(join_error)??);
+            }
+            next = body.next(), if !ended && batched < QUEUED => match next {
+                Some(Ok(chunk)) => {
+                    batched += chunk.len();
+                    batch.push(chunk);
+                }
+                Some(Err(e)) => {
+                    body_error = Some(e);
+                    ended = true;
+                    batch.clear();
+                    batched = 0;
+                }
+                None => ended = true,
+            },
+        }
+    }
+    if let Some(e) = body_error {
+        // A temporary file is removed when `state` drops.
+        return Err(StoreError::Body(e));
+    }
+    Ok(state.expect("the last write returned the file"))
+}
 
 /// Hashes and writes a batch of chunks (one short blocking task).
-fn write_chunks(
-    mut file: std::io::BufWriter<tempfile::NamedTempFile>,
+fn write_chunks<W: Write>(
+    mut file: std::io::BufWriter<W>,
     mut verifier: Verifier,
     chunks: Vec<Bytes>,
-) -> WriteResult {
+) -> WriteResult<W> {
     for chunk in chunks {
         verifier.update(&chunk)?;
         file.write_all(&chunk)?;
@@ -521,35 +591,6 @@ fn read_stream(file: File, slot: Slot) -> ByteStream {
                 Some((Ok(chunk), Some((next, slot))))
             }
             Err(e) => Some((Err(e), None)),
-        }
-    })
-    .boxed()
-}
-
-/// The files at `paths` one after the other, as one stream (the parts of
-/// an upload, joined). A file that cannot be read ends the stream in error.
-fn read_files(paths: Vec<PathBuf>) -> ByteStream {
-    let state = (paths.into_iter(), None::<File>);
-    futures_util::stream::unfold(Some(state), |state| async move {
-        let (mut paths, mut current) = state?;
-        loop {
-            let file = match current.take() {
-                Some(file) => file,
-                None => {
-                    let path = paths.next()?;
-                    match tokio::task::spawn_blocking(move || File::open(path)).await {
-                        Ok(Ok(file)) => file,
-                        Ok(Err(e)) => return Some((Err(e), None)),
-                        Err(e) => return Some((Err(io::Error::other(e)), None)),
-                    }
-                }
-            };
-            match tokio::task::spawn_blocking(move || read_chunk(file)).await {
-                Ok((_, Ok(chunk))) if chunk.is_empty() => continue,
-                Ok((file, Ok(chunk))) => return Some((Ok(chunk), Some((paths, Some(file))))),
-                Ok((_, Err(e))) => return Some((Err(e), None)),
-                Err(e) => return Some((Err(io::Error::other(e)), None)),
-            }
         }
     })
     .boxed()

@@ -160,18 +160,28 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
         Access::Proxied
     }
 
-    /// Stores part `n` of the upload in parts to `key`: exactly `size`
-    /// bytes of digest `sha256`, once (a proxied store; a direct one takes
-    /// parts at presigned URLs).
+    /// Begins the upload in parts to `key`, of an object of `content_type`
+    /// (once, when the file is issued, so that its parts, asked for
+    /// concurrently, all join the one upload). Nothing to do for a store
+    /// that keeps parts as objects of their own.
+    async fn begin_parts(&self, key: &ObjectKey, content_type: &str) -> Result<(), StoreError> {
+        let _ = (key, content_type);
+        Ok(())
+    }
+
+    /// Stores part `n` of the upload in parts to `key`, the file's bytes
+    /// from `offset`: exactly `size` bytes of digest `sha256`, once (a
+    /// proxied store; a direct one takes parts at presigned URLs).
     async fn put_part(
         &self,
         key: &ObjectKey,
         n: u32,
+        offset: u64,
         size: u64,
         sha256: Sha256,
         body: ByteStream,
     ) -> Result<(), StoreError> {
-        let _ = (key, n, size, sha256, body);
+        let _ = (key, n, offset, size, sha256, body);
         Err(StoreError::Unavailable(
             "this store does not take uploads in parts".into(),
         ))
@@ -237,19 +247,18 @@ pub trait Presigner: Send + Sync {
         ttl: std::time::Duration,
     ) -> Result<Presigned, StoreError>;
 
-    /// A presigned PUT of part `n` of the upload in parts to `key` (begun
-    /// now if it has not been, for an object of `content_type`), which the
-    /// store accepts only with exactly `size` bytes of digest `sha256`.
+    /// A presigned PUT of part `n` of the upload in parts to `key`
+    /// ([`ObjectStore::begin_parts`]), which the store accepts only with
+    /// exactly `size` bytes of digest `sha256`.
     async fn presign_part(
         &self,
         key: &ObjectKey,
         n: u32,
         size: u64,
         sha256: Sha256,
-        content_type: &str,
         ttl: std::time::Duration,
     ) -> Result<Presigned, StoreError> {
-        let _ = (key, n, size, sha256, content_type, ttl);
+        let _ = (key, n, size, sha256, ttl);
         Err(StoreError::Unavailable(
             "this store does not take uploads in parts".into(),
         ))
