@@ -329,6 +329,33 @@ mod on_s3 {
         assert_eq!(again.status, 409, "{}", again.text());
     }
 
+    /// Readiness is the stored checksum, not the object's existence: s3s-fs
+    /// keeps the bytes of a PUT it answered BadDigest to (S3 stores
+    /// nothing), without a checksum, and such a file is never ready.
+    #[test]
+    fn a_body_s3_refused_is_never_ready() {
+        let emulators = Emulators::start();
+        provision(&emulators, "refused");
+        let (server, _dir) = aws_server(&emulators, "refused", &[]);
+        let token = aws_token(&emulators, "alice", &[]);
+        let data = bytes(2 * MIB, 9);
+        let ticket = server.request_upload(&token, "r.bin", &data);
+        let work = tempfile::tempdir().unwrap();
+        let mut wrong = data.clone();
+        wrong[11] ^= 1;
+        std::fs::write(work.path().join("r.bin"), &wrong).unwrap();
+        let out = sh(ticket["command"].as_str().unwrap(), work.path());
+        assert!(out_text(&out).contains("BadDigest"), "{}", out_text(&out));
+        let handle = ticket["handle"].as_str().unwrap();
+        assert_eq!(server.resolve(&token, handle).status, 409, "not ready");
+        let list =
+            crate::util::call_tool(&server.base, &token, "list_files", serde_json::json!({}));
+        assert_eq!(
+            list["structuredContent"]["files"][0]["state"], "pending",
+            "{list}"
+        );
+    }
+
     #[test]
     fn parts_whose_whole_is_not_the_declared_file_never_turn_ready() {
         let emulators = Emulators::start();
@@ -354,4 +381,48 @@ mod on_s3 {
         let files = &list["structuredContent"]["files"];
         assert_eq!(files[0]["state"], "pending", "{list}");
     }
+}
+
+/// An upload in parts whose link has expired: the line says to ask again,
+/// in words, and nothing is joined.
+#[test]
+fn an_expired_upload_in_parts_says_to_ask_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+            ("SLUICE_HANDLE_TTL_SECS", "2"),
+            ("SLUICE_UPLOAD_TTL_SECS", "1"),
+        ],
+    );
+    let token = server.token("alice", &[]);
+    let data = bytes(6 * MIB, 2);
+    let ticket = server.request_upload(&token, "late.bin", &data);
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("late.bin"), &data).unwrap();
+    let link = ticket["upload"]["url"].as_str().unwrap();
+    let script = request("GET", &format!("{link}/sh"), &[], None).text();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // A script fetched in time, run after the link expired, says what to do.
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script, "sluice", "late.bin"])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", out_text(&out));
+    assert!(
+        out_text(&out).contains("expired or is unknown: call request_upload again"),
+        "{}",
+        out_text(&out)
+    );
+    // The line itself fails loudly (its script is refused: one uniform 404).
+    let line = sh(ticket["command"].as_str().unwrap(), work.path());
+    assert!(!line.status.success(), "{}", out_text(&line));
+    assert_eq!(
+        request("GET", &format!("{link}/parts"), &[], None).status,
+        404
+    );
+    assert!(walk(&dir.path().join("objects/files")).is_empty());
 }
