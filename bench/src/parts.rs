@@ -11,8 +11,7 @@ use std::time::Instant;
 use anyhow::{Context as _, bail};
 
 use crate::{
-    Sluice, make_file, median, memory_kib, post, sluice_bin, start_refs, start_sluice_with,
-    timed_curl,
+    Sluice, make_file, memory_kib, post, sluice_bin, start_refs, start_sluice_with, timed_curl,
 };
 
 /// Runs `line` in `dir` (`sh -c`), with a `curl` first on the PATH that
@@ -24,42 +23,16 @@ fn run_line(
     dir: &Path,
     fail_from: Option<usize>,
 ) -> anyhow::Result<(f64, bool, usize)> {
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v curl"])
-            .output()?
-            .stdout,
-    )?;
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin)?;
-    let log = dir.join("sent");
-    let _ = std::fs::remove_file(&log);
-    let fail = fail_from.map_or(String::new(), |n| {
-        format!("[ \"$n\" -ge {n} ] && exit 56; ")
-    });
-    let fake = bin.join("curl");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = -K ]; then n=${{a##*/}}; n=${{n%.cfg}}; echo \"$n\" >> \"$LOG\"; {fail}fi; prev=$a; done\nexec {} \"$@\"\n",
-            real.trim()
-        ),
-    )?;
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))?;
+    let path = sluice_testkit::counting_curl(dir, fail_from)?;
     Command::new("sync").status()?;
     let start = Instant::now();
     let out = Command::new("sh")
         .args(["-c", line])
         .current_dir(dir)
-        .env(
-            "PATH",
-            format!("{}:{}", bin.display(), std::env::var("PATH")?),
-        )
-        .env("LOG", &log)
+        .env("PATH", path)
         .output()?;
     let secs = start.elapsed().as_secs_f64();
-    let sent = std::fs::read_to_string(&log).map_or(0, |s| s.lines().count());
+    let sent = sluice_testkit::parts_sent(dir);
     if fail_from.is_none() && !out.status.success() {
         bail!("{line}: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -158,19 +131,19 @@ fn measure(
             token,
             &serde_json::json!({"handle": handle}),
         )?;
-        let (resumed_secs, _, _) = run_line(
+        run_line(
             link["command"].as_str().context("command")?,
             &down_dir,
             None,
         )?;
-        let _ = resumed_secs;
         anyhow::ensure!(
             std::fs::metadata(&saved)?.len() == size,
             "the resumed download is whole"
         );
         std::fs::remove_file(&saved)?;
         let (peak, _) = memory_kib(pid)?;
-        let part_mib = Plan::of(size);
+        // The default plan (SLUICE_PART_BYTES, 64 MiB).
+        let part_mib = sluice::multipart::Plan::new(size, 64 << 20).part_size >> 20;
         Ok(Figures {
             parts_up: parts_secs,
             single_up,
@@ -184,14 +157,6 @@ fn measure(
     })();
     std::fs::rename(&payload, file)?;
     result
-}
-
-/// The part size of the default plan, in MiB.
-struct Plan;
-impl Plan {
-    fn of(size: u64) -> u64 {
-        sluice::multipart::Plan::new(size, 64 << 20).part_size >> 20
-    }
 }
 
 /// A token the aws-mode server accepts (its master secret, not a data
@@ -322,6 +287,5 @@ pub fn run(size_mib: u64) -> anyhow::Result<String> {
              sluice but for the proof's one read (streamed)."
         )?;
     }
-    let _ = median;
     Ok(out)
 }

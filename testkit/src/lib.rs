@@ -44,3 +44,42 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Puts a `curl` first on a PATH for running an upload line in parts in
+/// `dir`: it logs the number of every part it sends (from its
+/// `-K <dir>/<n>.cfg`) to `dir/sent`, and fails as a dropped connection
+/// would (exit 56) on every part from `fail_from` on, if given; anything
+/// else it hands to the real curl. Returns the PATH to run the line with.
+pub fn counting_curl(dir: &Path, fail_from: Option<usize>) -> std::io::Result<String> {
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v curl"])
+        .output()?;
+    let real = String::from_utf8_lossy(&found.stdout).trim().to_owned();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let _ = std::fs::remove_file(dir.join("sent"));
+    let fail = fail_from.map_or(String::new(), |n| {
+        format!("[ \"$n\" -ge {n} ] && exit 56; ")
+    });
+    let fake = bin.join("curl");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = -K ]; then n=${{a##*/}}; n=${{n%.cfg}}; \
+             echo \"$n\" >> {sent}; {fail}fi; prev=$a; done\nexec {real} \"$@\"\n",
+            sent = dir.join("sent").display(),
+        ),
+    )?;
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755))?;
+    Ok(format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    ))
+}
+
+/// How many parts the `curl` of [`counting_curl`] sent (or tried to).
+pub fn parts_sent(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("sent")).map_or(0, |s| s.lines().count())
+}

@@ -21,43 +21,43 @@ fn server(dir: &Path) -> Server {
     )
 }
 
-/// Runs `line` in `dir` with a `curl` first on the PATH that logs every
-/// part it sends (the number in its `-K <dir>/<n>.cfg`) to `dir/sent`, and
-/// fails as a dropped connection would (exit 56) on every part from
-/// `fail_from` on, if given.
+/// Runs `line` in `dir` with [`sluice_testkit::counting_curl`].
 fn run_counting(line: &str, dir: &Path, fail_from: Option<usize>) -> std::process::Output {
-    let real = String::from_utf8(sh("command -v curl", dir).stdout).unwrap();
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let fake = bin.join("curl");
-    let fail = fail_from.map_or(String::new(), |n| {
-        format!("[ \"$n\" -ge {n} ] && exit 56; ")
-    });
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = -K ]; then n=${{a##*/}}; n=${{n%.cfg}}; echo \"$n\" >> \"$LOG\"; {fail}fi; prev=$a; done\nexec {} \"$@\"\n",
-            real.trim()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     std::process::Command::new("sh")
         .arg("-c")
         .arg(line)
         .current_dir(dir)
-        .env("PATH", path)
-        .env("LOG", dir.join("sent"))
+        .env(
+            "PATH",
+            sluice_testkit::counting_curl(dir, fail_from).unwrap(),
+        )
         .output()
         .unwrap()
 }
 
 fn sent(dir: &Path) -> usize {
-    std::fs::read_to_string(dir.join("sent"))
-        .map(|s| s.lines().count())
-        .unwrap_or(0)
+    sluice_testkit::parts_sent(dir)
+}
+
+/// Uploads 6 MiB whose declared SHA-256 is another file's, through the
+/// line: every part is accepted, the completion refuses the whole, and the
+/// file is not ready. Returns what the line printed.
+fn upload_a_liar(server: &Server, token: &str) -> String {
+    let data = bytes(6 * MIB, 3);
+    let declared = sluice::Sha256::of(&bytes(6 * MIB, 4)).to_hex();
+    let ticket = issue(server, token, "liar.bin", data.len(), &declared);
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("liar.bin"), &data).unwrap();
+    let out = sh(ticket["command"].as_str().unwrap(), work.path());
+    assert!(!out.status.success());
+    let text = out_text(&out);
+    assert!(
+        text.contains("together they are not the file declared"),
+        "{text}"
+    );
+    let handle = ticket["handle"].as_str().unwrap();
+    assert_eq!(server.resolve(token, handle).status, 409, "never ready");
+    text
 }
 
 /// Issues an upload declaring `size` and `sha256` (not necessarily those of
@@ -144,24 +144,11 @@ fn parts_whose_whole_is_not_the_declared_file_never_turn_ready() {
     let dir = tempfile::tempdir().unwrap();
     let server = server(dir.path());
     let token = server.token("alice", &[]);
-    let data = bytes(6 * MIB, 3);
-    let declared = sluice::Sha256::of(&bytes(6 * MIB, 4)).to_hex();
-    let ticket = issue(&server, &token, "liar.bin", data.len(), &declared);
-    let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("liar.bin"), &data).unwrap();
-    let out = sh(ticket["curl"].as_str().unwrap(), work.path());
-    assert!(!out.status.success());
-    let text = out_text(&out);
-    assert!(
-        text.contains("together they are not the file declared"),
-        "{text}"
-    );
+    let text = upload_a_liar(&server, &token);
     assert!(
         text.contains("part 2 of 2 sent"),
         "every part was accepted: {text}"
     );
-    let handle = ticket["handle"].as_str().unwrap();
-    assert_eq!(server.resolve(&token, handle).status, 409, "never ready");
     assert!(walk(&dir.path().join("objects/parts")).is_empty());
     assert!(walk(&dir.path().join("objects/files")).is_empty());
 }
@@ -362,20 +349,7 @@ mod on_s3 {
         provision(&emulators, "liar");
         let (server, _dir) = aws_server(&emulators, "liar", PARTS);
         let token = aws_token(&emulators, "alice", &[]);
-        let data = bytes(6 * MIB, 5);
-        let declared = sluice::Sha256::of(&bytes(6 * MIB, 6)).to_hex();
-        let ticket = issue(&server, &token, "liar.bin", data.len(), &declared);
-        let work = tempfile::tempdir().unwrap();
-        std::fs::write(work.path().join("liar.bin"), &data).unwrap();
-        let out = sh(ticket["curl"].as_str().unwrap(), work.path());
-        assert!(!out.status.success());
-        let text = out_text(&out);
-        assert!(
-            text.contains("together they are not the file declared"),
-            "{text}"
-        );
-        let handle = ticket["handle"].as_str().unwrap();
-        assert_eq!(server.resolve(&token, handle).status, 409, "never ready");
+        upload_a_liar(&server, &token);
         let list =
             crate::util::call_tool(&server.base, &token, "list_files", serde_json::json!({}));
         let files = &list["structuredContent"]["files"];
