@@ -244,6 +244,7 @@ pub fn assemble(
         max_upload_bytes: config.max_upload_bytes,
         part_bytes: config.part_bytes,
         single_put_max_bytes: config.single_put_max_bytes,
+        proof_budget: config.proof_budget,
         download_url_ttl: config.download_url_ttl,
         mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
         auth_servers: config.auth_servers.clone(),

@@ -87,7 +87,8 @@ pub fn parts_command(link: &str, local_file: &str) -> String {
 /// asks `POST <link>/parts/<n>?sha256=<hex>` where to send it (an answer in
 /// curl's config format: the URL and exactly the headers to send), and
 /// streams it there with its exact length; finally it asks
-/// `POST <link>/complete`, which proves the whole file. A part that fails
+/// `POST <link>/complete`, which proves the whole file, again while it
+/// answers 202 (a proof longer than one request goes on at the next). A part that fails
 /// ends the run after its batch, saying to run the same line again, which
 /// sends only what is missing. Every part size is a whole number of MiB, so
 /// `dd` cuts with plain POSIX operands.
@@ -126,8 +127,14 @@ while [ "$i" -le "$N" ]; do
     [ -e "$d/$j.ok" ] || {{ echo "sluice: part $j was not stored: run the same line again to resume" >&2; exit 1; }}
   done
 done
-curl --fail-with-body -sS -X POST "$L/complete"
-echo
+while :; do
+  c=$(curl -sS -o "$d/done" -w '%{{http_code}}' -X POST "$L/complete") || exit 1
+  case "$c" in
+  200) cat "$d/done"; echo; exit 0 ;;
+  202) echo "sluice: verifying the whole file's sha256…" >&2 ;;
+  *) cat "$d/done" >&2; echo >&2; exit 1 ;;
+  esac
+done
 "#,
         link = shell_quote(link),
         count = plan.count,

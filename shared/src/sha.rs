@@ -231,6 +231,115 @@ impl Hasher {
     }
 }
 
+/// A SHA-256 whose progress can be kept and taken up again later, by
+/// another process: the proof of a file too large to read in one request
+/// is read a slice at a time ([`Midstate::save`] after each). Slower than
+/// [`Hasher`] (it drives the `sha2` crate's compression function block by
+/// block), so only used where a hash must outlive a process.
+#[derive(Debug, Clone)]
+pub struct Midstate {
+    state: [u32; 8],
+    /// Bytes compressed so far (whole blocks).
+    len: u64,
+    /// Bytes taken in but not yet a whole block.
+    pending: Vec<u8>,
+}
+
+impl Default for Midstate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Midstate {
+    /// SHA-256's initial state.
+    pub fn new() -> Self {
+        Self {
+            state: [
+                0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+                0x5be0cd19,
+            ],
+            len: 0,
+            pending: Vec::with_capacity(64),
+        }
+    }
+
+    /// How many bytes it has taken in.
+    pub fn offset(&self) -> u64 {
+        self.len + self.pending.len() as u64
+    }
+
+    /// Takes in the next bytes.
+    // sha2 0.10's compression function takes generic-array 0.14 blocks,
+    // which that crate now marks deprecated in favour of its 1.x.
+    #[allow(deprecated)]
+    pub fn update(&mut self, mut data: &[u8]) {
+        use sha2::digest::generic_array::GenericArray;
+        if !self.pending.is_empty() {
+            let take = (64 - self.pending.len()).min(data.len());
+            self.pending.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.pending.len() < 64 {
+                return;
+            }
+            sha2::compress256(&mut self.state, &[*GenericArray::from_slice(&self.pending)]);
+            self.len += 64;
+            self.pending.clear();
+        }
+        let whole = data.len() / 64 * 64;
+        for block in data[..whole].chunks_exact(64) {
+            sha2::compress256(&mut self.state, &[*GenericArray::from_slice(block)]);
+        }
+        self.len += whole as u64;
+        self.pending.extend_from_slice(&data[whole..]);
+    }
+
+    /// The progress, as text to keep (`<offset> <state in hex>`), or `None`
+    /// where it is not at a block boundary (keep it at whole MiB).
+    pub fn save(&self) -> Option<String> {
+        if !self.pending.is_empty() {
+            return None;
+        }
+        let words: String = self.state.iter().map(|w| format!("{w:08x}")).collect();
+        Some(format!("{} {words}", self.len))
+    }
+
+    /// Progress kept by [`Midstate::save`].
+    pub fn load(saved: &str) -> Option<Self> {
+        let (len, words) = saved.trim().split_once(' ')?;
+        if words.len() != 64 || !words.is_ascii() {
+            return None;
+        }
+        let mut state = [0u32; 8];
+        for (i, w) in state.iter_mut().enumerate() {
+            *w = u32::from_str_radix(&words[i * 8..i * 8 + 8], 16).ok()?;
+        }
+        let len: u64 = len.parse().ok()?;
+        (len % 64 == 0).then(|| Self {
+            state,
+            len,
+            pending: Vec::with_capacity(64),
+        })
+    }
+
+    /// The digest of everything taken in.
+    pub fn finish(mut self) -> Sha256 {
+        let bits = self.offset().wrapping_mul(8);
+        let mut tail = std::mem::take(&mut self.pending);
+        tail.push(0x80);
+        while tail.len() % 64 != 56 {
+            tail.push(0);
+        }
+        tail.extend_from_slice(&bits.to_be_bytes());
+        self.update(&tail);
+        let mut out = [0u8; 32];
+        for (chunk, w) in out.chunks_exact_mut(4).zip(self.state) {
+            chunk.copy_from_slice(&w.to_be_bytes());
+        }
+        Sha256(out)
+    }
+}
+
 /// Hashes and counts a stream, checking it against a pinned size and digest.
 #[derive(Clone)]
 pub struct Verifier {
@@ -330,6 +439,30 @@ impl HoldBack {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_midstate_kept_and_taken_up_again_hashes_as_sha256() {
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        for cut in [0usize, 64, 4096, 131_072, 299_968] {
+            for len in [0usize, 1, 55, 56, 63, 64, 65, 1000, 300_000] {
+                let (data, cut) = (&data[..len], cut.min(len) / 64 * 64);
+                let mut first = Midstate::new();
+                first.update(&data[..cut / 2]);
+                first.update(&data[cut / 2..cut]);
+                let saved = first.save().expect("at a block boundary");
+                let mut second = Midstate::load(&saved).unwrap();
+                assert_eq!(second.offset(), cut as u64);
+                for piece in data[cut..].chunks(777) {
+                    second.update(piece);
+                }
+                assert_eq!(second.finish(), Sha256::of(data), "len {len} cut {cut}");
+            }
+        }
+        let mut odd = Midstate::new();
+        odd.update(b"abc");
+        assert_eq!(odd.save(), None, "not at a block boundary");
+        assert!(Midstate::load("12 zz").is_none());
+    }
 
     // FIPS 180-2 test vector.
     const ABC_HEX: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";

@@ -238,9 +238,13 @@ mod on_s3 {
     use super::*;
     use crate::util::{Emulators, aws_server, aws_token, provision};
 
+    /// Parts of 5 MiB, and a proof that reads one part's worth per
+    /// completion (as a file too large to prove in one request would), so
+    /// the line asks again while the completion answers 202.
     const PARTS: &[(&str, &str)] = &[
         ("SLUICE_PART_BYTES", "5242880"),
         ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+        ("SLUICE_PROOF_MILLIS", "1"),
     ];
 
     #[test]
@@ -304,6 +308,11 @@ mod on_s3 {
             sent(work.path()),
             2,
             "part 1 is listed by S3 and not sent again"
+        );
+        assert!(
+            String::from_utf8_lossy(&second.stderr).contains("verifying the whole file's sha256"),
+            "the proof went on over several completions: {}",
+            out_text(&second)
         );
 
         // Proven, ready, and the download line brings back the same bytes.

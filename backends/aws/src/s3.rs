@@ -13,13 +13,20 @@ use aws_sdk_s3::primitives::ByteStream as AwsBody;
 use aws_sdk_s3::types::{ChecksumAlgorithm, ChecksumMode, CompletedMultipartUpload, CompletedPart};
 use bytes::Bytes;
 use futures_util::{StreamExt as _, TryStreamExt as _};
+use sluice::sha::Midstate;
 use sluice::store::{
-    Access, ByteStream, DownloadAs, ObjectInfo, ObjectStore, Presigned, Presigner, StoreError,
+    Access, ByteStream, DownloadAs, Joined, ObjectInfo, ObjectStore, Presigned, Presigner,
+    StoreError,
 };
 use sluice::{ObjectKey, Sha256};
 
 use crate::MAX_GET_TTL;
 use sluice::AwsConfig;
+
+/// The most of a joined object the proof reads at once (a ranged GET; a
+/// part's size where parts are smaller), keeping its progress after each:
+/// a whole number of MiB.
+const PROOF_SLICE: u64 = 256 * 1024 * 1024;
 
 /// How long S3 may take to join an upload's parts.
 const COMPLETE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -196,21 +203,95 @@ impl S3Store {
         }
     }
 
-    /// Reads the object at `key` whole, hashing it: it must be `size` bytes
-    /// of digest `sha256`. S3 keeps only a composite checksum of an object
+    /// Reads the object at `key`, hashing it: it must be `size` bytes of
+    /// digest `sha256`. S3 keeps only a composite checksum of an object
     /// joined from parts (a digest of the parts' digests), so this read is
-    /// what proves the file declared.
-    async fn prove(&self, key: &ObjectKey, size: u64, sha256: Sha256) -> Result<(), StoreError> {
-        let mut stream = self
-            .get(key)
-            .await?
-            .ok_or_else(|| StoreError::Io(io::Error::other("the joined object is not there")))?;
-        let mut verifier = sluice::sha::Verifier::new(size, sha256);
-        while let Some(chunk) = stream.next().await {
-            verifier.update(&chunk.map_err(StoreError::Io)?)?;
+    /// what proves the file declared. It reads a slice at a time, keeping
+    /// its progress beside the object after each (`.proof-<offset>`, the
+    /// hash's state), and stops once `budget` is spent: a proof longer than
+    /// one request (API Gateway ends one at 30 s) goes on at the next.
+    async fn prove(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+        slice: u64,
+        budget: Duration,
+    ) -> Result<Joined, StoreError> {
+        let started = std::time::Instant::now();
+        let mut hash = self.proof_progress(key).await?;
+        while hash.offset() < size {
+            let from = hash.offset();
+            let to = (from + slice).min(size);
+            let out = self
+                .client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .range(format!("bytes={from}-{}", to - 1))
+                .send()
+                .await
+                .map_err(|e| s3_error(e, key.as_str()))?;
+            let mut body = out.body;
+            while let Some(chunk) = body
+                .try_next()
+                .await
+                .map_err(|e| StoreError::Io(io::Error::other(e)))?
+            {
+                hash.update(&chunk);
+            }
+            if hash.offset() != to {
+                return Err(StoreError::Mismatch(sluice::sha::Mismatch::TooShort {
+                    expected: size,
+                    actual: hash.offset(),
+                }));
+            }
+            if to < size {
+                let saved = hash.save().expect("slices end on block boundaries");
+                self.write_note(&Self::beside(key, &format!("proof-{to:020}")), &saved)
+                    .await?;
+                if started.elapsed() >= budget {
+                    tracing::info!(key = %key, proven = to, size, "proof goes on at the next completion");
+                    return Ok(Joined::Proving { proven: to });
+                }
+            }
         }
-        verifier.finish()?;
-        Ok(())
+        let actual = hash.finish();
+        if actual != sha256 {
+            return Err(StoreError::Mismatch(sluice::sha::Mismatch::Digest {
+                expected: sha256,
+                actual,
+            }));
+        }
+        Ok(Joined::Proven)
+    }
+
+    /// The proof's furthest progress kept beside `key`'s object, or a fresh
+    /// hash.
+    async fn proof_progress(&self, key: &ObjectKey) -> Result<Midstate, StoreError> {
+        let prefix = Self::beside(key, "proof-");
+        let listed = self
+            .client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(&prefix)
+            .send()
+            .await
+            .map_err(|e| s3_error(e, &prefix))?;
+        let furthest = listed
+            .contents()
+            .iter()
+            .filter_map(|o| o.key())
+            .max()
+            .map(str::to_owned);
+        let Some(note) = furthest else {
+            return Ok(Midstate::new());
+        };
+        Ok(self
+            .read_note(&note)
+            .await?
+            .and_then(|saved| Midstate::load(&saved))
+            .unwrap_or_default())
     }
 
     /// Joins upload `id`'s parts of `plan` into `key`'s object, once.
@@ -411,7 +492,8 @@ impl ObjectStore for S3Store {
         key: &ObjectKey,
         plan: &sluice::multipart::Plan,
         sha256: Sha256,
-    ) -> Result<(), StoreError> {
+        budget: Duration,
+    ) -> Result<Joined, StoreError> {
         let proof = Self::beside(key, "sha256");
         if self.read_note(&proof).await?.is_some() {
             return Err(StoreError::AlreadyExists);
@@ -424,11 +506,13 @@ impl ObjectStore for S3Store {
                 .ok_or(StoreError::MissingPart(1))?;
             self.complete(key, plan, &id).await?;
         }
-        match self.prove(key, plan.size, sha256).await {
-            Ok(()) => {
+        let slice = plan.part_size.min(PROOF_SLICE);
+        match self.prove(key, plan.size, sha256, slice, budget).await {
+            Ok(Joined::Proven) => {
                 self.write_note(&proof, &sha256.to_hex()).await?;
-                Ok(())
+                Ok(Joined::Proven)
             }
+            Ok(proving) => Ok(proving),
             Err(StoreError::Mismatch(m)) => {
                 // Not the file declared, and never will be: gone, so nothing
                 // can serve it (its version expires with the bucket's rule).

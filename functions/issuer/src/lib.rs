@@ -23,6 +23,7 @@ use sluice::http::auth::require;
 use sluice::http::{HttpError, JsonBody, only};
 use sluice::service::browser::{BrowserStart, BrowserTarget};
 use sluice::service::issue::{UploadRequest, UploadTicket};
+use sluice::service::multipart::Completion;
 use sluice::service::uploads::Uploaded;
 use sluice::{Caller, Scope, Sluice};
 
@@ -245,12 +246,26 @@ async fn upload_part(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// Joins the parts and proves the whole file ([`Sluice::complete_parts`]).
+/// Joins the parts and proves the whole file ([`Sluice::complete_parts`]):
+/// 200 with the file once it is proven; 202 while its proof goes on, which
+/// the upload script answers by asking again.
 async fn complete_parts(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
-) -> Result<Json<Uploaded>, HttpError> {
-    Ok(Json(sluice.complete_parts(&token).await?))
+) -> Result<Response, HttpError> {
+    Ok(match sluice.complete_parts(&token).await? {
+        Completion::Ready(done) => Json(done).into_response(),
+        Completion::Verifying { proven, size } => (
+            StatusCode::ACCEPTED,
+            Json(serde_json::json!({
+                "state": "verifying",
+                "proven": proven,
+                "size": size,
+                "message": format!("{proven} of {size} bytes proven so far: ask again to go on"),
+            })),
+        )
+            .into_response(),
+    })
 }
 
 /// The request's `Content-Length`, if it has one.

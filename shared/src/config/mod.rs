@@ -106,6 +106,9 @@ pub struct Config {
     /// Files larger than this go in parts (`SLUICE_SINGLE_PUT_MAX_BYTES`,
     /// 64 MiB).
     pub single_put_max_bytes: u64,
+    /// How long one completion of an upload in parts reads to prove it
+    /// before answering that it goes on (`SLUICE_PROOF_MILLIS`, 20 s).
+    pub proof_budget: Duration,
     /// Total bytes the local store may hold (`SLUICE_QUOTA_BYTES`, default 20 GiB).
     pub quota_bytes: u64,
     /// The `iss` bearer tokens must carry (`SLUICE_AUTH_ISSUER`, default `sluice-local`).
@@ -256,6 +259,7 @@ impl Config {
             },
             part_bytes: part_bytes(&vars)?,
             single_put_max_bytes: single_put_max_bytes(&vars)?,
+            proof_budget: Duration::from_millis(vars.positive("SLUICE_PROOF_MILLIS")?),
             quota_bytes: vars.positive("SLUICE_QUOTA_BYTES")?,
             auth_issuer: vars.text("SLUICE_AUTH_ISSUER").unwrap_or_default(),
             auth_audience: vars.text("SLUICE_AUTH_AUDIENCE"),

@@ -246,6 +246,13 @@ pub const SETTINGS: &[Setting] = &[
         "size of each part of a file uploaded in parts (64 MiB; rounded up to whole MiB, at least 5 MiB, at most 5 GiB; larger where 10,000 parts would not hold the file)",
     ),
     s(
+        "SLUICE_PROOF_MILLIS",
+        Limits,
+        Parse::Positive,
+        Value("20000"),
+        "milliseconds one completion of an upload in parts on S3 reads to prove the file before answering 202 (`verifying`); the upload line asks again until it is proven (API Gateway ends a request at 30 s)",
+    ),
+    s(
         "SLUICE_SINGLE_PUT_MAX_BYTES",
         Limits,
         Parse::Positive,

@@ -78,6 +78,8 @@ pub struct Parts {
     pub part_bytes: u64,
     /// Files larger than this are uploaded in parts.
     pub single_put_max_bytes: u64,
+    /// How long one completion reads to prove a file in parts.
+    pub proof_budget: Duration,
     /// How long a presigned download URL (aws) is valid.
     pub download_url_ttl: Duration,
     /// The largest MCP request body.

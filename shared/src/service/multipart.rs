@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::file::FileMeta;
 use crate::multipart::Plan;
 use crate::sha::Sha256;
-use crate::store::{Access, ByteStream, idle_timeout};
+use crate::store::{Access, ByteStream, Joined, idle_timeout};
 use crate::time::now_unix;
 use crate::token::Method;
 
@@ -164,20 +164,33 @@ impl Sluice {
 
     /// Completes `token`'s file: every part there, joined and proven to be
     /// the size and SHA-256 declared when it was issued; then it is ready.
-    pub async fn complete_parts(&self, token: &str) -> Result<Uploaded, Error> {
+    /// A proof longer than [`Parts::proof_budget`](super::Parts) goes on at
+    /// the next call ([`Completion::Verifying`]).
+    pub async fn complete_parts(&self, token: &str) -> Result<Completion, Error> {
         let parted = self.parted(token).await?;
         // A direct store may hold the object joined but not yet proven (a
-        // proof that broke off): its join proves it then.
+        // proof that goes on, or broke off): its join proves it then.
         if !self.stores_directly() {
             self.not_complete(&parted.file).await?;
         }
         let file = &parted.file;
-        match self
+        let joined = self
             .store()
-            .join_parts(&file.object_key(), &parted.plan, file.sha256)
-            .await
-        {
-            Ok(()) => {}
+            .join_parts(
+                &file.object_key(),
+                &parted.plan,
+                file.sha256,
+                self.parts().proof_budget,
+            )
+            .await;
+        match joined {
+            Ok(Joined::Proven) => {}
+            Ok(Joined::Proving { proven }) => {
+                return Ok(Completion::Verifying {
+                    proven,
+                    size: file.size,
+                });
+            }
             Err(crate::store::StoreError::Mismatch(m)) => {
                 tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
                 return Err(Error::Invalid(format!(
@@ -191,12 +204,26 @@ impl Sluice {
         if let Err(e) = self.file_stored(file).await {
             tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
         }
-        Ok(Uploaded {
+        Ok(Completion::Ready(Uploaded {
             file_id: file.id.clone(),
             size: file.size,
             sha256: file.sha256,
-        })
+        }))
     }
+}
+
+/// How far a completion went.
+#[derive(Debug, Clone)]
+pub enum Completion {
+    /// Joined and proven: the file is ready.
+    Ready(Uploaded),
+    /// Joined; its proof goes on at the next completion.
+    Verifying {
+        /// Bytes proven so far.
+        proven: u64,
+        /// The file's size.
+        size: u64,
+    },
 }
 
 /// The planned size of part `n`, or the refusal of a part beyond the plan.

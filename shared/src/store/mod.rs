@@ -195,21 +195,37 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
 
     /// Joins the parts of `plan` into the object `key`, which must come out
     /// exactly `plan.size` bytes of digest `sha256` (the proof of the whole
-    /// file): then the object is stored and the parts are gone. A missing
-    /// part is [`StoreError::MissingPart`], and nothing changes; a whole of
-    /// another digest is [`StoreError::Mismatch`], and the parts are
-    /// discarded (no upload of them can ever match).
+    /// file): then the object is stored and the parts are gone. A store
+    /// whose proof takes more than `budget` may stop there and answer
+    /// [`Joined::Proving`], keeping its progress for the next call. A
+    /// missing part is [`StoreError::MissingPart`], and nothing changes; a
+    /// whole of another digest is [`StoreError::Mismatch`], and the parts
+    /// are discarded (no upload of them can ever match).
     async fn join_parts(
         &self,
         key: &ObjectKey,
         plan: &crate::multipart::Plan,
         sha256: Sha256,
-    ) -> Result<(), StoreError> {
-        let _ = (key, plan, sha256);
+        budget: std::time::Duration,
+    ) -> Result<Joined, StoreError> {
+        let _ = (key, plan, sha256, budget);
         Err(StoreError::Unavailable(
             "this store does not take uploads in parts".into(),
         ))
     }
+}
+
+/// How far joining an upload's parts went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Joined {
+    /// Joined and proven: the object is the file declared.
+    Proven,
+    /// Joined; the proof has read this many bytes and goes on at the next
+    /// call.
+    Proving {
+        /// Bytes proven so far.
+        proven: u64,
+    },
 }
 
 /// How clients move a store's bytes.
