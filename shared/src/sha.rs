@@ -315,7 +315,7 @@ impl Midstate {
             *w = u32::from_str_radix(&words[i * 8..i * 8 + 8], 16).ok()?;
         }
         let len: u64 = len.parse().ok()?;
-        (len % 64 == 0).then(|| Self {
+        len.is_multiple_of(64).then(|| Self {
             state,
             len,
             pending: Vec::with_capacity(64),
