@@ -290,7 +290,7 @@ fn a_partial_file_that_does_not_verify_is_removed_not_renamed() {
     let out = sh(&line(&server), work.path());
     assert!(!out.status.success());
     assert!(
-        out_text(&out).contains("did not match"),
+        out_text(&out).contains("not the file's sha256, removed"),
         "{}",
         out_text(&out)
     );

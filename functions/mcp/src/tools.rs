@@ -103,7 +103,7 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
     ) -> Result<CallToolResult, ErrorData> {
         finish(async {
             let caller = caller(&parts)?;
-            let (name, size) = (req.filename.clone(), req.size);
+            let (name, size) = (shown(&req.filename), req.size);
             let ticket = self.sluice.issue_upload(&caller.owner, req).await?;
             let reach = if self.sluice.stores_directly() {
                 " and the store it sends the bytes to"
@@ -141,8 +141,11 @@ The bytes never pass through the conversation. The size and sha256 are returned 
             let ticket = self.sluice.issue_download(&caller.owner, &file).await?;
             compact(
                 format!(
-                    "Download link for {} ({} bytes, sha256 {}), single use, valid until {}: run `command` (run again, it resumes).",
-                    ticket.filename, ticket.size, ticket.sha256, ticket.download.expires_at
+                    "Download link for {} ({} bytes), single use, valid until {}: run `command` where the file \
+                     should go (it checks the sha256; run again with a new link, it resumes).",
+                    shown(&ticket.filename),
+                    ticket.size,
+                    ticket.download.expires_at
                 ),
                 &["file_id", "command"],
                 &ticket,
@@ -242,4 +245,17 @@ verified against its sha256. Best effort, small files only: prefer get_download_
             .await,
         )
     }
+}
+
+/// A file's name as a summary shows it: whole up to 64 characters, longer
+/// ones cut in the middle (the line that moves the file names it whole), so
+/// a long name does not take the model's text twice.
+fn shown(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    if chars.len() <= 64 {
+        return name.to_owned();
+    }
+    let head: String = chars[..40].iter().collect();
+    let tail: String = chars[chars.len() - 20..].iter().collect();
+    format!("{head}…{tail}")
 }
