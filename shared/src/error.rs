@@ -43,6 +43,11 @@ pub enum Error {
     /// A file issued but whose bytes have not arrived.
     #[error("this file has not been uploaded yet")]
     NotUploaded,
+    /// A file in parts whose whole digest is still being proven.
+    #[error(
+        "this file is still being verified (its parts are joined; the proof of its sha256 goes on): run its upload command again to finish it, or try again in a moment"
+    )]
+    Verifying,
     /// The stored bytes differ from what was pinned: nothing is sent.
     #[error("the stored file does not match its pinned size and sha256; it was not sent")]
     StoredMismatch,

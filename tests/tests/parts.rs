@@ -325,6 +325,59 @@ mod on_s3 {
         assert_eq!(again.status, 409, "{}", again.text());
     }
 
+    /// A file whose parts are joined but whose proof goes on is listed
+    /// `verifying`, is not served, and the same line finishes it.
+    #[test]
+    fn a_file_whose_proof_goes_on_is_verifying_until_the_line_finishes_it() {
+        let emulators = Emulators::start();
+        provision(&emulators, "verifying");
+        let (server, _dir) = aws_server(&emulators, "verifying", PARTS);
+        let token = aws_token(&emulators, "alice", &[]);
+        let data = bytes(11 * MIB, 12);
+        let ticket = server.request_upload(&token, "v.bin", &data);
+        let link = ticket["upload"]["url"].as_str().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join("v.bin"), &data).unwrap();
+        // The script, asking to complete once only (as if stopped there).
+        let script = request("GET", &format!("{link}/sh"), &[], None)
+            .text()
+            .replace("while :; do", "for _ in once; do");
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script, "sluice", "v.bin"])
+            .current_dir(work.path())
+            .output()
+            .unwrap();
+        assert!(
+            out_text(&out).contains("verifying the whole file"),
+            "{}",
+            out_text(&out)
+        );
+        let list =
+            crate::util::call_tool(&server.base, &token, "list_files", serde_json::json!({}));
+        assert_eq!(
+            list["structuredContent"]["files"][0]["state"], "verifying",
+            "{list}"
+        );
+        let handle = ticket["handle"].as_str().unwrap();
+        let refused = server.resolve(&token, handle);
+        assert_eq!(refused.status, 409);
+        assert!(
+            refused.text().contains("still being verified"),
+            "{}",
+            refused.text()
+        );
+        // The line again: no part is sent, the proof goes on to the end.
+        let again = run_counting(ticket["command"].as_str().unwrap(), work.path(), None);
+        assert!(again.status.success(), "{}", out_text(&again));
+        assert_eq!(sent(work.path()), 0);
+        let list =
+            crate::util::call_tool(&server.base, &token, "list_files", serde_json::json!({}));
+        assert_eq!(
+            list["structuredContent"]["files"][0]["state"], "ready",
+            "{list}"
+        );
+    }
+
     /// Readiness is the stored checksum, not the object's existence: s3s-fs
     /// keeps the bytes of a PUT it answered BadDigest to (S3 stores
     /// nothing), without a checksum, and such a file is never ready.

@@ -417,6 +417,7 @@ impl ObjectStore for S3Store {
         // (multipart) checksum has a `-N` suffix and is not a digest of the
         // bytes. For an object joined from parts, the digest is the one
         // sluice proved by reading it, kept beside it; none yet: unproven.
+        let composite = out.checksum_sha256().is_some_and(|c| c.contains('-'));
         let sha256 = match out
             .checksum_sha256()
             .and_then(|c| Sha256::from_base64(c).ok())
@@ -427,10 +428,14 @@ impl ObjectStore for S3Store {
                 .await?
                 .and_then(|hex| Sha256::from_hex(&hex).ok()),
         };
+        // Joined from parts (S3 reports a composite checksum; s3s-fs none,
+        // but keeps the upload's id beside it) and not proven yet.
+        let proving = sha256.is_none() && (composite || self.upload_id(key).await?.is_some());
         Ok(Some(ObjectInfo {
             size: out.content_length().unwrap_or(0).max(0) as u64,
             sha256,
             version: out.version_id().map(str::to_owned),
+            proving,
         }))
     }
 

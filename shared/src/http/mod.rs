@@ -63,6 +63,7 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::OtherUsersHandle | Error::PageRefused(_) => StatusCode::FORBIDDEN,
         Error::NotFound => StatusCode::NOT_FOUND,
         Error::NotUploaded
+        | Error::Verifying
         | Error::StoredMismatch
         | Error::PageConflict(_)
         | Error::AlreadyUploaded

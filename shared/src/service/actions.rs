@@ -203,6 +203,13 @@ impl Sluice {
                             &field,
                             "the stored file does not match its pinned size and sha256: upload it again with request_upload",
                         )),
+                        Stored::Verifying => Err(Error::field(
+                            &field,
+                            format!(
+                                "{} is still being verified: run its upload command again to finish it, then call this again",
+                                meta.filename
+                            ),
+                        )),
                     }
                 })
                 .await

@@ -34,6 +34,9 @@ const HEADS_AT_ONCE: usize = 8;
 pub enum FileState {
     /// Issued; the upload has not completed.
     Pending,
+    /// Uploaded in parts and joined; the proof of its whole sha256 goes on
+    /// (the upload command, run again, finishes it).
+    Verifying,
     /// Uploaded and verified.
     Ready,
 }
@@ -51,7 +54,8 @@ pub struct FileListing {
     pub sha256: Sha256,
     /// The media type.
     pub content_type: String,
-    /// `pending` until the bytes arrive, then `ready`.
+    /// `pending` until the bytes arrive, then `ready` (`verifying` between,
+    /// for a file in parts whose whole sha256 is being proven).
     pub state: FileState,
     /// When it was issued (RFC 3339).
     pub created_at: String,
@@ -149,12 +153,25 @@ impl Sluice {
     /// A record marked pending whose bytes have arrived by now, and match
     /// their pin ([`Sluice::stored`]: uploads straight to S3 are not seen
     /// otherwise), is marked ready; returns the record brought up to date.
-    pub(crate) async fn settle(&self, mut record: FileRecord) -> Result<FileRecord, Error> {
-        if !record.ready && matches!(self.stored(&record.file).await?, Stored::Ready(_)) {
-            self.file_stored(&record.file).await?;
-            record.ready = true;
+    pub(crate) async fn settle(&self, record: FileRecord) -> Result<FileRecord, Error> {
+        Ok(self.settle_state(record).await?.0)
+    }
+
+    /// [`Sluice::settle`], with the state a listing shows.
+    async fn settle_state(&self, mut record: FileRecord) -> Result<(FileRecord, FileState), Error> {
+        if record.ready {
+            return Ok((record, FileState::Ready));
         }
-        Ok(record)
+        let state = match self.stored(&record.file).await? {
+            Stored::Ready(_) => {
+                self.file_stored(&record.file).await?;
+                record.ready = true;
+                FileState::Ready
+            }
+            Stored::Verifying => FileState::Verifying,
+            Stored::Missing | Stored::Mismatch => FileState::Pending,
+        };
+        Ok((record, state))
     }
 
     /// [`Sluice::settle`] for each of `records`, with bounded-parallel HEADs.
@@ -194,21 +211,20 @@ impl Sluice {
             .records()
             .page(owner, limit, after.as_ref(), now_unix())
             .await?;
-        let files = self
-            .refresh(page.records)
-            .await?
+        let files: Vec<(FileRecord, FileState)> = futures_util::stream::iter(page.records)
+            .map(|record| self.settle_state(record))
+            .buffered(HEADS_AT_ONCE)
+            .try_collect()
+            .await?;
+        let files = files
             .into_iter()
-            .map(|r| FileListing {
+            .map(|(r, state)| FileListing {
                 file_id: r.file.id.to_string(),
                 filename: r.file.filename,
                 size: r.file.size,
                 sha256: r.file.sha256,
                 content_type: r.file.content_type,
-                state: if r.ready {
-                    FileState::Ready
-                } else {
-                    FileState::Pending
-                },
+                state,
                 created_at: rfc3339(r.created_ms / 1000),
                 expires_at: rfc3339(r.expires_at),
             })

@@ -169,6 +169,7 @@ impl Sluice {
                 Ok(self.download_ticket(file))
             }
             Stored::Missing => Err(Error::NotUploaded),
+            Stored::Verifying => Err(Error::Verifying),
             Stored::Mismatch => Err(Error::StoredMismatch),
         }
     }
@@ -265,7 +266,7 @@ impl Sluice {
         let file = self.file_of(link).await?;
         let info = match self.stored(&file).await? {
             Stored::Ready(info) => info,
-            Stored::Missing => return Err(Error::NotFound),
+            Stored::Missing | Stored::Verifying => return Err(Error::NotFound),
             Stored::Mismatch => {
                 tracing::warn!(file_id = %file.id, %jti, "stored object does not match its link");
                 return Err(Error::StoredMismatch);

@@ -122,6 +122,9 @@ pub enum Stored {
     /// The object differs from the pin, or a direct store cannot vouch
     /// for its digest: it is never delivered or counted as uploaded.
     Mismatch,
+    /// Joined from an upload's parts; the proof of its whole digest goes
+    /// on: not delivered yet.
+    Verifying,
 }
 
 impl Sluice {
@@ -201,6 +204,9 @@ impl Sluice {
         let Some(info) = self.store().head(&file.object_key()).await? else {
             return Ok(Stored::Missing);
         };
+        if info.proving {
+            return Ok(Stored::Verifying);
+        }
         let direct = matches!(self.store().access(), Access::Direct(_));
         Ok(match info.pin(file) {
             Pin::Matches => Stored::Ready(info),

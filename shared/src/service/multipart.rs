@@ -75,10 +75,16 @@ impl Sluice {
         Ok(curl::parts_script(&link, &parted.plan))
     }
 
-    /// The parts of `token`'s file stored so far.
+    /// The parts of `token`'s file stored so far: all of them once they
+    /// are joined (S3 lists no parts of a completed upload), so a rerun of
+    /// the line goes straight to the completion.
     pub async fn stored_parts(&self, token: &str) -> Result<Vec<u32>, Error> {
         let parted = self.parted(token).await?;
-        Ok(self.store().stored_parts(&parted.file.object_key()).await?)
+        let key = parted.file.object_key();
+        if self.store().head(&key).await?.is_some() {
+            return Ok(parted.plan.numbers().collect());
+        }
+        Ok(self.store().stored_parts(&key).await?)
     }
 
     /// Where and how to send part `n` of `token`'s file, whose SHA-256 its

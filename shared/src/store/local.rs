@@ -256,6 +256,8 @@ impl ObjectStore for LocalStore {
                 size: m.len(),
                 sha256: None,
                 version: None,
+                // Joined only once proven.
+                proving: false,
             })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e.into()),

@@ -36,6 +36,9 @@ pub struct ObjectInfo {
     pub sha256: Option<Sha256>,
     /// The object's version, where the store keeps versions (S3).
     pub version: Option<String>,
+    /// Joined from an upload's parts, and the proof of its whole digest
+    /// not done yet (S3): never served, listed `verifying`.
+    pub proving: bool,
 }
 
 /// What the store can tell, without reading, of an object against the
