@@ -20,7 +20,14 @@ fn of_32_concurrent_gets_of_one_link_exactly_one_succeeds() {
         .to_owned();
     let statuses = concurrently(32, move |_| request("GET", &url, &[], None).status);
     assert_eq!(count(&statuses, 200), 1, "{statuses:?}");
-    assert_eq!(count(&statuses, 404), 31, "{statuses:?}");
+    // The others: 404 (spent), or 503 for those refused one of the user's
+    // 16 transfer slots while the winner still held the link unspent (a
+    // retry then gets 404).
+    assert_eq!(
+        count(&statuses, 404) + count(&statuses, 503),
+        31,
+        "{statuses:?}"
+    );
 }
 
 #[test]

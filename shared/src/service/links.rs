@@ -298,7 +298,15 @@ impl Sluice {
                 return Ok(Delivery::Redirect(url));
             }
             Access::Proxied if file.size <= VERIFY_WHOLE_BYTES => {
-                let bytes = self.read_verified(&file).await?.ok_or(Error::NotFound)?;
+                // As below: refused a transfer slot, a link spent meanwhile
+                // by another redemption is the uniform 404, not a 503.
+                let bytes = match self.read_verified(&file).await {
+                    Ok(bytes) => bytes.ok_or(Error::NotFound)?,
+                    Err(Error::Busy(_)) if self.ledger().is_spent(&jti).await? => {
+                        return Err(replayed());
+                    }
+                    Err(e) => return Err(e),
+                };
                 spend().await?;
                 Delivery::Whole {
                     bytes: Bytes::from(bytes).slice(from as usize..),
