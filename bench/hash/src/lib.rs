@@ -114,7 +114,7 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
          median of {} interleaved rounds, beside `sha256sum` on the same bytes (page cache).\n\n\
          | hasher | MiB/s | ratio to `sha256sum` |\n|---|---|---|\n\
          | sluice (`aws-lc-rs`, any profile) | {lc:.0} | {:.2} |\n\
-         | `sha2` crate, {profile} profile (before) | {s2:.0} | {:.2} |\n\
+         | `sha2` crate, {profile} profile (what sluice hashed with before issue 20; built at `opt-level = 3` in every profile since issue 21) | {s2:.0} | {:.2} |\n\
          | sluice's resumable hash (`sha::Midstate`: `sha2`'s block function; the S3 proof of a file in parts) | {mid:.0} | {:.2} |\n\
          | `sha256sum` | {tool:.0} | 1.00 |\n\n\
          At the resumable hash's speed the S3 proof of a file in parts costs {secs_per_gib:.1} s of hashing a GiB, \
