@@ -292,16 +292,7 @@ impl ObjectStore for LocalStore {
                 .await
                 .map_err(join_error)??
         };
-        let (file, verifier) = stream_into(
-            std::io::BufWriter::with_capacity(CHUNK, tmp),
-            Verifier::new(size, sha256),
-            body,
-        )
-        .await?;
-        verifier.finish()?;
-        let tmp = file
-            .into_inner()
-            .map_err(|e| StoreError::Io(e.into_error()))?;
+        let tmp = write_verified(tmp, size, sha256, body).await?;
 
         tokio::task::spawn_blocking(move || {
             tmp.as_file().sync_all()?;
@@ -365,16 +356,7 @@ impl ObjectStore for LocalStore {
         })
         .await
         .map_err(join_error)??;
-        let (file, verifier) = stream_into(
-            std::io::BufWriter::with_capacity(CHUNK, file),
-            Verifier::new(size, sha256),
-            body,
-        )
-        .await?;
-        verifier.finish()?;
-        let file = file
-            .into_inner()
-            .map_err(|e| StoreError::Io(e.into_error()))?;
+        let file = write_verified(file, size, sha256, body).await?;
         tokio::task::spawn_blocking(move || -> io::Result<()> {
             file.sync_data()?;
             File::create(&marker)?;
@@ -489,6 +471,21 @@ impl ObjectStore for LocalStore {
 
 /// What a write hands back: the file and the verifier, for the next.
 type WriteResult<W> = Result<(std::io::BufWriter<W>, Verifier), StoreError>;
+
+/// Streams `body` into `file`, which must come out exactly `size` bytes of
+/// digest `sha256`; hands the file back, written but not synced.
+async fn write_verified<W: Write + Send + 'static>(
+    file: W,
+    size: u64,
+    sha256: Sha256,
+    body: ByteStream,
+) -> Result<W, StoreError> {
+    let buffered = std::io::BufWriter::with_capacity(CHUNK, file);
+    let (file, verifier) = stream_into(buffered, Verifier::new(size, sha256), body).await?;
+    verifier.finish()?;
+    file.into_inner()
+        .map_err(|e| StoreError::Io(e.into_error()))
+}
 
 /// Streams `body` into `file` through `verifier`, and hands both back once
 /// the body ended (the caller finishes the verifier). Chunks are hashed and
