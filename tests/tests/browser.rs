@@ -361,3 +361,58 @@ fn the_pages_incremental_sha256_is_sha256() {
         "{checks:?}"
     );
 }
+
+/// A file over the single-PUT size goes from the page in parts (the same
+/// parts and routes as the upload line), proven whole, byte for byte.
+#[test]
+fn a_large_file_goes_from_the_page_in_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+        ],
+    );
+    let token = server.token("alice", &[]);
+    let page = request_page(&server, &token, "big.bin");
+    let (page_url, upload_id) = (
+        page["page_url"].as_str().unwrap().to_owned(),
+        page["upload_id"].as_str().unwrap().to_owned(),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("big.bin");
+    let data = bytes(12 * 1024 * 1024 + 5, 17);
+    std::fs::write(&file, &data).unwrap();
+    // What the page is told when it starts (a start is repeatable with the
+    // same file): three parts of 5 MiB through the upload link.
+    let start = crate::util::post_json(
+        &format!("{page_url}/start"),
+        None,
+        &json!({"filename": "big.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+    );
+    assert_eq!(start.status, 200, "{}", start.text());
+    let parts = &start.json()["parts"];
+    assert_eq!(parts["count"], 3, "{parts}");
+    assert!(parts["link"].as_str().unwrap().contains("/u/"), "{parts}");
+    let checks = browse(&page_url, &file, "upload", "parts-", 900);
+    for expected in ["upload done", "no third-party requests, no CSP violation"] {
+        assert!(
+            checks.iter().any(|c| c == expected),
+            "{expected} missing: {checks:?}"
+        );
+    }
+    let ready = status(&server, &token, &upload_id);
+    assert_eq!(ready["state"], "ready", "{ready}");
+    let handle = ready["handle"].as_str().unwrap();
+    let link = server.download_ticket(&token, handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        request("GET", &link, &[], None).body == data,
+        "byte for byte"
+    );
+    // No part is left behind: the joined file is the object.
+    assert!(sluice_testkit::files_under(&dir.path().join("objects/parts")).is_empty());
+}

@@ -71,8 +71,24 @@ pub struct BrowserStart {
 pub struct BrowserTarget {
     /// The file's id.
     pub file_id: FileId,
-    /// The PUT.
+    /// The PUT (of the whole file, for one not in parts).
     pub upload: UploadTarget,
+    /// For a file in parts: where the page sends them, part by part.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parts: Option<PageParts>,
+}
+
+/// How a page sends a file in parts: the upload link whose part routes it
+/// uses (`GET <link>/parts`, `POST <link>/parts/<n>?sha256=`, the part's
+/// PUT, `POST <link>/complete`), as the upload line's script does.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct PageParts {
+    /// The upload link.
+    pub link: String,
+    /// How many parts.
+    pub count: u32,
+    /// Every part's size but the last's.
+    pub part_size: u64,
 }
 
 /// Where a browser upload stands.
@@ -275,9 +291,27 @@ impl Sluice {
                 }
             }
         };
+        // A file in parts: the same parts as the upload line's, so a page
+        // started again (a reload) sends only those not stored yet.
+        if let Some(plan) = self.plan_of(&file) {
+            self.store()
+                .begin_parts(&file.object_key(), &file.content_type)
+                .await?;
+            let upload = self.upload_target(&file, Reader::Model).await?;
+            return Ok(BrowserTarget {
+                parts: Some(PageParts {
+                    link: upload.url.clone(),
+                    count: plan.count,
+                    part_size: plan.part_size,
+                }),
+                upload,
+                file_id: file.id,
+            });
+        }
         Ok(BrowserTarget {
             upload: self.upload_target(&file, Reader::Page).await?,
             file_id: file.id,
+            parts: None,
         })
     }
 

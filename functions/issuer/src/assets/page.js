@@ -182,7 +182,7 @@ async function messageOf(response) {
   return `The server refused the upload (${response.status}).`;
 }
 
-function put(target, file, started) {
+function put(target, file, started, before = 0, total = file.size) {
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("PUT", target.url);
@@ -190,12 +190,66 @@ function put(target, file, started) {
       // The browser sets Content-Length itself, from the file.
       if (name.toLowerCase() !== "content-length") xhr.setRequestHeader(name, value);
     }
-    xhr.upload.onprogress = (e) => progress(e.loaded, file.size, started);
+    xhr.upload.onprogress = (e) => progress(before + e.loaded, total, started);
     xhr.onload = () => resolve(xhr);
     xhr.onerror = () => reject(new Error("network"));
     xhr.onabort = () => reject(new Error("network"));
     xhr.send(file);
   });
+}
+
+// A part's target as the server answers it, in curl's config format:
+// `url = "…"` and `header = "Name: value"` lines.
+function partTarget(config) {
+  const target = { url: "", headers: {} };
+  for (const line of config.split("\n")) {
+    const m = line.match(/^(url|header) = "((?:[^"\\]|\\.)*)"$/);
+    if (!m) continue;
+    const value = m[2].replace(/\\(.)/g, "$1");
+    if (m[1] === "url") target.url = value;
+    else {
+      const at = value.indexOf(": ");
+      target.headers[value.slice(0, at)] = value.slice(at + 2);
+    }
+  }
+  return target;
+}
+
+class Refused extends Error {}
+
+// A file in parts: the parts not stored yet (a reload sends only those),
+// each hashed, its URL asked for and PUT with progress; then the
+// completion, asked again while the server proves the whole file (202).
+async function putParts(parts, file, started) {
+  const listed = await fetch(`${parts.link}/parts`);
+  if (!listed.ok) throw new Refused(await messageOf(listed));
+  const stored = new Set((await listed.text()).split("\n").filter(Boolean).map(Number));
+  let sent = 0;
+  for (let n = 1; n <= parts.count; n++) {
+    const from = (n - 1) * parts.part_size;
+    const blob = file.slice(from, Math.min(from + parts.part_size, file.size));
+    if (!stored.has(n)) {
+      phase(`Uploading ${file.name}: part ${n} of ${parts.count}…`);
+      const hex = await sha256Hex(blob, () => {});
+      const asked = await fetch(`${parts.link}/parts/${n}?sha256=${hex}`, { method: "POST" });
+      if (!asked.ok) throw new Refused(await messageOf(asked));
+      const xhr = await put(partTarget(await asked.text()), blob, started, sent, file.size);
+      if (xhr.status < 200 || xhr.status >= 300) {
+        throw new Refused(`Part ${n} was refused (${xhr.status}).`);
+      }
+    }
+    sent += blob.size;
+    progress(sent, file.size, started);
+  }
+  for (;;) {
+    const done = await fetch(`${parts.link}/complete`, { method: "POST" });
+    if (done.status === 202) {
+      phase(`Verifying ${file.name}…`);
+      continue;
+    }
+    if (!done.ok) throw new Refused(await messageOf(done));
+    return;
+  }
 }
 
 async function upload(file) {
@@ -232,6 +286,12 @@ async function upload(file) {
     phase(`Uploading ${file.name}…`);
     started = performance.now();
     progress(0, file.size, started);
+    if (target.parts) {
+      await putParts(target.parts, file, started);
+      window.sluiceTimings.uploadMs = performance.now() - started;
+      done(file);
+      return;
+    }
     const xhr = await put(target.upload, file, started);
     window.sluiceTimings.uploadMs = performance.now() - started;
     if (xhr.status >= 200 && xhr.status < 300) {
@@ -247,6 +307,10 @@ async function upload(file) {
     }
     fail(`${message} Try again, or go back to the conversation and ask for a new link.`);
   } catch (e) {
+    if (e instanceof Refused) {
+      fail(`${e.message} Try again: the parts already sent are kept.`);
+      return;
+    }
     fail(
       e && e.message === "network"
         ? "The upload was interrupted: the connection was lost. Check your connection, then try again."
