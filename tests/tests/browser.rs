@@ -312,8 +312,16 @@ fn the_page_uploads_straight_to_s3() {
         emulators.s3_url.trim_start_matches("http://").to_owned(),
         template_cors_headers(),
     );
-    let (server, _dir) =
-        crate::util::aws_server(&emulators, "browser", &[("SLUICE_S3_ENDPOINT_URL", &front)]);
+    // Files over 4 MiB go in parts of 5 MiB (S3's smallest).
+    let (server, _dir) = crate::util::aws_server(
+        &emulators,
+        "browser",
+        &[
+            ("SLUICE_S3_ENDPOINT_URL", &front),
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
+        ],
+    );
     let token = crate::util::aws_token(&emulators, "alice", &[]);
     let page = request_page(&server, &token, "scan.pdf");
     let page_url = page["page_url"].as_str().unwrap();
@@ -341,6 +349,36 @@ fn the_page_uploads_straight_to_s3() {
     let redirect = request("GET", &link, &[], None);
     let location = redirect.header("location").unwrap().to_owned();
     assert_eq!(request("GET", &location, &[], None).body, data);
+
+    // A larger file from another page: its parts straight to S3 at
+    // presigned UploadPart URLs (the part's SHA-256 a signed header, which
+    // the CORS rule admits), proven by sluice.
+    let page = request_page(&server, &token, "big.bin");
+    let big = work.path().join("big.bin");
+    let data = bytes(12 * 1024 * 1024 + 9, 16);
+    std::fs::write(&big, &data).unwrap();
+    let checks = browse(
+        page["page_url"].as_str().unwrap(),
+        &big,
+        "upload",
+        "s3-parts-",
+        900,
+    );
+    assert!(checks.iter().any(|c| c == "upload done"), "{checks:?}");
+    let ready = status(&server, &token, page["upload_id"].as_str().unwrap());
+    assert_eq!(ready["state"], "ready", "{ready}");
+    let link = server.download_ticket(&token, ready["handle"].as_str().unwrap())["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let location = request("GET", &link, &[], None)
+        .header("location")
+        .unwrap()
+        .to_owned();
+    assert!(
+        request("GET", &location, &[], None).body == data,
+        "byte for byte"
+    );
 }
 
 /// The page's incremental SHA-256 (used above 512 MiB, where WebCrypto
