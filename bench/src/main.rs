@@ -233,15 +233,20 @@ pub(crate) struct Sluice {
     base: String,
     token: String,
     data_dir: PathBuf,
+    /// The master secret it was given (aws mode), else its data
+    /// directory's own.
+    secret: Option<String>,
 }
 
 impl Sluice {
     /// A bearer token for `user` (the default scopes).
     pub(crate) fn token_for(&self, user: &str) -> anyhow::Result<String> {
-        let out = Command::new(sluice_bin()?)
-            .env("SLUICE_DATA_DIR", &self.data_dir)
-            .args(["token", "--user", user])
-            .output()?;
+        let mut command = Command::new(sluice_bin()?);
+        command.env("SLUICE_DATA_DIR", &self.data_dir);
+        if let Some(secret) = &self.secret {
+            command.env("SLUICE_MASTER_SECRET", secret);
+        }
+        let out = command.args(["token", "--user", user]).output()?;
         anyhow::ensure!(out.status.success(), "sluice token --user {user} failed");
         Ok(String::from_utf8(out.stdout)?.trim().to_owned())
     }
@@ -294,6 +299,10 @@ pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow
         base,
         token: String::new(),
         data_dir: data_dir.to_owned(),
+        secret: env
+            .iter()
+            .find(|(name, _)| *name == "SLUICE_MASTER_SECRET")
+            .map(|(_, value)| (*value).to_owned()),
     };
     sluice.token = sluice.token_for("bench")?;
     Ok(sluice)

@@ -10,9 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 
-use crate::{
-    Sluice, make_file, memory_kib, post, sluice_bin, start_refs, start_sluice_with, timed_curl,
-};
+use crate::{Sluice, make_file, memory_kib, post, start_refs, start_sluice_with, timed_curl};
 
 /// Runs `line` in `dir` (`sh -c`), with a `curl` first on the PATH that
 /// counts the parts it sends and, with `fail_from`, drops the connection
@@ -159,19 +157,6 @@ fn measure(
     result
 }
 
-/// A token the aws-mode server accepts (its master secret, not a data
-/// directory's).
-fn aws_token(secret: &str) -> anyhow::Result<String> {
-    let dir = tempfile::tempdir()?;
-    let out = Command::new(sluice_bin()?)
-        .env("SLUICE_DATA_DIR", dir.path())
-        .env("SLUICE_MASTER_SECRET", secret)
-        .args(["token", "--user", "bench"])
-        .output()?;
-    anyhow::ensure!(out.status.success(), "sluice token failed");
-    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
-}
-
 /// Runs the section; `size_mib` is the file's size.
 pub fn run(size_mib: u64) -> anyhow::Result<String> {
     let size = size_mib << 20;
@@ -205,13 +190,7 @@ pub fn run(size_mib: u64) -> anyhow::Result<String> {
         rt.block_on(emulators.provision("parts"));
         let env = emulators.env("parts");
         let vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let secret = env
-            .iter()
-            .find(|(k, _)| *k == "SLUICE_MASTER_SECRET")
-            .map(|(_, v)| v.clone())
-            .context("secret")?;
-        let mut sluice = start_sluice_with(&work.path().join("sluice-aws"), &vars)?;
-        sluice.token = aws_token(&secret)?;
+        let sluice = start_sluice_with(&work.path().join("sluice-aws"), &vars)?;
         let token = sluice.token.clone();
         measure(&sluice, &token, work.path(), &file, size, &sha, false)?
     };

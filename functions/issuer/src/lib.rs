@@ -136,15 +136,7 @@ async fn upload_location(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    let url = sluice.upload_location(&token).await?;
-    Ok((
-        [
-            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        url,
-    )
-        .into_response())
+    Ok(text(sluice.upload_location(&token).await?))
 }
 
 /// A PUT to a short upload link: with S3, redirected (307, before any of
@@ -176,7 +168,8 @@ async fn upload_short(
         .into_response())
 }
 
-/// Plain text that is not to be cached: the answers of an upload in parts.
+/// Plain text that is not to be cached: where an upload's bytes go, and
+/// the answers of an upload in parts.
 fn text(body: String) -> Response {
     (
         [

@@ -293,10 +293,7 @@ impl Sluice {
         };
         // A file in parts: the same parts as the upload line's, so a page
         // started again (a reload) sends only those not stored yet.
-        if let Some(plan) = self.plan_of(&file) {
-            self.store()
-                .begin_parts(&file.object_key(), &file.content_type)
-                .await?;
+        if let Some(plan) = self.begin_parts(&file).await? {
             let upload = self.upload_target(&file, Reader::Model).await?;
             return Ok(BrowserTarget {
                 parts: Some(PageParts {

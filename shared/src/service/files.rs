@@ -174,10 +174,14 @@ impl Sluice {
         Ok((record, state))
     }
 
-    /// [`Sluice::settle`] for each of `records`, with bounded-parallel HEADs.
-    pub(crate) async fn refresh(&self, records: Vec<FileRecord>) -> Result<Vec<FileRecord>, Error> {
+    /// [`Sluice::settle`] for each of `records`, with bounded-parallel HEADs;
+    /// each with the state a listing shows.
+    pub(crate) async fn refresh(
+        &self,
+        records: Vec<FileRecord>,
+    ) -> Result<Vec<(FileRecord, FileState)>, Error> {
         futures_util::stream::iter(records)
-            .map(|record| self.settle(record))
+            .map(|record| self.settle_state(record))
             .buffered(HEADS_AT_ONCE)
             .try_collect()
             .await
@@ -211,12 +215,9 @@ impl Sluice {
             .records()
             .page(owner, limit, after.as_ref(), now_unix())
             .await?;
-        let files: Vec<(FileRecord, FileState)> = futures_util::stream::iter(page.records)
-            .map(|record| self.settle_state(record))
-            .buffered(HEADS_AT_ONCE)
-            .try_collect()
-            .await?;
-        let files = files
+        let files = self
+            .refresh(page.records)
+            .await?
             .into_iter()
             .map(|(r, state)| FileListing {
                 file_id: r.file.id.to_string(),

@@ -100,11 +100,7 @@ impl Sluice {
         req: UploadRequest,
     ) -> Result<UploadTicket, Error> {
         let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
-        if self.plan_of(&file).is_some() {
-            self.store()
-                .begin_parts(&file.object_key(), &file.content_type)
-                .await?;
-        }
+        let parted = self.begin_parts(&file).await?.is_some();
         let target = self.upload_target(&file, Reader::Model).await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header
@@ -116,7 +112,7 @@ impl Sluice {
             .map(|(k, v)| (k.as_str(), v.as_str()));
         let local = curl::local_file_name(&file.filename);
         let curl = match self.store().access() {
-            _ if self.plan_of(&file).is_some() => curl::parts_command(&target.url, local),
+            _ if parted => curl::parts_command(&target.url, local),
             Access::Direct(_) => curl::upload_via_command(&target.url, headers, local),
             Access::Proxied => curl::upload_command(&target.url, headers, local),
         };
@@ -213,9 +209,11 @@ impl Sluice {
     ) -> Result<UploadTarget, Error> {
         // A file in parts may take long, and its line resumes: its link
         // lives as long as its record.
-        let ttl = match self.plan_of(file) {
-            Some(_) => self.parts().handle_ttl,
-            None => self.parts().upload_ttl,
+        let parted = self.plan_of(file).is_some();
+        let ttl = if parted {
+            self.parts().handle_ttl
+        } else {
+            self.parts().upload_ttl
         };
         let expires_at = now_unix() + ttl.as_secs() as i64;
         let short = || {
@@ -225,9 +223,7 @@ impl Sluice {
         };
         let (url, headers) = match self.store().access() {
             // In parts: each part's URL and headers are minted as it goes.
-            Access::Direct(_) if reader == Reader::Model && self.plan_of(file).is_some() => {
-                (short(), BTreeMap::new())
-            }
+            Access::Direct(_) if reader == Reader::Model && parted => (short(), BTreeMap::new()),
             Access::Direct(presign) => {
                 let p = presign_pinned_put(presign, file, ttl).await?;
                 let url = match reader {

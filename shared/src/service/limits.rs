@@ -44,7 +44,12 @@ impl Sluice {
             return Ok(());
         }
         let pending = records.pending(&file.owner, now, caps.files).await?;
-        let pending = self.refresh(pending).await?;
+        let pending: Vec<_> = self
+            .refresh(pending)
+            .await?
+            .into_iter()
+            .map(|(record, _)| record)
+            .collect();
         let Some(totals) = records.put_within(&record, caps, now).await? else {
             return Ok(());
         };

@@ -14,14 +14,13 @@
 use std::time::Duration;
 
 use super::Sluice;
-use super::uploads::{UPLOAD_GRACE_SECS, Uploaded};
+use super::uploads::{Uploaded, until_expiry};
 use crate::curl;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::multipart::Plan;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, Joined, idle_timeout};
-use crate::time::now_unix;
 use crate::token::Method;
 
 /// How long a part's presigned URL lives: minted as the part is about to be
@@ -42,6 +41,19 @@ impl Sluice {
     pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
         let parts = self.parts();
         (file.size > parts.single_put_max_bytes).then(|| Plan::new(file.size, parts.part_bytes))
+    }
+
+    /// [`Sluice::plan_of`] `file`, with its upload in parts begun in the
+    /// store when it has one (once, when the file is issued, so that parts
+    /// asked for at once all join the one upload).
+    pub(crate) async fn begin_parts(&self, file: &FileMeta) -> Result<Option<Plan>, Error> {
+        let Some(plan) = self.plan_of(file) else {
+            return Ok(None);
+        };
+        self.store()
+            .begin_parts(&file.object_key(), &file.content_type)
+            .await?;
+        Ok(Some(plan))
     }
 
     /// The file upload link `token` names, if it goes in parts.
@@ -146,11 +158,10 @@ impl Sluice {
         }
         self.not_complete(&parted.file).await?;
         let body = idle_timeout(body, self.parts().body_idle_timeout);
-        let left = u64::try_from(parted.expires_at + UPLOAD_GRACE_SECS - now_unix()).unwrap_or(0);
         let key = parted.file.object_key();
         let offset = u64::from(n - 1) * parted.plan.part_size;
         let put = self.store().put_part(&key, n, offset, len, sha256, body);
-        let Ok(stored) = tokio::time::timeout(Duration::from_secs(left), put).await else {
+        let Some(stored) = until_expiry(parted.expires_at, put).await else {
             return Err(Error::UploadExpired);
         };
         match stored {

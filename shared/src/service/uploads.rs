@@ -32,6 +32,19 @@ pub struct Uploaded {
     pub sha256: Sha256,
 }
 
+/// Runs an upload's write until its link expires, with
+/// [`UPLOAD_GRACE_SECS`] more: an upload started before the link expired
+/// may finish shortly after, never trickle on for ever. `None`: it ran out.
+pub(crate) async fn until_expiry<T>(
+    expires_at: i64,
+    write: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let left = u64::try_from(expires_at + UPLOAD_GRACE_SECS - now_unix()).unwrap_or(0);
+    tokio::time::timeout(Duration::from_secs(left), write)
+        .await
+        .ok()
+}
+
 impl Sluice {
     /// Where the bytes of upload link `token` go: with a direct store, a
     /// presigned PUT minted now for what is left of the link's life (so the
@@ -88,13 +101,9 @@ impl Sluice {
             });
         }
         let body = idle_timeout(body, self.parts().body_idle_timeout);
-        // An upload started before the link expired may finish shortly after,
-        // never trickle on for ever.
-        let deadline = expires_at + UPLOAD_GRACE_SECS;
-        let left = u64::try_from(deadline - now_unix()).unwrap_or(0);
         let key = file.object_key();
         let put = self.store().put(&key, file.size, file.sha256, body);
-        let Ok(stored) = tokio::time::timeout(Duration::from_secs(left), put).await else {
+        let Some(stored) = until_expiry(expires_at, put).await else {
             tracing::info!(file_id = %file.id, %jti, "upload ended at its link's expiry");
             return Err(Error::UploadExpired);
         };

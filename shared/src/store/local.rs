@@ -272,15 +272,7 @@ impl ObjectStore for LocalStore {
         body: ByteStream,
     ) -> Result<(), StoreError> {
         let dest = self.path(key);
-        let exists = {
-            let dest = dest.clone();
-            tokio::task::spawn_blocking(move || dest.exists())
-                .await
-                .map_err(join_error)?
-        };
-        if exists {
-            return Err(StoreError::AlreadyExists);
-        }
+        refuse_if_there(&dest).await?;
         // Refusals decided before any byte is read, in this order: another
         // upload of this link in progress, no transfer slot, no room.
         let guard = self.begin_upload(key, size)?;
@@ -331,15 +323,7 @@ impl ObjectStore for LocalStore {
         // verified and synced: joining is then a read to prove the whole
         // and a rename, never a copy.
         let (staging, marker) = (self.staging(key), self.path(&key.part(n)));
-        let exists = {
-            let marker = marker.clone();
-            tokio::task::spawn_blocking(move || marker.exists())
-                .await
-                .map_err(join_error)?
-        };
-        if exists {
-            return Err(StoreError::AlreadyExists);
-        }
+        refuse_if_there(&marker).await?;
         // One upload of a part at a time; its bytes count against the quota.
         let guard = self.begin_upload(&key.part(n), size)?;
         let _slot = self.transfer_slot(key)?;
@@ -595,6 +579,19 @@ fn read_stream(file: File, slot: Slot) -> ByteStream {
         }
     })
     .boxed()
+}
+
+/// [`StoreError::AlreadyExists`] if something is at `path` (an object, a
+/// part's marker): written once. Asked off the runtime's threads.
+async fn refuse_if_there(path: &Path) -> Result<(), StoreError> {
+    let path = path.to_owned();
+    let there = tokio::task::spawn_blocking(move || path.exists())
+        .await
+        .map_err(join_error)?;
+    if there {
+        return Err(StoreError::AlreadyExists);
+    }
+    Ok(())
 }
 
 fn join_error(e: tokio::task::JoinError) -> StoreError {
