@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test lint fmt bench fuzz soak deny clean clients template
+.PHONY: all build run test lint fmt bench fuzz soak deny clean clients template vendor
 
 all: build
 
@@ -22,6 +22,7 @@ run:
 # (from the lock file) and tmux, cargo-lambda (in the venv), dynalite
 # (DynamoDB, from the same lock file: its conditional writes are atomic),
 # oidc-provider, playwright-core with Debian's Chromium (the upload page),
+# the MCP Apps host bridge and esbuild (the widget's test host),
 # and s3s-fs (S3, which verifies presigned signatures and checksums).
 S3S_FS_VERSION := 0.14.1
 S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
@@ -32,6 +33,12 @@ clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bi
 # here): Debian's Chromium, installed as root (CI runs as root).
 /usr/bin/chromium:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+
+# The browser's incremental SHA-256 (shared/src/web/noble-sha256.js): the
+# pinned @noble/hashes, bundled by the pinned esbuild (package-lock.json).
+# The tests check the committed file is this build.
+vendor: $(CLIENTS)/node_modules/.installed
+	cd $(CLIENTS) && node vendor.mjs
 
 # Claude Code's `mcp login` needs a terminal: the tests give it one in tmux.
 /usr/bin/tmux:

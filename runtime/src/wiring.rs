@@ -228,6 +228,14 @@ pub fn assemble(
         keys,
         store,
         ledger,
+        widget_origins: if config.widget_origins.is_empty() {
+            vec![format!(
+                "https://{}",
+                sluice::web::claude_domain(mcp_url.as_str())
+            )]
+        } else {
+            config.widget_origins.clone()
+        },
         mcp_url,
         issuer_url: config
             .issuer_url

@@ -51,6 +51,7 @@ mod sqlite;
 pub mod store;
 pub mod time;
 pub mod token;
+pub mod web;
 
 #[cfg(test)]
 mod layers;

@@ -1,13 +1,23 @@
-// Checks the upload page's incremental SHA-256 (functions/issuer/src/assets/page.js)
-// against Node's, on many lengths and chunkings. Prints a JSON summary line.
+// Checks the browser's incremental SHA-256 (shared/src/web/noble-sha256.js,
+// the vendored @noble/hashes, which the page and the widget use above
+// 512 MiB) against Node's, on many lengths and chunkings, and that the
+// vendored file is a fresh build of the pinned release. Prints a JSON
+// summary line.
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 
 import { check } from "./common.mjs";
 
-const source = readFileSync(new URL("../../functions/issuer/src/assets/page.js", import.meta.url), "utf8");
-const body = source.slice(source.indexOf("const K ="), source.indexOf("async function sha256Hex"));
-const Sha256 = new Function(`${body}; return Sha256;`)();
+const source = readFileSync(new URL("../../shared/src/web/noble-sha256.js", import.meta.url), "utf8");
+const scope = {};
+new Function("globalThis", source)(scope);
+const Sha256 = class {
+  constructor() { this.h = scope.nobleSha256.create(); }
+  update(bytes) { this.h.update(bytes); }
+  hex() { return Buffer.from(this.h.digest()).toString("hex"); }
+};
+const fresh = JSON.parse(execFileSync("node", [new URL("vendor.mjs", import.meta.url).pathname, "--check"]).toString());
 
 let cases = 0;
 for (let len = 0; len <= 300; len++) {
@@ -25,4 +35,4 @@ const big = randomBytes(3 * 1024 * 1024 + 17);
 const sha = new Sha256();
 for (let at = 0; at < big.length; at += 1024 * 1024) sha.update(big.subarray(at, at + 1024 * 1024));
 check(sha.hex() === createHash("sha256").update(big).digest("hex"), "3 MiB in 1 MiB chunks");
-console.log(JSON.stringify({ checks: [`${cases + 1} digests equal to node:crypto`] }));
+console.log(JSON.stringify({ checks: [`${cases + 1} digests equal to node:crypto`, ...fresh.checks] }));

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use crate::mcp_clients::root;
 use crate::util::{Server, bytes, call_tool, request, tool_ok};
 
-fn shots() -> PathBuf {
+pub(crate) fn shots() -> PathBuf {
     let dir = root().join("target/browser-artifacts");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -237,7 +237,7 @@ fn an_expired_page_says_so() {
 
 /// S3's CORS rule for the page's PUT, as template.yaml declares it: the
 /// headers a preflight may ask for.
-fn template_cors_headers() -> Vec<String> {
+pub(crate) fn template_cors_headers() -> Vec<String> {
     let text = std::fs::read_to_string(root().join("template.yaml")).unwrap();
     let start = text.find("CorsRules:").expect("a CORS rule");
     let line = text[start..]
@@ -255,17 +255,17 @@ fn template_cors_headers() -> Vec<String> {
 
 /// In front of s3s-fs, which verifies presigned PUTs but has no CORS: a
 /// stand-in for S3's CORS handling that applies the template's rule (a
-/// preflight asking for any other header is refused) and adds the allow
-/// header to responses; everything else passes through unchanged, Host
-/// included, so s3s-fs checks the very signature the browser sends. One
-/// request per connection.
-fn cors_front(upstream: String, allowed: Vec<String>) -> String {
+/// preflight from an origin not in `origins`, when any are given, or asking
+/// for any other header is refused) and adds the allow header to responses;
+/// everything else passes through unchanged, Host included, so s3s-fs
+/// checks the very signature the browser sends. One request per connection.
+pub(crate) fn cors_front(upstream: String, allowed: Vec<String>, origins: Vec<String>) -> String {
     use std::io::{BufRead as _, BufReader, Read as _, Write as _};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
-            let (upstream, allowed) = (upstream.clone(), allowed.clone());
+            let (upstream, allowed, origins) = (upstream.clone(), allowed.clone(), origins.clone());
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(client.try_clone().unwrap());
                 let mut head = String::new();
@@ -291,7 +291,8 @@ fn cors_front(upstream: String, allowed: Vec<String>) -> String {
                         .split(',')
                         .map(|h| h.trim().to_ascii_lowercase())
                         .filter(|h| !h.is_empty())
-                        .all(|h| allowed.contains(&h));
+                        .all(|h| allowed.contains(&h))
+                        && (origins.is_empty() || origins.contains(&origin));
                     let answer = if ok {
                         format!(
                             "HTTP/1.1 200 OK\r\nAccess-Control-Allow-Origin: {origin}\r\nAccess-Control-Allow-Methods: PUT\r\nAccess-Control-Allow-Headers: {asked}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -341,6 +342,7 @@ fn the_page_uploads_straight_to_s3() {
     let front = cors_front(
         emulators.s3_url.trim_start_matches("http://").to_owned(),
         template_cors_headers(),
+        Vec::new(),
     );
     // Files over 4 MiB go in parts of 5 MiB (S3's smallest).
     let (server, _dir) = crate::util::aws_server(
@@ -394,9 +396,11 @@ fn the_page_uploads_straight_to_s3() {
     assert!(fetched.body == data, "byte for byte");
 }
 
-/// The page's incremental SHA-256 (used above 512 MiB, where WebCrypto
-/// would need the whole file in memory) equals Node's on every length up to
-/// 300 bytes in every chunking, and on 3 MiB.
+/// The page's and the widget's incremental SHA-256 (the vendored
+/// `@noble/hashes`, used above 512 MiB, where WebCrypto would need the whole
+/// file in memory) equals Node's on every length up to 300 bytes in every
+/// chunking, and on 3 MiB; and the vendored file is a fresh build of the
+/// pinned release (`make vendor`).
 #[test]
 fn the_pages_incremental_sha256_is_sha256() {
     let out = Command::new("node")
@@ -409,6 +413,10 @@ fn the_pages_incremental_sha256_is_sha256() {
         checks
             .iter()
             .any(|c| c.ends_with("digests equal to node:crypto")),
+        "{checks:?}"
+    );
+    assert!(
+        checks.iter().any(|c| c.ends_with("is a fresh build")),
         "{checks:?}"
     );
 }

@@ -33,3 +33,4 @@ mod template;
 mod tools;
 mod upload;
 mod watch;
+mod widget;

@@ -322,6 +322,22 @@ pub fn call_tool(base: &str, token: &str, tool: &str, arguments: Value) -> Value
     json["result"].clone()
 }
 
+/// Any MCP request: the whole JSON-RPC answer.
+pub fn mcp_response(base: &str, token: &str, method: &str, params: Value) -> Value {
+    let message =
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let reply = mcp_post(base, token, &message);
+    assert_eq!(reply.status, 200, "{method}: {}", reply.text());
+    reply.json()
+}
+
+/// Any MCP request: its `result`, which must be there.
+pub fn mcp_call(base: &str, token: &str, method: &str, params: Value) -> Value {
+    let json = mcp_response(base, token, method, params);
+    assert!(json.get("result").is_some(), "{method}: {json}");
+    json["result"].clone()
+}
+
 /// The text of a tool result that must be an error.
 pub fn tool_error(result: &Value) -> String {
     assert_eq!(result["isError"], true, "expected a tool error: {result}");

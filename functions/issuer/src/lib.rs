@@ -26,11 +26,44 @@ use sluice::service::issue::{UploadRequest, UploadTicket};
 use sluice::service::multipart::Completion;
 use sluice::service::uploads::Uploaded;
 use sluice::{Caller, Scope, Sluice};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
 /// The issuer's routes.
 pub fn router(state: Sluice) -> Router {
     Router::new()
         .route("/uploads", post(request_upload).fallback(|| only("POST")))
+        .merge(widget_routes(&state))
+        // Sealed upload links, issued before links were short.
+        .route("/uploads/{token}", put(upload).fallback(|| only("PUT")))
+        .route(
+            "/browser/assets/{name}",
+            get(asset).fallback(|| only("GET")),
+        )
+        .route("/browser/{token}", get(show_page).fallback(|| only("GET")))
+        .with_state(state)
+}
+
+/// The routes an upload form calls, from the page (same origin) or the
+/// in-chat widget, which runs on the MCP Apps host's sandbox origin: they
+/// answer CORS for [`Sluice::widget_origins`] only. Each is authorised by
+/// the token in its path alone (no cookie, no ambient credential).
+fn widget_routes(state: &Sluice) -> Router<Sluice> {
+    let origins: Vec<http::HeaderValue> = state
+        .widget_origins()
+        .iter()
+        .filter_map(|o| http::HeaderValue::from_str(o).ok())
+        .collect();
+    let cors = CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([http::Method::GET, http::Method::POST, http::Method::PUT])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::IF_NONE_MATCH,
+            http::HeaderName::from_static("x-amz-checksum-sha256"),
+            http::HeaderName::from_static("x-amz-sdk-checksum-algorithm"),
+        ])
+        .max_age(std::time::Duration::from_secs(600));
+    Router::new()
         .route(
             "/u/{token}",
             put(upload_short)
@@ -53,18 +86,11 @@ pub fn router(state: Sluice) -> Router {
             "/u/{token}/complete",
             post(complete_parts).fallback(|| only("POST")),
         )
-        // Sealed upload links, issued before links were short.
-        .route("/uploads/{token}", put(upload).fallback(|| only("PUT")))
-        .route(
-            "/browser/assets/{name}",
-            get(asset).fallback(|| only("GET")),
-        )
-        .route("/browser/{token}", get(show_page).fallback(|| only("GET")))
         .route(
             "/browser/{token}/start",
             post(start_browser).fallback(|| only("POST")),
         )
-        .with_state(state)
+        .layer(cors)
 }
 
 async fn request_upload(

@@ -7,6 +7,7 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use sluice::service::browser::page_refusal;
 use sluice::token::{PageToken, TokenError};
+use sluice::web::{self, escape, human_size};
 
 /// A static asset of the page.
 #[derive(Debug, Clone, Copy)]
@@ -19,43 +20,32 @@ pub struct Asset {
     pub body: &'static str,
 }
 
-/// The page's script and style.
-pub const ASSETS: [Asset; 2] = [
+const JS: &str = "text/javascript; charset=utf-8";
+
+/// The page's scripts (the hasher, the shared form, the page's own) and
+/// style, in the order the page loads them.
+pub const ASSETS: [Asset; 4] = [
+    Asset {
+        name: "noble-sha256.js",
+        content_type: JS,
+        body: web::NOBLE_SHA256_JS,
+    },
+    Asset {
+        name: "upload.js",
+        content_type: JS,
+        body: web::UPLOAD_JS,
+    },
     Asset {
         name: "page.js",
-        content_type: "text/javascript; charset=utf-8",
+        content_type: JS,
         body: include_str!("assets/page.js"),
     },
     Asset {
-        name: "page.css",
+        name: "upload.css",
         content_type: "text/css; charset=utf-8",
-        body: include_str!("assets/page.css"),
+        body: web::UPLOAD_CSS,
     },
 ];
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
-/// Bytes as a person reads them: `3.2 MB`.
-pub fn human_size(n: u64) -> String {
-    const UNITS: [&str; 5] = ["bytes", "KB", "MB", "GB", "TB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    while v >= 1000.0 && unit < UNITS.len() - 1 {
-        v /= 1000.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} bytes")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
 
 /// The headers of every page answer: never stored, never framed, no
 /// referrer, and a policy that allows only the page's own assets, its own
@@ -95,31 +85,17 @@ pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
                 ),
                 None => "<p id=\"wanted\">Choose the file from your computer.</p>".to_owned(),
             };
-            let body = format!(
-                r#"<main id="page" data-max-size="{max}" data-expires-at="{exp}">
-<h1>Upload a file</h1>
-{wanted}
-<p class="hint">It goes straight to secure storage for this conversation; files up to {max_h}. The link works once and expires at <time datetime="{exp_iso}">{exp_iso}</time>.</p>
-<label id="zone" class="zone" for="file">
-<span class="zone-title">Drop the file here</span>
-<span class="zone-or">or</span>
-<span class="button">Choose a file…</span>
-<input id="file" name="file" type="file">
-</label>
-<section id="progress-box" class="progress-box" hidden aria-labelledby="phase">
-<p id="phase" class="phase"></p>
-<progress id="bar" max="100" value="0" aria-labelledby="phase"></progress>
-<p id="figures" class="figures"></p>
-</section>
-<div id="done" class="done" role="status" hidden></div>
-<div id="error" class="error" role="alert" hidden></div>
-<button id="retry" class="button" type="button" hidden>Try again</button>
-<p id="live" class="visually-hidden" aria-live="polite"></p>
-</main>"#,
-                max = p.max_size,
+            let intro = format!(
+                "<h1>Upload a file</h1>\n{wanted}\n<p class=\"hint\">It goes straight to secure storage for this conversation; files up to {max_h}. The link works once and expires at <time datetime=\"{exp_iso}\">{exp_iso}</time>.</p>",
                 max_h = human_size(p.max_size),
-                exp = p.expires_at,
                 exp_iso = sluice::time::rfc3339(p.expires_at),
+            );
+            let body = web::form(
+                &format!(
+                    " data-max-size=\"{}\" data-expires-at=\"{}\"",
+                    p.max_size, p.expires_at
+                ),
+                &intro,
             );
             (StatusCode::OK, body)
         }
@@ -139,7 +115,9 @@ pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"referrer\" content=\"no-referrer\">\n<title>Upload a file</title>\n\
-         <link rel=\"stylesheet\" href=\"assets/page.css\">\n\
+         <link rel=\"stylesheet\" href=\"assets/upload.css\">\n\
+         <script src=\"assets/noble-sha256.js\" defer></script>\n\
+         <script src=\"assets/upload.js\" defer></script>\n\
          <script src=\"assets/page.js\" defer></script>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
     );
     (status, html)
@@ -148,14 +126,6 @@ pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_read_as_people_read_them() {
-        assert_eq!(human_size(0), "0 bytes");
-        assert_eq!(human_size(999), "999 bytes");
-        assert_eq!(human_size(52_428_800), "52.4 MB");
-        assert_eq!(human_size(5 << 30), "5.4 GB");
-    }
 
     #[test]
     fn a_suggested_name_is_escaped() {

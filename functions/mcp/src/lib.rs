@@ -16,6 +16,7 @@ pub mod server;
 pub mod shapes;
 pub mod table;
 pub mod tools;
+pub mod widget;
 
 use std::sync::Arc;
 

@@ -6,11 +6,17 @@
 use std::borrow::Cow;
 
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::model::{Implementation, ProtocolVersion, ServerCapabilities, ServerConfig};
-use rmcp::{ServerHandler, tool_handler};
+use rmcp::model::{
+    ErrorData, ExtensionCapabilities, Implementation, InitializeRequestParams, InitializeResult,
+    ListResourcesResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, tool_handler};
 use sluice::Sluice;
 
-use crate::table;
+use crate::{table, widget};
 
 /// The protocol versions this server speaks.
 pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
@@ -44,6 +50,9 @@ impl SluiceTools {
             if let Some(spec) = table::lookup(&route.attr.name) {
                 route.attr.output_schema = Some((spec.output)());
             }
+            if route.attr.name == "request_browser_upload" {
+                route.attr.meta = Some(widget::tool_meta());
+            }
         }
         Self {
             sluice,
@@ -67,12 +76,77 @@ impl ServerHandler for SluiceTools {
                  a File field takes the handle of a file uploaded with request_upload.",
             );
         }
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("sluice", env!("CARGO_PKG_VERSION")))
-            .with_instructions(instructions)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("sluice", env!("CARGO_PKG_VERSION")))
+        .with_instructions(instructions)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
         Cow::Borrowed(PROTOCOL_VERSIONS)
+    }
+
+    /// A host that renders MCP Apps says so in `initialize`; the answer
+    /// says that this server has one (the widget), for that host only.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        let renders_apps = request
+            .capabilities
+            .extensions
+            .as_ref()
+            .and_then(|e| e.get(widget::EXTENSION))
+            .is_some();
+        if renders_apps {
+            let mut extensions = ExtensionCapabilities::new();
+            extensions.insert(widget::EXTENSION.into(), Default::default());
+            result.capabilities.extensions = Some(extensions);
+        }
+        Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(widget::URI, "upload")
+                .with_title("Upload a file")
+                .with_description(
+                    "The upload form request_browser_upload shows inside the conversation, for hosts that render MCP Apps",
+                )
+                .with_mime_type(widget::MIME)
+                .with_meta(widget::meta(&self.sluice).await),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != widget::URI {
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "no resource {}: the one resource is {}",
+                    request.uri,
+                    widget::URI
+                ),
+                None,
+            ));
+        }
+        let content = ResourceContents::text(widget::html(), widget::URI)
+            .with_mime_type(widget::MIME)
+            .with_meta(widget::meta(&self.sluice).await);
+        Ok(ReadResourceResult::new(vec![content]).into())
     }
 }

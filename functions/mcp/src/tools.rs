@@ -37,7 +37,8 @@ impl SluiceTools {
         description = "Let the PERSON upload a file from their own computer through a web page, when the file is on their machine \
 or your shell cannot reach the upload host (\"Host not in allowlist\"). Show them the returned `page_url` as a link, with words like: \
 \"Open this link to upload the file; tell me when it is done.\" Then wait for them to say so, and call get_upload_status once \
-(do not poll in a loop). The page hashes the file in their browser and sends it straight to storage; no bytes pass through the conversation.",
+(do not poll in a loop). The page hashes the file in their browser and sends it straight to storage; no bytes pass through the conversation. \
+Where the host shows MCP Apps (claude.ai), the same upload form also appears inside the conversation and tells you itself when the file is uploaded.",
         input_schema = input::<BrowserUploadRequest>()
     )]
     async fn request_browser_upload(
@@ -51,6 +52,7 @@ or your shell cannot reach the upload host (\"Host not in allowlist\"). Show the
             success(
                 format!(
                     "Show the person this link: \"Open this link to upload the file; tell me when it is done: {}\" \
+                     (if an upload form appears in the conversation, they can use it instead; it tells you when it is done). \
                      It works once, until {}. When they say it is done, call get_upload_status with upload_id {}.",
                     page.page_url, page.expires_at, page.upload_id
                 ),

@@ -133,6 +133,9 @@ pub struct Config {
     /// (`SLUICE_MCP_URL`, ending in `/mcp`): one prefix per function under
     /// `cargo lambda watch`, say. It is the RFC 8707 resource.
     pub mcp_url: Option<Url>,
+    /// The origins the in-chat widget runs on (`SLUICE_WIDGET_ORIGINS`;
+    /// empty: claude.ai's for this connector, derived from the MCP URL).
+    pub widget_origins: Vec<String>,
     /// Authorization servers listed in the protected-resource metadata
     /// (`SLUICE_AUTH_SERVERS`, comma-separated URLs; default: the issuer, if
     /// it is a URL).
@@ -267,6 +270,7 @@ impl Config {
             auth_scope_prefix: vars.text("SLUICE_AUTH_SCOPE_PREFIX"),
             dev_tokens: vars.flag("SLUICE_DEV_TOKENS")?.unwrap_or(false),
             mcp_url: vars.url("SLUICE_MCP_URL")?,
+            widget_origins: widget_origins(&vars)?,
             auth_servers: auth_servers(&vars)?,
             auth_jwks_url: vars.url("SLUICE_AUTH_JWKS_URL")?,
             auth_jwks_refresh: vars.secs("SLUICE_AUTH_JWKS_REFRESH_SECS")?,
@@ -414,6 +418,26 @@ fn actions_source(vars: &Vars) -> Option<ActionsSource> {
 }
 
 /// `SLUICE_AUTH_SERVERS`, or the issuer if it is a URL.
+/// `SLUICE_WIDGET_ORIGINS`, each an origin: a scheme, a host and a port,
+/// nothing after.
+fn widget_origins(vars: &Vars) -> Result<Vec<String>, ConfigError> {
+    const VAR: &str = "SLUICE_WIDGET_ORIGINS";
+    vars.list(VAR)
+        .iter()
+        .map(|o| {
+            let url = read::url(VAR, o)?;
+            let origin = url.origin().ascii_serialization();
+            if o.trim_end_matches('/') != origin {
+                return Err(read::invalid(
+                    VAR,
+                    format!("{o} is not an origin (scheme://host[:port], no path)"),
+                ));
+            }
+            Ok(origin)
+        })
+        .collect()
+}
+
 fn auth_servers(vars: &Vars) -> Result<Vec<Url>, ConfigError> {
     if vars.is_set("SLUICE_AUTH_SERVERS") {
         return vars

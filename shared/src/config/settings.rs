@@ -167,6 +167,15 @@ pub const SETTINGS: &[Setting] = &[
         "the resolver's base (download links) when it has its own prefix (cargo lambda watch)",
     ),
     s(
+        "SLUICE_WIDGET_ORIGINS",
+        Core,
+        Parse::Urls,
+        Unset(
+            "claude.ai's for this connector: `https://` + the first 32 hex of SHA-256(MCP URL) + `.claudemcpcontent.com`",
+        ),
+        "origins the in-chat upload widget runs on (the MCP Apps host's sandbox), which the issuer's upload routes answer CORS for; list every host's you use",
+    ),
+    s(
         "SLUICE_DATA_DIR",
         Core,
         Parse::Text,

@@ -66,6 +66,9 @@ pub struct Parts {
     pub resolver_url: Url,
     /// The MCP endpoint's URL (the RFC 8707 resource).
     pub mcp_url: Url,
+    /// The origins the in-chat upload widget runs on, which the upload
+    /// routes answer CORS for.
+    pub widget_origins: Vec<String>,
     /// Handle lifetime.
     pub handle_ttl: Duration,
     /// Download link lifetime.
@@ -187,6 +190,11 @@ impl Sluice {
     /// The MCP endpoint's URL, e.g. `https://files.example.com/mcp`.
     pub fn mcp_url(&self) -> &str {
         self.0.mcp_url.as_str()
+    }
+
+    /// The origins the in-chat upload widget runs on.
+    pub fn widget_origins(&self) -> &[String] {
+        &self.0.widget_origins
     }
 
     /// Where the `mcp` function's routes are mounted: the MCP URL without

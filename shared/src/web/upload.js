@@ -1,0 +1,277 @@
+// The upload form, shared by the browser page (page.js) and the in-chat
+// widget (widget.js): hash the picked file (SHA-256), ask sluice for a PUT
+// signed for exactly that size and digest, send the file straight to the
+// store with a progress bar (in parts above the single-PUT size), and say
+// plainly when it is done or why not. Each caller runs `sluiceForm(how)`
+// with where its start goes and what to do once the file is stored.
+"use strict";
+
+// Files up to this size are hashed by WebCrypto in one call (native speed,
+// the file held in memory once); larger ones incrementally, 8 MiB at a time,
+// by @noble/hashes (vendored: noble-sha256.js), so a multi-GiB file never
+// has to fit in memory. WebCrypto cannot hash a stream.
+const WHOLE_HASH_MAX = 512 * 1024 * 1024;
+const CHUNK = 8 * 1024 * 1024;
+
+const hex = (bytes) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
+
+async function sha256Hex(blob, onProgress) {
+  if (blob.size <= WHOLE_HASH_MAX && globalThis.crypto && crypto.subtle) {
+    const digest = await crypto.subtle.digest("SHA-256", await blob.arrayBuffer());
+    onProgress(blob.size);
+    return hex(digest);
+  }
+  const sha = nobleSha256.create();
+  for (let at = 0; at < blob.size; at += CHUNK) {
+    sha.update(new Uint8Array(await blob.slice(at, at + CHUNK).arrayBuffer()));
+    onProgress(Math.min(at + CHUNK, blob.size));
+  }
+  return hex(sha.digest());
+}
+
+function size(n) {
+  const units = ["bytes", "KB", "MB", "GB", "TB"];
+  let v = n;
+  let u = 0;
+  while (v >= 1000 && u < units.length - 1) { v /= 1000; u++; }
+  return u === 0 ? `${n} bytes` : `${v.toFixed(1)} ${units[u]}`;
+}
+
+function duration(seconds) {
+  if (!isFinite(seconds)) return "";
+  if (seconds < 60) return `${Math.max(1, Math.round(seconds))} s`;
+  const m = Math.floor(seconds / 60);
+  return m < 60 ? `${m} min ${Math.round(seconds % 60)} s` : `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+async function messageOf(response) {
+  try {
+    const body = await response.json();
+    if (body && body.message) return body.message;
+  } catch (_) {
+    // not JSON
+  }
+  return `The server refused the upload (${response.status}).`;
+}
+
+// A part's target as the server answers it, in curl's config format:
+// `url = "…"` and `header = "Name: value"` lines.
+function partTarget(config) {
+  const target = { url: "", headers: {} };
+  for (const line of config.split("\n")) {
+    const m = line.match(/^(url|header) = "((?:[^"\\]|\\.)*)"$/);
+    if (!m) continue;
+    const value = m[2].replace(/\\(.)/g, "$1");
+    if (m[1] === "url") target.url = value;
+    else {
+      const at = value.indexOf(": ");
+      target.headers[value.slice(0, at)] = value.slice(at + 2);
+    }
+  }
+  return target;
+}
+
+class Refused extends Error {}
+
+// The form in the document (ids: page, file, zone, progress-box, phase, bar,
+// figures, done, error, retry, live). `how`:
+//   startUrl(): where the hashed file's start goes (null: not yet known);
+//   maxSize(): the largest file accepted, or null (the start says);
+//   done(file, sha256): a promise of the words shown after "Done.".
+function sluiceForm(how) {
+  const $ = (id) => document.getElementById(id);
+  const input = $("file");
+  const zone = $("zone");
+  let busy = false;
+
+  function phase(text) {
+    $("progress-box").hidden = false;
+    $("phase").textContent = text;
+    $("live").textContent = text;
+  }
+
+  function progress(done, total, started) {
+    const percent = total === 0 ? 100 : Math.floor((done / total) * 100);
+    $("bar").value = percent;
+    const seconds = (performance.now() - started) / 1000;
+    const rate = seconds > 0 ? done / seconds : 0;
+    const left = rate > 0 ? (total - done) / rate : Infinity;
+    $("figures").textContent =
+      `${size(done)} of ${size(total)} · ${percent}%` +
+      (rate > 0 ? ` · ${size(rate)}/s` : "") +
+      (done < total && isFinite(left) ? ` · about ${duration(left)} left` : "");
+  }
+
+  // `retry`: the same file may go again (a dropped connection); `pick`:
+  // another file may be chosen. A used or expired link allows neither.
+  function fail(message, { retry = true, pick = true } = {}) {
+    busy = false;
+    $("progress-box").hidden = true;
+    $("error").textContent = message;
+    $("error").hidden = false;
+    $("retry").hidden = !retry;
+    zone.hidden = !pick;
+    zone.classList.remove("busy");
+    input.disabled = !pick;
+    if (retry) $("retry").focus();
+    else $("error").setAttribute("tabindex", "-1"), $("error").focus();
+  }
+
+  function finished(file, words) {
+    $("progress-box").hidden = true;
+    const box = $("done");
+    box.textContent = "";
+    const strong = document.createElement("strong");
+    strong.textContent = "Done.";
+    box.append(strong, ` ${file.name} (${size(file.size)}) was uploaded. ${words}`);
+    box.hidden = false;
+    zone.hidden = true;
+    $("live").textContent = "Upload complete.";
+    box.setAttribute("tabindex", "-1");
+    box.focus();
+  }
+
+  function put(target, blob, started, before = 0, total = blob.size) {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("PUT", target.url);
+      for (const [name, value] of Object.entries(target.headers || {})) {
+        // The browser sets Content-Length itself, from the file.
+        if (name.toLowerCase() !== "content-length") xhr.setRequestHeader(name, value);
+      }
+      xhr.upload.onprogress = (e) => progress(before + e.loaded, total, started);
+      xhr.onload = () => resolve(xhr);
+      xhr.onerror = () => reject(new Error("network"));
+      xhr.onabort = () => reject(new Error("network"));
+      xhr.send(blob);
+    });
+  }
+
+  // A file in parts: the parts not stored yet (a reload sends only those),
+  // each hashed, its URL asked for and PUT with progress; then the
+  // completion, asked again while the server proves the whole file (202).
+  async function putParts(parts, file, started) {
+    const listed = await fetch(`${parts.link}/parts`);
+    if (!listed.ok) throw new Refused(await messageOf(listed));
+    const stored = new Set((await listed.text()).split("\n").filter(Boolean).map(Number));
+    let sent = 0;
+    for (let n = 1; n <= parts.count; n++) {
+      const from = (n - 1) * parts.part_size;
+      const blob = file.slice(from, Math.min(from + parts.part_size, file.size));
+      if (!stored.has(n)) {
+        phase(`Uploading ${file.name}: part ${n} of ${parts.count}…`);
+        const sha = await sha256Hex(blob, () => {});
+        const asked = await fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" });
+        if (!asked.ok) throw new Refused(await messageOf(asked));
+        const xhr = await put(partTarget(await asked.text()), blob, started, sent, file.size);
+        if (xhr.status < 200 || xhr.status >= 300) {
+          throw new Refused(`Part ${n} was refused (${xhr.status}).`);
+        }
+      }
+      sent += blob.size;
+      progress(sent, file.size, started);
+    }
+    for (;;) {
+      const done = await fetch(`${parts.link}/complete`, { method: "POST" });
+      if (done.status === 202) {
+        phase(`Verifying ${file.name}…`);
+        continue;
+      }
+      if (!done.ok) throw new Refused(await messageOf(done));
+      return;
+    }
+  }
+
+  async function upload(file) {
+    if (busy) return;
+    busy = true;
+    $("error").hidden = true;
+    $("retry").hidden = true;
+    zone.classList.add("busy");
+    input.disabled = true;
+    const max = how.maxSize();
+    if (max !== null && file.size > max) {
+      fail(`${file.name} is ${size(file.size)}, larger than this link accepts (${size(max)}).`, { retry: false });
+      return;
+    }
+    const startUrl = how.startUrl();
+    if (!startUrl) {
+      fail("The upload is not ready yet: wait a moment, then try again.");
+      return;
+    }
+    try {
+      phase(`Checking ${file.name}…`);
+      let started = performance.now();
+      const sha256 = await sha256Hex(file, (done) => progress(done, file.size, started));
+      // Timings, for the benchmarks (nothing leaves the page).
+      window.sluiceTimings = { hashMs: performance.now() - started };
+      const start = await fetch(startUrl, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ filename: file.name, size: file.size, sha256, content_type: file.type || undefined }),
+      });
+      if (!start.ok) {
+        // 403: the link expired or is not valid; 409: it was used; 413: too
+        // large (another file may do).
+        const final = start.status === 403 || start.status === 409;
+        fail(await messageOf(start), { retry: false, pick: !final });
+        return;
+      }
+      const target = await start.json();
+      phase(`Uploading ${file.name}…`);
+      started = performance.now();
+      progress(0, file.size, started);
+      if (target.parts) {
+        await putParts(target.parts, file, started);
+      } else {
+        const xhr = await put(target.upload, file, started);
+        if (xhr.status < 200 || xhr.status >= 300) {
+          let message = `The storage refused the file (${xhr.status}).`;
+          try {
+            const body = JSON.parse(xhr.responseText);
+            if (body.message) message = body.message;
+          } catch (_) {
+            // S3 answers XML
+          }
+          fail(`${message} Try again, or ask for a new link.`);
+          return;
+        }
+      }
+      window.sluiceTimings.uploadMs = performance.now() - started;
+      finished(file, await how.done(file, sha256));
+    } catch (e) {
+      if (e instanceof Refused) {
+        fail(`${e.message} Try again: the parts already sent are kept.`);
+        return;
+      }
+      fail(
+        e && e.message === "network"
+          ? "The upload was interrupted: the connection was lost. Check your connection, then try again."
+          : `Something went wrong: ${e && e.message ? e.message : e}. Try again.`,
+      );
+    }
+  }
+
+  input.addEventListener("change", () => {
+    if (input.files && input.files[0]) upload(input.files[0]);
+  });
+  for (const name of ["dragenter", "dragover"]) {
+    zone.addEventListener(name, (e) => {
+      e.preventDefault();
+      if (!busy) zone.classList.add("over");
+    });
+  }
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (e) => {
+    e.preventDefault();
+    zone.classList.remove("over");
+    const file = e.dataTransfer && e.dataTransfer.files[0];
+    if (file) upload(file);
+  });
+  $("retry").addEventListener("click", () => {
+    $("retry").hidden = true;
+    $("error").hidden = true;
+    if (input.files && input.files[0]) upload(input.files[0]);
+    else input.click();
+  });
+}

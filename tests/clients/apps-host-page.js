@@ -1,0 +1,54 @@
+// The browser side of the test MCP Apps host (apps-host.mjs bundles it with
+// esbuild): the official host bridge (AppBridge, PostMessageTransport from
+// @modelcontextprotocol/ext-apps) talking to sluice's widget in a sandboxed
+// iframe on another origin. It answers ui/message and ui/update-model-context
+// as a host would (recording them for the test), gives the view the tool's
+// input and result once it is initialized, and sizes the frame as the view
+// asks. No MCP client: the view calls no server tool (the bridge would
+// refuse one), and everything it posts is recorded in window.hostLog.
+
+import { AppBridge, PostMessageTransport } from "@modelcontextprotocol/ext-apps/app-bridge";
+
+const tool = window.TOOL; // { input, result, sandboxUrl }
+window.hostLog = [];
+window.posted = [];
+
+const frame = document.createElement("iframe");
+frame.id = "app";
+frame.title = "Upload a file";
+frame.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
+frame.src = tool.sandboxUrl;
+document.getElementById("conversation").append(frame);
+
+// Every message the view posts, as the host receives it.
+window.addEventListener("message", (e) => {
+  if (e.source === frame.contentWindow) window.posted.push(JSON.stringify(e.data));
+});
+
+const bridge = new AppBridge(
+  null,
+  { name: "sluice-test-host", version: "1.0.0" },
+  { updateModelContext: { text: {} }, message: { text: {} }, openLinks: {} },
+);
+bridge.oninitialized = () => {
+  window.hostLog.push({ method: "ui/notifications/initialized" });
+  bridge.sendToolInput({ arguments: tool.input });
+  bridge.sendToolResult(tool.result);
+};
+bridge.onmessage = async (params) => {
+  window.hostLog.push({ method: "ui/message", params });
+  return {};
+};
+bridge.onupdatemodelcontext = async (params) => {
+  window.hostLog.push({ method: "ui/update-model-context", params });
+  return {};
+};
+bridge.onsizechange = ({ height }) => {
+  if (height) frame.style.height = `${height}px`;
+};
+bridge.oncalltool = async (params) => {
+  window.hostLog.push({ method: "tools/call", params });
+  throw new Error("this host proxies no tool calls");
+};
+await bridge.connect(new PostMessageTransport(frame.contentWindow, frame.contentWindow));
+window.bridgeConnected = true;

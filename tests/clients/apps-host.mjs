@@ -1,0 +1,212 @@
+// A test MCP Apps host, built on the official pieces: the TypeScript SDK
+// client talks to sluice (announcing the io.modelcontextprotocol/ui
+// extension), calls request_browser_upload, reads the widget it names with
+// resources/read, and renders it in Debian's Chromium (playwright-core) the
+// way a host does: in a sandboxed iframe on an origin of its own (like
+// claude.ai's <hash>.claudemcpcontent.com), under a Content-Security-Policy
+// built from the widget's declared `_meta.ui.csp` alone, connected through
+// the official AppBridge (apps-host-page.js). A person picks a file in it;
+// the script checks what the host was told, that no file byte went through
+// MCP or the host, and that the policy is exact (a request to an undeclared
+// origin is blocked by the browser). Run by tests/tests/widget.rs; prints
+// one JSON line {"checks": [...], "upload_id": ...}.
+//
+//   node apps-host.mjs --url MCP_URL --token T --file PATH --shots DIR
+//                      --sandbox-port N [--prefix NAME] [--width PX]
+
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { parseArgs } from "node:util";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { getToolUiResourceUri } from "@modelcontextprotocol/ext-apps/app-bridge";
+import { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps";
+import { build } from "esbuild";
+import { chromium } from "playwright-core";
+
+import { check } from "./common.mjs";
+
+const { values: args } = parseArgs({
+  options: {
+    url: { type: "string" },
+    token: { type: "string" },
+    file: { type: "string" },
+    shots: { type: "string" },
+    "sandbox-port": { type: "string" },
+    prefix: { type: "string", default: "" },
+    width: { type: "string", default: "760" },
+  },
+});
+const checks = [];
+
+// Every MCP request and response body, as sent and received.
+const traffic = [];
+const recordingFetch = async (url, init) => {
+  const response = await fetch(url, init);
+  traffic.push(String(init?.body ?? ""), await response.clone().text());
+  return response;
+};
+
+const client = new Client(
+  { name: "sluice-apps-host", version: "1.0.0" },
+  { capabilities: { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: [RESOURCE_MIME_TYPE] } } } },
+);
+await client.connect(
+  new StreamableHTTPClientTransport(new URL(args.url), {
+    requestInit: { headers: { Authorization: `Bearer ${args.token}` } },
+    fetch: recordingFetch,
+  }),
+);
+const extensions = client.getServerCapabilities()?.extensions ?? {};
+check("io.modelcontextprotocol/ui" in extensions, `the server answers the extension: ${JSON.stringify(extensions)}`);
+checks.push("initialize: the extension announced and answered");
+
+// The tool names its widget under both keys.
+const { tools } = await client.listTools();
+const tool = tools.find((t) => t.name === "request_browser_upload");
+const uri = getToolUiResourceUri(tool);
+check(uri && uri.startsWith("ui://"), `the tool names a ui:// resource: ${JSON.stringify(tool._meta)}`);
+check(tool._meta["ui/resourceUri"] === uri, "the flat ui/resourceUri key names the same resource");
+checks.push("tools/list: _meta.ui.resourceUri and ui/resourceUri");
+
+const input = { filename: "notes.bin" };
+const result = await client.callTool({ name: "request_browser_upload", arguments: input });
+check(!result.isError, `request_browser_upload answered: ${JSON.stringify(result)}`);
+check(result.content.some((c) => c.type === "text" && c.text.includes(result.structuredContent.page_url)), "the text still gives the page URL");
+
+const read = await client.readResource({ uri });
+const content = read.contents[0];
+check(content.mimeType === RESOURCE_MIME_TYPE, `mimeType ${content.mimeType}`);
+const ui = content._meta?.ui ?? {};
+const connect = ui.csp?.connectDomains ?? [];
+check(connect.length > 0 && connect.every((o) => /^https?:\/\/[^/]+$/.test(o)), `connectDomains are origins: ${connect}`);
+check(/^[0-9a-f]{32}\.claudemcpcontent\.com$/.test(ui.domain ?? ""), `claude.ai's domain: ${ui.domain}`);
+checks.push("resources/read: text/html;profile=mcp-app, CSP origins, domain");
+const issuerOrigin = new URL(result.structuredContent.page_url).origin;
+check(connect.includes(issuerOrigin), `the issuer's origin is declared: ${connect}`);
+
+// The policy a host builds from the declaration (the spec's defaults, plus
+// the declared origins), on the sandbox origin's answer.
+const resources = (ui.csp?.resourceDomains ?? []).join(" ");
+const policy = [
+  "default-src 'none'",
+  `script-src 'self' 'unsafe-inline' ${resources}`,
+  `style-src 'self' 'unsafe-inline' ${resources}`,
+  `img-src 'self' data: ${resources}`,
+  `font-src 'self' ${resources}`,
+  `media-src 'self' data: ${resources}`,
+  `connect-src ${connect.join(" ")}`,
+  "frame-src 'none'",
+  "object-src 'none'",
+  "base-uri 'self'",
+].join("; ");
+
+const hostBundle = (
+  await build({ entryPoints: [new URL("apps-host-page.js", import.meta.url).pathname], bundle: true, format: "esm", write: false })
+).outputFiles[0].text;
+
+const probes = [];
+const sandboxPort = Number(args["sandbox-port"]);
+const sandboxOrigin = `http://localhost:${sandboxPort}`;
+const listen = (server, port, host) => new Promise((resolve) => server.listen(port, host, () => resolve(server.address().port)));
+const host = createServer((req, res) => {
+  if (req.url === "/probe") probes.push(req.url);
+  if (req.url === "/host.js") {
+    res.writeHead(200, { "content-type": "text/javascript" }).end(hostBundle);
+    return;
+  }
+  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Conversation</title>
+<style>body{font:15px/1.5 system-ui,sans-serif;margin:0;background:#f4f4f1;color:#1b1f24}#conversation{max-width:44rem;margin:0 auto;padding:1.5rem 1rem}
+.bubble{background:#fff;border-radius:12px;padding:.75rem 1rem;margin:0 0 .75rem}.me{background:#e8e4da;margin-left:4rem}
+iframe{width:100%;height:260px;border:1px solid #d0d0c8;border-radius:12px;background:#fff}</style>
+<script>window.TOOL = ${JSON.stringify({ input, result, sandboxUrl: `${sandboxOrigin}/view.html` })};</script>
+<script type="module" src="/host.js"></script></head><body><div id="conversation">
+<p class="bubble me">Here is the file I mentioned; put it in the report.</p>
+<p class="bubble">Please upload it here; it goes straight to storage.</p></div></body></html>`;
+  res.writeHead(200, { "content-type": "text/html" }).end(page);
+});
+const hostPort = await listen(host, 0, "127.0.0.1");
+const hostOrigin = `http://127.0.0.1:${hostPort}`;
+const sandbox = createServer((req, res) => {
+  res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-security-policy": policy }).end(content.text);
+});
+await listen(sandbox, sandboxPort, "127.0.0.1");
+
+const browser = await chromium.launch({
+  executablePath: "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+});
+const shot = (page, name) => page.screenshot({ path: `${args.shots}/${args.prefix}${name}.png`, fullPage: true });
+let uploadId;
+try {
+  const page = await (await browser.newContext({ viewport: { width: Number(args.width), height: 560 } })).newPage();
+  const requests = [];
+  page.on("request", (r) => requests.push(new URL(r.url()).origin));
+  const errors = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  await page.goto(`${hostOrigin}/`);
+  const view = page.frameLocator("#app");
+  await view.locator("#wanted").filter({ hasText: /^Choose notes\.bin/ }).waitFor({ timeout: 30000 });
+  const frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
+  check(frame, "the widget runs on the sandbox origin");
+  const scrollWidth = await frame.evaluate(() => document.documentElement.scrollWidth);
+  const frameWidth = await frame.evaluate(() => window.innerWidth);
+  check(scrollWidth <= frameWidth, `no horizontal scroll in the frame (${scrollWidth} > ${frameWidth})`);
+  await shot(page, "widget-before");
+  checks.push("widget rendered in the sandbox, ready");
+
+  await view.locator("#file").setInputFiles(args.file);
+  await view.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+  const done = await view.locator("#done").innerText();
+  check(/has been told/i.test(done), `the widget says the assistant was told: ${done}`);
+  await page.waitForFunction(() => window.hostLog.some((m) => m.method === "ui/message"), null, { timeout: 10000 });
+  await shot(page, "widget-after");
+  checks.push("widget upload done");
+
+  const log = await page.evaluate(() => window.hostLog);
+  const message = log.find((m) => m.method === "ui/message");
+  check(Array.isArray(message.params.content) && message.params.content[0].type === "text", "ui/message content is an array of blocks");
+  const context = log.find((m) => m.method === "ui/update-model-context");
+  check(context && context.params.structuredContent.upload_id === result.structuredContent.upload_id, "ui/update-model-context carries the upload_id");
+  check(message.params.content[0].text.includes(result.structuredContent.upload_id), "ui/message names the upload_id");
+  check(!log.some((m) => m.method === "tools/call"), "the widget called no tool through the host");
+  checks.push("the host was told: ui/update-model-context and ui/message");
+  uploadId = context.params.structuredContent.upload_id;
+
+  // No byte of the file in anything MCP carried or the view posted.
+  const data = readFileSync(args.file);
+  const marks = [data.subarray(0, 32).toString("latin1"), data.subarray(0, 48).toString("base64"), data.subarray(1, 49).toString("base64"), data.subarray(2, 50).toString("base64")];
+  const posted = await page.evaluate(() => window.posted);
+  for (const text of [...traffic, ...posted]) {
+    check(!marks.some((m) => text.includes(m)), "no file bytes in any MCP message or anything the view posted");
+  }
+  checks.push("no file bytes through MCP or the host");
+
+  // The policy is exact: a request to an undeclared origin (the host's own)
+  // is blocked by the browser before it is sent.
+  const blocked = await frame.evaluate(async (url) => {
+    const seen = new Promise((resolve) => document.addEventListener("securitypolicyviolation", (e) => resolve(e.blockedURI), { once: true }));
+    try {
+      await fetch(url);
+      return { fetched: true };
+    } catch (e) {
+      return { fetched: false, blockedURI: await seen };
+    }
+  }, `${hostOrigin}/probe`);
+  check(!blocked.fetched && blocked.blockedURI.startsWith(hostOrigin), `an undeclared origin is blocked: ${JSON.stringify(blocked)}`);
+  check(probes.length === 0, "the blocked request never reached its server");
+  const outside = requests.filter((o) => o !== hostOrigin && o !== sandboxOrigin && !connect.includes(o));
+  check(outside.length === 0, `no request outside the host, the sandbox and the declared origins: ${outside}`);
+  check(!errors.some((e) => /Content Security Policy/i.test(e) && !e.includes("/probe")), `no other CSP violation: ${errors}`);
+  checks.push("CSP exact: an undeclared origin is blocked");
+} finally {
+  await browser.close();
+  host.close();
+  sandbox.close();
+  await client.close();
+}
+console.log(JSON.stringify({ checks, upload_id: uploadId }));

@@ -1,0 +1,299 @@
+//! The upload inside the conversation (an MCP App). A test host built on
+//! the official pieces (`tests/clients/apps-host.mjs`: the TypeScript SDK
+//! client, and the `@modelcontextprotocol/ext-apps` host bridge in Debian's
+//! Chromium) renders sluice's widget in a sandboxed iframe on an origin of
+//! its own under the policy sluice declares; a person picks a file; the
+//! model's side (the official Python client, `fetch_upload.py`) then gets
+//! the handle and downloads the file byte for byte by running the returned
+//! line. On both backends. Screenshots: `target/browser-artifacts/`.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::browser::{cors_front, shots, template_cors_headers};
+use crate::mcp_clients::root;
+use crate::util::{Server, bytes, call_tool, request, tool_ok};
+
+/// A port nothing listens on now: the sandbox origin's, which sluice must
+/// be told before it starts.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Runs the test host: the widget, a file picked in it. Its checks and the
+/// upload_id the widget reported to the host.
+fn host(
+    mcp_url: &str,
+    token: &str,
+    file: &Path,
+    sandbox_port: u16,
+    prefix: &str,
+) -> (Vec<String>, String) {
+    let out = Command::new("node")
+        .arg(root().join("tests/clients/apps-host.mjs"))
+        .args(["--url", mcp_url, "--token", token, "--prefix", prefix])
+        .args(["--sandbox-port", &sandbox_port.to_string()])
+        .arg("--file")
+        .arg(file)
+        .arg("--shots")
+        .arg(shots())
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .expect("node runs (make test installs the clients and Debian's chromium)");
+    let checks = crate::util::client_checks("apps-host.mjs", &out);
+    let line = out
+        .stdout
+        .split(|b| *b == b'\n')
+        .find(|l| l.starts_with(b"{"))
+        .unwrap();
+    let summary: Value = serde_json::from_slice(line).unwrap();
+    (checks, summary["upload_id"].as_str().unwrap().to_owned())
+}
+
+/// The model's side: the Python client asks for the upload's status and a
+/// download link, and runs the download line in `dir`.
+fn model_fetches(mcp_url: &str, token: &str, upload_id: &str, dir: &Path) -> Value {
+    let out = Command::new(root().join(".venv/bin/python"))
+        .arg(root().join("tests/clients/fetch_upload.py"))
+        .args(["--url", mcp_url, "--token", token, "--upload-id", upload_id])
+        .arg("--dir")
+        .arg(dir)
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .expect("the venv's python runs (make test installs it)");
+    assert!(
+        out.status.success(),
+        "fetch_upload.py: {}",
+        crate::util::out_text(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn every_check(checks: &[String]) {
+    for expected in [
+        "initialize: the extension announced and answered",
+        "tools/list: _meta.ui.resourceUri and ui/resourceUri",
+        "resources/read: text/html;profile=mcp-app, CSP origins, domain",
+        "widget rendered in the sandbox, ready",
+        "widget upload done",
+        "the host was told: ui/update-model-context and ui/message",
+        "no file bytes through MCP or the host",
+        "CSP exact: an undeclared origin is blocked",
+    ] {
+        assert!(
+            checks.iter().any(|c| c == expected),
+            "{expected} missing: {checks:?}"
+        );
+    }
+}
+
+#[test]
+fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
+    let sandbox = free_port();
+    let origin = format!("http://localhost:{sandbox}");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_WIDGET_ORIGINS", &origin)]);
+    let token = server.token("alice", &[]);
+    let mcp = format!("{}/mcp", server.base);
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("notes.bin");
+    let data = bytes(3 * 1024 * 1024 + 11, 31);
+    std::fs::write(&file, &data).unwrap();
+
+    let (checks, upload_id) = host(&mcp, &token, &file, sandbox, "");
+    every_check(&checks);
+
+    let got = tempfile::tempdir().unwrap();
+    let fetched = model_fetches(&mcp, &token, &upload_id, got.path());
+    assert!(
+        fetched["handle"]
+            .as_str()
+            .unwrap()
+            .starts_with("$uploadedFile:")
+    );
+    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
+    assert!(downloaded == data, "byte for byte");
+}
+
+/// On the AWS backends the widget's PUTs (here, a file in parts) go
+/// straight to S3 (s3s-fs behind the template's CORS rule, admitting only
+/// the sandbox origin), and the policy declares S3's origin beside the
+/// issuer's.
+#[test]
+fn the_widget_uploads_straight_to_s3() {
+    let sandbox = free_port();
+    let origin = format!("http://localhost:{sandbox}");
+    let emulators = crate::util::Emulators::start();
+    crate::util::provision(&emulators, "widget");
+    let front = cors_front(
+        emulators.s3_url.trim_start_matches("http://").to_owned(),
+        template_cors_headers(),
+        vec![origin.clone()],
+    );
+    let (server, _dir) = crate::util::aws_server(
+        &emulators,
+        "widget",
+        &[
+            ("SLUICE_S3_ENDPOINT_URL", &front),
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
+            ("SLUICE_WIDGET_ORIGINS", &origin),
+        ],
+    );
+    let token = crate::util::aws_token(&emulators, "alice", &[]);
+    let mcp = format!("{}/mcp", server.base);
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("notes.bin");
+    let data = bytes(12 * 1024 * 1024 + 3, 32);
+    std::fs::write(&file, &data).unwrap();
+
+    let (checks, upload_id) = host(&mcp, &token, &file, sandbox, "s3-");
+    every_check(&checks);
+
+    let got = tempfile::tempdir().unwrap();
+    let fetched = model_fetches(&mcp, &token, &upload_id, got.path());
+    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
+    assert!(downloaded == data, "byte for byte");
+
+    // What the widget declares: the issuer's origin and S3's, nothing else.
+    let read = crate::util::mcp_call(
+        &server.base,
+        &token,
+        "resources/read",
+        json!({"uri": "ui://sluice/upload.html"}),
+    );
+    let connect = &read["contents"][0]["_meta"]["ui"]["csp"]["connectDomains"];
+    assert_eq!(connect, &json!([server.base, front]), "{read}");
+}
+
+/// The routes the widget calls answer a CORS preflight for the configured
+/// sandbox origin, and not for any other; the page's own routes need none.
+#[test]
+fn the_upload_routes_answer_cors_for_the_widget_origin_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[("SLUICE_WIDGET_ORIGINS", "https://abc.sandbox.example")],
+    );
+    let token = server.token("alice", &[]);
+    let page = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_browser_upload",
+        json!({}),
+    ));
+    let start = format!("{}/start", page["page_url"].as_str().unwrap());
+    let preflight = |origin: &str| {
+        request(
+            "OPTIONS",
+            &start,
+            &[
+                ("origin", origin),
+                ("access-control-request-method", "POST"),
+                ("access-control-request-headers", "content-type"),
+            ],
+            None,
+        )
+    };
+    let allowed = preflight("https://abc.sandbox.example");
+    assert_eq!(
+        allowed.header("access-control-allow-origin"),
+        Some("https://abc.sandbox.example")
+    );
+    assert!(
+        allowed
+            .header("access-control-allow-methods")
+            .is_some_and(|m| m.contains("POST") && m.contains("PUT")),
+        "{:?}",
+        allowed.header("access-control-allow-methods")
+    );
+    let other = preflight("https://evil.example");
+    assert_eq!(other.header("access-control-allow-origin"), None);
+    // The start itself, from the widget's origin: allowed to be read.
+    let started = request(
+        "POST",
+        &start,
+        &[
+            ("origin", "https://abc.sandbox.example"),
+            ("content-type", "application/json"),
+        ],
+        Some(
+            json!({"filename": "a.txt", "size": 2, "sha256": sluice::Sha256::of(b"hi")})
+                .to_string()
+                .as_bytes(),
+        ),
+    );
+    assert_eq!(started.status, 200, "{}", started.text());
+    assert_eq!(
+        started.header("access-control-allow-origin"),
+        Some("https://abc.sandbox.example")
+    );
+}
+
+/// By default the widget may run on claude.ai's origin for this connector
+/// (its `domain`), and the resource is exactly what the spec asks.
+#[test]
+fn the_widget_resource_names_claude_s_domain_by_default() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let mcp = format!("{}/mcp", server.base);
+    let read = crate::util::mcp_call(
+        &server.base,
+        &token,
+        "resources/read",
+        json!({"uri": "ui://sluice/upload.html"}),
+    );
+    let content = &read["contents"][0];
+    assert_eq!(content["mimeType"], "text/html;profile=mcp-app");
+    let domain = sluice::web::claude_domain(&mcp);
+    assert_eq!(content["_meta"]["ui"]["domain"], domain.as_str());
+    assert_eq!(
+        content["_meta"]["ui"]["csp"]["connectDomains"],
+        json!([server.base])
+    );
+    let html = content["text"].as_str().unwrap();
+    assert!(
+        !html.contains("src=\"http"),
+        "nothing fetched from elsewhere"
+    );
+    // The upload routes answer CORS for that origin.
+    let page = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_browser_upload",
+        json!({}),
+    ));
+    let origin = format!("https://{domain}");
+    let preflight = request(
+        "OPTIONS",
+        &format!("{}/start", page["page_url"].as_str().unwrap()),
+        &[
+            ("origin", &origin),
+            ("access-control-request-method", "POST"),
+        ],
+        None,
+    );
+    assert_eq!(
+        preflight.header("access-control-allow-origin"),
+        Some(origin.as_str())
+    );
+    // Any other resource is not found.
+    let missing = crate::util::mcp_response(
+        &server.base,
+        &token,
+        "resources/read",
+        json!({"uri": "ui://sluice/other.html"}),
+    );
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ui://sluice/upload.html")),
+        "{missing}"
+    );
+}
