@@ -9,10 +9,16 @@
 // the script checks what the host was told, that no file byte went through
 // MCP or the host, and that the policy is exact (a request to an undeclared
 // origin is blocked by the browser). Run by tests/tests/widget.rs; prints
-// one JSON line {"checks": [...], "upload_id": ...}.
+// one JSON line {"checks": [...], "upload_id": ..., "timings": {hashMs, uploadMs}}
+// (the widget's own timings, which `make bench` reads).
 //
 //   node apps-host.mjs --url MCP_URL --token T --file PATH --shots DIR
-//                      --sandbox-port N [--prefix NAME] [--width PX]
+//                      --sandbox-port N [--prefix NAME] [--width PX] [--keyboard]
+//
+// With --keyboard the file is chosen without a mouse: Tab into the widget,
+// Space on its picker. With --interrupt (a file in parts) the PUT of part 2
+// fails as a dropped connection would: the widget says so in words, and
+// "Try again" sends only the parts not stored yet.
 
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -36,6 +42,8 @@ const { values: args } = parseArgs({
     "sandbox-port": { type: "string" },
     prefix: { type: "string", default: "" },
     width: { type: "string", default: "760" },
+    keyboard: { type: "boolean", default: false },
+    interrupt: { type: "boolean", default: false },
   },
 });
 const checks = [];
@@ -140,6 +148,7 @@ const browser = await chromium.launch({
 });
 const shot = (page, name) => page.screenshot({ path: `${args.shots}/${args.prefix}${name}.png`, fullPage: true });
 let uploadId;
+let timings;
 try {
   const page = await (await browser.newContext({ viewport: { width: Number(args.width), height: 560 } })).newPage();
   const requests = [];
@@ -159,13 +168,65 @@ try {
   await shot(page, "widget-before");
   checks.push("widget rendered in the sandbox, ready");
 
-  await view.locator("#file").setInputFiles(args.file);
+  // PUTs of parts, by part number, as the browser sends them.
+  const partPuts = [];
+  const partOf = (url) => {
+    const m = /[?&]partNumber=(\d+)/.exec(url) || /\/parts\/(\d+)$/.exec(new URL(url).pathname);
+    return m ? Number(m[1]) : null;
+  };
+  page.on("request", (r) => {
+    if (r.method() === "PUT" && partOf(r.url()) !== null) partPuts.push(partOf(r.url()));
+  });
+  if (args.interrupt) {
+    let dropped = false;
+    await page.route(
+      (url) => partOf(url.href) === 2,
+      (route) => {
+        if (!dropped && route.request().method() === "PUT") {
+          dropped = true;
+          return route.abort("connectionreset");
+        }
+        return route.continue();
+      },
+    );
+  }
+  if (args.keyboard) {
+    let focused = null;
+    for (let i = 0; i < 6 && focused !== "file"; i++) {
+      await page.keyboard.press("Tab");
+      focused = await frame.evaluate(() => document.hasFocus() && document.activeElement && document.activeElement.id);
+    }
+    check(focused === "file", `Tab reaches the widget's file picker (focused: ${focused})`);
+    const outline = await frame.evaluate(() => getComputedStyle(document.getElementById("zone")).outlineStyle);
+    check(outline !== "none", "the focused drop zone shows a visible outline");
+    await shot(page, "widget-keyboard-focus");
+    const [chooser] = await Promise.all([page.waitForEvent("filechooser"), page.keyboard.press("Space")]);
+    await chooser.setFiles(args.file);
+    checks.push("keyboard: Tab into the widget, Space, choose");
+  } else {
+    await view.locator("#file").setInputFiles(args.file);
+  }
+  if (args.interrupt) {
+    await view.locator("#error").waitFor({ state: "visible", timeout: 60000 });
+    const said = await view.locator("#error").innerText();
+    check(/interrupted|connection/i.test(said), `a dropped connection is explained: ${said}`);
+    await shot(page, "widget-error");
+    const before = partPuts.length;
+    await view.locator("#retry").click();
+    await view.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+    const again = partPuts.slice(before);
+    check(!again.includes(1) && again.includes(2), `Try again sends only the parts not stored: ${again}`);
+    checks.push(`interrupted, explained, resumed: sent again only part ${[...new Set(again)].sort().join(", ")}`);
+  }
   await view.locator("#done").waitFor({ state: "visible", timeout: 120000 });
   const done = await view.locator("#done").innerText();
   check(/has been told/i.test(done), `the widget says the assistant was told: ${done}`);
   await page.waitForFunction(() => window.hostLog.some((m) => m.method === "ui/message"), null, { timeout: 10000 });
   await shot(page, "widget-after");
+  const focusedDone = await frame.evaluate(() => document.activeElement && document.activeElement.id);
+  check(focusedDone === "done", "focus moves to the result");
   checks.push("widget upload done");
+  timings = await frame.evaluate(() => window.sluiceTimings);
 
   const log = await page.evaluate(() => window.hostLog);
   const message = log.find((m) => m.method === "ui/message");
@@ -209,4 +270,4 @@ try {
   sandbox.close();
   await client.close();
 }
-console.log(JSON.stringify({ checks, upload_id: uploadId }));
+console.log(JSON.stringify({ checks, upload_id: uploadId, timings }));

@@ -34,10 +34,12 @@ fn host(
     file: &Path,
     sandbox_port: u16,
     prefix: &str,
+    extra: &[&str],
 ) -> (Vec<String>, String) {
     let out = Command::new("node")
         .arg(root().join("tests/clients/apps-host.mjs"))
         .args(["--url", mcp_url, "--token", token, "--prefix", prefix])
+        .args(extra)
         .args(["--sandbox-port", &sandbox_port.to_string()])
         .arg("--file")
         .arg(file)
@@ -106,7 +108,7 @@ fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
     let data = bytes(3 * 1024 * 1024 + 11, 31);
     std::fs::write(&file, &data).unwrap();
 
-    let (checks, upload_id) = host(&mcp, &token, &file, sandbox, "");
+    let (checks, upload_id) = host(&mcp, &token, &file, sandbox, "", &[]);
     every_check(&checks);
 
     let got = tempfile::tempdir().unwrap();
@@ -119,10 +121,34 @@ fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
     );
     let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
     assert!(downloaded == data, "byte for byte");
+
+    // Without a mouse, at 320 px: another request, another file.
+    let small = work.path().join("notes.bin");
+    let data = bytes(200 * 1024, 33);
+    std::fs::write(&small, &data).unwrap();
+    let (checks, upload_id) = host(
+        &mcp,
+        &token,
+        &small,
+        sandbox,
+        "narrow-",
+        &["--keyboard", "--width", "320"],
+    );
+    every_check(&checks);
+    assert!(
+        checks
+            .iter()
+            .any(|c| c == "keyboard: Tab into the widget, Space, choose"),
+        "{checks:?}"
+    );
+    let got = tempfile::tempdir().unwrap();
+    let fetched = model_fetches(&mcp, &token, &upload_id, got.path());
+    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
+    assert!(downloaded == data, "byte for byte");
 }
 
-/// On the AWS backends the widget's PUTs (here, a file in parts) go
-/// straight to S3 (s3s-fs behind the template's CORS rule, admitting only
+/// On the AWS backends the widget's PUTs (here, a file in parts, one of
+/// them interrupted and resumed) go straight to S3 (s3s-fs behind the template's CORS rule, admitting only
 /// the sandbox origin), and the policy declares S3's origin beside the
 /// issuer's.
 #[test]
@@ -153,8 +179,16 @@ fn the_widget_uploads_straight_to_s3() {
     let data = bytes(12 * 1024 * 1024 + 3, 32);
     std::fs::write(&file, &data).unwrap();
 
-    let (checks, upload_id) = host(&mcp, &token, &file, sandbox, "s3-");
+    // Part 2's PUT fails as a dropped connection would (parts 1 and 3, on
+    // their way at the same time, are stored); "Try again" sends only part 2.
+    let (checks, upload_id) = host(&mcp, &token, &file, sandbox, "s3-", &["--interrupt"]);
     every_check(&checks);
+    assert!(
+        checks
+            .iter()
+            .any(|c| c == "interrupted, explained, resumed: sent again only part 2"),
+        "{checks:?}"
+    );
 
     let got = tempfile::tempdir().unwrap();
     let fetched = model_fetches(&mcp, &token, &upload_id, got.path());

@@ -12,6 +12,8 @@
 // has to fit in memory. WebCrypto cannot hash a stream.
 const WHOLE_HASH_MAX = 512 * 1024 * 1024;
 const CHUNK = 8 * 1024 * 1024;
+// Parts of a large file sent at once.
+const PARTS_IN_FLIGHT = 3;
 
 const hex = (bytes) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -131,7 +133,8 @@ function sluiceForm(how) {
     box.focus();
   }
 
-  function put(target, blob, started, before = 0, total = blob.size) {
+  // One XHR PUT of `blob` (XHR, for upload progress: fetch has none).
+  function put(target, blob, onProgress) {
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open("PUT", target.url);
@@ -139,7 +142,7 @@ function sluiceForm(how) {
         // The browser sets Content-Length itself, from the file.
         if (name.toLowerCase() !== "content-length") xhr.setRequestHeader(name, value);
       }
-      xhr.upload.onprogress = (e) => progress(before + e.loaded, total, started);
+      xhr.upload.onprogress = (e) => onProgress(e.loaded);
       xhr.onload = () => resolve(xhr);
       xhr.onerror = () => reject(new Error("network"));
       xhr.onabort = () => reject(new Error("network"));
@@ -147,30 +150,55 @@ function sluiceForm(how) {
     });
   }
 
-  // A file in parts: the parts not stored yet (a reload sends only those),
-  // each hashed, its URL asked for and PUT with progress; then the
-  // completion, asked again while the server proves the whole file (202).
+  // A file in parts: the parts not stored yet (a start again, e.g. after a
+  // reload, sends only those), PARTS_IN_FLIGHT at a time, each hashed by
+  // WebCrypto, its URL asked for and PUT with progress (one request alone
+  // does not reach the browser's ceiling: it sends a body 16 KiB at a time);
+  // then the completion, asked again while the server proves the file (202).
   async function putParts(parts, file, started) {
     const listed = await fetch(`${parts.link}/parts`);
     if (!listed.ok) throw new Refused(await messageOf(listed));
     const stored = new Set((await listed.text()).split("\n").filter(Boolean).map(Number));
-    let sent = 0;
+    const missing = [];
+    let kept = 0;
+    const slice = (n) => file.slice((n - 1) * parts.part_size, Math.min(n * parts.part_size, file.size));
     for (let n = 1; n <= parts.count; n++) {
-      const from = (n - 1) * parts.part_size;
-      const blob = file.slice(from, Math.min(from + parts.part_size, file.size));
-      if (!stored.has(n)) {
-        phase(`Uploading ${file.name}: part ${n} of ${parts.count}…`);
+      if (stored.has(n)) kept += slice(n).size;
+      else missing.push(n);
+    }
+    const sending = new Map();
+    const show = () => {
+      let sent = kept;
+      for (const bytes of sending.values()) sent += bytes;
+      progress(sent, file.size, started);
+    };
+    phase(`Uploading ${file.name} (${parts.count} parts)…`);
+    show();
+    // On a failure no other part is started, and the ones on their way
+    // finish (stored, a try again will not send them) before it is told.
+    let next = 0;
+    let failure = null;
+    const worker = async () => {
+      while (next < missing.length && !failure) {
+        const n = missing[next++];
+        const blob = slice(n);
         const sha = await sha256Hex(blob, () => {});
         const asked = await fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" });
         if (!asked.ok) throw new Refused(await messageOf(asked));
-        const xhr = await put(partTarget(await asked.text()), blob, started, sent, file.size);
+        const xhr = await put(partTarget(await asked.text()), blob, (bytes) => {
+          sending.set(n, bytes);
+          show();
+        });
         if (xhr.status < 200 || xhr.status >= 300) {
           throw new Refused(`Part ${n} was refused (${xhr.status}).`);
         }
+        sending.set(n, blob.size);
+        show();
       }
-      sent += blob.size;
-      progress(sent, file.size, started);
-    }
+    };
+    const guarded = () => worker().catch((e) => { failure = failure || e; });
+    await Promise.all(Array.from({ length: Math.min(PARTS_IN_FLIGHT, missing.length) }, guarded));
+    if (failure) throw failure;
     for (;;) {
       const done = await fetch(`${parts.link}/complete`, { method: "POST" });
       if (done.status === 202) {
@@ -224,7 +252,7 @@ function sluiceForm(how) {
       if (target.parts) {
         await putParts(target.parts, file, started);
       } else {
-        const xhr = await put(target.upload, file, started);
+        const xhr = await put(target.upload, file, (bytes) => progress(bytes, file.size, started));
         if (xhr.status < 200 || xhr.status >= 300) {
           let message = `The storage refused the file (${xhr.status}).`;
           try {
