@@ -29,9 +29,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { getToolUiResourceUri } from "@modelcontextprotocol/ext-apps/app-bridge";
 import { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps";
 import { build } from "esbuild";
-import { chromium } from "playwright-core";
 
-import { check } from "./common.mjs";
+import { check, launchChromium } from "./common.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -141,11 +140,7 @@ const sandbox = createServer((req, res) => {
 });
 await listen(sandbox, sandboxPort, "127.0.0.1");
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launchChromium();
 const shot = (page, name) => page.screenshot({ path: `${args.shots}/${args.prefix}${name}.png`, fullPage: true });
 let uploadId;
 let timings;

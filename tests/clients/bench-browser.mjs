@@ -11,7 +11,8 @@
 import { readFileSync, readdirSync } from "node:fs";
 import { parseArgs } from "node:util";
 
-import { chromium } from "playwright-core";
+import { launchChromium } from "./common.mjs";
+
 
 const { values: args } = parseArgs({ options: { page: { type: "string" }, file: { type: "string" }, sink: { type: "string" } } });
 
@@ -42,11 +43,7 @@ function browserRssKib(rootPid) {
   return total;
 }
 
-const launch = () => chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const launch = launchChromium;
 
 // One XHR PUT of the picked file to `url`, in a browser of its own (each
 // upload in this script is its browser's first) and from a blank page of

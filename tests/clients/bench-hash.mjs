@@ -13,7 +13,8 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
 
-import { chromium } from "playwright-core";
+import { launchChromium } from "./common.mjs";
+
 
 const { values: args } = parseArgs({
   options: { file: { type: "string" }, old: { type: "string" }, rounds: { type: "string", default: "3" } },
@@ -26,11 +27,7 @@ const page = `<!doctype html><meta charset="utf-8"><input type="file" id="file">
 const server = createServer((_, res) => res.writeHead(200, { "content-type": "text/html" }).end(page));
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-});
+const browser = await launchChromium();
 const out = { webcrypto: [], noble: [], old: [] };
 try {
   const tab = await (await browser.newContext()).newPage();

@@ -11,9 +11,8 @@
 
 import { parseArgs } from "node:util";
 
-import { chromium } from "playwright-core";
 
-import { check } from "./common.mjs";
+import { check, launchChromium } from "./common.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -27,19 +26,7 @@ const { values: args } = parseArgs({
 });
 
 const checks = [];
-const browser = await chromium.launch({
-  executablePath: "/usr/bin/chromium",
-  args: [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-  ],
-});
+const browser = await launchChromium();
 const shot = (page, name) => page.screenshot({ path: `${args.shots}/${args.prefix}${name}.png`, fullPage: true });
 
 try {
