@@ -172,7 +172,8 @@ function sluiceForm(how) {
       for (const bytes of sending.values()) sent += bytes;
       progress(sent, file.size, started);
     };
-    phase(`Uploading ${file.name} (${parts.count} parts)…`);
+    let partsSent = parts.count - missing.length;
+    phase(`Uploading ${file.name}: ${partsSent} of ${parts.count} parts sent…`);
     show();
     // On a failure no other part is started, and the ones on their way
     // finish (stored, a try again will not send them) before it is told.
@@ -193,6 +194,8 @@ function sluiceForm(how) {
           throw new Refused(`Part ${n} was refused (${xhr.status}).`);
         }
         sending.set(n, blob.size);
+        partsSent += 1;
+        phase(`Uploading ${file.name}: ${partsSent} of ${parts.count} parts sent…`);
         show();
       }
     };
