@@ -18,7 +18,10 @@
 // With --keyboard the file is chosen without a mouse: Tab into the widget,
 // Space on its picker. With --interrupt (a file in parts) the PUT of part 2
 // fails as a dropped connection would: the widget says so in words, and
-// "Try again" sends only the parts not stored yet.
+// "Try again" sends only the parts not stored yet. With --reload (a file in
+// parts) every part after the first fails until the host page is reloaded
+// (the widget rendered again, given the same tool result); the same file
+// picked again sends only the parts not stored yet.
 
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -43,6 +46,7 @@ const { values: args } = parseArgs({
     width: { type: "string", default: "760" },
     keyboard: { type: "boolean", default: false },
     interrupt: { type: "boolean", default: false },
+    reload: { type: "boolean", default: false },
   },
 });
 const checks = [];
@@ -155,7 +159,7 @@ try {
   await page.goto(`${hostOrigin}/`);
   const view = page.frameLocator("#app");
   await view.locator("#wanted").filter({ hasText: /^Choose notes\.bin/ }).waitFor({ timeout: 30000 });
-  const frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
+  let frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
   check(frame, "the widget runs on the sandbox origin");
   const scrollWidth = await frame.evaluate(() => document.documentElement.scrollWidth);
   const frameWidth = await frame.evaluate(() => window.innerWidth);
@@ -185,7 +189,24 @@ try {
       },
     );
   }
-  if (args.keyboard) {
+  if (args.reload) {
+    await page.route(
+      (url) => (partOf(url.href) ?? 1) > 1,
+      (route) => (route.request().method() === "PUT" ? route.abort("connectionreset") : route.continue()),
+    );
+    await view.locator("#file").setInputFiles(args.file);
+    await view.locator("#error").waitFor({ state: "visible", timeout: 60000 });
+    await page.unrouteAll();
+    await page.reload();
+    await view.locator("#wanted").filter({ hasText: /^Choose notes\.bin/ }).waitFor({ timeout: 30000 });
+    frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
+    const before = partPuts.length;
+    await view.locator("#file").setInputFiles(args.file);
+    await view.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+    const again = [...new Set(partPuts.slice(before))].sort();
+    check(again.length > 0 && !again.includes(1), `after a reload only the parts not stored are sent: ${again}`);
+    checks.push(`reloaded mid-upload, resumed: sent again only parts ${again.join(", ")}`);
+  } else if (args.keyboard) {
     let focused = null;
     for (let i = 0; i < 6 && focused !== "file"; i++) {
       await page.keyboard.press("Tab");

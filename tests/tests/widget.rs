@@ -100,7 +100,15 @@ fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
     let sandbox = free_port();
     let origin = format!("http://localhost:{sandbox}");
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(dir.path(), &[("SLUICE_WIDGET_ORIGINS", &origin)]);
+    // Files over 4 MiB go in parts of 5 MiB.
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_WIDGET_ORIGINS", &origin),
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
+        ],
+    );
     let token = server.token("alice", &[]);
     let mcp = format!("{}/mcp", server.base);
     let work = tempfile::tempdir().unwrap();
@@ -119,6 +127,24 @@ fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
             .unwrap()
             .starts_with("$uploadedFile:")
     );
+    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
+    assert!(downloaded == data, "byte for byte");
+
+    // A file in three parts, the page reloaded after the first: the same
+    // file picked again in the widget rendered again sends only the rest.
+    let big = work.path().join("notes.bin");
+    let data = bytes(11 * 1024 * 1024 + 7, 34);
+    std::fs::write(&big, &data).unwrap();
+    let (checks, upload_id) = host(&mcp, &token, &big, sandbox, "reload-", &["--reload"]);
+    every_check(&checks);
+    assert!(
+        checks
+            .iter()
+            .any(|c| c == "reloaded mid-upload, resumed: sent again only parts 2, 3"),
+        "{checks:?}"
+    );
+    let got = tempfile::tempdir().unwrap();
+    let fetched = model_fetches(&mcp, &token, &upload_id, got.path());
     let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
     assert!(downloaded == data, "byte for byte");
 
