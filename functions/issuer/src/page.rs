@@ -1,5 +1,6 @@
-//! The upload page: one HTML document per page token, and two static
-//! assets (script and style) served beside it. No inline script or style,
+//! The upload page: one HTML document per page token, and its static
+//! assets served beside it (the form it shares with the in-chat widget,
+//! `sluice::web`, the hasher, its own script). No inline script or style,
 //! no external request: the Content-Security-Policy allows only these and
 //! the store's origin for the PUT.
 
