@@ -311,15 +311,12 @@ pub fn mcp_post(base: &str, token: &str, message: &Value) -> Reply {
 
 /// A `tools/call`: the JSON-RPC `result`, which must be there.
 pub fn call_tool(base: &str, token: &str, tool: &str, arguments: Value) -> Value {
-    let message = serde_json::json!({
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    });
-    let reply = mcp_post(base, token, &message);
-    assert_eq!(reply.status, 200, "{tool}: {}", reply.text());
-    let json = reply.json();
-    assert!(json.get("result").is_some(), "{tool}: {json}");
-    json["result"].clone()
+    mcp_call(
+        base,
+        token,
+        "tools/call",
+        serde_json::json!({"name": tool, "arguments": arguments}),
+    )
 }
 
 /// Any MCP request: the whole JSON-RPC answer.

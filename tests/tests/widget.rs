@@ -77,6 +77,42 @@ fn model_fetches(mcp_url: &str, token: &str, upload_id: &str, dir: &Path) -> Val
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `resources/read` of the widget: its one content.
+fn widget_content(server: &Server, token: &str) -> Value {
+    let read = crate::util::mcp_call(
+        &server.base,
+        token,
+        "resources/read",
+        json!({"uri": "ui://sluice/upload.html"}),
+    );
+    read["contents"][0].clone()
+}
+
+/// A new page's start route, which the widget calls first.
+fn start_route(server: &Server, token: &str) -> String {
+    let page = tool_ok(&call_tool(
+        &server.base,
+        token,
+        "request_browser_upload",
+        json!({}),
+    ));
+    format!("{}/start", page["page_url"].as_str().unwrap())
+}
+
+/// A CORS preflight of a POST to `url` from `origin`.
+fn preflight(url: &str, origin: &str) -> crate::util::Reply {
+    request(
+        "OPTIONS",
+        url,
+        &[
+            ("origin", origin),
+            ("access-control-request-method", "POST"),
+            ("access-control-request-headers", "content-type"),
+        ],
+        None,
+    )
+}
+
 fn every_check(checks: &[String]) {
     for expected in [
         "initialize: the extension announced and answered",
@@ -222,14 +258,9 @@ fn the_widget_uploads_straight_to_s3() {
     assert!(downloaded == data, "byte for byte");
 
     // What the widget declares: the issuer's origin and S3's, nothing else.
-    let read = crate::util::mcp_call(
-        &server.base,
-        &token,
-        "resources/read",
-        json!({"uri": "ui://sluice/upload.html"}),
-    );
-    let connect = &read["contents"][0]["_meta"]["ui"]["csp"]["connectDomains"];
-    assert_eq!(connect, &json!([server.base, front]), "{read}");
+    let content = widget_content(&server, &token);
+    let connect = &content["_meta"]["ui"]["csp"]["connectDomains"];
+    assert_eq!(connect, &json!([server.base, front]), "{content}");
 }
 
 /// The routes the widget calls answer a CORS preflight for the configured
@@ -242,26 +273,8 @@ fn the_upload_routes_answer_cors_for_the_widget_origin_only() {
         &[("SLUICE_WIDGET_ORIGINS", "https://abc.sandbox.example")],
     );
     let token = server.token("alice", &[]);
-    let page = tool_ok(&call_tool(
-        &server.base,
-        &token,
-        "request_browser_upload",
-        json!({}),
-    ));
-    let start = format!("{}/start", page["page_url"].as_str().unwrap());
-    let preflight = |origin: &str| {
-        request(
-            "OPTIONS",
-            &start,
-            &[
-                ("origin", origin),
-                ("access-control-request-method", "POST"),
-                ("access-control-request-headers", "content-type"),
-            ],
-            None,
-        )
-    };
-    let allowed = preflight("https://abc.sandbox.example");
+    let start = start_route(&server, &token);
+    let allowed = preflight(&start, "https://abc.sandbox.example");
     assert_eq!(
         allowed.header("access-control-allow-origin"),
         Some("https://abc.sandbox.example")
@@ -273,7 +286,7 @@ fn the_upload_routes_answer_cors_for_the_widget_origin_only() {
         "{:?}",
         allowed.header("access-control-allow-methods")
     );
-    let other = preflight("https://evil.example");
+    let other = preflight(&start, "https://evil.example");
     assert_eq!(other.header("access-control-allow-origin"), None);
     // The start itself, from the widget's origin: allowed to be read.
     let started = request(
@@ -303,13 +316,7 @@ fn the_widget_resource_names_claude_s_domain_by_default() {
     let (server, _dir) = Server::start();
     let token = server.token("alice", &[]);
     let mcp = format!("{}/mcp", server.base);
-    let read = crate::util::mcp_call(
-        &server.base,
-        &token,
-        "resources/read",
-        json!({"uri": "ui://sluice/upload.html"}),
-    );
-    let content = &read["contents"][0];
+    let content = widget_content(&server, &token);
     assert_eq!(content["mimeType"], "text/html;profile=mcp-app");
     let domain = sluice::web::claude_domain(&mcp);
     assert_eq!(content["_meta"]["ui"]["domain"], domain.as_str());
@@ -323,22 +330,8 @@ fn the_widget_resource_names_claude_s_domain_by_default() {
         "nothing fetched from elsewhere"
     );
     // The upload routes answer CORS for that origin.
-    let page = tool_ok(&call_tool(
-        &server.base,
-        &token,
-        "request_browser_upload",
-        json!({}),
-    ));
     let origin = format!("https://{domain}");
-    let preflight = request(
-        "OPTIONS",
-        &format!("{}/start", page["page_url"].as_str().unwrap()),
-        &[
-            ("origin", &origin),
-            ("access-control-request-method", "POST"),
-        ],
-        None,
-    );
+    let preflight = preflight(&start_route(&server, &token), &origin);
     assert_eq!(
         preflight.header("access-control-allow-origin"),
         Some(origin.as_str())

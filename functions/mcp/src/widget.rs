@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use rmcp::model::MetaObject;
-use serde_json::{Value, json};
+use serde_json::json;
 use sluice::Sluice;
 use sluice::web;
 
@@ -27,10 +27,10 @@ pub const EXTENSION: &str = "io.modelcontextprotocol/ui";
 /// flat key claude.ai read for a while (the official `registerAppTool`
 /// still writes both).
 pub fn tool_meta() -> MetaObject {
-    let Value::Object(meta) = json!({"ui": {"resourceUri": URI}, "ui/resourceUri": URI}) else {
-        unreachable!("an object")
-    };
-    MetaObject(meta)
+    let mut meta = MetaObject::new();
+    meta.insert("ui".into(), json!({"resourceUri": URI}));
+    meta.insert("ui/resourceUri".into(), json!(URI));
+    meta
 }
 
 /// The widget's document: the shared form, its style and scripts inline
@@ -64,23 +64,20 @@ pub fn html() -> &'static str {
 /// is not the issuer: S3's, for the presigned PUTs), nothing else; the
 /// sandbox `domain` claude.ai runs it on; a border.
 pub async fn meta(sluice: &Sluice) -> MetaObject {
-    let issuer = url::Url::parse(sluice.issuer_base())
-        .map(|u| u.origin().ascii_serialization())
-        .unwrap_or_default();
-    let mut connect = vec![issuer];
+    let mut connect = vec![sluice.parts().issuer_url.origin().ascii_serialization()];
     if let Some(store) = sluice.store_origin().await
         && !connect.contains(&store)
     {
         connect.push(store);
     }
-    let Value::Object(meta) = json!({
-        "ui": {
+    let mut meta = MetaObject::new();
+    meta.insert(
+        "ui".into(),
+        json!({
             "csp": {"connectDomains": connect, "resourceDomains": []},
             "domain": web::claude_domain(sluice.mcp_url()),
             "prefersBorder": true,
-        }
-    }) else {
-        unreachable!("an object")
-    };
-    MetaObject(meta)
+        }),
+    );
+    meta
 }

@@ -29,16 +29,20 @@ function request(method, params) {
 
 const notify = (method, params) => post({ method, params });
 
-function ready() {
-  const zone = $("zone");
-  zone.classList.remove("busy");
-  $("file").disabled = false;
-  const intro = $("wanted");
-  intro.textContent = wanted ? `Choose ${wanted} from your device.` : "Choose the file from your device.";
+// What to pick, and, once the upload is known, until when.
+function describe() {
+  let text = wanted ? `Choose ${wanted} from your device.` : "Choose the file from your device.";
   if (upload && upload.expires_at) {
     const at = new Date(upload.expires_at);
-    intro.textContent += ` This works once, until ${at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}.`;
+    text += ` This works once, until ${at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}.`;
   }
+  $("wanted").textContent = text;
+}
+
+function ready() {
+  $("zone").classList.remove("busy");
+  $("file").disabled = false;
+  describe();
 }
 
 function onToolResult(result) {
@@ -69,8 +73,7 @@ window.addEventListener("message", (event) => {
   switch (m.method) {
     case "ui/notifications/tool-input":
       wanted = (m.params && m.params.arguments && m.params.arguments.filename) || wanted;
-      if (upload) ready();
-      else if (wanted) $("wanted").textContent = `Choose ${wanted} from your device.`;
+      if (wanted || upload) describe();
       break;
     case "ui/notifications/tool-result":
       onToolResult(m.params);
