@@ -113,6 +113,32 @@ fn preflight(url: &str, origin: &str) -> crate::util::Reply {
     )
 }
 
+/// A person picks `data` (as `notes.bin`) in the widget in the test host
+/// (run with `extra`, its screenshots named with `prefix`), every check
+/// passes and `also` among them; then the model's side downloads it, byte
+/// for byte. What the model got.
+fn picked_and_downloaded(
+    mcp: &str,
+    token: &str,
+    sandbox: u16,
+    data: &[u8],
+    (prefix, extra, also): (&str, &[&str], Option<&str>),
+) -> Value {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("notes.bin");
+    std::fs::write(&file, data).unwrap();
+    let (checks, upload_id) = host(mcp, token, &file, sandbox, prefix, extra);
+    every_check(&checks);
+    if let Some(also) = also {
+        assert!(checks.iter().any(|c| c == also), "{also}: {checks:?}");
+    }
+    let got = tempfile::tempdir().unwrap();
+    let fetched = model_fetches(mcp, token, &upload_id, got.path());
+    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
+    assert!(downloaded == data, "byte for byte");
+    fetched
+}
+
 fn every_check(checks: &[String]) {
     for expected in [
         "initialize: the extension announced and answered",
@@ -147,72 +173,52 @@ fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
     );
     let token = server.token("alice", &[]);
     let mcp = format!("{}/mcp", server.base);
-    let work = tempfile::tempdir().unwrap();
-    let file = work.path().join("notes.bin");
-    let data = bytes(3 * 1024 * 1024 + 11, 31);
-    std::fs::write(&file, &data).unwrap();
-
-    let (checks, upload_id) = host(&mcp, &token, &file, sandbox, "", &[]);
-    every_check(&checks);
-
-    let got = tempfile::tempdir().unwrap();
-    let fetched = model_fetches(&mcp, &token, &upload_id, got.path());
+    let fetched = picked_and_downloaded(
+        &mcp,
+        &token,
+        sandbox,
+        &bytes(3 * 1024 * 1024 + 11, 31),
+        ("", &[], None),
+    );
     assert!(
         fetched["handle"]
             .as_str()
             .unwrap()
             .starts_with("$uploadedFile:")
     );
-    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
-    assert!(downloaded == data, "byte for byte");
 
     // A file in three parts, the page reloaded after the first: the same
     // file picked again in the widget rendered again sends only the rest.
-    let big = work.path().join("notes.bin");
-    let data = bytes(11 * 1024 * 1024 + 7, 34);
-    std::fs::write(&big, &data).unwrap();
-    let (checks, upload_id) = host(&mcp, &token, &big, sandbox, "reload-", &["--reload"]);
-    every_check(&checks);
-    assert!(
-        checks
-            .iter()
-            .any(|c| c == "reloaded mid-upload, resumed: sent again only parts 2, 3"),
-        "{checks:?}"
-    );
-    let got = tempfile::tempdir().unwrap();
-    let fetched = model_fetches(&mcp, &token, &upload_id, got.path());
-    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
-    assert!(downloaded == data, "byte for byte");
-
-    // Without a mouse, at 320 px: another request, another file.
-    let small = work.path().join("notes.bin");
-    let data = bytes(200 * 1024, 33);
-    std::fs::write(&small, &data).unwrap();
-    let (checks, upload_id) = host(
+    picked_and_downloaded(
         &mcp,
         &token,
-        &small,
         sandbox,
-        "narrow-",
-        &["--keyboard", "--width", "320"],
+        &bytes(11 * 1024 * 1024 + 7, 34),
+        (
+            "reload-",
+            &["--reload"],
+            Some("reloaded mid-upload, resumed: sent again only parts 2, 3"),
+        ),
     );
-    every_check(&checks);
-    assert!(
-        checks
-            .iter()
-            .any(|c| c == "keyboard: Tab into the widget, Space, choose"),
-        "{checks:?}"
+
+    // Without a mouse, at 320 px: another request, another file.
+    picked_and_downloaded(
+        &mcp,
+        &token,
+        sandbox,
+        &bytes(200 * 1024, 33),
+        (
+            "narrow-",
+            &["--keyboard", "--width", "320"],
+            Some("keyboard: Tab into the widget, Space, choose"),
+        ),
     );
-    let got = tempfile::tempdir().unwrap();
-    let fetched = model_fetches(&mcp, &token, &upload_id, got.path());
-    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
-    assert!(downloaded == data, "byte for byte");
 }
 
 /// On the AWS backends the widget's PUTs (here, a file in parts, one of
-/// them interrupted and resumed) go straight to S3 (s3s-fs behind the template's CORS rule, admitting only
-/// the sandbox origin), and the policy declares S3's origin beside the
-/// issuer's.
+/// them interrupted and resumed) go straight to S3 (s3s-fs behind the
+/// template's CORS rule, admitting only the sandbox origin), and the policy
+/// declares S3's origin beside the issuer's.
 #[test]
 fn the_widget_uploads_straight_to_s3() {
     let sandbox = free_port();
@@ -236,26 +242,19 @@ fn the_widget_uploads_straight_to_s3() {
     );
     let token = crate::util::aws_token(&emulators, "alice", &[]);
     let mcp = format!("{}/mcp", server.base);
-    let work = tempfile::tempdir().unwrap();
-    let file = work.path().join("notes.bin");
-    let data = bytes(12 * 1024 * 1024 + 3, 32);
-    std::fs::write(&file, &data).unwrap();
-
     // Part 2's PUT fails as a dropped connection would (parts 1 and 3, on
     // their way at the same time, are stored); "Try again" sends only part 2.
-    let (checks, upload_id) = host(&mcp, &token, &file, sandbox, "s3-", &["--interrupt"]);
-    every_check(&checks);
-    assert!(
-        checks
-            .iter()
-            .any(|c| c == "interrupted, explained, resumed: sent again only part 2"),
-        "{checks:?}"
+    picked_and_downloaded(
+        &mcp,
+        &token,
+        sandbox,
+        &bytes(12 * 1024 * 1024 + 3, 32),
+        (
+            "s3-",
+            &["--interrupt"],
+            Some("interrupted, explained, resumed: sent again only part 2"),
+        ),
     );
-
-    let got = tempfile::tempdir().unwrap();
-    let fetched = model_fetches(&mcp, &token, &upload_id, got.path());
-    let downloaded = std::fs::read(got.path().join(fetched["filename"].as_str().unwrap())).unwrap();
-    assert!(downloaded == data, "byte for byte");
 
     // What the widget declares: the issuer's origin and S3's, nothing else.
     let content = widget_content(&server, &token);
