@@ -424,24 +424,29 @@ pub async fn serve(
 
 /// Gives a request's body [`ServeLimits::body_read_timeout`] to arrive
 /// whole: past it the body ends in an error, which the route answers as a
-/// body that broke off. An upload's body (`PUT …/uploads/…`) is left to its
-/// own limits: a large file takes as long as its link allows.
+/// body that broke off. A route whose body has limits of its own (an
+/// upload's: a large file takes as long as its link allows) lifts the
+/// deadline ([`sluice::http::BodyDeadline`]) before its handler reads.
 async fn body_deadline(
     axum::extract::State(limit): axum::extract::State<std::time::Duration>,
-    request: axum::extract::Request,
+    mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use futures_util::StreamExt as _;
-    let upload =
-        request.method() == http::Method::PUT && request.uri().path().contains("/uploads/");
-    if upload {
-        return next.run(request).await;
-    }
+    let lifted = sluice::http::BodyDeadline::default();
+    request.extensions_mut().insert(lifted.clone());
     let (parts, body) = request.into_parts();
     let deadline = tokio::time::Instant::now() + limit;
-    let timed =
-        futures_util::stream::unfold(Some(body.into_data_stream()), move |state| async move {
+    let timed = futures_util::stream::unfold(Some(body.into_data_stream()), move |state| {
+        let lifted = lifted.lifted();
+        async move {
             let mut data = state?;
+            if lifted {
+                return data
+                    .next()
+                    .await
+                    .map(|chunk| (chunk.map_err(io::Error::other), Some(data)));
+            }
             match tokio::time::timeout_at(deadline, data.next()).await {
                 Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(data))),
                 Ok(Some(Err(e))) => Some((Err(io::Error::other(e)), None)),
@@ -454,7 +459,8 @@ async fn body_deadline(
                     None,
                 )),
             }
-        });
+        }
+    });
     next.run(axum::extract::Request::from_parts(
         parts,
         axum::body::Body::from_stream(timed),

@@ -82,6 +82,12 @@ pub enum Error {
         "an upload to this link is already in progress: a link stores one upload; wait for it to finish, then check the file"
     )]
     UploadInProgress,
+    /// Another completion of the same upload in parts is joining and
+    /// proving it.
+    #[error(
+        "this upload's parts are already being joined and proven: wait a moment, then run the same upload command again to finish"
+    )]
+    Completing,
     /// An upload body of another size or digest; nothing was stored.
     #[error("{0}; nothing was stored and the link can be used again")]
     BodyMismatch(Mismatch),
@@ -181,6 +187,7 @@ impl From<StoreError> for Error {
                 "part {n} has not been uploaded: run the same upload command again to send it"
             )),
             StoreError::Busy(Busy::Upload) => Error::UploadInProgress,
+            StoreError::Busy(Busy::Completing) => Error::Completing,
             StoreError::Busy(busy) => Error::Busy(busy),
             StoreError::Mismatch(m) => Error::BodyMismatch(m),
             StoreError::Body(e) if e.kind() == std::io::ErrorKind::TimedOut => Error::BodyStalled,

@@ -42,7 +42,19 @@ pub enum Kind {
     PageStarts,
     /// Bytes of download links issued, counted in whole MiB.
     DownloadBytes,
+    /// Completions of one upload in parts (keyed by the file): each may
+    /// read the whole joined file, so a link holder cannot make sluice
+    /// read it over and over.
+    Completions,
 }
+
+/// Completions of one upload in parts: a line asks again as soon as a
+/// proof that goes on answers (each ask taking up to the proof's budget),
+/// and a person may rerun it a few times; far more is someone else.
+const COMPLETIONS: Rate = Rate {
+    per_minute: 12,
+    burst: 30,
+};
 
 impl Kind {
     fn refused(self) -> &'static str {
@@ -56,6 +68,9 @@ impl Kind {
             }
             Kind::DownloadBytes => {
                 "you were given download links for too many bytes in the last hour: none was issued"
+            }
+            Kind::Completions => {
+                "this upload was asked to complete too many times in a short time: nothing was done"
             }
         }
     }
@@ -91,6 +106,7 @@ pub struct Limits {
     actions: KeyedRate,
     page_starts: KeyedRate,
     download_bytes: KeyedRate,
+    completions: KeyedRate,
 }
 
 impl Limits {
@@ -107,6 +123,7 @@ impl Limits {
                     .allow_burst(nz(mib(rates.download_bytes_per_hour))),
                 Kind::DownloadBytes,
             ),
+            completions: KeyedRate::new(COMPLETIONS, Kind::Completions),
         }
     }
 
@@ -126,6 +143,7 @@ impl Limits {
             Kind::Actions => &self.actions,
             Kind::PageStarts => &self.page_starts,
             Kind::DownloadBytes => &self.download_bytes,
+            Kind::Completions => &self.completions,
         }
         .check(key)
     }

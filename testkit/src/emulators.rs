@@ -113,6 +113,12 @@ impl Emulators {
         }
     }
 
+    /// The directory s3s-fs keeps its buckets in (a bucket's objects are
+    /// files under `<dir>/<bucket>/`).
+    pub fn s3_dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     /// Stops the DynamoDB emulator, as an outage would.
     pub fn stop_dynamodb(&mut self) {
         let _ = self.dynalite.kill();

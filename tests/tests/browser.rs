@@ -22,7 +22,13 @@ pub(crate) fn shots() -> PathBuf {
 }
 
 /// Runs the page in Chromium in `mode`; returns the checks it reported.
-fn browse(page_url: &str, file: &Path, mode: &str, prefix: &str, width: u32) -> Vec<String> {
+pub(crate) fn browse(
+    page_url: &str,
+    file: &Path,
+    mode: &str,
+    prefix: &str,
+    width: u32,
+) -> Vec<String> {
     let out = Command::new("node")
         .arg(root().join("tests/clients/browser.mjs"))
         .args(["--page", page_url, "--mode", mode, "--prefix", prefix])

@@ -259,22 +259,12 @@ impl Drop for Gateway {
 
 /// API Gateway's routes (template.yaml): which function answers.
 fn route(method: &str, path: &str) -> Option<&'static str> {
-    match (method, path) {
-        ("POST" | "GET", "/mcp")
-        | ("GET", "/.well-known/oauth-protected-resource")
-        | ("GET", "/.well-known/oauth-protected-resource/mcp") => Some("mcp"),
-        ("POST", "/uploads") => Some("issuer"),
-        ("GET", p) if p.starts_with("/browser/") && p.matches('/').count() == 2 => Some("issuer"),
-        ("GET", p) if p.starts_with("/browser/assets/") && p.matches('/').count() == 3 => {
-            Some("issuer")
-        }
-        ("POST", p) if p.starts_with("/browser/") && p.ends_with("/start") => Some("issuer"),
-        ("GET" | "PUT", p) if p.starts_with("/u/") && p.matches('/').count() == 2 => Some("issuer"),
-        ("POST", "/resolve") => Some("resolver"),
-        ("GET", p) if p.starts_with("/l/") && p.matches('/').count() == 2 => Some("resolver"),
-        ("GET", p) if p.starts_with("/links/") && p.matches('/').count() == 2 => Some("resolver"),
-        _ => None,
-    }
+    static ROUTES: std::sync::OnceLock<Vec<crate::template::ApiRoute>> = std::sync::OnceLock::new();
+    let routes = ROUTES.get_or_init(crate::template::api_routes);
+    let function = &crate::template::api_route(routes, method, path)?.function;
+    ["mcp", "issuer", "resolver"]
+        .into_iter()
+        .find(|f| function.strip_prefix("sluice-") == Some(f))
 }
 
 impl Gateway {

@@ -582,6 +582,57 @@ fn a_trickled_request_body_is_cut_off_at_the_read_timeout() {
     assert_eq!(status, Some(408));
 }
 
+/// An upload's body, and each part's, take as long as their link allows:
+/// the body read timeout that cuts off a trickled request leaves the upload
+/// routes (`/u/{token}` and its parts) to their own limits, by route.
+/// (Before: only paths containing `/uploads/` were, and a part of 64 MiB
+/// had to arrive at 2.2 MB/s or more.) Run with the lines as returned, curl
+/// held to 1 MiB/s by a `.curlrc`.
+#[test]
+fn a_slow_upload_and_a_slow_part_outlast_the_body_read_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_BODY_READ_TIMEOUT_SECS", "2"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
+            ("SLUICE_PART_BYTES", "5242880"),
+        ],
+    );
+    let token = server.token("alice", &[]);
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join(".curlrc"), "limit-rate = 1M\n").unwrap();
+    for (name, size) in [
+        ("slow.bin", 3_500_000),
+        ("slow-parts.bin", 5 * 1024 * 1024 + 300_000),
+    ] {
+        let data = bytes(size, 41);
+        std::fs::write(work.path().join(name), &data).unwrap();
+        let ticket = server.request_upload(&token, name, &data);
+        let started = Instant::now();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(ticket["command"].as_str().unwrap())
+            .current_dir(work.path())
+            .env("CURL_HOME", work.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}: {}", out_text(&out));
+        assert!(
+            started.elapsed() > 3 * SECOND,
+            "{name}: the body took longer than the read timeout"
+        );
+        let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+        let got = request(
+            "GET",
+            download["download"]["url"].as_str().unwrap(),
+            &[],
+            None,
+        );
+        assert!(got.body == data, "{name}: byte for byte");
+    }
+}
+
 /// One user cannot fill the local disk for everyone: by default their files
 /// may declare half the quota in all, uploaded ones included; past it, 429
 /// saying so and nothing issued, while another user is still served.

@@ -323,6 +323,15 @@ mod on_s3 {
         // Completing again is refused: the file is written once.
         let again = request("POST", &format!("{link}/complete"), &[], None);
         assert_eq!(again.status, 409, "{}", again.text());
+        // The proof's progress is one note beside the file however many
+        // slices it took (it was one per slice: past 1,000, more than one
+        // listing page, and the proof restarted at every completion).
+        let notes: Vec<String> = sluice_testkit::files_under(emulators.s3_dir())
+            .iter()
+            .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
+            .filter(|n| n.starts_with(".proof"))
+            .collect();
+        assert_eq!(notes, [".proof"], "{notes:?}");
     }
 
     /// A file whose parts are joined but whose proof goes on is listed
@@ -376,6 +385,129 @@ mod on_s3 {
             list["structuredContent"]["files"][0]["state"], "ready",
             "{list}"
         );
+    }
+
+    /// Runs `link`'s script on `file` in `dir` up to the completion, which
+    /// it does not ask for.
+    fn send_parts_only(link: &str, dir: &Path, file: &str) {
+        let script = request("GET", &format!("{link}/sh"), &[], None)
+            .text()
+            .replace("while :; do", "for _ in; do");
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script, "sluice", file])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", out_text(&out));
+    }
+
+    /// Completions at once, on any replica: one joins and proves (here a
+    /// slice, then 202), the others are told it is under way, through a
+    /// lease kept beside the object. (Before: each ran the proof.)
+    #[test]
+    fn concurrent_completions_on_s3_take_turns() {
+        let emulators = Emulators::start();
+        provision(&emulators, "turns");
+        let (server, _dir) = aws_server(&emulators, "turns", PARTS);
+        let token = aws_token(&emulators, "alice", &[]);
+        let data = bytes(16 * MIB, 58);
+        let ticket = server.request_upload(&token, "t.bin", &data);
+        let link = ticket["upload"]["url"].as_str().unwrap().to_owned();
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join("t.bin"), &data).unwrap();
+        send_parts_only(&link, work.path(), "t.bin");
+        let answers = crate::util::concurrently(8, move |_| {
+            let answer = request("POST", &format!("{link}/complete"), &[], None);
+            if answer.status == 409 {
+                assert!(
+                    answer.text().contains("already being joined"),
+                    "{}",
+                    answer.text()
+                );
+            }
+            answer.status
+        });
+        let proving = answers.iter().filter(|s| **s != 409).count();
+        // One, or two where one asked after the first had given its turn back.
+        assert!((1..=2).contains(&proving), "{answers:?}");
+        let again = run_counting(ticket["command"].as_str().unwrap(), work.path(), None);
+        assert!(again.status.success(), "{}", out_text(&again));
+    }
+
+    /// Someone else who holds the link cannot swap a part the owner sent:
+    /// a target for a stored part is refused (a new presigned URL would
+    /// replace it on S3); and a part of their own that spoils the whole
+    /// costs the owner a rerun of the line, not the file: a fresh upload in
+    /// parts begins under the same link. (Before: a stored part got a new
+    /// URL, and a failed proof spent the upload for good.)
+    #[test]
+    fn a_link_holder_cannot_spoil_a_file_in_parts() {
+        let emulators = Emulators::start();
+        provision(&emulators, "spoil");
+        let (server, _dir) = aws_server(&emulators, "spoil", PARTS);
+        let token = aws_token(&emulators, "alice", &[]);
+        let data = bytes(11 * MIB + 5, 59);
+        let ticket = server.request_upload(&token, "s.bin", &data);
+        let link = ticket["upload"]["url"].as_str().unwrap();
+        // Part 2, of other bytes, sent first by someone else.
+        let other = bytes(5 * MIB, 60);
+        let hex = sluice::Sha256::of(&other).to_hex();
+        let target =
+            |hex: &str| request("POST", &format!("{link}/parts/2?sha256={hex}"), &[], None);
+        let config = target(&hex).text();
+        let value = |line: &str| {
+            line.split_once(" = \"")
+                .map(|(_, v)| v.trim_end_matches('"').to_owned())
+        };
+        let url = config
+            .lines()
+            .find(|l| l.starts_with("url"))
+            .and_then(value)
+            .unwrap();
+        let headers: Vec<(String, String)> = config
+            .lines()
+            .filter(|l| l.starts_with("header"))
+            .filter_map(value)
+            .filter_map(|h| {
+                h.split_once(": ")
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            })
+            .collect();
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(request("PUT", &url, &headers, Some(&other)).status, 200);
+        // Stored: no second target for it, whoever asks.
+        let own = sluice::Sha256::of(&data[5 * MIB..10 * MIB]).to_hex();
+        let refused = target(&own);
+        assert_eq!(refused.status, 400, "{}", refused.text());
+        assert!(
+            refused.text().contains("already stored"),
+            "{}",
+            refused.text()
+        );
+
+        // The owner's line: part 2 is listed, the whole is not the file.
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join("s.bin"), &data).unwrap();
+        let line = ticket["command"].as_str().unwrap();
+        let spoiled = sh(line, work.path());
+        assert!(!spoiled.status.success());
+        assert!(
+            out_text(&spoiled).contains("run the same upload command again"),
+            "{}",
+            out_text(&spoiled)
+        );
+        // The same line again: every part sent afresh, proven, ready.
+        let again = run_counting(line, work.path(), None);
+        assert!(again.status.success(), "{}", out_text(&again));
+        assert_eq!(sent(work.path()), 3);
+        let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+        let down = tempfile::tempdir().unwrap();
+        let out = sh(download["curl"].as_str().unwrap(), down.path());
+        assert!(out.status.success(), "{}", out_text(&out));
+        assert!(std::fs::read(down.path().join("s.bin")).unwrap() == data);
     }
 
     /// Readiness is the stored checksum, not the object's existence: s3s-fs

@@ -89,9 +89,9 @@ fn a_wrong_method_on_a_link_is_405_with_allow_and_does_not_spend_it() {
     }
     assert_eq!(request("GET", &url, &[], None).status, 200);
 
-    let upload = request("GET", &format!("{}/uploads/x", server.base), &[], None);
+    let upload = request("DELETE", &format!("{}/u/x", server.base), &[], None);
     assert_eq!(upload.status, 405);
-    assert_eq!(upload.header("allow"), Some("PUT"));
+    assert_eq!(upload.header("allow"), Some("GET, PUT"));
 }
 
 #[test]

@@ -71,26 +71,75 @@ fn the_template_sets_only_variables_the_config_reads() {
     }
 }
 
-#[test]
-fn the_api_has_exactly_the_designed_routes() {
+/// One route of the HTTP API: which function's binary answers `method` at
+/// `path` (`{name}` a path variable, `{name+}` a greedy one; `ANY` any method).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ApiRoute {
+    /// The function's binary (`sluice-mcp`, `sluice-issuer`, `sluice-resolver`).
+    pub function: String,
+    pub method: String,
+    pub path: String,
+}
+
+impl ApiRoute {
+    /// Whether this route takes `method` at `path`.
+    fn matches(&self, method: &str, path: &str) -> bool {
+        if self.method != "ANY" && self.method != method {
+            return false;
+        }
+        let (mut want, mut got) = (self.path.split('/'), path.split('/'));
+        loop {
+            match (want.next(), got.next()) {
+                (None, None) => return true,
+                (Some(w), Some(_)) if w.starts_with('{') && w.ends_with("+}") => return true,
+                (Some(w), Some(g)) if w.starts_with('{') && w.ends_with('}') => {
+                    if g.is_empty() {
+                        return false;
+                    }
+                }
+                (Some(w), Some(g)) if w == g => {}
+                _ => return false,
+            }
+        }
+    }
+
+    /// How specific the route is: its literal segments, as API Gateway
+    /// prefers a route with more of them.
+    fn literal_segments(&self) -> usize {
+        self.path.split('/').filter(|s| !s.starts_with('{')).count()
+    }
+}
+
+/// Every route of the HTTP API, read from `template.yaml`: the functions'
+/// `HttpApi` events and the routes declared on their own (for a response
+/// mapping), each with the binary of the function it invokes.
+pub fn api_routes() -> Vec<ApiRoute> {
     let t = template();
-    let mut routes = BTreeSet::new();
+    let binary = |function: &str| {
+        t["Resources"][function]["Metadata"]["BuildProperties"]["Binary"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{function} names its binary"))
+            .to_owned()
+    };
+    let mut routes = Vec::new();
     for (name, resource) in t["Resources"].as_hash().unwrap() {
         if resource["Type"].as_str() != Some("AWS::Serverless::Function") {
             continue;
         }
-        let function = name.as_str().unwrap().to_owned();
-        for (_, event) in resource["Properties"]["Events"].as_hash().unwrap() {
+        let function = name.as_str().unwrap();
+        let Some(events) = resource["Properties"]["Events"].as_hash() else {
+            continue;
+        };
+        for (_, event) in events {
             assert_eq!(event["Type"].as_str(), Some("HttpApi"));
             let p = &event["Properties"];
-            routes.insert((
-                function.clone(),
-                p["Method"].as_str().unwrap().to_owned(),
-                p["Path"].as_str().unwrap().to_owned(),
-            ));
+            routes.push(ApiRoute {
+                function: binary(function),
+                method: p["Method"].as_str().unwrap().to_ascii_uppercase(),
+                path: p["Path"].as_str().unwrap().to_owned(),
+            });
         }
     }
-    // Routes declared outside the functions' events (for a response mapping).
     for (_, resource) in t["Resources"].as_hash().unwrap() {
         if resource["Type"].as_str() != Some("AWS::ApiGatewayV2::Route") {
             continue;
@@ -105,36 +154,99 @@ fn the_api_has_exactly_the_designed_routes() {
         let uri = t["Resources"][integration]["Properties"]["IntegrationUri"]
             .as_str()
             .unwrap();
-        let function = uri.trim_end_matches(".Arn").to_owned();
-        routes.insert((function, method.to_owned(), path.to_owned()));
+        routes.push(ApiRoute {
+            function: binary(uri.trim_end_matches(".Arn")),
+            method: method.to_owned(),
+            path: path.to_owned(),
+        });
     }
-    let expected: BTreeSet<(String, String, String)> = [
-        ("McpFunction", "POST", "/mcp"),
-        ("McpFunction", "GET", "/mcp"),
+    routes.sort();
+    routes
+}
+
+/// The route API Gateway picks for `method` at `path`, if any: of those
+/// that match, the most specific.
+pub fn api_route<'a>(routes: &'a [ApiRoute], method: &str, path: &str) -> Option<&'a ApiRoute> {
+    routes
+        .iter()
+        .filter(|r| r.matches(method, path))
+        .max_by_key(|r| r.literal_segments())
+}
+
+/// What each function serves, as its `routes()` lists it.
+fn served_routes() -> Vec<ApiRoute> {
+    let local = sluice_testkit::inproc::Local::new();
+    let lists = [
+        ("sluice-mcp", sluice_mcp::routes(&local.sluice)),
+        ("sluice-issuer", sluice_issuer::routes(&local.sluice)),
+        ("sluice-resolver", sluice_resolver::routes()),
+    ];
+    let mut routes: Vec<ApiRoute> = lists
+        .iter()
+        .flat_map(|(function, routes)| {
+            routes.served().iter().map(|s| ApiRoute {
+                function: (*function).to_owned(),
+                method: s.method.to_owned(),
+                path: s.path.to_owned(),
+            })
+        })
+        .collect();
+    routes.sort();
+    routes
+}
+
+/// API Gateway answers 404 for a route its API does not declare: a route a
+/// function serves and the template leaves out works locally and nowhere
+/// deployed (as uploads in parts once did), and a route the template
+/// declares that no function serves is a door to nothing.
+#[test]
+fn every_route_a_function_serves_is_in_the_template_and_nothing_else_is() {
+    let declared = api_routes();
+    let served = served_routes();
+    let missing: Vec<_> = served.iter().filter(|r| !declared.contains(r)).collect();
+    let extra: Vec<_> = declared.iter().filter(|r| !served.contains(r)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "served but not routed by template.yaml: {missing:#?}\nrouted but not served: {extra:#?}"
+    );
+}
+
+/// Each route's list of methods is the whole truth: a method added to a
+/// route's handlers and not to its list answers, and would not be routed.
+#[tokio::test]
+async fn a_route_answers_only_the_methods_it_lists() {
+    use sluice_testkit::inproc::call;
+    let local = sluice_testkit::inproc::Local::new();
+    let routers = [
+        ("sluice-mcp", sluice_mcp::router(local.sluice.clone())),
+        ("sluice-issuer", sluice_issuer::router(local.sluice.clone())),
         (
-            "McpFunction",
-            "GET",
-            "/.well-known/oauth-protected-resource",
+            "sluice-resolver",
+            sluice_resolver::router(local.sluice.clone()),
         ),
-        (
-            "McpFunction",
-            "GET",
-            "/.well-known/oauth-protected-resource/mcp",
-        ),
-        ("IssuerFunction", "POST", "/uploads"),
-        ("IssuerFunction", "GET", "/browser/{token}"),
-        ("IssuerFunction", "GET", "/browser/assets/{name}"),
-        ("IssuerFunction", "POST", "/browser/{token}/start"),
-        ("IssuerFunction", "GET", "/u/{token}"),
-        ("IssuerFunction", "PUT", "/u/{token}"),
-        ("ResolverFunction", "GET", "/l/{token}"),
-        ("ResolverFunction", "GET", "/links/{token}"),
-        ("ResolverFunction", "POST", "/resolve"),
-    ]
-    .into_iter()
-    .map(|(f, m, p)| (f.to_owned(), m.to_owned(), p.to_owned()))
-    .collect();
-    assert_eq!(routes, expected);
+    ];
+    let served = served_routes();
+    for route in &served {
+        let router = &routers
+            .iter()
+            .find(|(f, _)| *f == route.function)
+            .unwrap()
+            .1;
+        let path = route.path.replace("{n}", "1").replace(['{', '}'], "x");
+        for method in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
+            let listed = served.iter().any(|r| {
+                r.function == route.function && r.path == route.path && r.method == method
+            });
+            let answer = call(router.clone(), method, &path, &[], "").await;
+            assert_eq!(
+                answer.status == http::StatusCode::METHOD_NOT_ALLOWED,
+                !listed || (route.path == "/mcp" && method == "GET"),
+                "{method} {path} ({}) answered {}",
+                route.function,
+                answer.status
+            );
+        }
+    }
 }
 
 /// The response mapping of the mcp integration, as the template declares

@@ -443,7 +443,7 @@ pub fn put_link(data_dir: &Path, size: u64, sha256: sluice::Sha256) -> String {
         sha256,
     };
     let link = sluice::LinkToken::new(sluice::Method::Put, file, sluice::time::now_unix() + 600);
-    format!("/uploads/{}", link.encode(&keys))
+    format!("/u/{}", link.encode(&keys))
 }
 
 /// Replaces the object file at `path` by a FIFO no one writes to: a read of

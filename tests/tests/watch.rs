@@ -118,11 +118,17 @@ fn env_file(work: &Path, invoke: u16, drop: &[&str], add: &[(&str, String)]) -> 
     path
 }
 
-fn start_watch(env: &Path, invoke: u16, log: &Path) -> Child {
+/// `cargo lambda watch` on `invoke`; with `own_cors`, without the CORS
+/// layer it puts in front of every function by default (which allows any
+/// origin, preflights included: API Gateway without a `CorsConfiguration`
+/// does no such thing, so behind the template's routes the functions'
+/// own CORS must answer).
+fn start_watch(env: &Path, invoke: u16, log: &Path, own_cors: bool) -> Child {
     use std::os::unix::process::CommandExt as _;
     Command::new("cargo")
         .args(["lambda", "watch", "--env-file"])
         .arg(env)
+        .args(own_cors.then_some("--disable-cors"))
         .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
         .arg(invoke.to_string())
         .env("PATH", venv_path())
@@ -138,22 +144,53 @@ fn start_watch(env: &Path, invoke: u16, log: &Path) -> Child {
 
 /// The README's stack: the emulators from `infra/dev-emulators.sh` and the
 /// three functions under `cargo lambda watch`; stopped on drop.
-struct Stack {
+pub(crate) struct Stack {
     /// `http://127.0.0.1:<port>/lambda-url`.
-    base: String,
+    pub base: String,
     /// The env file's variables.
-    env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, String>,
     log: PathBuf,
     watch: Child,
     _emulators: Group,
-    work: tempfile::TempDir,
+    pub work: tempfile::TempDir,
+    /// The template's API in front of the functions, when there is one:
+    /// its base URL, the stage's URL as deployed.
+    pub api: Option<String>,
+}
+
+/// How the stack is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reached {
+    /// As the README runs it: each function at its own prefix.
+    ByPrefix,
+    /// Through the template's HTTP API ([`crate::front`]), one origin for
+    /// all three functions, as deployed; with `s3_cors`, S3 behind the
+    /// template's CORS rule too (`browser::cors_front`), for a browser.
+    ThroughApi { s3_cors: bool },
 }
 
 impl Stack {
     fn start(drop: &[&str], add: &[(&str, String)]) -> Self {
+        Self::reached(Reached::ByPrefix, drop, add)
+    }
+
+    pub(crate) fn reached(reached: Reached, drop: &[&str], add: &[(&str, String)]) -> Self {
         let work = tempfile::tempdir().unwrap();
         let invoke = free_port();
-        let env_path = env_file(work.path(), invoke, drop, add);
+        let mut front = (reached != Reached::ByPrefix).then(crate::front::ApiFront::bind);
+        let (mut drop, mut add) = (drop.to_vec(), add.to_vec());
+        if let Some(front) = &front {
+            // One origin for every function: every URL sluice hands out is
+            // the stage's, as with `PublicUrl` deployed.
+            drop.extend([
+                "SLUICE_PUBLIC_URL",
+                "SLUICE_ISSUER_URL",
+                "SLUICE_RESOLVER_URL",
+                "SLUICE_MCP_URL",
+            ]);
+            add.push(("SLUICE_PUBLIC_URL", front.base.clone()));
+        }
+        let env_path = env_file(work.path(), invoke, &drop, &add);
         let pids = work.path().join("emulators.pids");
         let started = Command::new("bash")
             .arg(root().join("infra/dev-emulators.sh"))
@@ -175,33 +212,58 @@ impl Stack {
             out_text(&started)
         );
         assert!(String::from_utf8_lossy(&started.stdout).contains("emulators ready"));
+        if reached == (Reached::ThroughApi { s3_cors: true }) {
+            // The functions reach S3 through the stand-in for its CORS
+            // rule; the emulators were started on the real port above.
+            let text = std::fs::read_to_string(&env_path).unwrap();
+            let s3 = read_env(&env_path)["SLUICE_S3_ENDPOINT_URL"].clone();
+            let cors = crate::browser::cors_front(
+                s3.trim_start_matches("http://").to_owned(),
+                crate::browser::template_cors_headers(),
+                Vec::new(),
+            );
+            std::fs::write(&env_path, text.replace(&s3, &cors)).unwrap();
+        }
         let log = work.path().join("watch.log");
-        let watch = start_watch(&env_path, invoke, &log);
+        let watch = start_watch(&env_path, invoke, &log, front.is_some());
+        let base = format!("http://127.0.0.1:{invoke}/lambda-url");
+        if let Some(front) = &mut front {
+            front.serve(base.clone());
+        }
         let stack = Stack {
-            base: format!("http://127.0.0.1:{invoke}/lambda-url"),
+            base,
             env: read_env(&env_path),
             log,
             watch,
             _emulators: emulators,
             work,
+            api: front.map(|f| f.base),
         };
         stack.compiled(&stack.mcp_url(), 401);
         stack
     }
 
-    fn mcp_url(&self) -> String {
-        format!("{}/sluice-mcp/mcp", self.base)
+    /// Where `path` of `function` (`sluice-mcp`, ...) is reached.
+    pub(crate) fn url(&self, function: &str, path: &str) -> String {
+        match &self.api {
+            Some(api) => format!("{api}{path}"),
+            None => format!("{}/{function}{path}", self.base),
+        }
+    }
+
+    pub(crate) fn mcp_url(&self) -> String {
+        self.url("sluice-mcp", "/mcp")
     }
 
     /// Waits for `url` to answer `status`: the first request to each
     /// function compiles it.
-    fn compiled(&self, url: &str, status: u16) {
+    pub(crate) fn compiled(&self, url: &str, status: u16) {
         wait_for_status(url, status, Duration::from_secs(900), &self.log);
     }
 }
 
 /// `sluice token` with the env file's variables, as the README says to mint one.
-fn token(env: &BTreeMap<String, String>, user: &str, scopes: &[&str]) -> String {
+pub(crate) fn token(env: &BTreeMap<String, String>, user: &str, scopes: &[&str]) -> String {
     let out = Command::new(BIN)
         .env_clear()
         .envs(env)
@@ -221,15 +283,12 @@ impl Drop for Stack {
     }
 }
 
-/// The 401 and the metadata name the mcp function's prefix.
-fn check_discovery(stack: &Stack) {
+/// The 401 and the metadata name the mcp function's URL.
+pub(crate) fn check_discovery(stack: &Stack) {
     let mcp_url = stack.mcp_url();
     let refused = post_json(&mcp_url, None, &json!({}));
     let challenge = refused.header("www-authenticate").unwrap().to_owned();
-    let metadata_url = format!(
-        "{}/sluice-mcp/.well-known/oauth-protected-resource/mcp",
-        stack.base
-    );
+    let metadata_url = stack.url("sluice-mcp", "/.well-known/oauth-protected-resource/mcp");
     assert!(
         challenge.contains(&format!("resource_metadata=\"{metadata_url}\"")),
         "{challenge}"

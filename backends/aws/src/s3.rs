@@ -15,7 +15,7 @@ use bytes::Bytes;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use sluice::sha::Midstate;
 use sluice::store::{
-    Access, ByteStream, DownloadAs, Joined, ObjectInfo, ObjectStore, Presigned, Presigner,
+    Access, Busy, ByteStream, DownloadAs, Joined, ObjectInfo, ObjectStore, Presigned, Presigner,
     StoreError,
 };
 use sluice::{ObjectKey, Sha256};
@@ -27,6 +27,11 @@ use sluice::AwsConfig;
 /// part's size where parts are smaller), keeping its progress after each:
 /// a whole number of MiB.
 const PROOF_SLICE: u64 = 256 * 1024 * 1024;
+
+/// How long past its proof's budget a completion's lease is held: longer
+/// than any request lives (API Gateway ends one at 30 s, Lambda at its
+/// timeout), so a lease this old was left by a completion that died.
+const LEASE_MARGIN_SECS: i64 = 120;
 
 /// How long S3 may take to join an upload's parts.
 const COMPLETE_TIMEOUT: Duration = Duration::from_secs(600);
@@ -131,6 +136,19 @@ impl S3Store {
         }
     }
 
+    /// Keeps `text` beside a file's object, replacing what was there.
+    async fn replace_note(&self, key: &str, text: &str) -> Result<(), StoreError> {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .body(AwsBody::from(text.as_bytes().to_vec()))
+            .send()
+            .await
+            .map_err(|e| s3_error(e, key))?;
+        Ok(())
+    }
+
     /// The id of the multipart upload to `key`, kept beside it (S3 keeps
     /// none we could find it by: this is what lets any replica, and a rerun
     /// of the upload line, continue the same upload).
@@ -207,9 +225,13 @@ impl S3Store {
     /// digest `sha256`. S3 keeps only a composite checksum of an object
     /// joined from parts (a digest of the parts' digests), so this read is
     /// what proves the file declared. It reads a slice at a time, keeping
-    /// its progress beside the object after each (`.proof-<offset>`, the
-    /// hash's state), and stops once `budget` is spent: a proof longer than
-    /// one request (API Gateway ends one at 30 s) goes on at the next.
+    /// its progress beside the object after each (`.proof`: the object's
+    /// ETag, the offset and the hash's state, overwritten each time, so
+    /// finding it is one read however many slices the file has), and stops
+    /// once `budget` is spent: a proof longer than one request (API Gateway
+    /// ends one at 30 s) goes on at the next. Every slice is read with
+    /// `If-Match` on that ETag, so progress made on one object never counts
+    /// for another joined under the same key.
     async fn prove(
         &self,
         key: &ObjectKey,
@@ -219,19 +241,31 @@ impl S3Store {
         budget: Duration,
     ) -> Result<Joined, StoreError> {
         let started = std::time::Instant::now();
-        let mut hash = self.proof_progress(key).await?;
+        let (mut etag, mut hash) = self.proof_progress(key).await?;
         while hash.offset() < size {
             let from = hash.offset();
             let to = (from + slice).min(size);
-            let out = self
+            let out = match self
                 .client
                 .get_object()
                 .bucket(&self.bucket)
                 .key(key.as_str())
                 .range(format!("bytes={from}-{}", to - 1))
+                .set_if_match(etag.clone())
                 .send()
                 .await
-                .map_err(|e| s3_error(e, key.as_str()))?;
+            {
+                Ok(out) => out,
+                // Progress kept for an object that is no longer there: start over.
+                Err(e) if etag.is_some() && precondition_failed(&e) => {
+                    (etag, hash) = (None, Midstate::new());
+                    continue;
+                }
+                Err(e) => return Err(s3_error(e, key.as_str())),
+            };
+            if etag.is_none() {
+                etag = out.e_tag().map(str::to_owned);
+            }
             let mut body = out.body;
             while let Some(chunk) = body
                 .try_next()
@@ -248,7 +282,8 @@ impl S3Store {
             }
             if to < size {
                 let saved = hash.save().expect("slices end on block boundaries");
-                self.write_note(&Self::beside(key, &format!("proof-{to:020}")), &saved)
+                let note = format!("{}\n{saved}", etag.as_deref().unwrap_or_default());
+                self.replace_note(&Self::beside(key, "proof"), &note)
                     .await?;
                 if started.elapsed() >= budget {
                     tracing::info!(key = %key, proven = to, size, "proof goes on at the next completion");
@@ -266,32 +301,95 @@ impl S3Store {
         Ok(Joined::Proven)
     }
 
-    /// The proof's furthest progress kept beside `key`'s object, or a fresh
-    /// hash.
-    async fn proof_progress(&self, key: &ObjectKey) -> Result<Midstate, StoreError> {
-        let prefix = Self::beside(key, "proof-");
-        let listed = self
-            .client
-            .list_objects_v2()
+    /// The proof's progress kept beside `key`'s object, with the ETag of the
+    /// object it was made on, or a fresh hash.
+    async fn proof_progress(
+        &self,
+        key: &ObjectKey,
+    ) -> Result<(Option<String>, Midstate), StoreError> {
+        let kept = self.read_note(&Self::beside(key, "proof")).await?;
+        let progress = kept.as_deref().and_then(|note| {
+            let (etag, saved) = note.split_once('\n')?;
+            Some((Some(etag.to_owned()), Midstate::load(saved)?))
+        });
+        Ok(progress.unwrap_or_default())
+    }
+
+    /// Takes the lease at `lease` for a completion of `budget`: `false`
+    /// if another completion holds it.
+    async fn take_lease(&self, lease: &str, budget: Duration) -> Result<bool, StoreError> {
+        let until = sluice::time::now_unix() + budget.as_secs() as i64 + LEASE_MARGIN_SECS;
+        if self.write_note(lease, &until.to_string()).await? {
+            return Ok(true);
+        }
+        let held_until: i64 = self
+            .read_note(lease)
+            .await?
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0);
+        if held_until >= sluice::time::now_unix() {
+            return Ok(false);
+        }
+        // Its holder died (a request is ended long before): take it over.
+        self.client
+            .delete_object()
             .bucket(&self.bucket)
-            .prefix(&prefix)
+            .key(lease)
             .send()
             .await
-            .map_err(|e| s3_error(e, &prefix))?;
-        let furthest = listed
-            .contents()
-            .iter()
-            .filter_map(|o| o.key())
-            .max()
-            .map(str::to_owned);
-        let Some(note) = furthest else {
-            return Ok(Midstate::new());
-        };
-        Ok(self
-            .read_note(&note)
-            .await?
-            .and_then(|saved| Midstate::load(&saved))
-            .unwrap_or_default())
+            .map_err(|e| s3_error(e, lease))?;
+        self.write_note(lease, &until.to_string()).await
+    }
+
+    /// Joins the parts if they are not yet, and proves the joined object.
+    async fn join_and_prove(
+        &self,
+        key: &ObjectKey,
+        plan: &sluice::multipart::Plan,
+        sha256: Sha256,
+        budget: Duration,
+        proof: &str,
+    ) -> Result<Joined, StoreError> {
+        // Joined already but not proven (the proof broke off): prove it now.
+        if !self.exists(key).await {
+            let id = self
+                .upload_id(key)
+                .await?
+                .ok_or(StoreError::MissingPart(1))?;
+            self.complete(key, plan, &id).await?;
+        }
+        let slice = plan.part_size.min(PROOF_SLICE);
+        match self.prove(key, plan.size, sha256, slice, budget).await {
+            Ok(Joined::Proven) => {
+                self.write_note(proof, &sha256.to_hex()).await?;
+                Ok(Joined::Proven)
+            }
+            Ok(proving) => Ok(proving),
+            Err(StoreError::Mismatch(m)) => {
+                // Not the file declared, and never will be: gone, so nothing
+                // can serve it (its version expires with the bucket's rule),
+                // with the proof's progress and the spent upload's id, so
+                // that the link begins a fresh upload in parts.
+                for gone in [
+                    key.as_str().to_owned(),
+                    Self::beside(key, "proof"),
+                    Self::beside(key, "upload-id"),
+                ] {
+                    if let Err(e) = self
+                        .client
+                        .delete_object()
+                        .bucket(&self.bucket)
+                        .key(&gone)
+                        .send()
+                        .await
+                    {
+                        tracing::warn!(key = %gone, error = %DisplayErrorContext(e), "could not delete what a disproven upload left");
+                    }
+                }
+                Err(StoreError::Mismatch(m))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Joins upload `id`'s parts of `plan` into `key`'s object, once.
@@ -492,6 +590,29 @@ impl ObjectStore for S3Store {
         Ok(parts)
     }
 
+    async fn has_part(&self, key: &ObjectKey, n: u32) -> Result<bool, StoreError> {
+        let Some(id) = self.upload_id(key).await? else {
+            return Ok(false);
+        };
+        // The first part after n - 1: one request, however many are stored.
+        let listed = self
+            .client
+            .list_parts()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .upload_id(id)
+            .part_number_marker(n.saturating_sub(1).to_string())
+            .max_parts(1)
+            .send()
+            .await
+            .map_err(|e| s3_error(e, key.as_str()))?;
+        Ok(listed
+            .parts()
+            .first()
+            .and_then(|p| p.part_number())
+            .is_some_and(|first| u32::try_from(first) == Ok(n)))
+    }
+
     async fn join_parts(
         &self,
         key: &ObjectKey,
@@ -503,38 +624,25 @@ impl ObjectStore for S3Store {
         if self.read_note(&proof).await?.is_some() {
             return Err(StoreError::AlreadyExists);
         }
-        // Joined already but not proven (the proof broke off): prove it now.
-        if !self.exists(key).await {
-            let id = self
-                .upload_id(key)
-                .await?
-                .ok_or(StoreError::MissingPart(1))?;
-            self.complete(key, plan, &id).await?;
+        // One completion at a time, on every replica: a lease kept beside
+        // the object, taken with If-None-Match, given back when this one
+        // ends (and taken over once it is older than any request can be).
+        let lease = Self::beside(key, "completing");
+        if !self.take_lease(&lease, budget).await? {
+            return Err(StoreError::Busy(Busy::Completing));
         }
-        let slice = plan.part_size.min(PROOF_SLICE);
-        match self.prove(key, plan.size, sha256, slice, budget).await {
-            Ok(Joined::Proven) => {
-                self.write_note(&proof, &sha256.to_hex()).await?;
-                Ok(Joined::Proven)
-            }
-            Ok(proving) => Ok(proving),
-            Err(StoreError::Mismatch(m)) => {
-                // Not the file declared, and never will be: gone, so nothing
-                // can serve it (its version expires with the bucket's rule).
-                if let Err(e) = self
-                    .client
-                    .delete_object()
-                    .bucket(&self.bucket)
-                    .key(key.as_str())
-                    .send()
-                    .await
-                {
-                    tracing::warn!(key = %key, error = %DisplayErrorContext(e), "could not delete a disproven object");
-                }
-                Err(StoreError::Mismatch(m))
-            }
-            Err(e) => Err(e),
+        let joined = self.join_and_prove(key, plan, sha256, budget, &proof).await;
+        if let Err(e) = self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(&lease)
+            .send()
+            .await
+        {
+            tracing::warn!(key = %key, error = %DisplayErrorContext(e), "could not give back a completion's lease");
         }
+        joined
     }
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError> {

@@ -20,7 +20,7 @@ use axum::routing::{get, post, put};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use http::{HeaderMap, StatusCode, header};
 use sluice::http::auth::require;
-use sluice::http::{HttpError, JsonBody, only};
+use sluice::http::{HttpError, JsonBody, Routes, own_body_limits};
 use sluice::service::browser::{BrowserStart, BrowserTarget};
 use sluice::service::issue::{UploadRequest, UploadTicket};
 use sluice::service::multipart::Completion;
@@ -30,24 +30,24 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 
 /// The issuer's routes.
 pub fn router(state: Sluice) -> Router {
-    Router::new()
-        .route("/uploads", post(request_upload).fallback(|| only("POST")))
-        .merge(widget_routes(&state))
-        // Sealed upload links, issued before links were short.
-        .route("/uploads/{token}", put(upload).fallback(|| only("PUT")))
-        .route(
-            "/browser/assets/{name}",
-            get(asset).fallback(|| only("GET")),
-        )
-        .route("/browser/{token}", get(show_page).fallback(|| only("GET")))
-        .with_state(state)
+    routes(&state).with_state(state)
+}
+
+/// What the issuer serves, each route once with its methods (the
+/// deployment's routes are held against this list).
+pub fn routes(state: &Sluice) -> Routes<Sluice> {
+    Routes::new()
+        .route("/uploads", "POST", post(request_upload))
+        .merge(widget_routes(state))
+        .route("/browser/assets/{name}", "GET", get(asset))
+        .route("/browser/{token}", "GET", get(show_page))
 }
 
 /// The routes an upload form calls, from the page (same origin) or the
 /// in-chat widget, which runs on the MCP Apps host's sandbox origin: they
 /// answer CORS for [`Sluice::widget_origins`] only. Each is authorised by
 /// the token in its path alone (no cookie, no ambient credential).
-fn widget_routes(state: &Sluice) -> Router<Sluice> {
+fn widget_routes(state: &Sluice) -> Routes<Sluice> {
     let origins: Vec<http::HeaderValue> = state
         .widget_origins()
         .iter()
@@ -63,34 +63,25 @@ fn widget_routes(state: &Sluice) -> Router<Sluice> {
             http::HeaderName::from_static("x-amz-sdk-checksum-algorithm"),
         ])
         .max_age(std::time::Duration::from_secs(600));
-    Router::new()
+    // An upload's body has its own limits (`sluice::service::uploads`).
+    let own_limits = || axum::middleware::from_fn(own_body_limits);
+    Routes::new()
         .route(
             "/u/{token}",
-            put(upload_short)
-                .get(upload_location)
-                .fallback(|| only("GET, PUT")),
+            "GET, PUT",
+            put(upload_short).get(upload_location).layer(own_limits()),
         )
         // Uploads in parts (`sluice::service::multipart`).
-        .route("/u/{token}/sh", get(parts_script).fallback(|| only("GET")))
-        .route(
-            "/u/{token}/parts",
-            get(stored_parts).fallback(|| only("GET")),
-        )
+        .route("/u/{token}/sh", "GET", get(parts_script))
+        .route("/u/{token}/parts", "GET", get(stored_parts))
         .route(
             "/u/{token}/parts/{n}",
-            post(part_target)
-                .put(upload_part)
-                .fallback(|| only("POST, PUT")),
+            "POST, PUT",
+            post(part_target).put(upload_part).layer(own_limits()),
         )
-        .route(
-            "/u/{token}/complete",
-            post(complete_parts).fallback(|| only("POST")),
-        )
-        .route(
-            "/browser/{token}/start",
-            post(start_browser).fallback(|| only("POST")),
-        )
-        .layer(cors)
+        .route("/u/{token}/complete", "POST", post(complete_parts))
+        .route("/browser/{token}/start", "POST", post(start_browser))
+        .cors(cors)
 }
 
 async fn request_upload(

@@ -25,35 +25,42 @@ use axum::routing::{get, post_service};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sluice::Sluice;
-use sluice::http::only;
+use sluice::http::Routes;
 
 pub use server::{PROTOCOL_VERSIONS, SluiceTools};
 pub use sluice::http::auth::METADATA_PATH;
 
 /// The MCP endpoint's routes: `/mcp` and the RFC 9728 metadata.
 pub fn router(state: Sluice) -> Router {
+    routes(&state).with_state(state)
+}
+
+/// What the MCP endpoint serves, each route once with its methods (the
+/// deployment's routes are held against this list). `GET /mcp` is routed
+/// only to answer 405: this server opens no SSE stream.
+pub fn routes(state: &Sluice) -> Routes<Sluice> {
     let tools = SluiceTools::new(state.clone());
     let service = StreamableHttpService::new(
         move || Ok(tools.clone()),
         Arc::new(NeverSessionManager::default()),
-        http_config(&state),
+        http_config(state),
     );
-    Router::new()
+    Routes::new()
         .route(
             "/mcp",
-            post_service(service)
-                .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
-                    gate::gate,
-                ))
-                .fallback(|| only("POST")),
+            "POST",
+            post_service(service).layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                gate::gate,
+            )),
         )
+        .refusing("/mcp", "GET")
         .route(
             "/.well-known/oauth-protected-resource",
+            "GET",
             get(metadata::protected_resource),
         )
-        .route(METADATA_PATH, get(metadata::protected_resource))
-        .with_state(state)
+        .route(METADATA_PATH, "GET", get(metadata::protected_resource))
 }
 
 /// Stateless, JSON responses, and `Host`/`Origin` pinned to the public URL

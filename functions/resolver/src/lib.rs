@@ -12,26 +12,25 @@ use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use sluice::http::auth::require;
-use sluice::http::{HttpError, JsonBody, only};
+use sluice::http::{HttpError, JsonBody, Routes, only};
 use sluice::service::links::{Delivery, DownloadTicket};
 use sluice::{Caller, FileMeta, Scope, Sluice};
 
 /// The resolver's routes.
 pub fn router(state: Sluice) -> Router {
-    Router::new()
-        .route(
-            "/l/{token}",
-            get(download).head(|| only("GET")).fallback(|| only("GET")),
-        )
-        .route(
-            "/links/{token}",
-            get(download)
-                // HEAD must not run the GET handler: that would spend the link.
-                .head(|| only("GET"))
-                .fallback(|| only("GET")),
-        )
-        .route("/resolve", post(resolve).fallback(|| only("POST")))
-        .with_state(state)
+    routes().with_state(state)
+}
+
+/// What the resolver serves, each route once with its methods (the
+/// deployment's routes are held against this list).
+pub fn routes() -> Routes<Sluice> {
+    Routes::new()
+        // HEAD must not run the GET handler (axum's `get` would): that
+        // would spend the link.
+        .route("/l/{token}", "GET", get(download).head(|| only("GET")))
+        // Sealed links, issued before links were short.
+        .route("/links/{token}", "GET", get(download).head(|| only("GET")))
+        .route("/resolve", "POST", post(resolve))
 }
 
 #[derive(Debug, Deserialize)]

@@ -4,6 +4,41 @@
 //! authentication with its challenge ([`auth`]).
 
 pub mod auth;
+mod routes;
+
+pub use routes::{Routes, Served};
+
+/// The deadline a request's body has to arrive whole, set where a server
+/// reads requests (`sluice_runtime::serve`), for every route but those that
+/// lift it: an upload's body has limits of its own (an idle timeout between
+/// chunks and its link's deadline), and a large file takes as long as its
+/// link allows. Lifted by route ([`own_body_limits`]), never by path.
+#[derive(Debug, Clone, Default)]
+pub struct BodyDeadline(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl BodyDeadline {
+    /// This request's body is under its route's own limits from now on.
+    pub fn lift(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Whether a route lifted it.
+    pub fn lifted(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Middleware for a route whose body has its own limits (an upload's):
+/// lifts the request's [`BodyDeadline`], if a server set one.
+pub async fn own_body_limits(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if let Some(deadline) = request.extensions().get::<BodyDeadline>() {
+        deadline.lift();
+    }
+    next.run(request).await
+}
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
@@ -67,7 +102,8 @@ pub fn status_of(e: &Error) -> StatusCode {
         | Error::StoredMismatch
         | Error::PageConflict(_)
         | Error::AlreadyUploaded
-        | Error::UploadInProgress => StatusCode::CONFLICT,
+        | Error::UploadInProgress
+        | Error::Completing => StatusCode::CONFLICT,
         Error::UploadExpired | Error::BodyStalled => StatusCode::REQUEST_TIMEOUT,
         Error::Limited { .. } => StatusCode::TOO_MANY_REQUESTS,
         Error::Busy(_) | Error::StoreUnavailable | Error::LedgerUnavailable => {

@@ -176,7 +176,7 @@ impl Sluice {
         self.0.public_url.as_str().trim_end_matches('/')
     }
 
-    /// The base of the issuer's routes (`/uploads/…`, `/browser/…`),
+    /// The base of the issuer's routes (`/uploads`, `/u/…`, `/browser/…`),
     /// without a trailing slash: each link follows the function that serves it.
     pub fn issuer_base(&self) -> &str {
         self.0.issuer_url.as_str().trim_end_matches('/')

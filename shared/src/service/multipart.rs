@@ -106,6 +106,11 @@ impl Sluice {
         let len = planned_len(&parted.plan, n)?;
         let file = &parted.file;
         self.not_complete(file).await?;
+        // A part stored is not replaced (on S3 a new URL for it would be):
+        // whoever else holds the link cannot swap a part the owner sent.
+        if self.store().has_part(&file.object_key(), n).await? {
+            return Err(already_stored(n));
+        }
         match self.store().access() {
             // A presigned UploadPart minted now, for minutes: a long upload
             // never depends on one URL's life, nor on the signing role's.
@@ -169,9 +174,7 @@ impl Sluice {
                 tracing::info!(file_id = %parted.file.id, jti = %parted.jti, part = n, "part stored");
                 Ok(())
             }
-            Err(crate::store::StoreError::AlreadyExists) => Err(Error::Invalid(format!(
-                "part {n} is already stored: it is not sent twice"
-            ))),
+            Err(crate::store::StoreError::AlreadyExists) => Err(already_stored(n)),
             Err(e) => {
                 tracing::info!(file_id = %parted.file.id, part = n, error = %e, "part refused");
                 Err(e.into())
@@ -185,6 +188,7 @@ impl Sluice {
     /// the next call ([`Completion::Verifying`]).
     pub async fn complete_parts(&self, token: &str) -> Result<Completion, Error> {
         let parted = self.parted(token).await?;
+        self.check_rate(crate::rate::Kind::Completions, parted.file.id.as_str())?;
         // A direct store may hold the object joined but not yet proven (a
         // proof that goes on, or broke off): its join proves it then.
         if !self.stores_directly() {
@@ -210,9 +214,13 @@ impl Sluice {
             }
             Err(crate::store::StoreError::Mismatch(m)) => {
                 tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
+                // The link stays usable: a fresh upload in parts under it,
+                // so a part someone else sent costs a rerun, not the file.
+                self.begin_parts(file).await?;
                 return Err(Error::Invalid(format!(
                     "every part arrived, but together they are not the file declared ({m}); \
-                     the parts were discarded: check the file and call request_upload again"
+                     the parts were discarded: run the same upload command again to send the \
+                     file once more, or if the file changed, call request_upload again"
                 )));
             }
             Err(e) => return Err(e.into()),
@@ -241,6 +249,11 @@ pub enum Completion {
         /// The file's size.
         size: u64,
     },
+}
+
+/// The refusal of a part sent again.
+fn already_stored(n: u32) -> Error {
+    Error::Invalid(format!("part {n} is already stored: it is not sent twice"))
 }
 
 /// The planned size of part `n`, or the refusal of a part beyond the plan.

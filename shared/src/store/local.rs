@@ -157,9 +157,13 @@ impl LocalStore {
     }
 
     /// Claims `key` for one upload and reserves `size` bytes of the quota.
+    /// A part's upload is refused while its file's parts are being joined.
     fn begin_upload(&self, key: &ObjectKey, size: u64) -> Result<UploadGuard, StoreError> {
         {
             let mut keys = self.uploading.lock().unwrap_or_else(|p| p.into_inner());
+            if keys.contains(&joining(key.as_str())) {
+                return Err(StoreError::Busy(super::Busy::Completing));
+            }
             if !keys.insert(key.as_str().to_owned()) {
                 return Err(StoreError::Busy(super::Busy::Upload));
             }
@@ -181,6 +185,27 @@ impl LocalStore {
             })?;
         guard.reserved = size;
         Ok(guard)
+    }
+
+    /// Claims the join of `key`'s parts: one at a time, and none while a
+    /// part of it is being uploaded (a part written after the proof's read
+    /// would change what was proven).
+    fn begin_join(&self, key: &ObjectKey) -> Result<UploadGuard, StoreError> {
+        let claim = joining(&key.parts_prefix());
+        let mut keys = self.uploading.lock().unwrap_or_else(|p| p.into_inner());
+        if keys.contains(&claim) {
+            return Err(StoreError::Busy(super::Busy::Completing));
+        }
+        if keys.iter().any(|k| k.starts_with(&key.parts_prefix())) {
+            return Err(StoreError::Busy(super::Busy::Upload));
+        }
+        keys.insert(claim.clone());
+        Ok(UploadGuard {
+            key: claim,
+            uploading: self.uploading.clone(),
+            used: self.used.clone(),
+            reserved: 0,
+        })
     }
 
     fn path(&self, key: &ObjectKey) -> PathBuf {
@@ -217,6 +242,23 @@ impl LocalStore {
     }
 }
 
+/// The claim that the parts under `prefix` (a key's
+/// [`ObjectKey::parts_prefix`], or one part's key) are being joined.
+fn joining(key_or_prefix: &str) -> String {
+    let prefix = key_or_prefix
+        .rsplit_once('/')
+        .map_or(key_or_prefix, |(dir, _)| dir);
+    format!("{prefix}/joining")
+}
+
+/// The bytes a file takes that the quota counts: its allocated blocks where
+/// it is sparse (a staging file whose parts have not all arrived), and its
+/// length otherwise.
+fn counted(meta: &std::fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    meta.len().min(meta.blocks().saturating_mul(512))
+}
+
 /// Takes `bytes` off the running figure `used`, never below zero: another
 /// process sharing the directory may have stored what this one sweeps,
 /// bytes this process never counted, so the figure may already be lower
@@ -238,7 +280,7 @@ fn remove_each(entries: &[(PathBuf, std::fs::Metadata)], mut gone: impl FnMut(u6
             tracing::warn!(path = %path.display(), error = %e, "sweep could not delete a file");
             continue;
         }
-        gone(meta.len());
+        gone(counted(meta));
         // Ignore failure: another process may be writing a sibling.
         if let Some(dir) = path.parent() {
             let _ = std::fs::remove_dir(dir);
@@ -323,17 +365,22 @@ impl ObjectStore for LocalStore {
         // verified and synced: joining is then a read to prove the whole
         // and a rename, never a copy.
         let (staging, marker) = (self.staging(key), self.path(&key.part(n)));
-        refuse_if_there(&marker).await?;
         // One upload of a part at a time; its bytes count against the quota.
+        // Stored already is decided under that claim, so two uploads of one
+        // part never both write; and a joined file takes no more parts.
         let guard = self.begin_upload(&key.part(n), size)?;
+        refuse_if_there(&marker).await?;
+        refuse_if_there(&self.path(key)).await?;
         let _slot = self.transfer_slot(key)?;
         let file = tokio::task::spawn_blocking(move || -> io::Result<File> {
             use std::io::Seek as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
             std::fs::create_dir_all(staging.parent().expect("a staging file has a directory"))?;
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(false)
+                .mode(0o600)
                 .open(&staging)?;
             file.seek(io::SeekFrom::Start(offset))?;
             Ok(file)
@@ -381,8 +428,15 @@ impl ObjectStore for LocalStore {
         sha256: Sha256,
         _budget: Duration,
     ) -> Result<super::Joined, StoreError> {
-        // One read of the file on the local disk: proven in one call.
+        // One read of the file on the local disk: proven in one call, by
+        // one completion at a time (the others are told it is under way),
+        // in a transfer slot like any read of a whole file. A file joined
+        // already is not read again.
         let (staging, dest) = (self.staging(key), self.path(key));
+        refuse_if_there(&dest).await?;
+        let _claim = self.begin_join(key)?;
+        let _slot = self.transfer_slot(key)?;
+        refuse_if_there(&dest).await?;
         let dir = self.objects.join(key.parts_prefix());
         let markers: Vec<PathBuf> = plan.numbers().map(|n| self.path(&key.part(n))).collect();
         let plan = *plan;
@@ -407,14 +461,10 @@ impl ObjectStore for LocalStore {
             verifier.finish()?;
             let parent = dest.parent().expect("object keys have a directory");
             std::fs::create_dir_all(parent)?;
-            // No clobber: a link fails where an object is already stored.
-            match std::fs::hard_link(&staging, &dest) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                    return Err(StoreError::AlreadyExists);
-                }
-                Err(e) => return Err(StoreError::Io(e)),
-            }
+            // Moved, not linked: the staging name is gone with the proof,
+            // so no later write to it can reach the object. Under the
+            // claim, with the object checked absent, nothing is clobbered.
+            std::fs::rename(&staging, &dest)?;
             File::open(parent)?.sync_all()?;
             Ok(())
         })
@@ -422,7 +472,8 @@ impl ObjectStore for LocalStore {
         .map_err(join_error)?;
         // Joined, or not the file declared: the parts go either way (no
         // upload of them can ever match). Their bytes were counted as they
-        // arrived; the object keeps them counted, a mismatch frees them.
+        // arrived; the object keeps them counted, a mismatch frees them,
+        // once: under the claim, and the next completion finds no part.
         if matches!(joined, Ok(()) | Err(StoreError::Mismatch(_))) {
             if joined.is_err() {
                 release(&self.used, plan.size);
@@ -627,7 +678,7 @@ fn walk(dir: &Path) -> io::Result<Vec<(PathBuf, std::fs::Metadata)>> {
 }
 
 fn dir_size(dir: &Path) -> io::Result<u64> {
-    Ok(walk(dir)?.iter().map(|(_, m)| m.len()).sum())
+    Ok(walk(dir)?.iter().map(|(_, m)| counted(m)).sum())
 }
 
 #[cfg(test)]

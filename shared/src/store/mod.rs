@@ -130,6 +130,9 @@ pub enum Busy {
     /// Another upload of the same link is in progress.
     #[error("an upload to this link is already in progress")]
     Upload,
+    /// The parts of this upload are being joined and proven.
+    #[error("this upload's parts are already being joined and proven")]
+    Completing,
     /// Every transfer slot is taken.
     #[error("too many transfers are in progress")]
     Transfers,
@@ -196,6 +199,11 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
         Ok(Vec::new())
     }
 
+    /// Whether part `n` of the upload to `key` is stored.
+    async fn has_part(&self, key: &ObjectKey, n: u32) -> Result<bool, StoreError> {
+        Ok(self.stored_parts(key).await?.contains(&n))
+    }
+
     /// Joins the parts of `plan` into the object `key`, which must come out
     /// exactly `plan.size` bytes of digest `sha256` (the proof of the whole
     /// file): then the object is stored and the parts are gone. A store
@@ -203,7 +211,8 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// [`Joined::Proving`], keeping its progress for the next call. A
     /// missing part is [`StoreError::MissingPart`], and nothing changes; a
     /// whole of another digest is [`StoreError::Mismatch`], and the parts
-    /// are discarded (no upload of them can ever match).
+    /// are discarded (no upload of them can ever match): the same upload
+    /// may then begin again ([`ObjectStore::begin_parts`]).
     async fn join_parts(
         &self,
         key: &ObjectKey,
@@ -237,7 +246,7 @@ pub enum Access<'a> {
     /// Straight to and from the store (S3), through presigned URLs that
     /// the store itself checks: sluice never streams the bytes.
     Direct(&'a dyn Presigner),
-    /// Through sluice's own `PUT /uploads/{token}` and streamed
+    /// Through sluice's own `PUT /u/{token}` and streamed
     /// `GET /links/{token}`, which verify every byte.
     Proxied,
 }
