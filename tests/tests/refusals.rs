@@ -250,3 +250,62 @@ fn a_short_handle_expires_with_its_file() {
     assert_eq!(reply.status, 400, "{}", reply.text());
     assert!(reply.message().contains("has expired"), "{}", reply.text());
 }
+
+/// An upload link dies with its file's record (P8): never issued for
+/// longer than the record lives, even by a page started again late, and
+/// once the record has expired every route of the link is the uniform
+/// 404, a file in parts included. (Before: a page started again got a link
+/// for a whole upload lifetime more, and bytes could arrive for a file
+/// whose record had expired.)
+#[test]
+fn an_upload_link_dies_with_its_files_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_HANDLE_TTL_SECS", "4"),
+            ("SLUICE_UPLOAD_TTL_SECS", "4"),
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+        ],
+    );
+    let token = server.token("alice", &[]);
+    let small = b"a file whose record expires".to_vec();
+    let big = crate::util::bytes(6 * 1024 * 1024, 61);
+    let parted = server.request_upload(&token, "big.bin", &big);
+    let page = crate::util::tool_ok(&crate::util::call_tool(
+        &server.base,
+        &token,
+        "request_browser_upload",
+        serde_json::json!({}),
+    ));
+    let start = || {
+        let answer = crate::util::post_json(
+            &format!("{}/start", page["page_url"].as_str().unwrap()),
+            None,
+            &serde_json::json!({"filename": "small.txt", "size": small.len(), "sha256": sluice::Sha256::of(&small)}),
+        );
+        assert_eq!(answer.status, 200, "{}", answer.text());
+        answer.json()["upload"].clone()
+    };
+    let recorded_until = sluice::time::now_unix() + 4;
+    start();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let late = start();
+    // Both RFC 3339 in UTC, to the second: they compare as text.
+    for upload in [&late, &parted["upload"]] {
+        let expires = upload["expires_at"].as_str().unwrap();
+        assert!(
+            expires <= sluice::time::rfc3339(recorded_until + 1).as_str(),
+            "the link lives no longer than its record: {upload}"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let put = request("PUT", late["url"].as_str().unwrap(), &[], Some(&small));
+    assert_eq!(put.status, 404, "{}", put.text());
+    let link = parted["upload"]["url"].as_str().unwrap();
+    for (method, path) in [("GET", "/sh"), ("GET", "/parts"), ("POST", "/complete")] {
+        let answer = request(method, &format!("{link}{path}"), &[], None);
+        assert_eq!(answer.status, 404, "{method} {path}: {}", answer.text());
+    }
+}

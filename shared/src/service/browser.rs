@@ -269,14 +269,14 @@ impl Sluice {
         // holds its URL cannot drain its owner's issuing rate with starts.
         self.checked(&req)?;
         self.check_rate(Kind::PageStarts, page.file_id.as_str())?;
-        let file = match self.records().get(&page.owner, &page.file_id).await? {
+        let (file, expires_at) = match self.records().get(&page.owner, &page.file_id).await? {
             Some(record) => self.page_file_again(record, size, sha256).await?,
             None => {
                 match self
                     .issue_file(&page.owner, req, page.file_id.clone())
                     .await
                 {
-                    Ok((file, _)) => file,
+                    Ok((file, _, expires_at)) => (file, expires_at),
                     // Another start of this page recorded its file first:
                     // the record is written once, so that one stands.
                     Err(Error::AlreadyUploaded) => {
@@ -294,7 +294,7 @@ impl Sluice {
         // A file in parts: the same parts as the upload line's, so a page
         // started again (a reload) sends only those not stored yet.
         if let Some(plan) = self.begin_parts(&file).await? {
-            let upload = self.upload_target(&file, Reader::Model).await?;
+            let upload = self.upload_target(&file, expires_at, Reader::Model).await?;
             return Ok(BrowserTarget {
                 parts: Some(PageParts {
                     link: upload.url.clone(),
@@ -306,7 +306,7 @@ impl Sluice {
             });
         }
         Ok(BrowserTarget {
-            upload: self.upload_target(&file, Reader::Page).await?,
+            upload: self.upload_target(&file, expires_at, Reader::Page).await?,
             file_id: file.id,
             parts: None,
         })
@@ -319,7 +319,7 @@ impl Sluice {
         record: crate::records::FileRecord,
         size: u64,
         sha256: Sha256,
-    ) -> Result<crate::file::FileMeta, Error> {
+    ) -> Result<(crate::file::FileMeta, i64), Error> {
         let same = record.file.size == size && record.file.sha256 == sha256;
         let record = self.settle(record).await?;
         if record.ready {
@@ -334,7 +334,7 @@ impl Sluice {
                  ask for a new link.",
             ));
         }
-        Ok(record.file)
+        Ok((record.file, record.expires_at))
     }
 
     /// Where the browser upload `upload_id` of `owner` stands.

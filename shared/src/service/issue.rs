@@ -99,9 +99,9 @@ impl Sluice {
         owner: &str,
         req: UploadRequest,
     ) -> Result<UploadTicket, Error> {
-        let (file, handle) = self.issue_file(owner, req, FileId::random()).await?;
+        let (file, handle, expires_at) = self.issue_file(owner, req, FileId::random()).await?;
         let parted = self.begin_parts(&file).await?.is_some();
-        let target = self.upload_target(&file, Reader::Model).await?;
+        let target = self.upload_target(&file, expires_at, Reader::Model).await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header
         // would leave the request waiting for bytes that never come.
@@ -127,13 +127,13 @@ impl Sluice {
     }
 
     /// Checks an upload request, admits and records the file as `id`, and
-    /// signs its handle.
+    /// signs its handle; with the record's expiry.
     pub(crate) async fn issue_file(
         &self,
         owner: &str,
         req: UploadRequest,
         id: FileId,
-    ) -> Result<(FileMeta, String), Error> {
+    ) -> Result<(FileMeta, String, i64), Error> {
         self.issue_file_as(owner, req, id, Counted::Yes).await
     }
 
@@ -145,7 +145,7 @@ impl Sluice {
         req: UploadRequest,
         id: FileId,
         counted: Counted,
-    ) -> Result<(FileMeta, String), Error> {
+    ) -> Result<(FileMeta, String, i64), Error> {
         // Everything checked first: a refused request takes nothing from
         // the caller's rate.
         let (filename, content_type) = self.checked(&req)?;
@@ -166,7 +166,7 @@ impl Sluice {
             Counted::No => self.record_uncounted(&file, expires_at).await?,
         }
         let handle = self.handle_of(&file.id);
-        Ok((file, handle))
+        Ok((file, handle, expires_at))
     }
 
     /// The checks of an upload request that need nothing stored: its name,
@@ -201,10 +201,12 @@ impl Sluice {
     /// Where and how to PUT `file`'s bytes: a short link of sluice's
     /// (`/u/<token>`), which a direct store's presigned URL is minted behind
     /// when it is asked for ([`Sluice::upload_location`]); or, for a page
-    /// the model never reads, a direct store's presigned URL itself.
+    /// the model never reads, a direct store's presigned URL itself. Never
+    /// valid past `record_expires`, when the file's record expires.
     pub(crate) async fn upload_target(
         &self,
         file: &FileMeta,
+        record_expires: i64,
         reader: Reader,
     ) -> Result<UploadTarget, Error> {
         // A file in parts may take long, and its line resumes: its link
@@ -215,7 +217,10 @@ impl Sluice {
         } else {
             self.parts().upload_ttl
         };
-        let expires_at = now_unix() + ttl.as_secs() as i64;
+        let now = now_unix();
+        let expires_at = (now + ttl.as_secs() as i64).min(record_expires);
+        let ttl =
+            std::time::Duration::from_secs(u64::try_from(expires_at - now).unwrap_or(0).max(1));
         let short = || {
             let link = Short::upload(file.id.clone(), expires_at);
             tracing::info!(file_id = %file.id, jti = %link.jti(), size = file.size, "upload issued");
@@ -266,7 +271,7 @@ impl Sluice {
             sha256,
             content_type,
         };
-        let (file, handle) = self
+        let (file, handle, _) = self
             .issue_file_as(owner, req, FileId::random(), counted)
             .await?;
         let body: ByteStream = Box::pin(futures_util::stream::once(async move {

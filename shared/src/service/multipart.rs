@@ -21,7 +21,6 @@ use crate::file::FileMeta;
 use crate::multipart::Plan;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, Joined, idle_timeout};
-use crate::token::Method;
 
 /// How long a part's presigned URL lives: minted as the part is about to be
 /// sent, it needs minutes, not the upload's whole life.
@@ -58,9 +57,11 @@ impl Sluice {
 
     /// The file upload link `token` names, if it goes in parts.
     async fn parted(&self, token: &str) -> Result<Parted, Error> {
-        let link = self.verify_link(token, Method::Put)?;
-        let (jti, expires_at) = (link.jti(), link.expires_at());
-        let file = self.file_of(link).await?;
+        let super::uploads::Upload {
+            file,
+            jti,
+            expires_at,
+        } = self.upload_of(token).await?;
         let plan = self.plan_of(&file).ok_or_else(|| {
             Error::Invalid("this file is uploaded in one PUT to its link, not in parts".into())
         })?;
@@ -115,7 +116,12 @@ impl Sluice {
             // A presigned UploadPart minted now, for minutes: a long upload
             // never depends on one URL's life, nor on the signing role's.
             Access::Direct(presign) => {
-                let ttl = self.parts().upload_ttl.min(PART_URL_TTL);
+                let left = u64::try_from(parted.expires_at - crate::time::now_unix()).unwrap_or(1);
+                let ttl = self
+                    .parts()
+                    .upload_ttl
+                    .min(PART_URL_TTL)
+                    .min(Duration::from_secs(left.max(1)));
                 let p = presign
                     .presign_part(&file.object_key(), n, len, sha256, ttl)
                     .await?;

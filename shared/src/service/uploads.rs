@@ -13,10 +13,13 @@ use serde::Serialize;
 use super::Sluice;
 use crate::error::Error;
 use crate::file::FileId;
+use crate::file::FileMeta;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, idle_timeout};
 use crate::time::now_unix;
 use crate::token::Method;
+
+use super::links::Link;
 
 /// How long after its link expires an upload may still finish.
 pub const UPLOAD_GRACE_SECS: i64 = 10;
@@ -45,16 +48,53 @@ pub(crate) async fn until_expiry<T>(
         .ok()
 }
 
+/// An upload link verified, and the file it is for.
+pub(crate) struct Upload {
+    pub(crate) file: FileMeta,
+    pub(crate) jti: String,
+    /// The link's end, never after its file's record's: an upload link
+    /// (and every URL minted behind it) dies with the file it is for.
+    pub(crate) expires_at: i64,
+}
+
 impl Sluice {
+    /// Verifies upload link `token` and finds its file. A short link whose
+    /// record has expired is refused like any dead link (404).
+    pub(crate) async fn upload_of(&self, token: &str) -> Result<Upload, Error> {
+        let link = self.verify_link(token, Method::Put)?;
+        let (jti, link_expires) = (link.jti(), link.expires_at());
+        let (file, expires_at) = match link {
+            Link::Short(short) => {
+                let record = self
+                    .records()
+                    .find(&short.file_id)
+                    .await?
+                    .ok_or(Error::NotFound)?;
+                if record.expires_at <= now_unix() {
+                    tracing::info!(%jti, file_id = %record.file.id, "upload link of an expired file");
+                    return Err(Error::NotFound);
+                }
+                (record.file, link_expires.min(record.expires_at))
+            }
+            Link::Sealed(sealed) => (sealed.file, link_expires),
+        };
+        Ok(Upload {
+            file,
+            jti,
+            expires_at,
+        })
+    }
+
     /// Where the bytes of upload link `token` go: with a direct store, a
     /// presigned PUT minted now for what is left of the link's life (so the
     /// model only ever sees the short link, and a presigned URL, with the
     /// session token of the role that signed it, never enters its context);
     /// otherwise the link itself.
     pub async fn upload_location(&self, token: &str) -> Result<String, Error> {
-        let link = self.verify_link(token, Method::Put)?;
-        let left = link.expires_at() - now_unix();
-        let file = self.file_of(link).await?;
+        let Upload {
+            file, expires_at, ..
+        } = self.upload_of(token).await?;
+        let left = expires_at - now_unix();
         match self.store().access() {
             Access::Direct(presign) => {
                 let ttl = Duration::from_secs(u64::try_from(left).unwrap_or(1).max(1));
@@ -84,9 +124,11 @@ impl Sluice {
         if let Access::Direct(_) = self.store().access() {
             return Err(Error::NotFound);
         }
-        let link = self.verify_link(token, Method::Put)?;
-        let (jti, expires_at) = (link.jti(), link.expires_at());
-        let file = self.file_of(link).await?;
+        let Upload {
+            file,
+            jti,
+            expires_at,
+        } = self.upload_of(token).await?;
         if let Some(len) = declared
             && len != file.size
         {
