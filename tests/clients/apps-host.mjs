@@ -250,6 +250,10 @@ try {
   const context = log.find((m) => m.method === "ui/update-model-context");
   check(context && context.params.structuredContent.upload_id === result.structuredContent.upload_id, "ui/update-model-context carries the upload_id");
   check(message.params.content[0].text.includes(result.structuredContent.upload_id), "ui/message names the upload_id");
+  // The file's name is the person's disk's, not the person's words: it
+  // never enters a user-role message or the model's context.
+  const picked = args.file.split("/").pop();
+  check(!JSON.stringify(message.params).includes(picked) && !JSON.stringify(context.params).includes(picked), `the file's name (${picked}) is not in ui/message or the model context`);
   check(!log.some((m) => m.method === "tools/call"), "the widget called no tool through the host");
   checks.push("the host was told: ui/update-model-context and ui/message");
   uploadId = context.params.structuredContent.upload_id;

@@ -101,12 +101,15 @@ new ResizeObserver(() => {
   }
 }).observe(document.documentElement);
 
-// The model is told in words it can act on, with the id get_upload_status takes.
+// The model is told in words it can act on, with the id get_upload_status
+// takes. Never the file's name: it is whatever the person's disk calls the
+// file, and in a user-role message a crafted name would speak as the
+// person. get_upload_status gives the name back, as data.
 async function tell(file, sha256) {
-  const facts = { upload_id: upload.upload_id, filename: file.name, size: file.size, sha256 };
+  const facts = { upload_id: upload.upload_id, size: file.size, sha256 };
   const words =
-    `I uploaded ${file.name} (${file.size} bytes, sha256 ${sha256}) in the upload form. ` +
-    `Call get_upload_status with upload_id ${upload.upload_id} for its handle.`;
+    `I uploaded a file (${file.size} bytes, sha256 ${sha256}) in the upload form. ` +
+    `Call get_upload_status with upload_id ${upload.upload_id} for its name and handle.`;
   const caps = host.capabilities || {};
   let told = false;
   if (caps.updateModelContext) {
