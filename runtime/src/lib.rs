@@ -191,7 +191,9 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
                 catalog: load_catalog(config, Some(&store)).await?,
                 keys,
                 store: Arc::new(store),
-                records: Arc::new(sluice_aws::DynamoRecords::beside(&ledger)),
+                records: Arc::new(
+                    sluice_aws::DynamoRecords::beside(&ledger).living(config.handle_ttl),
+                ),
                 ledger: Arc::new(ledger),
                 #[cfg(feature = "local")]
                 local: None,

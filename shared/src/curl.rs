@@ -66,100 +66,53 @@ pub fn upload_via_command<'a>(
 }
 
 /// The one line that uploads `local_file` in parts through the upload link
-/// `link`: it fetches the link's script (`GET <link>/sh`,
-/// [`parts_script`]) and runs it with `sh`. Running the same line again
+/// `link`: it fetches the link's script (`GET <link>/sh`, [`PARTS_SCRIPT`])
+/// and runs it with `sh` only if its SHA-256 is [`parts_script_sha256`]'s,
+/// the script of this release: whoever answers at the link cannot make the
+/// line run anything else. The script sends each part only to a URL under
+/// `origin` (the store's, or the link's own). Running the same line again
 /// after any interruption resumes: only parts not yet stored are sent.
-pub fn parts_command(link: &str, local_file: &str) -> String {
-    format!(
-        "s=$(curl -fsS {}) && sh -c \"$s\" sluice {}",
-        shell_quote(&format!("{link}/sh")),
-        path_arg(local_file)
-    )
-}
-
-/// The POSIX `sh` script (with `curl` and coreutils: `wc`, `dd`,
-/// `sha256sum`, `cut`, `mktemp`; it hashes with `openssl` where there is
-/// one, four times as fast here, and `shasum` where there is no
-/// `sha256sum`, as on macOS) that uploads the file named by its first
-/// argument in the parts of `plan` through the upload link `link`. It asks
-/// which parts are stored already; then, [`PARTS_IN_FLIGHT`] at a time, for
-/// each other part it hashes it (read straight from the file with `dd`),
-/// asks `POST <link>/parts/<n>?sha256=<hex>` where to send it (an answer in
-/// curl's config format: the URL and exactly the headers to send), and
-/// streams it there with its exact length; finally it asks
-/// `POST <link>/complete`, which proves the whole file, again while it
-/// answers 202 (a proof longer than one request goes on at the next). A part that fails
-/// ends the run after its batch, saying to run the same line again, which
-/// sends only what is missing. Every part size is a whole number of MiB, so
-/// `dd` cuts with plain POSIX operands.
-pub fn parts_script(link: &str, plan: &crate::multipart::Plan) -> String {
+pub fn parts_command(
+    link: &str,
+    local_file: &str,
+    plan: &crate::multipart::Plan,
+    origin: &str,
+) -> String {
     const MIB: u64 = 1024 * 1024;
     format!(
-        r#"set -eu
-f=$1 L={link} N={count} S={size} M={mibs} K={in_flight}
-[ -f "$f" ] || {{ echo "sluice: there is no file $f here: run the line where the file is, or give its path" >&2; exit 1; }}
-[ "$(wc -c < "$f")" -eq "$S" ] || {{ echo "sluice: $f is not $S bytes: it is not the file this upload was asked for" >&2; exit 1; }}
-p=$(curl -fsS "$L/parts") || {{ echo "sluice: this upload has expired or is unknown: call request_upload again" >&2; exit 1; }}
-have=" $(printf '%s' "$p" | tr '\n' ' ') "
-d=$(mktemp -d)
-trap 'rm -rf "$d"' EXIT
-if command -v openssl >/dev/null 2>&1; then H='openssl dgst -sha256 -r'
-elif command -v sha256sum >/dev/null 2>&1; then H=sha256sum
-else H='shasum -a 256'; fi
-part() {{ dd if="$f" bs=1048576 skip=$(( ($1 - 1) * M )) count="$M" 2>/dev/null; }}
-send() {{
-  n=$(( $1 < N ? M * 1048576 : S - (N - 1) * M * 1048576 ))
-  h=$(part "$1" | $H | cut -c1-64)
-  curl -fsS -X POST -o "$d/$1.cfg" "$L/parts/$1?sha256=$h"
-  part "$1" | curl -K "$d/$1.cfg" --fail-with-body -sS -X PUT -T - -H "Content-Length: $n" -H 'Transfer-Encoding:'
-  : > "$d/$1.ok"
-  echo "sluice: part $1 of $N sent" >&2
-}}
-i=1
-while [ "$i" -le "$N" ]; do
-  sent=
-  while [ "$i" -le "$N" ] && [ "$(printf '%s' "$sent" | wc -w)" -lt "$K" ]; do
-    case "$have" in *" $i "*) ;; *) send "$i" & sent="$sent $i" ;; esac
-    i=$((i + 1))
-  done
-  wait
-  for j in $sent; do
-    [ -e "$d/$j.ok" ] || {{ echo "sluice: part $j was not stored: run the same line again to resume" >&2; exit 1; }}
-  done
-done
-while :; do
-  c=$(curl -sS -o "$d/done" -w '%{{http_code}}' -X POST "$L/complete") || exit 1
-  case "$c" in
-  200) cat "$d/done"; echo; exit 0 ;;
-  202) echo "sluice: verifying the whole file's sha256…" >&2 ;;
-  *) cat "$d/done" >&2; echo >&2; exit 1 ;;
-  esac
-done
-"#,
-        link = shell_quote(link),
-        count = plan.count,
-        size = plan.size,
-        mibs = plan.part_size / MIB,
-        in_flight = PARTS_IN_FLIGHT,
+        "L={}; s=$(curl -fsS \"$L/sh\") && if [ \"$(printf %s \"$s\" | sha256sum | cut -c1-64)\" = {} ]; \
+         then sh -c \"$s\" sluice {} \"$L\" {} {} {} {}; \
+         else echo \"sluice: $L/sh is not the script this line was issued with: not run\" >&2; false; fi",
+        shell_quote(link),
+        parts_script_sha256(),
+        path_arg(local_file),
+        plan.count,
+        plan.size,
+        plan.part_size / MIB,
+        shell_quote(origin),
     )
 }
 
-/// How many parts the upload script sends at once: enough to keep the
-/// client's hashing, the network and the store busy together, few enough
-/// to stay within one user's share of transfer slots.
-pub const PARTS_IN_FLIGHT: usize = 4;
+/// The POSIX `sh` script an upload in parts runs (`parts.sh`: its
+/// arguments, what it checks and what it sends are said there). It is the
+/// same for every upload, so the line can pin it.
+pub const PARTS_SCRIPT: &str = include_str!("parts.sh");
 
-/// The answer to a part's `POST`, in curl's config format (read with
-/// `curl -K -`): the URL to PUT the part to and the headers to send.
-pub fn part_config<'a>(url: &str, headers: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-    let quoted = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
-    let mut out = format!("url = \"{}\"\n", quoted(url));
+/// The SHA-256 of [`PARTS_SCRIPT`] as the line's shell holds it (command
+/// substitution drops its trailing newlines): what the line checks before
+/// it runs what `GET <link>/sh` answered.
+pub fn parts_script_sha256() -> String {
+    crate::sha::Sha256::of(PARTS_SCRIPT.trim_end_matches('\n').as_bytes()).to_hex()
+}
+
+/// Where to send a part, as the part protocol answers it (`text/plain`):
+/// the URL on the first line, then one header a line, `Name: value`. Data
+/// for the script and the page to check and use, never another tool's
+/// configuration.
+pub fn part_target<'a>(url: &str, headers: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut out = format!("{url}\n");
     for (name, value) in headers {
-        out.push_str(&format!(
-            "header = \"{}: {}\"\n",
-            quoted(name),
-            quoted(value)
-        ));
+        out.push_str(&format!("{name}: {value}\n"));
     }
     out
 }
@@ -325,6 +278,114 @@ mod tests {
         let line = download_command("http://h/l/x", &name, 1, &sha);
         assert!(run_download(dir.path(), &line, "x", 0), "{line}");
         assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), b"x");
+    }
+
+    /// Runs `line` in `dir` with a stand-in `curl` that answers `GET …/sh`
+    /// with `script`, the parts stored with nothing, a part's target with
+    /// `target`, and fails anything else; returns the exit and what was said.
+    fn run_parts_line(
+        dir: &std::path::Path,
+        line: &str,
+        script: &str,
+        target: &str,
+    ) -> (bool, String) {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(dir.join("script"), script).unwrap();
+        std::fs::write(dir.join("target"), target).unwrap();
+        let fake = bin.join("curl");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\nout=\nfor a in \"$@\"; do case \"$prev\" in -o) out=$a;; esac; prev=$a; done\n\
+                 case \"$a\" in\n*/sh) cat {d}/script;;\n*/parts) ;;\n*/parts/*) cat {d}/target > \"$out\";;\n\
+                 *) echo \"$@\" >> {d}/sent; exit 22;;\nesac\n",
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .current_dir(dir)
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn parts_line() -> String {
+        let plan = crate::multipart::Plan::new(6 * 1024 * 1024, 5 * 1024 * 1024);
+        parts_command(
+            "https://up.example/u/T",
+            "f.bin",
+            &plan,
+            "https://store.example",
+        )
+    }
+
+    /// The line runs the script of this release only: any other text at
+    /// `…/sh` is not run (here it would have touched a file), and says so.
+    #[test]
+    fn the_parts_line_runs_only_the_pinned_script() {
+        let line = parts_line();
+        assert!(line.len() <= 1024, "{line}");
+        let dir = tempfile::tempdir().unwrap();
+        let altered = format!("touch pwned\n{PARTS_SCRIPT}");
+        let (ok, said) = run_parts_line(dir.path(), &line, &altered, "");
+        assert!(!ok);
+        assert!(
+            said.contains("is not the script this line was issued with"),
+            "{said}"
+        );
+        assert!(!dir.path().join("pwned").exists());
+        // The real one runs (and stops at once: there is no file here).
+        let (ok, said) = run_parts_line(dir.path(), &line, PARTS_SCRIPT, "");
+        assert!(!ok);
+        assert!(said.contains("there is no file f.bin here"), "{said}");
+    }
+
+    /// What the link answers for a part is data the script checks: a
+    /// target outside the store's origin, a header it does not expect, or
+    /// a value that is not base64 is refused, and nothing is sent.
+    #[test]
+    fn the_script_sends_a_part_only_where_and_how_it_expects() {
+        let line = parts_line();
+        for (target, why) in [
+            (
+                "https://elsewhere.example/x\n",
+                "is not under https://store.example",
+            ),
+            (
+                "https://store.example.evil/x\n",
+                "is not under https://store.example",
+            ),
+            (
+                "https://store.example/x\n-o: /etc/passwd\n",
+                "asks for the header -o",
+            ),
+            (
+                "https://store.example/x\nproxy: http://evil\n",
+                "asks for the header proxy",
+            ),
+            (
+                "https://store.example/x\nx-amz-checksum-sha256: a b\n",
+                "unexpected value",
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("f.bin"), vec![7u8; 6 * 1024 * 1024]).unwrap();
+            let (ok, said) = run_parts_line(dir.path(), &line, PARTS_SCRIPT, target);
+            assert!(!ok, "{target}");
+            assert!(said.contains(why), "{target}: {said}");
+            assert!(!dir.path().join("sent").exists(), "{target}: nothing sent");
+        }
     }
 
     #[test]

@@ -46,10 +46,11 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Puts a `curl` first on a PATH for running an upload line in parts in
-/// `dir`: it logs the number of every part it sends (from its
-/// `-K <dir>/<n>.cfg`) to `dir/sent`, and fails as a dropped connection
-/// would (exit 56) on every part from `fail_from` on, if given; anything
-/// else it hands to the real curl. Returns the PATH to run the line with.
+/// `dir`: it logs the number of every part it sends (from the target it
+/// asks for first, saved as `-o <tmp>/<n>.t`) to `dir/sent`, and fails as
+/// a dropped connection would (exit 56) on every part from `fail_from` on,
+/// if given; anything else it hands to the real curl. Returns the PATH to
+/// run the line with.
 pub fn counting_curl(dir: &Path, fail_from: Option<usize>) -> std::io::Result<String> {
     let found = std::process::Command::new("sh")
         .args(["-c", "command -v curl"])
@@ -65,8 +66,8 @@ pub fn counting_curl(dir: &Path, fail_from: Option<usize>) -> std::io::Result<St
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = -K ]; then n=${{a##*/}}; n=${{n%.cfg}}; \
-             echo \"$n\" >> {sent}; {fail}fi; prev=$a; done\nexec {real} \"$@\"\n",
+            "#!/bin/sh\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = -o ]; then case \"$a\" in *.t) n=${{a##*/}}; n=${{n%.t}}; \
+             echo \"$n\" >> {sent}; {fail}:;; esac; fi; prev=$a; done\nexec {real} \"$@\"\n",
             sent = dir.join("sent").display(),
         ),
     )?;

@@ -324,3 +324,32 @@ fn the_aws_backends_keep_the_contract() {
         records_contract(&records).await;
     });
 }
+
+/// One user's files are read on DynamoDB only from the window in which a
+/// record can be alive (P11): an item issued longer ago than any record
+/// lives is never read, so the pending caps and a page cost what the live
+/// files cost, not what expired items DynamoDB's TTL has yet to delete
+/// (it may take days). Seen through an item whose TTL still says alive
+/// but whose issue time is older than any record can be. (Before: every
+/// item was read and filtered.)
+#[test]
+fn dynamodb_reads_skip_items_older_than_any_record_lives() {
+    let emulators = Emulators::start();
+    runtime().block_on(async {
+        let (_, ledger) = emulators.provision("window").await;
+        let records =
+            sluice_aws::DynamoRecords::beside(&ledger).living(std::time::Duration::from_secs(3600));
+        let now = sluice::time::now_unix();
+        records
+            .put(&record("alice", (now - 7200) * 1000, now + 3600))
+            .await
+            .unwrap();
+        let live = record("alice", now * 1000, now + 3600);
+        records.put(&live).await.unwrap();
+        let totals = records.pending_totals("alice", now, 100).await.unwrap();
+        assert_eq!(totals.files, 1, "{totals:?}");
+        let page = records.page("alice", 100, None, now).await.unwrap();
+        let ids: Vec<_> = page.records.iter().map(|r| r.file.id.clone()).collect();
+        assert_eq!(ids, [live.file.id]);
+    });
+}

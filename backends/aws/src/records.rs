@@ -49,6 +49,11 @@ const READY: &str = "ready";
 pub struct DynamoRecords {
     client: aws_sdk_dynamodb::Client,
     table: String,
+    /// The longest a record lives (a handle's lifetime), when known: reads
+    /// of one user's files then name only those issued since, in the key
+    /// condition, so expired items that DynamoDB's TTL has not deleted yet
+    /// (it may take days) are not read, however many there are.
+    longest: Option<std::time::Duration>,
 }
 
 fn key(id: &str) -> String {
@@ -131,7 +136,22 @@ impl DynamoRecords {
         Self {
             client: ledger.client().clone(),
             table: ledger.table().to_owned(),
+            longest: None,
         }
+    }
+
+    /// These records, none of which lives longer than `longest`.
+    pub fn living(mut self, longest: std::time::Duration) -> Self {
+        self.longest = Some(longest);
+        self
+    }
+
+    /// The earliest issue time (ms) of a record alive at `now`, with a
+    /// minute's slack for clocks: 0 when the longest life is unknown.
+    fn issued_since(&self, now: i64) -> i64 {
+        self.longest.map_or(0, |l| {
+            (now - i64::try_from(l.as_secs()).unwrap_or(i64::MAX / 2000) - 60).max(0) * 1000
+        })
     }
 }
 
@@ -194,11 +214,13 @@ impl RecordStore for DynamoRecords {
             .query()
             .table_name(&self.table)
             .index_name(BY_OWNER)
-            .key_condition_expression("#o = :o")
+            .key_condition_expression("#o = :o AND #c > :since")
             .filter_expression("#t > :now")
             .expression_attribute_names("#o", OWNER)
+            .expression_attribute_names("#c", CREATED)
             .expression_attribute_names("#t", TTL)
             .expression_attribute_values(":o", s(&hash))
+            .expression_attribute_values(":since", n(self.issued_since(now)))
             .expression_attribute_values(":now", n(now))
             .scan_index_forward(false)
             .limit(i32::try_from(limit).unwrap_or(i32::MAX));
@@ -251,11 +273,13 @@ impl RecordStore for DynamoRecords {
                 .query()
                 .table_name(&self.table)
                 .index_name(PENDING)
-                .key_condition_expression("#p = :o")
+                .key_condition_expression("#p = :o AND #c > :since")
                 .filter_expression("#t > :now")
                 .expression_attribute_names("#p", PENDING_OWNER)
+                .expression_attribute_names("#c", CREATED)
                 .expression_attribute_names("#t", TTL)
                 .expression_attribute_values(":o", s(&hash))
+                .expression_attribute_values(":since", n(self.issued_since(now)))
                 .expression_attribute_values(":now", n(now))
                 .set_exclusive_start_key(start.take())
                 .send()

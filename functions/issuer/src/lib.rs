@@ -203,7 +203,7 @@ async fn parts_script(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(text(sluice.parts_script(&token).await?))
+    Ok(text(sluice.parts_script(&token).await?.to_owned()))
 }
 
 /// The parts stored so far, one number a line.

@@ -461,6 +461,7 @@ fn rules(vars: &Vars) -> Result<(), ConfigError> {
     key_rules(vars, aws)?;
     actions_rules(vars, aws)?;
     auth_rules(vars, aws)?;
+    public_url_rules(vars)?;
     lifetime_rules(vars)
 }
 
@@ -524,6 +525,28 @@ fn actions_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
             return refuse(
                 "SLUICE_ACTIONS_S3_KEY",
                 "must not be under files/ or records/, where uploads and records live",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The URLs sluice hands out carry single-use links that whoever sees them
+/// on the way could use first, and the upload line runs the script it
+/// fetches from them: TLS, or this machine.
+fn public_url_rules(vars: &Vars) -> Result<(), ConfigError> {
+    for var in [
+        "SLUICE_PUBLIC_URL",
+        "SLUICE_ISSUER_URL",
+        "SLUICE_RESOLVER_URL",
+        "SLUICE_MCP_URL",
+    ] {
+        if let Some(url) = vars.url(var)?
+            && !crate::actions::upstream_url_allowed(&url)
+        {
+            return refuse(
+                var,
+                "must be an https:// URL (http:// only on a loopback address: the links sluice hands out would cross the network in the clear)",
             );
         }
     }

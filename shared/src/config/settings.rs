@@ -143,7 +143,7 @@ pub const SETTINGS: &[Setting] = &[
         Core,
         Parse::Url,
         Unset("the listening address"),
-        "the origin (and path prefix) clients reach sluice at",
+        "the origin (and path prefix) clients reach sluice at; https:// (http:// only on a loopback address)",
     ),
     s(
         "SLUICE_MCP_URL",

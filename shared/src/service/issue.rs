@@ -100,7 +100,7 @@ impl Sluice {
         req: UploadRequest,
     ) -> Result<UploadTicket, Error> {
         let (file, handle, expires_at) = self.issue_file(owner, req, FileId::random()).await?;
-        let parted = self.begin_parts(&file).await?.is_some();
+        let plan = self.begin_parts(&file).await?;
         let target = self.upload_target(&file, expires_at, Reader::Model).await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header
@@ -112,7 +112,10 @@ impl Sluice {
             .map(|(k, v)| (k.as_str(), v.as_str()));
         let local = curl::local_file_name(&file.filename);
         let curl = match self.store().access() {
-            _ if parted => curl::parts_command(&target.url, local),
+            _ if plan.is_some() => {
+                let plan = plan.as_ref().expect("matched");
+                curl::parts_command(&target.url, local, plan, &self.part_origin().await?)
+            }
             Access::Direct(_) => curl::upload_via_command(&target.url, headers, local),
             Access::Proxied => curl::upload_command(&target.url, headers, local),
         };

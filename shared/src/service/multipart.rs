@@ -81,11 +81,24 @@ impl Sluice {
         }
     }
 
-    /// The script the upload line of `token` runs ([`curl::parts_script`]).
-    pub async fn parts_script(&self, token: &str) -> Result<String, Error> {
-        let parted = self.parted(token).await?;
-        let link = format!("{}/u/{token}", self.issuer_base());
-        Ok(curl::parts_script(&link, &parted.plan))
+    /// The script the upload line of `token` runs ([`curl::PARTS_SCRIPT`],
+    /// the same for every upload: the line pins it), to a live link only.
+    pub async fn parts_script(&self, token: &str) -> Result<&'static str, Error> {
+        self.parted(token).await?;
+        Ok(curl::PARTS_SCRIPT)
+    }
+
+    /// Where the parts of a file go, as the upload line is told (the script
+    /// sends a part nowhere else): the store's origin, or the issuer's own
+    /// routes.
+    pub(crate) async fn part_origin(&self) -> Result<String, Error> {
+        match self.store().access() {
+            Access::Direct(_) => self
+                .store_origin()
+                .await
+                .ok_or_else(|| Error::bug("a direct store presigns URLs with an origin")),
+            Access::Proxied => Ok(self.issuer_base().to_owned()),
+        }
     }
 
     /// The parts of `token`'s file stored so far: all of them once they
@@ -101,7 +114,7 @@ impl Sluice {
     }
 
     /// Where and how to send part `n` of `token`'s file, whose SHA-256 its
-    /// sender declares: curl's config format ([`curl::part_config`]).
+    /// sender declares ([`curl::part_target`]).
     pub async fn part_target(&self, token: &str, n: u32, sha256: Sha256) -> Result<String, Error> {
         let parted = self.parted(token).await?;
         let len = planned_len(&parted.plan, n)?;
@@ -132,11 +145,11 @@ impl Sluice {
                     .iter()
                     .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
                     .map(|(k, v)| (k.as_str(), v.as_str()));
-                Ok(curl::part_config(&p.url, headers))
+                Ok(curl::part_target(&p.url, headers))
             }
             Access::Proxied => {
                 let url = format!("{}/u/{token}/parts/{n}", self.issuer_base());
-                Ok(curl::part_config(
+                Ok(curl::part_target(
                     &url,
                     [("x-amz-checksum-sha256", sha256.to_base64().as_str())],
                 ))

@@ -56,19 +56,14 @@ async function messageOf(response) {
   return `The server refused the upload (${response.status}).`;
 }
 
-// A part's target as the server answers it, in curl's config format:
-// `url = "…"` and `header = "Name: value"` lines.
-function partTarget(config) {
-  const target = { url: "", headers: {} };
-  for (const line of config.split("\n")) {
-    const m = line.match(/^(url|header) = "((?:[^"\\]|\\.)*)"$/);
-    if (!m) continue;
-    const value = m[2].replace(/\\(.)/g, "$1");
-    if (m[1] === "url") target.url = value;
-    else {
-      const at = value.indexOf(": ");
-      target.headers[value.slice(0, at)] = value.slice(at + 2);
-    }
+// A part's target as the server answers it: the URL on the first line, then
+// one header a line, "Name: value".
+function partTarget(answer) {
+  const [url, ...lines] = answer.split("\n");
+  const target = { url, headers: {} };
+  for (const line of lines) {
+    const at = line.indexOf(": ");
+    if (at > 0) target.headers[line.slice(0, at)] = line.slice(at + 2);
   }
   return target;
 }

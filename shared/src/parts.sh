@@ -1,0 +1,74 @@
+#!/bin/sh
+# sluice: uploads a file in parts through its upload link; run again, it
+# sends only the parts not stored yet. POSIX sh, curl and coreutils (it
+# hashes with openssl where there is one, four times as fast here, and with
+# shasum where there is no sha256sum, as on macOS).
+#
+#   sh -c "$s" sluice FILE LINK PARTS SIZE PART_MIB ORIGIN
+#
+# The upload line runs this script only if its SHA-256 is the one the line
+# was issued with (one per release), so the server cannot change what runs.
+# What the server answers is data: each part's target is a URL that must be
+# under ORIGIN and at most the checksum headers, with base64 values; nothing
+# it says becomes an option of curl.
+set -eu
+# K parts at once: enough to keep the hashing, the network and the store
+# busy together, few enough to stay within one user's share of transfers.
+f=$1 L=$2 N=$3 S=$4 M=$5 O=$6 K=4
+[ -f "$f" ] || { echo "sluice: there is no file $f here: run the line where the file is, or give its path" >&2; exit 1; }
+[ "$(wc -c < "$f")" -eq "$S" ] || { echo "sluice: $f is not $S bytes: it is not the file this upload was asked for" >&2; exit 1; }
+p=$(curl -fsS "$L/parts") || { echo "sluice: this upload has expired or is unknown: call request_upload again" >&2; exit 1; }
+have=" $(printf '%s' "$p" | tr '\n' ' ') "
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+if command -v openssl >/dev/null 2>&1; then H='openssl dgst -sha256 -r'
+elif command -v sha256sum >/dev/null 2>&1; then H=sha256sum
+else H='shasum -a 256'; fi
+part() { dd if="$f" bs=1048576 skip=$(( ($1 - 1) * M )) count="$M" 2>/dev/null; }
+refuse() { echo "sluice: part $i: $1: refused" >&2; exit 1; }
+# Sends part $1 (in a subshell of its own: it runs in the background).
+send() {
+  i=$1
+  len=$(( i < N ? M * 1048576 : S - (N - 1) * M * 1048576 ))
+  h=$(part "$i" | $H | cut -c1-64)
+  curl -fsS -X POST -o "$d/$i.t" "$L/parts/$i?sha256=$h"
+  set --
+  u= line=
+  {
+    IFS= read -r u || [ -n "$u" ]
+    case "$u" in "$O"/*) ;; *) refuse "its target is not under $O" ;; esac
+    while IFS= read -r line || [ -n "$line" ]; do
+      [ -n "$line" ] || continue
+      name=${line%%:*} value=${line#*: }
+      case "$(printf '%s' "$name" | tr 'A-Z' 'a-z')" in
+      x-amz-checksum-sha256|x-amz-sdk-checksum-algorithm) ;;
+      *) refuse "its target asks for the header $name" ;;
+      esac
+      case "$value" in ''|*[!A-Za-z0-9+/=]*) refuse "its target gives $name an unexpected value" ;; esac
+      set -- "$@" -H "$name: $value"
+    done
+  } < "$d/$i.t"
+  part "$i" | curl -g --fail-with-body -sS -X PUT -T - -H "Content-Length: $len" -H 'Transfer-Encoding:' "$@" "$u"
+  : > "$d/$i.ok"
+  echo "sluice: part $i of $N sent" >&2
+}
+i=1
+while [ "$i" -le "$N" ]; do
+  sent=
+  while [ "$i" -le "$N" ] && [ "$(printf '%s' "$sent" | wc -w)" -lt "$K" ]; do
+    case "$have" in *" $i "*) ;; *) send "$i" & sent="$sent $i" ;; esac
+    i=$((i + 1))
+  done
+  wait
+  for j in $sent; do
+    [ -e "$d/$j.ok" ] || { echo "sluice: part $j was not stored: run the same line again to resume" >&2; exit 1; }
+  done
+done
+while :; do
+  c=$(curl -sS -o "$d/done" -w '%{http_code}' -X POST "$L/complete") || exit 1
+  case "$c" in
+  200) cat "$d/done"; echo; exit 0 ;;
+  202) echo "sluice: verifying the whole file's sha256…" >&2 ;;
+  *) cat "$d/done" >&2; echo >&2; exit 1 ;;
+  esac
+done
