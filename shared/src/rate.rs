@@ -40,8 +40,6 @@ pub enum Kind {
     Actions,
     /// Starts of one browser page (keyed by the page, not its owner).
     PageStarts,
-    /// Bytes of download links issued, counted in whole MiB.
-    DownloadBytes,
     /// Completions of one upload in parts (keyed by the file): each may
     /// read the whole joined file, so a link holder cannot make sluice
     /// read it over and over.
@@ -65,9 +63,6 @@ impl Kind {
             Kind::Actions => "too many actions run in a short time: this one did not run",
             Kind::PageStarts => {
                 "This link was used too many times in a short time. Wait a minute, then try again."
-            }
-            Kind::DownloadBytes => {
-                "you were given download links for too many bytes in the last hour: none was issued"
             }
             Kind::Completions => {
                 "this upload was asked to complete too many times in a short time: nothing was done"
@@ -93,10 +88,6 @@ pub struct Rates {
     pub download_bytes_per_hour: u64,
 }
 
-/// The unit download bytes are counted in: a bucket of `u32` units holds up
-/// to 4 PiB.
-const MIB: u64 = 1 << 20;
-
 /// The buckets of every [`Kind`].
 #[derive(Debug)]
 pub struct Limits {
@@ -105,8 +96,8 @@ pub struct Limits {
     resolve: KeyedRate,
     actions: KeyedRate,
     page_starts: KeyedRate,
-    download_bytes: KeyedRate,
     completions: KeyedRate,
+    download_bytes_per_hour: u64,
 }
 
 impl Limits {
@@ -118,20 +109,16 @@ impl Limits {
             resolve: KeyedRate::new(rates.resolve, Kind::Resolve),
             actions: KeyedRate::new(rates.actions, Kind::Actions),
             page_starts: KeyedRate::new(rates.page_starts, Kind::PageStarts),
-            download_bytes: KeyedRate::with_quota(
-                Quota::per_hour(nz(mib(rates.download_bytes_per_hour)))
-                    .allow_burst(nz(mib(rates.download_bytes_per_hour))),
-                Kind::DownloadBytes,
-            ),
             completions: KeyedRate::new(COMPLETIONS, Kind::Completions),
+            download_bytes_per_hour: rates.download_bytes_per_hour,
         }
     }
 
-    /// Takes a download of `bytes` from `owner`'s hourly allowance, or
-    /// says when to come back (or that the file is larger than a whole
-    /// hour's allowance).
-    pub fn charge_download(&self, owner: &str, bytes: u64) -> Result<(), Error> {
-        self.download_bytes.check_n(owner, mib(bytes).max(1))
+    /// The bytes of download links one user may be given in an hour: an
+    /// allowance kept in the ledger, so that every replica shares it
+    /// (`Sluice::charge_download`).
+    pub fn download_bytes_per_hour(&self) -> u64 {
+        self.download_bytes_per_hour
     }
 
     /// Takes one from `key`'s bucket of `kind`, or says when to come back.
@@ -142,7 +129,6 @@ impl Limits {
             Kind::Resolve => &self.resolve,
             Kind::Actions => &self.actions,
             Kind::PageStarts => &self.page_starts,
-            Kind::DownloadBytes => &self.download_bytes,
             Kind::Completions => &self.completions,
         }
         .check(key)
@@ -175,11 +161,6 @@ const RETAIN_EVERY: u64 = 4096;
 /// `n`, at least 1.
 fn nz(n: u32) -> NonZeroU32 {
     NonZeroU32::new(n.max(1)).expect("at least 1")
-}
-
-/// `bytes` in whole MiB, rounded up.
-fn mib(bytes: u64) -> u32 {
-    u32::try_from(bytes.div_ceil(MIB)).unwrap_or(u32::MAX)
 }
 
 impl KeyedRate {
@@ -267,41 +248,6 @@ mod tests {
 
     /// Download bytes are counted in whole MiB by each file's size; a file
     /// larger than the whole allowance is refused for what it is.
-    #[test]
-    fn download_bytes_are_taken_by_size() {
-        let rate = Rate {
-            per_minute: 1,
-            burst: 1,
-        };
-        let limits = Limits::new(Rates {
-            issue: rate,
-            links: rate,
-            resolve: rate,
-            actions: rate,
-            page_starts: rate,
-            download_bytes_per_hour: 10 * MIB,
-        });
-        assert!(limits.charge_download("alice", 6 * MIB).is_ok());
-        assert!(
-            limits.charge_download("alice", 3 * MIB + 1).is_ok(),
-            "4 MiB"
-        );
-        match limits.charge_download("alice", 1) {
-            Err(Error::Limited { retry_after, .. }) => assert!(retry_after >= 1),
-            other => panic!("{other:?}"),
-        }
-        assert!(limits.charge_download("bob", 10 * MIB).is_ok());
-        match limits.charge_download("carol", 10 * MIB + 1) {
-            Err(Error::Limited { message, .. }) => {
-                assert!(
-                    message.contains("larger than the whole allowance"),
-                    "{message}"
-                )
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
     #[test]
     fn each_owner_has_a_bucket_of_their_own() {
         let l = limit(60, 1);

@@ -108,7 +108,9 @@ fn a_download_link_redirects_once_to_a_short_lived_pinned_get() {
     assert_eq!(first.status, 307);
     let location = first.header("location").unwrap();
     assert!(location.starts_with(&emulators.s3_url));
-    assert!(location.contains("X-Amz-Expires=60"), "{location}");
+    // Seconds, not a minute: until it expires, whoever holds it can fetch
+    // the file again (P5).
+    assert!(location.contains("X-Amz-Expires=10&"), "{location}");
     assert!(
         location.contains("response-content-disposition"),
         "{location}"
@@ -263,6 +265,44 @@ fn two_replicas_share_one_bucket_and_one_table() {
         63,
         "{statuses:?}"
     );
+}
+
+/// One user's hourly allowance of download bytes is one counter for every
+/// replica (P5): links handed out on A and on B add up, and past the
+/// allowance both refuse, saying when to come back; another user is still
+/// served. (Before: each instance kept its own, so N instances gave N
+/// allowances.)
+#[test]
+fn replicas_share_one_download_allowance() {
+    let emulators = Emulators::start();
+    provision(&emulators, "allowance");
+    let env = [("SLUICE_DOWNLOAD_BYTES_PER_HOUR", "5242880")];
+    let (a, _a_dir) = start(&emulators, "allowance", &env);
+    let (b, _b_dir) = start(&emulators, "allowance", &env);
+    let (alice, bob) = (token(&emulators, "alice"), token(&emulators, "bob"));
+    let data = bytes(2 * 1024 * 1024, 62);
+    let mine = a.upload(&alice, "two.bin", &data)["handle"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(a.resolve(&alice, &mine).status, 200);
+    assert_eq!(b.resolve(&alice, &mine).status, 200);
+    for server in [&a, &b] {
+        let refused = server.resolve(&alice, &mine);
+        assert_eq!(refused.status, 429, "{}", refused.text());
+        assert!(
+            refused.message().contains("too many bytes"),
+            "{}",
+            refused.text()
+        );
+        let retry: u64 = refused.header("retry-after").unwrap().parse().unwrap();
+        assert!((1..=3600).contains(&retry), "{retry}");
+    }
+    let his = b.upload(&bob, "two.bin", &data)["handle"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(a.resolve(&bob, &his).status, 200);
 }
 
 /// The status of a plain `GET` of `url`, over a fresh connection, without

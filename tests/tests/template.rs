@@ -428,7 +428,25 @@ fn each_function_is_granted_what_its_code_calls() {
             .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")),
         "{reads:?}"
     );
-    assert!(has("ResolverFunction", "dynamodb:UpdateItem").is_empty());
+    // Allowances every replica shares (`allow#…`: a user's download bytes
+    // this hour): charged by the functions that hand out download links,
+    // with UpdateItem on those items only.
+    for fun in ["McpFunction", "ResolverFunction"] {
+        let charges = has(fun, "dynamodb:UpdateItem");
+        assert!(
+            charges.iter().any(|(_, _, c)| c.contains("allow#*")),
+            "{fun} charges allowances: {charges:?}"
+        );
+    }
+    assert!(
+        has("ResolverFunction", "dynamodb:UpdateItem")
+            .iter()
+            .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")
+                && c.contains("allow#*")
+                && !c.contains("file#")),
+        "resolver: UpdateItem only on allowances"
+    );
+    assert_eq!(sluice_aws::DynamoLedger::allowance_key("x"), "allow#x");
     assert_eq!(
         sluice_aws::DynamoLedger::key_of("x"),
         "jti#x",
@@ -442,10 +460,14 @@ fn each_function_is_granted_what_its_code_calls() {
         ] {
             let grants = has(fun, action);
             assert!(!grants.is_empty(), "{fun} lacks {action}");
+            let allowance = |c: &str| {
+                fun == "McpFunction" && action == "dynamodb:UpdateItem" && c.contains("allow#*")
+            };
             assert!(
                 grants
                     .iter()
-                    .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys") && c.contains("file#*")),
+                    .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")
+                        && (c.contains("file#*") || allowance(c))),
                 "{fun}: {action} must be limited to record items: {grants:?}"
             );
         }

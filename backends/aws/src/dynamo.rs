@@ -80,6 +80,12 @@ impl DynamoLedger {
     pub fn key_of(jti: &str) -> String {
         format!("jti#{jti}")
     }
+
+    /// The item key of allowance `key`: `allow#…`, the prefix the
+    /// functions that charge one are granted (template.yaml).
+    pub fn allowance_key(key: &str) -> String {
+        format!("allow#{key}")
+    }
 }
 
 #[async_trait::async_trait]
@@ -102,6 +108,42 @@ impl Ledger for DynamoLedger {
                     .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
             {
                 Ok(Spend::AlreadySpent)
+            }
+            Err(e) => Err(ledger_error(e)),
+        }
+    }
+
+    async fn charge(
+        &self,
+        key: &str,
+        amount: u64,
+        limit: u64,
+        expires_at: i64,
+    ) -> Result<bool, LedgerError> {
+        let Some(room) = limit.checked_sub(amount) else {
+            return Ok(false);
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, AttributeValue::S(Self::allowance_key(key)))
+            .update_expression("ADD #n :a SET #t = if_not_exists(#t, :e)")
+            .condition_expression("attribute_not_exists(#n) OR #n <= :room")
+            .expression_attribute_names("#n", "used")
+            .expression_attribute_names("#t", TTL)
+            .expression_attribute_values(":a", AttributeValue::N(amount.to_string()))
+            .expression_attribute_values(":room", AttributeValue::N(room.to_string()))
+            .expression_attribute_values(":e", AttributeValue::N(expires_at.to_string()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
             }
             Err(e) => Err(ledger_error(e)),
         }

@@ -65,7 +65,7 @@ pub struct Config {
     /// Whether the process runs inside AWS Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
     pub lambda: bool,
     /// How long a presigned S3 download URL is valid
-    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`, default and maximum 60).
+    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`, default 10, at most 60).
     pub download_url_ttl: Duration,
     /// Address to listen on (`SLUICE_HOST`, default `127.0.0.1`).
     pub host: IpAddr,

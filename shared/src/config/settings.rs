@@ -429,7 +429,7 @@ pub const SETTINGS: &[Setting] = &[
         Limits,
         Parse::Positive,
         Value("107374182400"),
-        "bytes of download links one user may be given per hour, each counted at its file's size (100 GiB; per warm instance on Lambda)",
+        "bytes of download links one user may be given in a clock hour, each counted at its file's size, shared by every replica (kept in the ledger) (100 GiB)",
     ),
     s(
         "SLUICE_AUTH_ISSUER",
@@ -540,8 +540,8 @@ pub const SETTINGS: &[Setting] = &[
         "SLUICE_DOWNLOAD_URL_TTL_SECS",
         Aws,
         Parse::Seconds,
-        Value("60"),
-        "lifetime of the presigned GET a link redirects to (at most 60)",
+        Value("10"),
+        "lifetime of the presigned GET a link redirects to (at most 60): the client follows the redirect at once, and until it expires whoever holds the URL can fetch the file again",
     ),
     s(
         "SLUICE_ACTIONS_FILE",

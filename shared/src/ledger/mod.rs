@@ -4,6 +4,10 @@
 //! any number of concurrent redemptions, on any replica, exactly one wins.
 //! Records are durable and kept until the token's own expiry, after which the
 //! token is refused anyway.
+//!
+//! Beside spent tokens it keeps allowances shared by every replica
+//! ([`Ledger::charge`]): counters that only grow, up to a limit, until they
+//! expire (a user's download bytes in one hour).
 
 #[cfg(feature = "local")]
 mod sqlite;
@@ -45,4 +49,15 @@ pub trait Ledger: Send + Sync + fmt::Debug {
     /// Whether `jti` is already spent: a read, to refuse a replayed link
     /// before anything is read for it. Only [`Ledger::spend`] decides.
     async fn is_spent(&self, jti: &str) -> Result<bool, LedgerError>;
+
+    /// Adds `amount` to the counter `key` if it then holds at most `limit`,
+    /// keeping it at least until `expires_at`: `true` if it was added.
+    /// Atomic across replicas: concurrent charges never pass `limit`.
+    async fn charge(
+        &self,
+        key: &str,
+        amount: u64,
+        limit: u64,
+        expires_at: i64,
+    ) -> Result<bool, LedgerError>;
 }

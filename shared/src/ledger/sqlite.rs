@@ -50,7 +50,12 @@ impl SqliteLedger {
                  jti TEXT PRIMARY KEY NOT NULL,
                  expires_at INTEGER NOT NULL
              ) WITHOUT ROWID;
-             CREATE INDEX IF NOT EXISTS spent_expiry ON spent (expires_at);",
+             CREATE INDEX IF NOT EXISTS spent_expiry ON spent (expires_at);
+             CREATE TABLE IF NOT EXISTS allowances (
+                 key TEXT PRIMARY KEY NOT NULL,
+                 used INTEGER NOT NULL,
+                 expires_at INTEGER NOT NULL
+             ) WITHOUT ROWID;",
         )
         .map_err(backend)?;
         let ledger = Self {
@@ -79,11 +84,11 @@ impl SqliteLedger {
 }
 
 fn sweep(conn: &Connection) -> Result<usize, LedgerError> {
-    conn.execute(
-        "DELETE FROM spent WHERE expires_at < ?1",
-        [crate::time::now_unix() - 60],
-    )
-    .map_err(backend)
+    let before = crate::time::now_unix() - 60;
+    conn.execute("DELETE FROM allowances WHERE expires_at < ?1", [before])
+        .map_err(backend)?;
+    conn.execute("DELETE FROM spent WHERE expires_at < ?1", [before])
+        .map_err(backend)
 }
 
 #[async_trait::async_trait]
@@ -119,5 +124,40 @@ impl Ledger for SqliteLedger {
         tokio::task::spawn_blocking(move || ledger.is_spent_now(&jti))
             .await
             .map_err(backend)?
+    }
+
+    async fn charge(
+        &self,
+        key: &str,
+        amount: u64,
+        limit: u64,
+        expires_at: i64,
+    ) -> Result<bool, LedgerError> {
+        if amount > limit {
+            return Ok(false);
+        }
+        let conn = self.conn.clone();
+        let key = key.to_owned();
+        let (amount, limit) = (
+            i64::try_from(amount).unwrap_or(i64::MAX),
+            i64::try_from(limit).unwrap_or(i64::MAX),
+        );
+        tokio::task::spawn_blocking(move || {
+            let state = conn.lock().unwrap_or_else(|p| p.into_inner());
+            // One statement: another process sharing the file sees the
+            // counter before or after, never between.
+            let changed = state
+                .conn
+                .execute(
+                    "INSERT INTO allowances (key, used, expires_at) VALUES (?1, ?2, ?4)
+                     ON CONFLICT (key) DO UPDATE SET used = used + ?2
+                     WHERE used + ?2 <= ?3",
+                    params![key, amount, limit, expires_at],
+                )
+                .map_err(write_error)?;
+            Ok(changed == 1)
+        })
+        .await
+        .map_err(backend)?
     }
 }

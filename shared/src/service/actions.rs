@@ -252,7 +252,7 @@ impl Sluice {
             // Stored files were checked by `check_stored`, inline ones just
             // stored: no second request to the store. Each link is egress
             // the upstream may fetch: taken from the owner's allowance.
-            self.charge_download(&meta)?;
+            self.charge_download(&meta).await?;
             let ticket = self.download_ticket(&meta);
             links.push_back(json!({
                 "url": ticket.download.url,

@@ -165,7 +165,7 @@ impl Sluice {
     async fn ticket_if_stored(&self, file: &FileMeta) -> Result<DownloadTicket, Error> {
         match self.stored(file).await? {
             Stored::Ready(_) => {
-                self.charge_download(file)?;
+                self.charge_download(file).await?;
                 Ok(self.download_ticket(file))
             }
             Stored::Missing => Err(Error::NotUploaded),
@@ -174,11 +174,43 @@ impl Sluice {
         }
     }
 
-    /// Takes `file`'s size from its owner's hourly allowance of download
-    /// bytes (`SLUICE_DOWNLOAD_BYTES_PER_HOUR`): what bounds one user's
-    /// egress, on S3 as well as here.
-    pub(crate) fn charge_download(&self, file: &FileMeta) -> Result<(), Error> {
-        self.parts().limits.charge_download(&file.owner, file.size)
+    /// Takes `file`'s size from its owner's allowance of download bytes for
+    /// this clock hour (`SLUICE_DOWNLOAD_BYTES_PER_HOUR`), kept in the
+    /// ledger so that every replica shares it. It bounds the bytes of the
+    /// links one user is given; each link is redeemed once, and on S3 its
+    /// redirect is a presigned GET that lives seconds
+    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`), so a link's bytes can be fetched
+    /// again only by whoever holds that URL within those seconds.
+    pub(crate) async fn charge_download(&self, file: &FileMeta) -> Result<(), Error> {
+        let limit = self.parts().limits.download_bytes_per_hour();
+        let now = now_unix();
+        let hour = now.div_euclid(3600);
+        let key = format!("dl#{}#{hour}", crate::file::owner_hash(&file.owner));
+        // Kept an hour past its own, for clocks a little apart.
+        let kept_until = (hour + 2) * 3600;
+        if self
+            .ledger()
+            .charge(&key, file.size, limit, kept_until)
+            .await?
+        {
+            return Ok(());
+        }
+        let refused =
+            "you were given download links for too many bytes in this hour: none was issued";
+        if file.size > limit {
+            return Err(Error::Limited {
+                message: format!(
+                    "{refused}: this file is larger than the whole allowance ({limit} bytes an hour)"
+                ),
+                retry_after: 3600,
+            });
+        }
+        let retry_after = u64::try_from((hour + 1) * 3600 - now).unwrap_or(1).max(1);
+        tracing::info!(owner = %crate::file::owner_hash(&file.owner), retry_after, "download allowance reached");
+        Err(Error::Limited {
+            message: format!("{refused}; try again in {retry_after} s"),
+            retry_after,
+        })
     }
 
     /// A single-use download link for a file the caller knows is stored
