@@ -162,3 +162,27 @@ fn every_flow_works_through_the_templates_routes() {
     assert!(fetched.status.success(), "{}", out_text(&fetched));
     assert_eq!(sha256_of_file(&down.join("scan.bin")), Sha256::of(&data));
 }
+
+/// With an authorization server instead of development tokens, through the
+/// template's routes: the official Python SDK's own OAuth flow (discovery
+/// from the stage's 401, dynamic registration, PKCE, RFC 8707) and a tool
+/// call with the token it obtained.
+#[test]
+fn oauth_works_through_the_templates_routes() {
+    let auth = crate::oauth::AuthServer::start("RS256");
+    let stack = Stack::reached(
+        Reached::ThroughApi { s3_cors: false },
+        &["SLUICE_DEV_TOKENS"],
+        &auth.env(),
+    );
+    check_discovery(&stack);
+    let python = sluice_testkit::root().join(".venv/bin/python");
+    let checks = crate::oauth::run_oauth_client(
+        python.to_str().unwrap(),
+        "oauth.py",
+        &stack.mcp_url(),
+        &auth,
+        "RS256",
+    );
+    crate::oauth::assert_oauth_checks(&checks, "RS256");
+}
