@@ -74,6 +74,27 @@ where
     }
 }
 
+/// Whether a conditional write's condition held: `false` when DynamoDB
+/// refused it for that (another request wrote first), the error otherwise.
+pub(crate) fn condition_held<O, E, R>(
+    result: Result<O, aws_sdk_dynamodb::error::SdkError<E, R>>,
+) -> Result<bool, LedgerError>
+where
+    E: std::error::Error + aws_sdk_dynamodb::error::ProvideErrorMetadata + Send + Sync + 'static,
+    R: std::fmt::Debug + Send + Sync + 'static,
+{
+    match result {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error().and_then(|s| s.code())
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(ledger_error(e)),
+    }
+}
+
 impl DynamoLedger {
     /// The item key of spent token `jti`: `jti#…`, the prefix the
     /// resolver's IAM grant is limited to (template.yaml).
@@ -101,16 +122,11 @@ impl Ledger for DynamoLedger {
             .expression_attribute_names("#pk", KEY)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(Spend::Fresh),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(Spend::AlreadySpent)
-            }
-            Err(e) => Err(ledger_error(e)),
-        }
+        Ok(if condition_held(result)? {
+            Spend::Fresh
+        } else {
+            Spend::AlreadySpent
+        })
     }
 
     async fn charge(
@@ -137,16 +153,7 @@ impl Ledger for DynamoLedger {
             .expression_attribute_values(":e", AttributeValue::N(expires_at.to_string()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|s| s.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(ledger_error(e)),
-        }
+        condition_held(result)
     }
 
     async fn is_spent(&self, jti: &str) -> Result<bool, LedgerError> {

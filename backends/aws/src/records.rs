@@ -31,7 +31,7 @@ use sluice::records::{Cursor, FileRecord, Page, RecordStore};
 use sluice::store::StoreError;
 use sluice::{FileId, LedgerError};
 
-use crate::dynamo::{DynamoLedger, KEY, TTL, ledger_error};
+use crate::dynamo::{DynamoLedger, KEY, TTL, condition_held, ledger_error};
 
 /// The index of one user's files by issue time.
 pub const BY_OWNER: &str = "files-by-owner";
@@ -119,16 +119,7 @@ impl DynamoRecords {
             .expression_attribute_values(":o", s(owner_hash))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(store_error(ledger_error(e))),
-        }
+        condition_held(result).map_err(store_error)
     }
 
     /// Records in the same table, through the same client, as `ledger`.
@@ -178,15 +169,9 @@ impl RecordStore for DynamoRecords {
         let put = put
             .condition_expression("attribute_not_exists(#k)")
             .expression_attribute_names("#k", KEY);
-        match put.send().await {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Err(StoreError::AlreadyExists)
-            }
-            Err(e) => Err(store_error(ledger_error(e))),
+        match condition_held(put.send().await).map_err(store_error)? {
+            true => Ok(()),
+            false => Err(StoreError::AlreadyExists),
         }
     }
 
