@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use crate::util::{Server, bytes, out_text, release_fifo, request, sh, stall_reads_of};
+use crate::util::{Server, bytes, out_text, request, sh, stall_reads_of};
 
 const MIB: usize = 1024 * 1024;
 
@@ -51,6 +51,21 @@ fn staging(data_dir: &Path) -> PathBuf {
         .into_iter()
         .find(|p| p.file_name().is_some_and(|n| n == "data"))
         .expect("a staging file")
+}
+
+/// Opens the FIFO at `path` for writing once a reader has opened it (the
+/// one completion reading the staging file); that reader then waits on its
+/// reads until the returned end is dropped, when it reads the end of the
+/// file.
+fn writer_once_read(path: &Path) -> std::fs::File {
+    let (sent, got) = std::sync::mpsc::channel();
+    let path = path.to_owned();
+    std::thread::spawn(move || {
+        let _ = sent.send(std::fs::OpenOptions::new().write(true).open(path));
+    });
+    got.recv_timeout(std::time::Duration::from_secs(30))
+        .expect("a completion opened the staging file")
+        .unwrap()
 }
 
 fn complete(link: &str) -> crate::util::Reply {
@@ -134,7 +149,7 @@ fn concurrent_completions_are_answered_by_one_proof() {
         let link = link.clone();
         std::thread::spawn(move || complete(&link))
     };
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let writer = writer_once_read(&staged);
     let others = {
         let link = link.clone();
         crate::util::concurrently(23, move |_| {
@@ -150,7 +165,7 @@ fn concurrent_completions_are_answered_by_one_proof() {
     assert!(others.iter().all(|s| *s == 409), "{others:?}");
     // The one proof goes on: here it reads what the FIFO gives, nothing,
     // so the parts are not the file declared.
-    release_fifo(&staged);
+    drop(writer);
     let first = first.join().unwrap();
     assert_eq!(first.status, 400, "{}", first.text());
 }
