@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test lint fmt bench fuzz soak deny clean clients template vendor
+.PHONY: all build run test check lint fmt bench fuzz soak deny clean clients template vendor
 
 all: build
 
@@ -40,6 +40,17 @@ clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bi
 vendor: $(CLIENTS)/node_modules/.installed
 	cd $(CLIENTS) && node vendor.mjs
 
+/usr/bin/shellcheck:
+	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q shellcheck
+
+# The quick loop while editing: formatting, the library's and the functions'
+# checks and unit tests, no emulator, browser or client.
+check:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy -p sluice -p sluice-mcp -p sluice-issuer -p sluice-resolver --all-targets -- -D warnings
+	$(CARGO) test -p sluice --features local
+	$(CARGO) test -p sluice-mcp -p sluice-issuer -p sluice-resolver
+
 # Claude Code's `mcp login` needs a terminal: the tests give it one in tmux.
 /usr/bin/tmux:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux
@@ -64,7 +75,13 @@ test: clients
 
 # The second clippy checks the functions as `sam build` builds them: alone,
 # without the `local` feature the rest of the workspace turns on.
-lint:
+# The shell programs sluice runs or hands out: the upload script in parts
+# (shared/src/parts.sh, which the returned line pins), the dev emulators,
+# CI's entry point.
+SHELL_SCRIPTS := shared/src/parts.sh infra/dev-emulators.sh .ci/run
+
+lint: /usr/bin/shellcheck
+	shellcheck $(SHELL_SCRIPTS)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver --all-targets -- -D warnings

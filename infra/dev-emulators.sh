@@ -11,8 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 env_file=${1:-infra/cargo-lambda.env}
-set -a; . "$env_file"; set +a
-port_of() { local rest=${1##*:}; echo "${rest%%/*}"; }
+set -a
+# shellcheck source=/dev/null
+. "$env_file"
+set +a
+port_of() { local rest="${1##*:}"; echo "${rest%%/*}"; }
 s3_port=$(port_of "$SLUICE_S3_ENDPOINT_URL")
 ddb_port=$(port_of "$SLUICE_DYNAMODB_ENDPOINT_URL")
 root=${SLUICE_DEV_S3_ROOT:-.sluice-s3}

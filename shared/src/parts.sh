@@ -33,14 +33,14 @@ send() {
   h=$(part "$i" | $H | cut -c1-64)
   curl -fsS -X POST -o "$d/$i.t" "$L/parts/$i?sha256=$h"
   set --
-  u= line=
+  u='' line=''
   {
     IFS= read -r u || [ -n "$u" ]
     case "$u" in "$O"/*) ;; *) refuse "its target is not under $O" ;; esac
     while IFS= read -r line || [ -n "$line" ]; do
       [ -n "$line" ] || continue
       name=${line%%:*} value=${line#*: }
-      case "$(printf '%s' "$name" | tr 'A-Z' 'a-z')" in
+      case "$(printf '%s' "$name" | tr '[:upper:]' '[:lower:]')" in
       x-amz-checksum-sha256|x-amz-sdk-checksum-algorithm) ;;
       *) refuse "its target asks for the header $name" ;;
       esac
