@@ -18,10 +18,6 @@
 //! reads are eventually consistent: a file issued a moment ago may be missing
 //! from a page read at once; a file id is always found (`GetItem`, strongly
 //! consistent).
-//!
-//! Records written before ids were the key (`file#<owner-hash>#<id>`) are
-//! still read and marked by their owner's requests until they expire (one
-//! handle lifetime after an upgrade); short tokens never name them.
 
 use std::collections::HashMap;
 
@@ -58,11 +54,6 @@ pub struct DynamoRecords {
 
 fn key(id: &str) -> String {
     format!("file#{id}")
-}
-
-/// The key of a record written by an earlier version.
-fn legacy_key(owner_hash: &str, id: &str) -> String {
-    format!("file#{owner_hash}#{id}")
 }
 
 fn store_error(e: LedgerError) -> StoreError {
@@ -176,10 +167,7 @@ impl RecordStore for DynamoRecords {
     }
 
     async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
-        if let Some(record) = self.find(id).await? {
-            return Ok((record.file.owner == owner).then_some(record));
-        }
-        self.read(legacy_key(&owner_hash(owner), id.as_str())).await
+        Ok(self.find(id).await?.filter(|r| r.file.owner == owner))
     }
 
     async fn find(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
@@ -232,13 +220,8 @@ impl RecordStore for DynamoRecords {
     }
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
-        let hash = owner_hash(owner);
-        if self.mark(key(id.as_str()), &hash).await? {
-            return Ok(());
-        }
-        // Not there (expired), another owner's, or written by an earlier
-        // version under its old key.
-        self.mark(legacy_key(&hash, id.as_str()), &hash)
+        // Not marked: not there (expired), or another owner's.
+        self.mark(key(id.as_str()), &owner_hash(owner))
             .await
             .map(drop)
     }

@@ -53,11 +53,6 @@ const REBUILD_USAGE: &str = "BEGIN IMMEDIATE;
              INSERT INTO usage (owner, bytes) SELECT owner, SUM(size) FROM files GROUP BY owner;
              COMMIT;";
 
-/// The table of earlier versions, keyed by owner and id: moved into the
-/// new one, its rows given their `seq`, when the file is opened.
-const OLD_TABLE: &str = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'files'
-         AND sql LIKE '%PRIMARY KEY (owner, file_id)%'";
-
 /// Records that expired before `?1`, found by the expiry index: a scan of
 /// the table would hold the write lock, and every issue, for as long as it
 /// reads every record.
@@ -105,12 +100,8 @@ pub struct SqliteRecords {
 }
 
 impl SqliteRecords {
-    /// Opens (creating if needed) the records at `path`, moving the records
-    /// of an earlier version's table into this one's.
+    /// Opens (creating if needed) the records at `path`.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let c = crate::sqlite::open_wal(path).map_err(crate::sqlite::store_error)?;
-        upgrade(&c).map_err(crate::sqlite::store_error)?;
-        drop(c);
         Ok(Self {
             db: Db::open(
                 path,
@@ -141,35 +132,6 @@ impl SqliteRecords {
             Ok(swept)
         })
     }
-}
-
-/// Moves the rows of an earlier version's table (keyed by owner and id)
-/// into this version's, in one transaction; nothing if there is none.
-fn upgrade(c: &Connection) -> rusqlite::Result<()> {
-    let tx = rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
-    if tx
-        .query_row(OLD_TABLE, [], |_| Ok(()))
-        .optional()?
-        .is_none()
-    {
-        return tx.commit();
-    }
-    let rows: Vec<(String, bool)> = tx
-        .prepare("SELECT record, ready FROM files")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    // The old table's indexes go with it.
-    tx.execute_batch(
-        "DROP TABLE files;
-         DROP TABLE IF EXISTS usage;",
-    )?;
-    tx.execute_batch(TABLES)?;
-    for (json, ready) in rows {
-        if let Some(record) = FileRecord::from_json(&json, ready) {
-            insert(&tx, &record)?;
-        }
-    }
-    tx.commit()
 }
 
 fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
@@ -442,78 +404,6 @@ mod tests {
         let (_dir, c) = opened();
         let plan = crate::sqlite::plan(&c, SWEEP);
         assert!(plan.contains("INDEX files_by_expiry"), "{plan}");
-    }
-
-    /// A records file from before the covering index and the key by id
-    /// keeps its records, found by id, and gets the new indexes in place of
-    /// the old ones when opened.
-    #[tokio::test]
-    async fn an_older_file_is_upgraded_in_place() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("files.sqlite3");
-        let now = crate::time::now_unix();
-        // A file id of earlier versions: random, not in time order.
-        let mut r = record("alice", 10, now);
-        r.file.id = FileId::parse(&crate::keys::random_id::<16>()).unwrap();
-        {
-            let c = Connection::open(&path).unwrap();
-            // As two versions ago made it.
-            c.execute_batch(
-                "CREATE TABLE files (
-                     owner TEXT NOT NULL,
-                     file_id TEXT NOT NULL,
-                     created_ms INTEGER NOT NULL,
-                     expires_at INTEGER NOT NULL,
-                     size INTEGER NOT NULL,
-                     ready INTEGER NOT NULL DEFAULT 0,
-                     record TEXT NOT NULL,
-                     PRIMARY KEY (owner, file_id)
-                 ) WITHOUT ROWID;
-                 CREATE INDEX files_by_time ON files (owner, created_ms DESC, file_id DESC);
-                 CREATE INDEX files_by_expiry ON files (expires_at);
-                 CREATE INDEX files_pending ON files (owner, created_ms) WHERE ready = 0;",
-            )
-            .unwrap();
-            c.execute(
-                "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 0, ?6)",
-                params![
-                    owner_hash("alice"),
-                    r.file.id.to_string(),
-                    r.created_ms,
-                    r.expires_at,
-                    10,
-                    r.to_json()
-                ],
-            )
-            .unwrap();
-        }
-        let records = SqliteRecords::open(&path).unwrap();
-        let totals = records.pending_totals("alice", now, 100).await.unwrap();
-        assert_eq!(
-            totals,
-            Pending {
-                files: 1,
-                bytes: 10,
-                stored: 0,
-            }
-        );
-        // The running figure of all a user's bytes is counted on open.
-        assert_eq!(records.stored_bytes("alice", now).await.unwrap(), 10);
-        // The record is found by its id alone, and by its owner.
-        let found = records.find(&r.file.id).await.unwrap().unwrap();
-        assert_eq!(found.file, r.file);
-        assert!(records.get("alice", &r.file.id).await.unwrap().is_some());
-        assert!(records.get("bob", &r.file.id).await.unwrap().is_none());
-        let c = Connection::open(&path).unwrap();
-        let indexes: Vec<String> = c
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'files_pending%'")
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(indexes, ["files_pending_sizes"]);
     }
 
     /// Counting the pending files (on every issue) and listing them read
