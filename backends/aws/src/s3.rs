@@ -136,6 +136,22 @@ impl S3Store {
         }
     }
 
+    /// Deletes `key`, or leaves it, logged, when S3 refuses: everything
+    /// under `files/` expires by the bucket's lifecycle rule, and a lease
+    /// left behind is taken over once stale.
+    async fn delete_or_leave(&self, key: &str, what: &'static str) {
+        if let Err(e) = self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            tracing::warn!(key, what, error = %DisplayErrorContext(e), "could not delete");
+        }
+    }
+
     /// Keeps `text` beside a file's object, replacing what was there.
     async fn replace_note(&self, key: &str, text: &str) -> Result<(), StoreError> {
         self.client
@@ -375,16 +391,8 @@ impl S3Store {
                     Self::beside(key, "proof"),
                     Self::beside(key, "upload-id"),
                 ] {
-                    if let Err(e) = self
-                        .client
-                        .delete_object()
-                        .bucket(&self.bucket)
-                        .key(&gone)
-                        .send()
-                        .await
-                    {
-                        tracing::warn!(key = %gone, error = %DisplayErrorContext(e), "could not delete what a disproven upload left");
-                    }
+                    self.delete_or_leave(&gone, "what a disproven upload left")
+                        .await;
                 }
                 Err(StoreError::Mismatch(m))
             }
@@ -632,16 +640,7 @@ impl ObjectStore for S3Store {
             return Err(StoreError::Busy(Busy::Completing));
         }
         let joined = self.join_and_prove(key, plan, sha256, budget, &proof).await;
-        if let Err(e) = self
-            .client
-            .delete_object()
-            .bucket(&self.bucket)
-            .key(&lease)
-            .send()
-            .await
-        {
-            tracing::warn!(key = %key, error = %DisplayErrorContext(e), "could not give back a completion's lease");
-        }
+        self.delete_or_leave(&lease, "a completion's lease").await;
         joined
     }
 
