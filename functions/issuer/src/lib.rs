@@ -221,7 +221,8 @@ struct PartQuery {
     sha256: String,
 }
 
-/// Where to send part `n`, whose SHA-256 the query declares, as curl config.
+/// Where to send part `n`, whose SHA-256 the query declares: the URL, then
+/// its headers (`sluice::curl::part_target`), as data the script checks.
 async fn part_target(
     State(sluice): State<Sluice>,
     Path((token, n)): Path<(String, u32)>,
