@@ -1,0 +1,107 @@
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+
+use super::sweep::{remove_each, walk};
+use super::*;
+use crate::file::{FileId, FileMeta};
+
+/// A file of `owner`'s: 100 bytes of `n`.
+fn meta(owner: &str, n: u8) -> FileMeta {
+    FileMeta {
+        id: FileId::random(),
+        owner: owner.into(),
+        filename: format!("f{n}.bin"),
+        content_type: "application/octet-stream".into(),
+        size: 100,
+        sha256: Sha256::of(&[n; 100]),
+    }
+}
+
+fn file(n: u8) -> (ObjectKey, Bytes, Sha256) {
+    let meta = meta("alice", n);
+    (meta.object_key(), Bytes::from(vec![n; 100]), meta.sha256)
+}
+
+async fn put(store: &LocalStore, n: u8) -> ObjectKey {
+    let (key, data, sha256) = file(n);
+    let body: ByteStream = futures_util::stream::once(async move { Ok(data) }).boxed();
+    store.put(&key, 100, sha256, body).await.unwrap();
+    key
+}
+
+/// Two processes on one data directory (two stores here): one sweeps
+/// what the other stored, bytes it never counted. Its figure stays at
+/// zero instead of wrapping round to "full", so it still takes uploads.
+#[tokio::test]
+async fn sweeping_what_another_process_stored_never_wraps_the_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let sweeper = LocalStore::open(dir.path(), 1000, 8).unwrap();
+    let other = LocalStore::open(dir.path(), 1000, 8).unwrap();
+    put(&other, 1).await;
+    assert_eq!(sweeper.sweep(Duration::ZERO).unwrap(), 1);
+    assert_eq!(sweeper.used.load(Ordering::SeqCst), 0);
+    put(&sweeper, 2).await;
+}
+
+fn key_of(owner: &str) -> ObjectKey {
+    meta(owner, 1).object_key()
+}
+
+/// Uploads whose bodies never come hold their slots; a user with their
+/// share taken is refused, and everyone else is still served.
+#[tokio::test]
+async fn one_user_cannot_take_every_transfer_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 20, 8)
+        .unwrap()
+        .with_user_share(2);
+    let stalled: Vec<_> = (0..2)
+        .map(|_| {
+            let (store, key) = (store.clone(), key_of("mallory"));
+            tokio::spawn(async move {
+                let body: ByteStream = futures_util::stream::pending().boxed();
+                store.put(&key, 100, Sha256::of(&[1u8; 100]), body).await
+            })
+        })
+        .collect();
+    // Until both hold their slots.
+    let mallory = key_of("mallory").owner_part().to_owned();
+    while store.per_owner.lock().unwrap().get(&mallory) != Some(&2) {
+        tokio::task::yield_now().await;
+    }
+    let body: ByteStream = futures_util::stream::pending().boxed();
+    let third = store
+        .put(&key_of("mallory"), 100, Sha256::of(&[1u8; 100]), body)
+        .await;
+    assert!(
+        matches!(
+            third,
+            Err(StoreError::Busy(super::super::Busy::YourTransfers))
+        ),
+        "{third:?}"
+    );
+    // Another user uploads and reads back as usual.
+    let key = put(&store, 7).await;
+    assert!(store.get(&key).await.unwrap().is_some());
+    for task in stalled {
+        task.abort();
+    }
+}
+
+/// A file that is gone before the sweep reaches it (another process
+/// deleted it) does not stop the sweep: the rest are deleted.
+#[tokio::test]
+async fn one_failing_delete_does_not_stop_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 10_000, 8).unwrap();
+    for n in 0..4 {
+        put(&store, n).await;
+    }
+    let listed = walk(&store.objects).unwrap();
+    assert_eq!(listed.len(), 4);
+    std::fs::remove_file(&listed[0].0).unwrap();
+    assert_eq!(remove_each(&listed, |_| {}), 3);
+    assert!(walk(&store.objects).unwrap().is_empty());
+}
