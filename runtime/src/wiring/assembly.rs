@@ -1,0 +1,198 @@
+//! Sluice assembled from the config: the MCP URL, the bearer-token
+//! verifier, the actions catalog, and the local backends.
+
+#[cfg(feature = "local")]
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+use url::Url;
+
+use sluice::actions::{Actions, Catalog};
+use sluice::auth::AccessVerifier;
+use sluice::config::Config;
+use sluice::keys::Keyring;
+#[cfg(feature = "local")]
+use sluice::ledger::SqliteLedger;
+use sluice::service::{Parts, Sluice};
+#[cfg(feature = "local")]
+use sluice::store::LocalStore;
+
+use super::StartError;
+use super::error::io_error;
+#[cfg(feature = "local")]
+use super::local_keyring;
+
+/// The MCP endpoint's URL: `SLUICE_MCP_URL`, or `public_url` + `/mcp`.
+pub fn mcp_url(config: &Config, public_url: &Url) -> Url {
+    config.mcp_url.clone().unwrap_or_else(|| {
+        let base = public_url.as_str().trim_end_matches('/');
+        Url::parse(&format!("{base}/mcp")).expect("a URL with /mcp appended is a URL")
+    })
+}
+
+/// Bearer-token validation for `config`, for the MCP endpoint at `mcp_url`.
+/// With an authorization server the audience is `SLUICE_AUTH_AUDIENCE`, or
+/// the MCP URL itself (RFC 8707), or, where client ids are configured
+/// (Cognito), none.
+pub fn access_verifier(config: &Config, keys: Keyring, mcp_url: &Url) -> AccessVerifier {
+    let issuer = config.auth_issuer.clone();
+    match &config.auth_jwks_url {
+        Some(url) => {
+            let jwks = sluice::auth::Jwks::new(url.clone(), config.auth_jwks_refresh);
+            let verifier = if config.auth_client_ids.is_empty() {
+                let audience = config
+                    .auth_audience
+                    .clone()
+                    .unwrap_or_else(|| mcp_url.as_str().to_owned());
+                AccessVerifier::with_jwks(jwks, issuer, audience)
+            } else {
+                AccessVerifier::with_jwks_for_clients(
+                    jwks,
+                    issuer,
+                    config.auth_client_ids.clone(),
+                    config.auth_audience.clone(),
+                )
+            };
+            verifier.with_scope_prefix(config.auth_scope_prefix.clone())
+        }
+        None => AccessVerifier::new(
+            keys,
+            issuer,
+            config
+                .auth_audience
+                .clone()
+                .unwrap_or_else(|| "sluice".to_owned()),
+        ),
+    }
+}
+
+/// Parses a TOML actions catalog read from `origin` (for messages).
+pub fn parse_catalog(origin: &str, text: &str) -> Result<Catalog, StartError> {
+    Catalog::from_toml(text).map_err(|error| StartError::Actions {
+        origin: origin.to_owned(),
+        error,
+    })
+}
+
+/// Reads and validates the actions catalog file at `path`.
+pub fn read_catalog_file(path: &Path) -> Result<Catalog, StartError> {
+    let text = std::fs::read_to_string(path).map_err(io_error(format!(
+        "reading the actions catalog {}",
+        path.display()
+    )))?;
+    parse_catalog(&path.display().to_string(), &text)
+}
+
+/// Assembles sluice from its parts and the config.
+pub fn assemble(
+    config: &Config,
+    public_url: Url,
+    keys: Keyring,
+    store: Arc<dyn sluice::store::ObjectStore>,
+    ledger: Arc<dyn sluice::ledger::Ledger>,
+    records: Arc<dyn sluice::records::RecordStore>,
+    catalog: Catalog,
+) -> Sluice {
+    let mcp_url = mcp_url(config, &public_url);
+    if config.dev_tokens && !matches!(config.backend, sluice::config::Backend::Local) {
+        tracing::warn!(
+            "SLUICE_DEV_TOKENS=true: bearer tokens minted from the master secret are accepted; \
+             for development only, never in production"
+        );
+    }
+    Sluice::new(Parts {
+        access: access_verifier(config, keys.clone(), &mcp_url),
+        keys,
+        store,
+        ledger,
+        widget_origins: if config.widget_origins.is_empty() {
+            vec![format!(
+                "https://{}",
+                sluice::web::claude_domain(mcp_url.as_str())
+            )]
+        } else {
+            config.widget_origins.clone()
+        },
+        mcp_url,
+        issuer_url: config
+            .issuer_url
+            .clone()
+            .unwrap_or_else(|| public_url.clone()),
+        resolver_url: config
+            .resolver_url
+            .clone()
+            .unwrap_or_else(|| public_url.clone()),
+        public_url,
+        handle_ttl: config.handle_ttl,
+        link_ttl: config.link_ttl,
+        upload_ttl: config.upload_ttl,
+        max_upload_bytes: config.max_upload_bytes,
+        part_bytes: config.part_bytes,
+        single_put_max_bytes: config.single_put_max_bytes,
+        proof_budget: config.proof_budget,
+        download_url_ttl: config.download_url_ttl,
+        mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
+        auth_servers: config.auth_servers.clone(),
+        actions: Actions::new(catalog, config.action_limits),
+        body_idle_timeout: config.body_idle_timeout,
+        limits: sluice::rate::Limits::new(config.rates),
+        records,
+        pending_caps: config.pending_caps,
+    })
+}
+
+/// The local backends: a directory of objects, an SQLite ledger, SQLite
+/// file records.
+#[cfg(feature = "local")]
+#[derive(Debug, Clone)]
+pub struct LocalBackends {
+    /// The objects.
+    pub store: LocalStore,
+    /// Spent tokens.
+    pub ledger: Arc<SqliteLedger>,
+    /// File records.
+    pub records: sluice::records::SqliteRecords,
+}
+
+/// Opens the local backends in the data directory.
+#[cfg(feature = "local")]
+pub fn local_backends(config: &Config) -> Result<LocalBackends, StartError> {
+    let store = LocalStore::open(&config.data_dir, config.quota_bytes, config.max_transfers)
+        .map_err(|e| StartError::Io {
+            what: format!("opening the store in {}", config.data_dir.display()),
+            source: io::Error::other(e),
+        })?
+        .with_user_share(config.max_transfers_per_user);
+    let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
+    let records = sluice::records::SqliteRecords::open(&config.data_dir.join("files.sqlite3"))
+        .map_err(|e| StartError::Io {
+            what: format!("opening the file records in {}", config.data_dir.display()),
+            source: io::Error::other(e),
+        })?;
+    Ok(LocalBackends {
+        store,
+        ledger: Arc::new(ledger),
+        records,
+    })
+}
+
+/// Assembles sluice on the local backends (a directory and an SQLite ledger).
+#[cfg(feature = "local")]
+pub fn local_sluice(
+    config: &Config,
+    public_url: Url,
+) -> Result<(Sluice, LocalBackends), StartError> {
+    let keys = local_keyring(config)?;
+    let local = local_backends(config)?;
+    let sluice = assemble(
+        config,
+        public_url,
+        keys,
+        Arc::new(local.store.clone()),
+        local.ledger.clone(),
+        Arc::new(local.records.clone()),
+        Catalog::default(),
+    );
+    Ok((sluice, local))
+}
