@@ -1,7 +1,7 @@
 //! Claude Code itself (npm `@anthropic-ai/claude-code`, pinned in
 //! `tests/clients/package.json`) as a client of sluice: the `claude mcp add`
 //! line sluice prints connects; without the header it fails at dynamic
-//! client registration as the README's troubleshooting entry says; and
+//! client registration as docs/aws.md's troubleshooting entry says; and
 //! `claude -p`, against a stand-in for the Messages API on loopback
 //! (`tests/clients/stub-messages.mjs`), lists sluice's tools, calls
 //! `request_upload`, runs the returned line with its Bash tool, and the
@@ -262,7 +262,7 @@ fn without_the_header_claude_code_stops_at_client_registration() {
     assert!(out.status.success(), "{}", out_text(&out));
     let list = claude.list();
     assert!(!claude.connected(), "{list}");
-    // The README's troubleshooting entry quotes this.
+    // docs/aws.md's troubleshooting entry quotes this.
     assert!(
         list.contains("Dynamic Client Registration rejected (HTTP 404)"),
         "{list}"

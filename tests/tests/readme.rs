@@ -1,4 +1,5 @@
-//! The README's Usage commands, run as written against a real server: the
+//! The documented commands (the README's and `docs/`'s), run as written
+//! against a real server: the
 //! only changes are the server's address (a test picks a free port), the
 //! `sluice` command (the binary under test, on its data directory, instead
 //! of `cargo run --profile fast`) and the `$uploadedFile:…` placeholders,
@@ -12,10 +13,10 @@ use sluice_testkit::root;
 
 use crate::util::{BIN, Server, out_text, sh};
 
-/// The fenced `sh` blocks of README section `heading` (up to the next
-/// heading of the same or a higher level).
-fn sh_blocks(heading: &str) -> Vec<String> {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+/// The fenced `sh` blocks of section `heading` of the document at `path`
+/// (up to the next heading of the same or a higher level).
+fn sh_blocks(path: &str, heading: &str) -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join(path)).unwrap();
     let start = readme
         .find(heading)
         .unwrap_or_else(|| panic!("no {heading:?}"));
@@ -80,7 +81,7 @@ fn answers(stdout: &str) -> Vec<Value> {
 #[test]
 fn the_readme_program_commands_upload_and_download_as_written() {
     let (server, _dir) = Server::start();
-    let blocks = sh_blocks("### From a program");
+    let blocks = sh_blocks("docs/http-api.md", "## From a program");
     assert_eq!(blocks.len(), 2, "{blocks:?}");
     let work = tempfile::tempdir().unwrap();
     let data = sluice_testkit::bytes(5000, 3);
@@ -105,7 +106,10 @@ fn the_readme_program_commands_upload_and_download_as_written() {
 #[test]
 fn the_readme_action_commands_run_as_written() {
     let (server, _dir) = Server::start();
-    let blocks = sh_blocks("### Actions: backend operations whose File fields take handles");
+    let blocks = sh_blocks(
+        "docs/actions.md",
+        "## Actions: backend operations whose File fields take handles",
+    );
     let block = blocks
         .iter()
         .find(|b| b.contains("action_attach_document"))

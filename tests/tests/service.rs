@@ -208,7 +208,7 @@ async fn with_echo_actions(dir: &std::path::Path, vars: &[(&str, &str)]) -> slui
 }
 
 /// The upstream is told who the user is in one form whatever the delivery:
-/// the token's `sub`, as its issuer wrote it (README, Actions).
+/// the token's `sub`, as its issuer wrote it (docs/actions.md).
 #[tokio::test]
 async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
     let dir = tempfile::tempdir().unwrap();

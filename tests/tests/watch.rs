@@ -1,5 +1,5 @@
 //! `cargo lambda watch` for real (cargo-lambda from PyPI, pinned in
-//! `tests/requirements.txt`), run as the README's "Develop with cargo lambda
+//! `tests/requirements.txt`), run as `docs/aws.md`'s "Develop with cargo lambda
 //! watch" section runs it: `infra/dev-emulators.sh` on an env file made from
 //! `infra/cargo-lambda.env` (only the ports and names changed, so tests can
 //! run beside a developer's stack), the watch bound to loopback, a token
@@ -375,10 +375,10 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
         );
     }
 
-    // The README's own lines: a token minted as it says, and the Claude Code
-    // line it gives, with this test's env file and port.
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = &readme[readme.find("### Develop with cargo lambda watch").unwrap()..];
+    // The documented lines: a token minted as they say, and the Claude Code
+    // line they give, with this test's env file and port.
+    let readme = std::fs::read_to_string(root().join("docs/aws.md")).unwrap();
+    let section = &readme[readme.find("## Develop with cargo lambda watch").unwrap()..];
     let token_line = section.lines().find(|l| l.starts_with("TOKEN=$(")).unwrap();
     let env_path = stack.work.path().join("cargo-lambda.env");
     let minted = Command::new("sh")
@@ -452,6 +452,6 @@ fn oauth_works_under_the_real_cargo_lambda_watch() {
     // `claude mcp list` before `claude mcp login` matters here: login alone
     // looks for the metadata at the origin's root, which cargo lambda watch
     // cannot route (every path there starts with a function's prefix), and
-    // then fails at client registration (README, Claude Code troubleshooting).
+    // then fails at client registration (`docs/aws.md`, Claude Code troubleshooting).
     crate::claude::Claude::new().signs_in_and_connects(&mcp_url);
 }

@@ -12,7 +12,7 @@ use sluice_runtime::{self as runtime, StartError};
 #[command(
     name = "sluice",
     version,
-    after_help = "Configuration comes from SLUICE_* environment variables; see the README's Configuration section."
+    after_help = "Configuration comes from SLUICE_* environment variables; see docs/configuration.md."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -1,6 +1,6 @@
 //! Every setting once: its variable, its group, its parser, its default,
 //! and one line of doc. [`super::Config::from_env`] reads through this
-//! table (a variable not in it cannot be read), and the README's
+//! table (a variable not in it cannot be read), and the configuration page's
 //! configuration section is this table rendered ([`markdown`]; a test keeps
 //! them equal).
 
@@ -20,7 +20,7 @@ pub enum Group {
 }
 
 impl Group {
-    /// Every group, in the README's order.
+    /// Every group, in the configuration page's order.
     pub const ALL: [Group; 5] = [
         Group::Core,
         Group::Limits,
@@ -592,12 +592,12 @@ pub fn setting(name: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.name == name)
 }
 
-/// The README's configuration tables: one per group.
+/// The configuration page's tables (`docs/configuration.md`): one per group.
 pub fn markdown() -> String {
     let mut out = String::new();
     for group in Group::ALL {
         out.push_str(&format!(
-            "#### {}\n\n| variable | default | meaning |\n|---|---|---|\n",
+            "## {}\n\n| variable | default | meaning |\n|---|---|---|\n",
             group.title()
         ));
         for s in SETTINGS.iter().filter(|s| s.group == group) {

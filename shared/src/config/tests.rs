@@ -285,28 +285,28 @@ fn every_default_passes_its_own_parser_and_each_name_is_listed_once() {
     }
 }
 
-/// The README's configuration section is the settings table rendered:
-/// `SLUICE_WRITE_README=1 cargo test -p sluice config::` rewrites it.
+/// The configuration page (`docs/configuration.md`) is the settings table
+/// rendered: `SLUICE_WRITE_DOCS=1 cargo test -p sluice config::` rewrites it.
 #[test]
 fn the_readme_lists_exactly_the_settings_with_their_defaults() {
     const BEGIN: &str = "<!-- settings: begin (generated from shared/src/config/settings.rs) -->\n";
     const END: &str = "<!-- settings: end -->";
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
     let readme = std::fs::read_to_string(&path).unwrap();
     let (start, end) = (
         readme.find(BEGIN).unwrap() + BEGIN.len(),
         readme.find(END).unwrap(),
     );
     let expected = format!("\n{}", settings::markdown());
-    if readme[start..end] != expected && std::env::var_os("SLUICE_WRITE_README").is_some() {
+    if readme[start..end] != expected && std::env::var_os("SLUICE_WRITE_DOCS").is_some() {
         let written = format!("{}{expected}{}", &readme[..start], &readme[end..]);
         std::fs::write(&path, written).unwrap();
         return;
     }
     assert!(
         readme[start..end] == expected,
-        "README.md's configuration section differs from the settings table; \
-         run `SLUICE_WRITE_README=1 cargo test -p sluice config::` to rewrite it"
+        "docs/configuration.md differs from the settings table; \
+         run `SLUICE_WRITE_DOCS=1 cargo test -p sluice config::` to rewrite it"
     );
     for s in settings::SETTINGS {
         let row = format!("| `{}` |", s.name);
