@@ -1,6 +1,7 @@
 //! The deployment template and the code cannot drift: every environment
 //! variable the template sets is one the config reads, the AWS backend's
-//! required ones are all set, and the API has exactly the routes of docs/ARCHITECTURE.md's three functions.
+//! required ones are all set, and the API routes exactly what the functions serve (their
+//! `routes()`), as API Gateway will, which `front.rs` emulates from this same reading.
 
 use std::collections::BTreeSet;
 
