@@ -167,11 +167,6 @@ impl KeyedRate {
     /// Buckets refilling at `rate.per_minute`, holding `rate.burst`.
     pub fn new(rate: Rate, kind: Kind) -> Self {
         let quota = Quota::per_minute(nz(rate.per_minute)).allow_burst(nz(rate.burst));
-        Self::with_quota(quota, kind)
-    }
-
-    /// Buckets of `quota`.
-    fn with_quota(quota: Quota, kind: Kind) -> Self {
         Self {
             limiter: RateLimiter::keyed(quota),
             clock: DefaultClock::default(),
@@ -182,27 +177,14 @@ impl KeyedRate {
 
     /// Takes one from `owner`'s bucket, or says when to come back.
     pub fn check(&self, owner: &str) -> Result<(), Error> {
-        self.check_n(owner, 1)
-    }
-
-    /// Takes `n` from `owner`'s bucket, or says when to come back; more
-    /// than the bucket holds is refused for good.
-    fn check_n(&self, owner: &str, n: u32) -> Result<(), Error> {
         if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {
             self.limiter.retain_recent();
             self.limiter.shrink_to_fit();
         }
         let key = crate::file::owner_hash(owner);
-        match self.limiter.check_key_n(&key, nz(n)) {
-            Ok(Ok(())) => Ok(()),
-            Err(governor::InsufficientCapacity(most)) => Err(Error::Limited {
-                message: format!(
-                    "{}: this file is larger than the whole allowance ({most} MiB an hour)",
-                    self.kind.refused()
-                ),
-                retry_after: 3600,
-            }),
-            Ok(Err(not_until)) => {
+        match self.limiter.check_key(&key) {
+            Ok(()) => Ok(()),
+            Err(not_until) => {
                 let wait = not_until.wait_time_from(self.clock.now());
                 let retry_after = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
                 tracing::info!(owner = %key, retry_after, kind = ?self.kind, "rate limit reached");
@@ -246,8 +228,6 @@ mod tests {
         }
     }
 
-    /// Download bytes are counted in whole MiB by each file's size; a file
-    /// larger than the whole allowance is refused for what it is.
     #[test]
     fn each_owner_has_a_bucket_of_their_own() {
         let l = limit(60, 1);

@@ -120,18 +120,29 @@ impl S3Store {
     /// Keeps `text` beside a file's object, once: `false` if something was
     /// kept there already.
     async fn write_note(&self, key: &str, text: &str) -> Result<bool, StoreError> {
+        self.put_note(key, text, true).await
+    }
+
+    /// Keeps `text` beside a file's object, replacing what was there.
+    async fn replace_note(&self, key: &str, text: &str) -> Result<(), StoreError> {
+        self.put_note(key, text, false).await.map(drop)
+    }
+
+    /// Puts note `key`; with `once`, only if nothing is there (`false`
+    /// then).
+    async fn put_note(&self, key: &str, text: &str, once: bool) -> Result<bool, StoreError> {
         match self
             .client
             .put_object()
             .bucket(&self.bucket)
             .key(key)
             .body(AwsBody::from(text.as_bytes().to_vec()))
-            .if_none_match("*")
+            .set_if_none_match(once.then(|| "*".to_owned()))
             .send()
             .await
         {
             Ok(_) => Ok(true),
-            Err(e) if precondition_failed(&e) => Ok(false),
+            Err(e) if once && precondition_failed(&e) => Ok(false),
             Err(e) => Err(s3_error(e, key)),
         }
     }
@@ -150,19 +161,6 @@ impl S3Store {
         {
             tracing::warn!(key, what, error = %DisplayErrorContext(e), "could not delete");
         }
-    }
-
-    /// Keeps `text` beside a file's object, replacing what was there.
-    async fn replace_note(&self, key: &str, text: &str) -> Result<(), StoreError> {
-        self.client
-            .put_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .body(AwsBody::from(text.as_bytes().to_vec()))
-            .send()
-            .await
-            .map_err(|e| s3_error(e, key))?;
-        Ok(())
     }
 
     /// The id of the multipart upload to `key`, kept beside it (S3 keeps

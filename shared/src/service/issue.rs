@@ -111,13 +111,12 @@ impl Sluice {
             .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
             .map(|(k, v)| (k.as_str(), v.as_str()));
         let local = curl::local_file_name(&file.filename);
-        let curl = match self.store().access() {
-            _ if plan.is_some() => {
-                let plan = plan.as_ref().expect("matched");
+        let curl = match (&plan, self.store().access()) {
+            (Some(plan), _) => {
                 curl::parts_command(&target.url, local, plan, &self.part_origin().await?)
             }
-            Access::Direct(_) => curl::upload_via_command(&target.url, headers, local),
-            Access::Proxied => curl::upload_command(&target.url, headers, local),
+            (None, Access::Direct(_)) => curl::upload_via_command(&target.url, headers, local),
+            (None, Access::Proxied) => curl::upload_command(&target.url, headers, local),
         };
         Ok(UploadTicket {
             handle,

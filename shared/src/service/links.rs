@@ -185,7 +185,8 @@ impl Sluice {
         let limit = self.parts().limits.download_bytes_per_hour();
         let now = now_unix();
         let hour = now.div_euclid(3600);
-        let key = format!("dl#{}#{hour}", crate::file::owner_hash(&file.owner));
+        let owner = crate::file::owner_hash(&file.owner);
+        let key = format!("dl#{owner}#{hour}");
         // Kept an hour past its own, for clocks a little apart.
         let kept_until = (hour + 2) * 3600;
         if self
@@ -206,7 +207,7 @@ impl Sluice {
             });
         }
         let retry_after = u64::try_from((hour + 1) * 3600 - now).unwrap_or(1).max(1);
-        tracing::info!(owner = %crate::file::owner_hash(&file.owner), retry_after, "download allowance reached");
+        tracing::info!(%owner, retry_after, "download allowance reached");
         Err(Error::Limited {
             message: format!("{refused}; try again in {retry_after} s"),
             retry_after,
@@ -260,17 +261,20 @@ impl Sluice {
         }
     }
 
-    /// The file a verified link is bound to: a short link's record (written
-    /// once when the file was issued), or what a sealed link carries.
-    pub(crate) async fn file_of(&self, link: Link) -> Result<FileMeta, Error> {
+    /// The file a verified link is bound to, with when its record expires:
+    /// a short link's record (written once when the file was issued), or
+    /// what a sealed link carries (no record).
+    pub(crate) async fn file_of(&self, link: Link) -> Result<(FileMeta, Option<i64>), Error> {
         match link {
-            Link::Short(short) => Ok(self
-                .records()
-                .find(&short.file_id)
-                .await?
-                .ok_or(Error::NotFound)?
-                .file),
-            Link::Sealed(sealed) => Ok(sealed.file),
+            Link::Short(short) => {
+                let record = self
+                    .records()
+                    .find(&short.file_id)
+                    .await?
+                    .ok_or(Error::NotFound)?;
+                Ok((record.file, Some(record.expires_at)))
+            }
+            Link::Sealed(sealed) => Ok((sealed.file, None)),
         }
     }
 
@@ -295,7 +299,7 @@ impl Sluice {
         if self.ledger().is_spent(&jti).await? {
             return Err(replayed());
         }
-        let file = self.file_of(link).await?;
+        let (file, _) = self.file_of(link).await?;
         let info = match self.stored(&file).await? {
             Stored::Ready(info) => info,
             Stored::Missing | Stored::Verifying => return Err(Error::NotFound),

@@ -12,14 +12,11 @@ use serde::Serialize;
 
 use super::Sluice;
 use crate::error::Error;
-use crate::file::FileId;
-use crate::file::FileMeta;
+use crate::file::{FileId, FileMeta};
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, idle_timeout};
 use crate::time::now_unix;
 use crate::token::Method;
-
-use super::links::Link;
 
 /// How long after its link expires an upload may still finish.
 pub const UPLOAD_GRACE_SECS: i64 = 10;
@@ -63,21 +60,12 @@ impl Sluice {
     pub(crate) async fn upload_of(&self, token: &str) -> Result<Upload, Error> {
         let link = self.verify_link(token, Method::Put)?;
         let (jti, link_expires) = (link.jti(), link.expires_at());
-        let (file, expires_at) = match link {
-            Link::Short(short) => {
-                let record = self
-                    .records()
-                    .find(&short.file_id)
-                    .await?
-                    .ok_or(Error::NotFound)?;
-                if record.expires_at <= now_unix() {
-                    tracing::info!(%jti, file_id = %record.file.id, "upload link of an expired file");
-                    return Err(Error::NotFound);
-                }
-                (record.file, link_expires.min(record.expires_at))
-            }
-            Link::Sealed(sealed) => (sealed.file, link_expires),
-        };
+        let (file, record_expires) = self.file_of(link).await?;
+        let expires_at = record_expires.map_or(link_expires, |r| link_expires.min(r));
+        if record_expires.is_some_and(|r| r <= now_unix()) {
+            tracing::info!(%jti, file_id = %file.id, "upload link of an expired file");
+            return Err(Error::NotFound);
+        }
         Ok(Upload {
             file,
             jti,
