@@ -187,6 +187,7 @@ async fn issue_beside_ready_files(dir: &std::path::Path) -> anyhow::Result<(usiz
         created_ms: now * 1000,
         expires_at: now + 3600,
         ready,
+        proof: None,
     };
     let puts = (0..READY_FILES).map(|_| {
         let (records, r) = (records.clone(), record("many", true));

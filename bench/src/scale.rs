@@ -121,6 +121,7 @@ pub async fn run() -> anyhow::Result<String> {
             created_ms: created + i as i64,
             expires_at: now + 3600,
             ready,
+            proof: None,
         };
         records.put(&record).await?;
         // The replaced design: the record as an S3 object beside the bytes.
@@ -229,7 +230,8 @@ pub async fn run() -> anyhow::Result<String> {
     for key in &keys_listed {
         let record = store.read_whole(key).await?;
         let record = record.context("a record")?;
-        let record = FileRecord::from_json(std::str::from_utf8(&record)?, false).context("json")?;
+        let record =
+            FileRecord::from_json(std::str::from_utf8(&record)?, false, None).context("json")?;
         std::hint::black_box(store.head(&record.file.object_key()).await?);
         listed += 1;
     }

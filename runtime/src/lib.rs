@@ -61,6 +61,14 @@ impl Backends {
         )
     }
 
+    /// These backends with the bytes kept in `store` instead: the records
+    /// and the ledger stay as they are (bytes, records and ledger are
+    /// chosen separately).
+    pub fn with_store(mut self, store: Arc<dyn sluice::ObjectStore>) -> Self {
+        self.store = store;
+        self
+    }
+
     /// Adds actions besides the configured ones (the local binary's
     /// examples); a name already taken is refused.
     pub fn add_actions(&mut self, origin: &str, more: Catalog) -> Result<(), StartError> {

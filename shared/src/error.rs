@@ -188,6 +188,8 @@ impl From<StoreError> for Error {
             )),
             StoreError::Busy(Busy::Upload) => Error::UploadInProgress,
             StoreError::Busy(Busy::Completing) => Error::Completing,
+            // Only a proof reads pinned to an entity tag: it starts over.
+            StoreError::Changed => Error::Verifying,
             StoreError::Busy(busy) => Error::Busy(busy),
             StoreError::Mismatch(m) => Error::BodyMismatch(m),
             StoreError::Body(e) if e.kind() == std::io::ErrorKind::TimedOut => Error::BodyStalled,

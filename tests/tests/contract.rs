@@ -14,7 +14,7 @@ use sluice::{FileId, FileMeta, ObjectKey, Sha256};
 
 use crate::util::Emulators;
 
-fn file(owner: &str, name: &str, data: &[u8]) -> FileMeta {
+pub(crate) fn file(owner: &str, name: &str, data: &[u8]) -> FileMeta {
     FileMeta {
         id: FileId::random(),
         owner: owner.into(),
@@ -25,7 +25,7 @@ fn file(owner: &str, name: &str, data: &[u8]) -> FileMeta {
     }
 }
 
-fn body(data: &[u8]) -> ByteStream {
+pub(crate) fn body(data: &[u8]) -> ByteStream {
     let chunks: Vec<std::io::Result<Bytes>> = data
         .chunks(1000)
         .map(|c| Ok(Bytes::copy_from_slice(c)))
@@ -33,7 +33,7 @@ fn body(data: &[u8]) -> ByteStream {
     Box::pin(futures_util::stream::iter(chunks))
 }
 
-async fn read(store: &dyn ObjectStore, key: &ObjectKey) -> Option<Vec<u8>> {
+pub(crate) async fn read(store: &dyn ObjectStore, key: &ObjectKey) -> Option<Vec<u8>> {
     let stream = store.get(key).await.unwrap()?;
     let chunks: Vec<Bytes> = stream.try_collect().await.unwrap();
     Some(chunks.concat())
@@ -174,6 +174,7 @@ fn record(owner: &str, created_ms: i64, expires_at: i64) -> FileRecord {
         created_ms,
         expires_at,
         ready: false,
+        proof: None,
     }
 }
 
@@ -327,7 +328,7 @@ async fn records_contract(records: &dyn RecordStore) {
     );
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -7,6 +7,7 @@ mod util;
 mod actions;
 mod aws;
 mod browser;
+mod capabilities;
 mod claude;
 mod cli;
 mod concurrency;

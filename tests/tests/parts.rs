@@ -320,15 +320,15 @@ mod on_s3 {
         // Completing again is refused: the file is written once.
         let again = request("POST", &format!("{link}/complete"), &[], None);
         assert_eq!(again.status, 409, "{}", again.text());
-        // The proof's progress is one note beside the file however many
-        // slices it took (it was one per slice: past 1,000, more than one
-        // listing page, and the proof restarted at every completion).
+        // The proof's progress is kept in the file's record, not beside
+        // the object: only the upload's id is (it was one note per slice,
+        // then one `.proof` note and a `.completing` lease).
         let notes: Vec<String> = sluice_testkit::files_under(emulators.s3_dir())
             .iter()
             .filter_map(|p| p.file_name()?.to_str().map(str::to_owned))
-            .filter(|n| n.starts_with(".proof"))
+            .filter(|n| n.starts_with('.'))
             .collect();
-        assert_eq!(notes, [".proof"], "{notes:?}");
+        assert_eq!(notes, [".upload-id"], "{notes:?}");
     }
 
     /// A file whose parts are joined but whose proof goes on is listed
@@ -400,15 +400,17 @@ mod on_s3 {
     }
 
     /// One completion at a time, on any replica (P3): while another holds
-    /// the lease kept beside the object (`.completing`, an expiry inside),
-    /// a completion is told at once that it is under way and reads nothing;
-    /// a lease left by a completion that died (past its expiry) is taken
-    /// over, and the file is proven. (Before: each completion ran the proof.)
+    /// the lease kept in the file's record (its proof, written by a
+    /// conditional write), a completion is told at once that it is under
+    /// way and reads nothing; a lease left by a completion that died (past
+    /// its expiry) is taken over, and the file is proven. (Before: each
+    /// completion ran the proof.)
     #[test]
     fn completions_on_s3_take_turns_through_a_lease() {
         let emulators = Emulators::start();
         let rt = tokio::runtime::Runtime::new().unwrap();
-        let (store, _) = rt.block_on(emulators.provision("turns"));
+        let (_, ledger) = rt.block_on(emulators.provision("turns"));
+        let records = sluice_aws::DynamoRecords::beside(&ledger);
         let (server, _dir) = aws_server(&emulators, "turns", PARTS);
         let token = aws_token(&emulators, "alice", &[]);
         let data = bytes(11 * MIB, 58);
@@ -417,22 +419,16 @@ mod on_s3 {
         let work = tempfile::tempdir().unwrap();
         std::fs::write(work.path().join("t.bin"), &data).unwrap();
         send_parts_only(ticket["command"].as_str().unwrap(), work.path());
-        let lease = format!(
-            "files/{}/{}/.completing",
-            sluice::file::owner_hash("alice"),
-            ticket["file_id"].as_str().unwrap()
-        );
-        let hold = |until: i64| {
-            rt.block_on(
-                store
-                    .client()
-                    .put_object()
-                    .bucket("turns")
-                    .key(&lease)
-                    .body(until.to_string().into_bytes().into())
-                    .send(),
-            )
-            .unwrap();
+        let id = sluice::FileId::parse(ticket["file_id"].as_str().unwrap()).unwrap();
+        let mut kept: Option<String> = None;
+        let mut hold = |until: i64| {
+            use sluice::records::RecordStore as _;
+            let proof = format!(r#"{{"lease":{until},"proven":false}}"#);
+            let swapped = rt
+                .block_on(records.swap_proof("alice", &id, kept.as_deref(), Some(&proof)))
+                .unwrap();
+            assert!(swapped, "the proof was {kept:?}");
+            kept = Some(proof);
         };
         hold(sluice::time::now_unix() + 300);
         let busy = request("POST", &format!("{link}/complete"), &[], None);

@@ -39,6 +39,7 @@ const CREATED: &str = "created";
 const PENDING_OWNER: &str = "pending";
 const RECORD: &str = "rec";
 const READY: &str = "ready";
+const PROOF: &str = "proof";
 
 /// File records in the ledger's DynamoDB table.
 #[derive(Debug, Clone)]
@@ -74,7 +75,8 @@ fn n(v: i64) -> AttributeValue {
 fn record_of(item: &HashMap<String, AttributeValue>) -> Option<FileRecord> {
     let json = item.get(RECORD)?.as_s().ok()?;
     let ready = matches!(item.get(READY), Some(AttributeValue::Bool(true)));
-    FileRecord::from_json(json, ready)
+    let proof = item.get(PROOF).and_then(|p| p.as_s().ok()).cloned();
+    FileRecord::from_json(json, ready, proof)
 }
 
 impl DynamoRecords {
@@ -152,6 +154,9 @@ impl RecordStore for DynamoRecords {
             .item(TTL, n(record.expires_at))
             .item(RECORD, s(&record.to_json()))
             .item(READY, AttributeValue::Bool(record.ready));
+        if let Some(proof) = &record.proof {
+            put = put.item(PROOF, s(proof));
+        }
         if !record.ready {
             put = put.item(PENDING_OWNER, s(&owner));
         }
@@ -224,6 +229,39 @@ impl RecordStore for DynamoRecords {
         self.mark(key(id.as_str()), &owner_hash(owner))
             .await
             .map(drop)
+    }
+
+    async fn swap_proof(
+        &self,
+        owner: &str,
+        id: &FileId,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&key(id.as_str())))
+            .expression_attribute_names("#k", KEY)
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_names("#f", PROOF)
+            .expression_attribute_values(":o", s(&owner_hash(owner)));
+        update = match to {
+            Some(to) => update
+                .update_expression("SET #f = :to")
+                .expression_attribute_values(":to", s(to)),
+            None => update.update_expression("REMOVE #f"),
+        };
+        update = match from {
+            Some(from) => update
+                .condition_expression("attribute_exists(#k) AND #o = :o AND #f = :from")
+                .expression_attribute_values(":from", s(from)),
+            None => update.condition_expression(
+                "attribute_exists(#k) AND #o = :o AND attribute_not_exists(#f)",
+            ),
+        };
+        condition_held(update.send().await).map_err(store_error)
     }
 
     async fn pending(

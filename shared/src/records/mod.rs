@@ -30,6 +30,12 @@ pub struct FileRecord {
     pub expires_at: i64,
     /// Whether its bytes are known to have arrived.
     pub ready: bool,
+    /// Where the proof that its object is the file declared stands, where
+    /// the service proves it by reading (an object joined from parts on S3,
+    /// or put to a store that does not check SHA-256): the service's own
+    /// words ([`crate::service`]'s `proof`), which a store keeps as they are
+    /// and changes only through [`RecordStore::swap_proof`].
+    pub proof: Option<String>,
 }
 
 /// One page of a user's unexpired files, newest first.
@@ -116,6 +122,7 @@ impl FileRecord {
             created_ms: crate::time::now_millis(),
             expires_at,
             ready: false,
+            proof: None,
         }
     }
 
@@ -134,9 +141,9 @@ impl FileRecord {
         .expect("a record serializes")
     }
 
-    /// A record from its JSON and its ready flag; `None` if this version
-    /// cannot read it (skipped, not fatal).
-    pub fn from_json(json: &str, ready: bool) -> Option<Self> {
+    /// A record from its JSON, its ready flag and its proof; `None` if this
+    /// version cannot read it (skipped, not fatal).
+    pub fn from_json(json: &str, ready: bool, proof: Option<String>) -> Option<Self> {
         let s: Stored = serde_json::from_str(json).ok()?;
         Some(Self {
             file: FileMeta {
@@ -150,6 +157,7 @@ impl FileRecord {
             created_ms: s.created_ms,
             expires_at: s.expires_at,
             ready,
+            proof,
         })
     }
 }
@@ -181,6 +189,18 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
 
     /// Marks file `id` of `owner` as uploaded.
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError>;
+
+    /// Replaces the proof of file `id` of `owner` with `to` if it is `from`
+    /// now (`None`: no proof), in one conditional write: `false`, and
+    /// nothing written, if it is not (another completion moved it, on any
+    /// replica) or there is no such record.
+    async fn swap_proof(
+        &self,
+        owner: &str,
+        id: &FileId,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<bool, StoreError>;
 
     /// `owner`'s unexpired files still marked pending, counted up to
     /// `at_most` files (a caller checking a cap needs no more).

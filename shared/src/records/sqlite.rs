@@ -35,6 +35,7 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
                  size INTEGER NOT NULL,
                  ready INTEGER NOT NULL DEFAULT 0,
                  record TEXT NOT NULL,
+                 proof TEXT,
                  PRIMARY KEY (seq, file_id)
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS files_by_time ON files (owner, created_ms DESC, file_id DESC);
@@ -83,12 +84,12 @@ const TOTALS: &str = "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM (
 /// the time index; the `OR` with a first-page flag it replaced made it walk
 /// every earlier page's entries first (page 60 of 3,000 files took 30,217
 /// steps, the first page 626).
-const PAGE: &str = "SELECT record, ready FROM files
+const PAGE: &str = "SELECT record, ready, proof FROM files
          WHERE owner = ?1 AND expires_at > ?2 AND (created_ms, file_id) < (?3, ?4)
          ORDER BY created_ms DESC, file_id DESC LIMIT ?5";
 
 /// The caller's oldest pending files.
-const PENDING: &str = "SELECT record, ready FROM files INDEXED BY files_pending_sizes
+const PENDING: &str = "SELECT record, ready, proof FROM files INDEXED BY files_pending_sizes
          WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
          ORDER BY created_ms LIMIT ?3";
 
@@ -139,8 +140,8 @@ fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
     c.prepare_cached(ADD_USAGE)?
         .execute(params![owner, record.file.size as i64])?;
     c.prepare_cached(
-        "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record, seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        "INSERT INTO files (owner, file_id, created_ms, expires_at, size, ready, record, seq, proof)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     )?
     .execute(params![
         owner,
@@ -150,7 +151,8 @@ fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
         record.file.size as i64,
         record.ready,
         record.to_json(),
-        record.file.id.sequence()
+        record.file.id.sequence(),
+        record.proof
     ])
     .map(|_| ())
 }
@@ -176,15 +178,20 @@ fn usage(c: &Connection, owner_hash: &str) -> rusqlite::Result<u64> {
         .map(|b| u64::try_from(b).unwrap_or(0))
 }
 
+/// A record's row: its JSON, ready flag and proof.
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, bool, Option<String>)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+}
+
 fn rows(
     stmt: &mut rusqlite::Statement<'_>,
     args: impl rusqlite::Params,
 ) -> rusqlite::Result<Vec<FileRecord>> {
-    let found = stmt.query_map(args, |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))?;
+    let found = stmt.query_map(args, row)?;
     let mut out = Vec::new();
     for row in found {
-        let (json, ready) = row?;
-        if let Some(record) = FileRecord::from_json(&json, ready) {
+        let (json, ready, proof) = row?;
+        if let Some(record) = FileRecord::from_json(&json, ready, proof) {
             out.push(record);
         }
     }
@@ -232,14 +239,14 @@ impl RecordStore for SqliteRecords {
         let found = self
             .db
             .read(move |c| {
-                c.prepare_cached("SELECT record, ready FROM files WHERE seq = ?1 AND file_id = ?2")?
-                    .query_row(params![seq, id], |r| {
-                        Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
-                    })
-                    .optional()
+                c.prepare_cached(
+                    "SELECT record, ready, proof FROM files WHERE seq = ?1 AND file_id = ?2",
+                )?
+                .query_row(params![seq, id], row)
+                .optional()
             })
             .await?;
-        Ok(found.and_then(|(json, ready)| FileRecord::from_json(&json, ready)))
+        Ok(found.and_then(|(json, ready, proof)| FileRecord::from_json(&json, ready, proof)))
     }
 
     async fn page(
@@ -284,6 +291,27 @@ impl RecordStore for SqliteRecords {
                 )?
                 .execute(params![seq, id, owner])
                 .map(|_| ())
+            })
+            .await
+    }
+
+    async fn swap_proof(
+        &self,
+        owner: &str,
+        id: &FileId,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let (owner, seq, id) = (owner_hash(owner), id.sequence(), id.to_string());
+        let (from, to) = (from.map(str::to_owned), to.map(str::to_owned));
+        self.db
+            .write(move |c| {
+                c.prepare_cached(
+                    "UPDATE files SET proof = ?4
+                     WHERE seq = ?1 AND file_id = ?2 AND owner = ?3 AND proof IS ?5",
+                )?
+                .execute(params![seq, id, owner, to, from])
+                .map(|changed| changed == 1)
             })
             .await
     }
@@ -435,6 +463,7 @@ mod tests {
             created_ms: now * 1000,
             expires_at: now + 600,
             ready: false,
+            proof: None,
         }
     }
 

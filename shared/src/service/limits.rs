@@ -138,6 +138,7 @@ mod tests {
             created_ms: 0,
             expires_at,
             ready: false,
+            proof: None,
         }
     }
 

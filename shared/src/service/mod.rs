@@ -26,6 +26,7 @@ pub mod issue;
 pub mod limits;
 pub mod links;
 pub mod multipart;
+mod proof;
 pub mod small;
 pub mod uploads;
 
@@ -212,17 +213,64 @@ impl Sluice {
         let Some(info) = self.store().head(&file.object_key()).await? else {
             return Ok(Stored::Missing);
         };
-        if info.proving {
+        match (info.pin(file), self.store().access()) {
+            (Pin::Matches, _) => Ok(Stored::Ready(info)),
+            // A proxied store verified every byte on its way in.
+            (Pin::Unverified, Access::Proxied) => Ok(Stored::Ready(info)),
+            (Pin::Unverified, Access::Direct(presigner)) => {
+                self.unvouched(file, info, presigner.checks_sha256()).await
+            }
+            (Pin::Differs, _) => {
+                tracing::warn!(file_id = %file.id, "stored object does not match its pin");
+                Ok(Stored::Mismatch)
+            }
+        }
+    }
+
+    /// An object a direct store does not vouch for: ready once sluice
+    /// proved it (its record says so, for this very object). Until then,
+    /// where the store checks SHA-256 it was joined from parts, and the
+    /// upload's completion proves it; where it checks nothing, it is proven
+    /// here, once, a budget at a time.
+    async fn unvouched(
+        &self,
+        file: &FileMeta,
+        info: ObjectInfo,
+        store_checks: bool,
+    ) -> Result<Stored, Error> {
+        let record = self.records().get(&file.owner, &file.id).await?;
+        let kept = record.and_then(|r| r.proof);
+        if proof::proves(kept.as_deref(), info.etag.as_deref()) {
+            return Ok(Stored::Ready(info));
+        }
+        if store_checks {
             return Ok(Stored::Verifying);
         }
-        let direct = matches!(self.store().access(), Access::Direct(_));
-        Ok(match info.pin(file) {
-            Pin::Matches => Stored::Ready(info),
-            Pin::Unverified if !direct => Stored::Ready(info),
-            Pin::Unverified | Pin::Differs => {
-                tracing::warn!(file_id = %file.id, "stored object does not match its pin");
-                Stored::Mismatch
+        let Some(etag) = info.etag.clone() else {
+            tracing::warn!(file_id = %file.id, "the store gives no entity tag: the object cannot be proven");
+            return Ok(Stored::Mismatch);
+        };
+        let mut held = match self.hold_proof(file, self.parts().proof_budget).await {
+            Ok(held) => held,
+            Err(crate::store::StoreError::Busy(_)) => return Ok(Stored::Verifying),
+            Err(e) => return Err(e.into()),
+        };
+        let budget = self.parts().proof_budget;
+        let proved = self
+            .prove(&mut held, etag, proof::PROOF_SLICE, budget)
+            .await;
+        held.release(self).await;
+        match proved {
+            Ok(proof::Proved::Proven) => Ok(Stored::Ready(info)),
+            Ok(proof::Proved::Partly(_)) | Err(crate::store::StoreError::Changed) => {
+                Ok(Stored::Verifying)
             }
-        })
+            Err(crate::store::StoreError::Mismatch(m)) => {
+                tracing::warn!(file_id = %file.id, error = %m, "stored object is not the file declared: deleted");
+                self.store().delete(&file.object_key()).await?;
+                Ok(Stored::Mismatch)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 }

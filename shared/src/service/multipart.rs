@@ -6,21 +6,23 @@
 //! and sends it (`PUT …/parts/{n}`: its planned size and declared digest
 //! checked while it streams; nothing kept otherwise) → asks to complete
 //! (`POST …/complete`): every part there, then the parts joined into the
-//! file's object while hashed, which must come out the size and SHA-256
-//! declared when the file was issued (the proof: parts each
-//! self-consistent but whose whole is another file never turn ready).
+//! file's object, which must come out the size and SHA-256 declared when
+//! the file was issued (the proof: parts each self-consistent but whose
+//! whole is another file never turn ready). The local store proves while
+//! it joins; an object S3 joined is proven by the service ([`super::proof`]).
 //! A file already complete refuses any further part or completion.
 
 use std::time::Duration;
 
 use super::Sluice;
+use super::proof::{Held, PROOF_SLICE, Proved};
 use super::uploads::{Uploaded, until_expiry};
 use crate::curl;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::multipart::Plan;
 use crate::sha::Sha256;
-use crate::store::{Access, ByteStream, Joined, idle_timeout};
+use crate::store::{Access, ByteStream, Joined, PartStore, StoreError, idle_timeout};
 
 /// How long a part's presigned URL lives: minted as the part is about to be
 /// sent, it needs minutes, not the upload's whole life.
@@ -39,7 +41,16 @@ impl Sluice {
     /// size.
     pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
         let parts = self.parts();
-        (file.size > parts.single_put_max_bytes).then(|| Plan::new(file.size, parts.part_bytes))
+        (file.size > parts.single_put_max_bytes && self.store().parts().is_some())
+            .then(|| Plan::new(file.size, parts.part_bytes))
+    }
+
+    /// The store's uploads in parts (asked for only where a file has a
+    /// plan, which a store without them never gives).
+    fn part_store(&self) -> Result<&dyn PartStore, Error> {
+        self.store()
+            .parts()
+            .ok_or_else(|| Error::bug("a file has parts on a store without them"))
     }
 
     /// [`Sluice::plan_of`] `file`, with its upload in parts begun in the
@@ -49,8 +60,8 @@ impl Sluice {
         let Some(plan) = self.plan_of(file) else {
             return Ok(None);
         };
-        self.store()
-            .begin_parts(&file.object_key(), &file.content_type)
+        self.part_store()?
+            .begin(&file.object_key(), &file.content_type)
             .await?;
         Ok(Some(plan))
     }
@@ -110,7 +121,7 @@ impl Sluice {
         if self.store().head(&key).await?.is_some() {
             return Ok(parted.plan.numbers().collect());
         }
-        Ok(self.store().stored_parts(&key).await?)
+        Ok(self.part_store()?.stored_parts(&key).await?)
     }
 
     /// Where and how to send part `n` of `token`'s file, whose SHA-256 its
@@ -122,7 +133,7 @@ impl Sluice {
         self.not_complete(file).await?;
         // A part stored is not replaced (on S3 a new URL for it would be):
         // whoever else holds the link cannot swap a part the owner sent.
-        if self.store().has_part(&file.object_key(), n).await? {
+        if self.part_store()?.has_part(&file.object_key(), n).await? {
             return Err(already_stored(n));
         }
         match self.store().access() {
@@ -184,7 +195,9 @@ impl Sluice {
         let body = idle_timeout(body, self.parts().body_idle_timeout);
         let key = parted.file.object_key();
         let offset = u64::from(n - 1) * parted.plan.part_size;
-        let put = self.store().put_part(&key, n, offset, len, sha256, body);
+        let put = self
+            .part_store()?
+            .put_part(&key, n, offset, len, sha256, body);
         let Some(stored) = until_expiry(parted.expires_at, put).await else {
             return Err(Error::UploadExpired);
         };
@@ -208,30 +221,23 @@ impl Sluice {
     pub async fn complete_parts(&self, token: &str) -> Result<Completion, Error> {
         let parted = self.parted(token).await?;
         self.check_rate(crate::rate::Kind::Completions, parted.file.id.as_str())?;
-        // A direct store may hold the object joined but not yet proven (a
-        // proof that goes on, or broke off): its join proves it then.
-        if !self.stores_directly() {
-            self.not_complete(&parted.file).await?;
-        }
         let file = &parted.file;
-        let joined = self
-            .store()
-            .join_parts(
-                &file.object_key(),
-                &parted.plan,
-                file.sha256,
-                self.parts().proof_budget,
-            )
-            .await;
-        match joined {
-            Ok(Joined::Proven) => {}
-            Ok(Joined::Proving { proven }) => {
+        let mut held = self.hold_proof(file, self.parts().proof_budget).await?;
+        if held.is_proven() {
+            held.release(self).await;
+            return Err(Error::AlreadyUploaded);
+        }
+        let outcome = self.join_and_prove(&parted, &mut held).await;
+        held.release(self).await;
+        match outcome {
+            Ok(Proved::Proven) => {}
+            Ok(Proved::Partly(proven)) => {
                 return Ok(Completion::Verifying {
                     proven,
                     size: file.size,
                 });
             }
-            Err(crate::store::StoreError::Mismatch(m)) => {
+            Err(StoreError::Mismatch(m)) => {
                 tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
                 // The link stays usable: a fresh upload in parts under it,
                 // so a part someone else sent costs a rerun, not the file.
@@ -253,6 +259,38 @@ impl Sluice {
             size: file.size,
             sha256: file.sha256,
         }))
+    }
+
+    /// Joins `parted`'s parts, and proves the whole where the store did
+    /// not; a whole that is not the file is discarded with its parts.
+    async fn join_and_prove(&self, parted: &Parted, held: &mut Held) -> Result<Proved, StoreError> {
+        let (file, plan) = (&parted.file, &parted.plan);
+        let parts = self.store().parts().ok_or(StoreError::MissingPart(1))?;
+        let key = file.object_key();
+        let proved = match parts.join(&key, plan, file.sha256).await? {
+            Joined::Proven => {
+                held.proven(None);
+                Ok(Proved::Proven)
+            }
+            Joined::Unproven { etag } => {
+                let slice = plan.part_size.min(PROOF_SLICE);
+                self.prove(held, etag, slice, self.parts().proof_budget)
+                    .await
+            }
+        };
+        match proved {
+            Err(StoreError::Mismatch(m)) => {
+                parts.abort(&key, plan).await?;
+                Err(StoreError::Mismatch(m))
+            }
+            // Joined again under the same key since the proof began (after
+            // a mismatch): the next completion proves the new object.
+            Err(StoreError::Changed) => {
+                held.forget();
+                Ok(Proved::Partly(0))
+            }
+            other => other,
+        }
     }
 }
 

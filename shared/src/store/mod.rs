@@ -31,14 +31,14 @@ pub type ByteStream = BoxStream<'static, io::Result<Bytes>>;
 pub struct ObjectInfo {
     /// Size in bytes.
     pub size: u64,
-    /// The digest, where the store records one (S3's checksum); `None` where
-    /// the bytes must be hashed to know it.
+    /// The digest, where the store recorded one it checked (S3's
+    /// whole-object checksum); `None` where only reading the bytes can tell.
     pub sha256: Option<Sha256>,
     /// The object's version, where the store keeps versions (S3).
     pub version: Option<String>,
-    /// Joined from an upload's parts, and the proof of its whole digest
-    /// not done yet (S3): never served, listed `verifying`.
-    pub proving: bool,
+    /// The object's entity tag, where the store gives one: a ranged read
+    /// pinned to it ([`ObjectStore::get_range`]) never mixes two objects.
+    pub etag: Option<String>,
 }
 
 /// What the store can tell, without reading, of an object against the
@@ -105,6 +105,10 @@ pub enum StoreError {
     /// size) yet.
     #[error("part {0} has not been uploaded")]
     MissingPart(u32),
+    /// The object is no longer the one a read was pinned to (its entity
+    /// tag changed): nothing was read.
+    #[error("the object changed")]
+    Changed,
     /// Refused for now; the same request may succeed later.
     #[error("{0}")]
     Busy(Busy),
@@ -141,7 +145,11 @@ pub enum Busy {
     YourTransfers,
 }
 
-/// Where file bytes live. Keys are written once; readers stream.
+/// Where file bytes live: the core every store has. Keys are written
+/// once; readers stream. What a store can do beyond this it declares:
+/// how clients reach its bytes ([`ObjectStore::access`]: presigned URLs
+/// through a [`Presigner`], or sluice's own routes) and whether it takes
+/// uploads in parts ([`ObjectStore::parts`]).
 #[async_trait::async_trait]
 pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// Size (and digest, if recorded) of the object, or `None` if absent.
@@ -161,23 +169,41 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// The object's bytes as a stream, or `None` if absent.
     async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError>;
 
+    /// Bytes `range` of the object, or `None` if absent; where `etag` is
+    /// given, only while the object is still the one it names
+    /// ([`StoreError::Changed`] otherwise).
+    async fn get_range(
+        &self,
+        key: &ObjectKey,
+        range: std::ops::Range<u64>,
+        etag: Option<&str>,
+    ) -> Result<Option<ByteStream>, StoreError>;
+
+    /// Removes the object (and any upload in parts to it); nothing there
+    /// is not an error.
+    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError>;
+
     /// How clients reach this store's bytes.
-    fn access(&self) -> Access<'_> {
-        Access::Proxied
-    }
+    fn access(&self) -> Access<'_>;
 
-    /// Begins the upload in parts to `key`, of an object of `content_type`
-    /// (once, when the file is issued, so that its parts, asked for
-    /// concurrently, all join the one upload). Nothing to do for a store
-    /// that keeps parts as objects of their own.
-    async fn begin_parts(&self, key: &ObjectKey, content_type: &str) -> Result<(), StoreError> {
-        let _ = (key, content_type);
-        Ok(())
+    /// Uploads in parts, where the store takes them.
+    fn parts(&self) -> Option<&dyn PartStore> {
+        None
     }
+}
 
-    /// Stores part `n` of the upload in parts to `key`, the file's bytes
-    /// from `offset`: exactly `size` bytes of digest `sha256`, once (a
-    /// proxied store; a direct one takes parts at presigned URLs).
+/// A store's uploads in parts: each part stored once and checked against
+/// its own digest, listed, and joined into the object.
+#[async_trait::async_trait]
+pub trait PartStore: Send + Sync {
+    /// Begins the upload in parts to `key`, of an object of
+    /// `content_type`, once: a second call finds the same upload (so that
+    /// parts asked for concurrently all join it).
+    async fn begin(&self, key: &ObjectKey, content_type: &str) -> Result<(), StoreError>;
+
+    /// Stores part `n` of the upload to `key`, the file's bytes from
+    /// `offset`: exactly `size` bytes of digest `sha256`, once.
+    #[allow(clippy::too_many_arguments)]
     async fn put_part(
         &self,
         key: &ObjectKey,
@@ -186,65 +212,56 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
         size: u64,
         sha256: Sha256,
         body: ByteStream,
-    ) -> Result<(), StoreError> {
-        let _ = (key, n, offset, size, sha256, body);
-        Err(StoreError::Unavailable(
-            "this store does not take uploads in parts".into(),
-        ))
-    }
+    ) -> Result<(), StoreError>;
 
     /// The parts of the upload to `key` stored so far, in order.
-    async fn stored_parts(&self, key: &ObjectKey) -> Result<Vec<u32>, StoreError> {
-        let _ = key;
-        Ok(Vec::new())
-    }
+    async fn stored_parts(&self, key: &ObjectKey) -> Result<Vec<u32>, StoreError>;
 
     /// Whether part `n` of the upload to `key` is stored.
     async fn has_part(&self, key: &ObjectKey, n: u32) -> Result<bool, StoreError> {
         Ok(self.stored_parts(key).await?.contains(&n))
     }
 
-    /// Joins the parts of `plan` into the object `key`, which must come out
-    /// exactly `plan.size` bytes of digest `sha256` (the proof of the whole
-    /// file): then the object is stored and the parts are gone. A store
-    /// whose proof takes more than `budget` may stop there and answer
-    /// [`Joined::Proving`], keeping its progress for the next call. A
-    /// missing part is [`StoreError::MissingPart`], and nothing changes; a
-    /// whole of another digest is [`StoreError::Mismatch`], and the parts
-    /// are discarded (no upload of them can ever match): the same upload
-    /// may then begin again ([`ObjectStore::begin_parts`]).
-    async fn join_parts(
+    /// Joins the parts of `plan` into the object `key`, declared `sha256`.
+    /// A missing part is [`StoreError::MissingPart`], and nothing changes.
+    /// A store that proves the whole while joining answers
+    /// [`Joined::Proven`], or [`StoreError::Mismatch`] with the parts
+    /// discarded; one that does not answers [`Joined::Unproven`], and the
+    /// service proves it. Joined already: the same answer again.
+    async fn join(
         &self,
         key: &ObjectKey,
         plan: &crate::multipart::Plan,
         sha256: Sha256,
-        budget: std::time::Duration,
-    ) -> Result<Joined, StoreError> {
-        let _ = (key, plan, sha256, budget);
-        Err(StoreError::Unavailable(
-            "this store does not take uploads in parts".into(),
-        ))
-    }
+    ) -> Result<Joined, StoreError>;
+
+    /// Discards the upload in parts to `key` and anything joined from it
+    /// (no upload of these parts can ever match); the same upload may then
+    /// begin again. Nothing there is not an error.
+    async fn abort(&self, key: &ObjectKey, plan: &crate::multipart::Plan)
+    -> Result<(), StoreError>;
 }
 
-/// How far joining an upload's parts went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What joining an upload's parts gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Joined {
-    /// Joined and proven: the object is the file declared.
+    /// Joined, and proven by the store while it joined: the object is the
+    /// file declared.
     Proven,
-    /// Joined; the proof has read this many bytes and goes on at the next
-    /// call.
-    Proving {
-        /// Bytes proven so far.
-        proven: u64,
+    /// Joined; the store did not read the whole (S3 keeps a digest of the
+    /// parts' digests only), so the service proves it, reading the object
+    /// pinned to its entity tag.
+    Unproven {
+        /// The joined object's entity tag.
+        etag: String,
     },
 }
 
 /// How clients move a store's bytes.
 #[derive(Clone, Copy)]
 pub enum Access<'a> {
-    /// Straight to and from the store (S3), through presigned URLs that
-    /// the store itself checks: sluice never streams the bytes.
+    /// Straight to and from the store (S3), through presigned URLs:
+    /// sluice never streams the bytes.
     Direct(&'a dyn Presigner),
     /// Through sluice's own `PUT /u/{token}` and streamed
     /// `GET /links/{token}`, which verify every byte.
@@ -260,12 +277,19 @@ impl fmt::Debug for Access<'_> {
     }
 }
 
-/// A store that clients reach directly: it signs requests that it will
-/// itself check.
+/// A store that clients reach directly: it signs requests for them.
 #[async_trait::async_trait]
 pub trait Presigner: Send + Sync {
-    /// A presigned PUT that the store accepts only with exactly `size`
-    /// bytes of digest `sha256`, and only once.
+    /// Whether the store itself refuses a presigned PUT (or part) whose
+    /// body is not the signed size and SHA-256 (S3's checksum headers).
+    /// A store that signs only MD5 or CRC cannot: the service then proves
+    /// each object once by reading it before it counts as uploaded.
+    fn checks_sha256(&self) -> bool {
+        true
+    }
+
+    /// A presigned PUT of exactly `size` bytes of digest `sha256` (checked
+    /// by the store where [`Presigner::checks_sha256`]), accepted once.
     async fn presign_put(
         &self,
         key: &ObjectKey,
@@ -276,8 +300,7 @@ pub trait Presigner: Send + Sync {
     ) -> Result<Presigned, StoreError>;
 
     /// A presigned PUT of part `n` of the upload in parts to `key`
-    /// ([`ObjectStore::begin_parts`]), which the store accepts only with
-    /// exactly `size` bytes of digest `sha256`.
+    /// ([`PartStore::begin`]): exactly `size` bytes of digest `sha256`.
     async fn presign_part(
         &self,
         key: &ObjectKey,
@@ -285,12 +308,7 @@ pub trait Presigner: Send + Sync {
         size: u64,
         sha256: Sha256,
         ttl: std::time::Duration,
-    ) -> Result<Presigned, StoreError> {
-        let _ = (key, n, size, sha256, ttl);
-        Err(StoreError::Unavailable(
-            "this store does not take uploads in parts".into(),
-        ))
-    }
+    ) -> Result<Presigned, StoreError>;
 
     /// A presigned GET of the object as `info` describes it (pinned to its
     /// version where there is one).

@@ -1,7 +1,6 @@
 //! Bodies to files and files to bodies: hashed and verified in chunks by
 //! short blocking tasks, so no thread waits on a client.
 
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
@@ -104,7 +103,7 @@ fn write_chunks<W: Write>(
 }
 
 /// Reads one chunk (a short blocking task); an empty chunk is the end.
-fn read_chunk(mut file: File) -> (File, io::Result<Bytes>) {
+fn read_chunk<R: Read>(mut file: R) -> (R, io::Result<Bytes>) {
     let mut buf = BytesMut::zeroed(READ_CHUNK);
     loop {
         match file.read(&mut buf) {
@@ -121,7 +120,7 @@ fn read_chunk(mut file: File) -> (File, io::Result<Bytes>) {
 /// Streams a file chunk by chunk, each read a short blocking task started
 /// as the previous chunk is handed out (one chunk of read-ahead). The
 /// transfer slot is held until the stream ends or is dropped.
-pub(super) fn read_stream(file: File, slot: Slot) -> ByteStream {
+pub(super) fn read_stream<R: Read + Send + 'static>(file: R, slot: Slot) -> ByteStream {
     let first = tokio::task::spawn_blocking(move || read_chunk(file));
     futures_util::stream::unfold(Some((first, slot)), |state| async move {
         let (reading, slot) = state?;

@@ -8,8 +8,8 @@
 //! (for a transfer) one of a bounded number of transfer slots, nothing more.
 //!
 //! Layout: this file is the store and its `ObjectStore` methods (whole
-//! objects, parts staged in one file per upload and joined by a proving read
-//! and a rename); `slots` the transfer slots, the per-link and per-file
+//! objects); `parts` uploads in parts (staged in one file per upload and
+//! joined by a proving read and a rename); `slots` the transfer slots, the per-link and per-file
 //! claims and the quota's running figure; `files` bodies to files and back,
 //! hashed and verified in chunks; `sweep` what expires, and how the quota
 //! counts what is on disk.
@@ -20,15 +20,15 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
 use super::{ByteStream, ObjectInfo, ObjectStore, StoreError};
 use crate::file::ObjectKey;
-use crate::sha::{Sha256, Verifier};
+use crate::sha::Sha256;
 
 mod files;
+mod parts;
 mod slots;
 mod sweep;
 #[cfg(test)]
@@ -121,8 +121,7 @@ impl ObjectStore for LocalStore {
                 size: m.len(),
                 sha256: None,
                 version: None,
-                // Joined only once proven.
-                proving: false,
+                etag: None,
             })),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e.into()),
@@ -173,141 +172,6 @@ impl ObjectStore for LocalStore {
         Ok(())
     }
 
-    async fn put_part(
-        &self,
-        key: &ObjectKey,
-        n: u32,
-        offset: u64,
-        size: u64,
-        sha256: Sha256,
-        body: ByteStream,
-    ) -> Result<(), StoreError> {
-        // Each part is written in place, at its offset in one staging file,
-        // and marked stored (an empty file named by its number) once it is
-        // verified and synced: joining is then a read to prove the whole
-        // and a rename, never a copy.
-        let (staging, marker) = (self.staging(key), self.path(&key.part(n)));
-        // One upload of a part at a time; its bytes count against the quota.
-        // Stored already is decided under that claim, so two uploads of one
-        // part never both write; and a joined file takes no more parts.
-        let guard = self.begin_upload(&key.part(n), size)?;
-        refuse_if_there(&marker).await?;
-        refuse_if_there(&self.path(key)).await?;
-        let _slot = self.transfer_slot(key)?;
-        let file = tokio::task::spawn_blocking(move || -> io::Result<File> {
-            use std::io::Seek as _;
-            use std::os::unix::fs::OpenOptionsExt as _;
-            std::fs::create_dir_all(staging.parent().expect("a staging file has a directory"))?;
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&staging)?;
-            file.seek(io::SeekFrom::Start(offset))?;
-            Ok(file)
-        })
-        .await
-        .map_err(join_error)??;
-        let file = write_verified(file, size, sha256, body).await?;
-        tokio::task::spawn_blocking(move || -> io::Result<()> {
-            file.sync_data()?;
-            File::create(&marker)?;
-            File::open(marker.parent().expect("a marker has a directory"))?.sync_all()
-        })
-        .await
-        .map_err(join_error)??;
-        guard.stored();
-        Ok(())
-    }
-
-    async fn stored_parts(&self, key: &ObjectKey) -> Result<Vec<u32>, StoreError> {
-        let dir = self.objects.join(key.parts_prefix());
-        tokio::task::spawn_blocking(move || {
-            let mut parts = Vec::new();
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(parts),
-                Err(e) => return Err(StoreError::Io(e)),
-            };
-            for entry in entries {
-                if let Some(n) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
-                    parts.push(n);
-                }
-            }
-            parts.sort_unstable();
-            Ok(parts)
-        })
-        .await
-        .map_err(join_error)?
-    }
-
-    async fn join_parts(
-        &self,
-        key: &ObjectKey,
-        plan: &crate::multipart::Plan,
-        sha256: Sha256,
-        _budget: Duration,
-    ) -> Result<super::Joined, StoreError> {
-        // One read of the file on the local disk: proven in one call, by
-        // one completion at a time (the others are told it is under way),
-        // in a transfer slot like any read of a whole file. A file joined
-        // already is not read again.
-        let (staging, dest) = (self.staging(key), self.path(key));
-        refuse_if_there(&dest).await?;
-        let _claim = self.begin_join(key)?;
-        let _slot = self.transfer_slot(key)?;
-        refuse_if_there(&dest).await?;
-        let dir = self.objects.join(key.parts_prefix());
-        let markers: Vec<PathBuf> = plan.numbers().map(|n| self.path(&key.part(n))).collect();
-        let plan = *plan;
-        let joined = tokio::task::spawn_blocking(move || -> Result<(), StoreError> {
-            // Every part marked stored before anything is read.
-            for (n, marker) in plan.numbers().zip(&markers) {
-                if !marker.exists() {
-                    return Err(StoreError::MissingPart(n));
-                }
-            }
-            // The proof: the whole file, read once, is what was declared.
-            let mut verifier = Verifier::new(plan.size, sha256);
-            let mut file = File::open(&staging)?;
-            let mut buf = vec![0u8; READ_CHUNK];
-            loop {
-                let read = file.read(&mut buf)?;
-                if read == 0 {
-                    break;
-                }
-                verifier.update(&buf[..read])?;
-            }
-            verifier.finish()?;
-            let parent = dest.parent().expect("object keys have a directory");
-            std::fs::create_dir_all(parent)?;
-            // Moved, not linked: the staging name is gone with the proof,
-            // so no later write to it can reach the object. Under the
-            // claim, with the object checked absent, nothing is clobbered.
-            std::fs::rename(&staging, &dest)?;
-            File::open(parent)?.sync_all()?;
-            Ok(())
-        })
-        .await
-        .map_err(join_error)?;
-        // Joined, or not the file declared: the parts go either way (no
-        // upload of them can ever match). Their bytes were counted as they
-        // arrived; the object keeps them counted, a mismatch frees them,
-        // once: under the claim, and the next completion finds no part.
-        if matches!(joined, Ok(()) | Err(StoreError::Mismatch(_))) {
-            if joined.is_err() {
-                release(&self.used, plan.size);
-            }
-            tokio::task::spawn_blocking(move || {
-                let _ = std::fs::remove_dir_all(dir);
-            })
-            .await
-            .map_err(join_error)?;
-        }
-        joined.map(|()| super::Joined::Proven)
-    }
-
     async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError> {
         // Opening can block (a slow disk, a network mount): off the runtime's
         // threads, so a caller's timeout can still fire.
@@ -323,4 +187,67 @@ impl ObjectStore for LocalStore {
         let slot = self.transfer_slot(key)?;
         Ok(Some(read_stream(file, slot)))
     }
+
+    async fn get_range(
+        &self,
+        key: &ObjectKey,
+        range: std::ops::Range<u64>,
+        _etag: Option<&str>,
+    ) -> Result<Option<ByteStream>, StoreError> {
+        // An object here is never replaced: no entity tag to check.
+        let path = self.path(key);
+        let opened = tokio::task::spawn_blocking(move || -> io::Result<_> {
+            use std::io::Seek as _;
+            let mut file = File::open(path)?;
+            file.seek(io::SeekFrom::Start(range.start))?;
+            Ok(file.take(range.end.saturating_sub(range.start)))
+        })
+        .await
+        .map_err(join_error)?;
+        let file = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let slot = self.transfer_slot(key)?;
+        Ok(Some(read_stream(file, slot)))
+    }
+
+    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        let (path, parts) = (self.path(key), self.objects.join(key.parts_prefix()));
+        let used = self.used.clone();
+        tokio::task::spawn_blocking(move || -> io::Result<()> {
+            match std::fs::metadata(&path) {
+                Ok(meta) => {
+                    std::fs::remove_file(&path)?;
+                    release(&used, sweep::counted(&meta));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            let staged = walk_size(&parts);
+            match std::fs::remove_dir_all(&parts) {
+                Ok(()) => release(&used, staged),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            Ok(())
+        })
+        .await
+        .map_err(join_error)??;
+        Ok(())
+    }
+
+    fn access(&self) -> super::Access<'_> {
+        super::Access::Proxied
+    }
+
+    fn parts(&self) -> Option<&dyn super::PartStore> {
+        Some(self)
+    }
+}
+
+/// What the files below `dir` count against the quota (0 if none).
+fn walk_size(dir: &Path) -> u64 {
+    dir_size(dir).unwrap_or(0)
 }

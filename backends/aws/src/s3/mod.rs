@@ -1,0 +1,291 @@
+//! Objects in S3. Uploads are presigned PUTs that sign `Content-Length`,
+//! `x-amz-checksum-sha256`, `If-None-Match: *` and `Content-Type`, so S3
+//! itself refuses a body of another size or digest, or a second upload.
+//! Downloads are presigned GETs pinned to the object's version.
+//!
+//! Layout: this file is the store's core (head, put, get, ranged reads,
+//! delete) and its errors; `parts` uploads in parts (S3's multipart
+//! uploads, whose id is kept beside the object); `presign` the presigned
+//! requests clients send.
+
+use std::io;
+
+use aws_sdk_s3::config::RequestChecksumCalculation;
+use aws_sdk_s3::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_s3::primitives::ByteStream as AwsBody;
+use aws_sdk_s3::types::ChecksumMode;
+use bytes::Bytes;
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use sluice::store::{Access, ByteStream, ObjectInfo, ObjectStore, PartStore, StoreError};
+use sluice::{ObjectKey, Sha256};
+
+use sluice::AwsConfig;
+
+mod parts;
+mod presign;
+
+/// Objects in one S3 bucket.
+#[derive(Debug, Clone)]
+pub struct S3Store {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+/// S3 out of reach, timing out, throttling or failing on its side is "not
+/// now" (503): nothing was stored or read, and the same request may succeed
+/// later. An unexpected 403 is the deployment's permissions, not the
+/// caller's doing: logged with the key, and also answered 503, never 500.
+fn s3_error<E>(e: aws_sdk_s3::error::SdkError<E>, key: &str) -> StoreError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use aws_sdk_s3::error::SdkError;
+    let status = e.raw_response().map(|r| r.status().as_u16());
+    let transient = matches!(
+        e,
+        SdkError::DispatchFailure(_) | SdkError::TimeoutError(_) | SdkError::ResponseError(_)
+    ) || status.is_some_and(|s| s >= 500);
+    let text = DisplayErrorContext(e).to_string();
+    if status == Some(403) {
+        tracing::error!(key, error = %text, "S3 refused access: check the function's IAM policy");
+        StoreError::Unavailable(format!("S3 refused access to {key}"))
+    } else if transient {
+        StoreError::Unavailable(format!("{key}: {text}"))
+    } else {
+        StoreError::Io(io::Error::other(text))
+    }
+}
+
+impl S3Store {
+    pub(crate) fn new(shared: &aws_config::SdkConfig, aws: &AwsConfig) -> Self {
+        let mut config = aws_sdk_s3::config::Builder::from(shared)
+            // Only the checksums sluice asks for: otherwise the SDK adds a
+            // CRC32 to presigned requests, which no client could match.
+            .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
+            .timeout_config(crate::timeouts());
+        if let Some(endpoint) = &aws.s3_endpoint {
+            config = config
+                .endpoint_url(crate::endpoint(endpoint))
+                .force_path_style(true);
+        }
+        Self {
+            client: aws_sdk_s3::Client::from_conf(config.build()),
+            bucket: aws.bucket.clone(),
+        }
+    }
+
+    /// An object of the bucket read whole (the actions catalog, read once
+    /// at start), or `None` if absent.
+    pub async fn read_whole(&self, key: &str) -> Result<Option<Bytes>, StoreError> {
+        let Some(stream) = self.get(&ObjectKey::from_stored(key.to_owned())).await? else {
+            return Ok(None);
+        };
+        let chunks: Vec<Bytes> = stream.try_collect().await.map_err(StoreError::Io)?;
+        Ok(Some(chunks.concat().into()))
+    }
+
+    /// The SDK client, for tests and setup.
+    pub fn client(&self) -> &aws_sdk_s3::Client {
+        &self.client
+    }
+
+    /// The bucket's name.
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    /// Deletes `key`, or leaves it, logged, when S3 refuses: everything
+    /// under `files/` expires by the bucket's lifecycle rule.
+    async fn delete_or_leave(&self, key: &str, what: &'static str) {
+        if let Err(e) = self
+            .client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            tracing::warn!(key, what, error = %DisplayErrorContext(e), "could not delete");
+        }
+    }
+
+    /// Whether an object is stored under `key` (a failed HEAD says no).
+    async fn exists(&self, key: &ObjectKey) -> bool {
+        self.client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+            .is_ok()
+    }
+
+    /// A PUT that S3 accepts only with exactly `size` bytes whose digest is
+    /// `sha256`, and only if nothing is stored under `key` yet.
+    fn pinned_put(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+    ) -> aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .content_length(size as i64)
+            // Only the value: setting the algorithm too would make the SDK
+            // compute a checksum of the (empty) presign body.
+            .checksum_sha256(sha256.to_base64())
+            .if_none_match("*")
+    }
+}
+
+/// An object's body as a stream of chunks.
+fn streamed(body: AwsBody) -> ByteStream {
+    futures_util::stream::try_unfold(body, |mut body| async move {
+        match body.try_next().await {
+            Ok(Some(chunk)) => Ok(Some((chunk, body))),
+            Ok(None) => Ok(None),
+            Err(e) => Err(io::Error::other(e)),
+        }
+    })
+    .boxed()
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for S3Store {
+    async fn head(&self, key: &ObjectKey) -> Result<Option<ObjectInfo>, StoreError> {
+        let out = match self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .checksum_mode(ChecksumMode::Enabled)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
+                return Ok(None);
+            }
+            Err(e) => return Err(s3_error(e, key.as_str())),
+        };
+        // A whole-object SHA-256 is base64 of 32 bytes; a composite
+        // (multipart) checksum has a `-N` suffix and is not a digest of the
+        // bytes: an object joined from parts has no digest here, and the
+        // service proves it by reading it.
+        let sha256 = out
+            .checksum_sha256()
+            .and_then(|c| Sha256::from_base64(c).ok());
+        Ok(Some(ObjectInfo {
+            size: out.content_length().unwrap_or(0).max(0) as u64,
+            sha256,
+            version: out.version_id().map(str::to_owned),
+            etag: out.e_tag().map(str::to_owned),
+        }))
+    }
+
+    async fn put(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+        mut body: ByteStream,
+    ) -> Result<(), StoreError> {
+        // The body is checked whole before anything is sent, and S3 checks
+        // it again against the signed checksum.
+        let mut verifier = sluice::sha::Verifier::new(size, sha256);
+        let mut chunks = Vec::new();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(StoreError::Body)?;
+            verifier.update(&chunk)?;
+            chunks.push(chunk);
+        }
+        verifier.finish()?;
+        // A body already in memory (a file in an action's answer, a
+        // record) in one chunk is sent as it is, not copied.
+        let data = match <[bytes::Bytes; 1]>::try_from(chunks) {
+            Ok([one]) => one,
+            Err(chunks) => chunks.concat().into(),
+        };
+        match self
+            .pinned_put(key, size, sha256)
+            .body(AwsBody::from(data))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if precondition_failed(&e) => Err(StoreError::AlreadyExists),
+            Err(e) => Err(s3_error(e, key.as_str())),
+        }
+    }
+
+    async fn get(&self, key: &ObjectKey) -> Result<Option<ByteStream>, StoreError> {
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(streamed(out.body))),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
+            Err(e) => Err(s3_error(e, key.as_str())),
+        }
+    }
+
+    async fn get_range(
+        &self,
+        key: &ObjectKey,
+        range: std::ops::Range<u64>,
+        etag: Option<&str>,
+    ) -> Result<Option<ByteStream>, StoreError> {
+        if range.is_empty() {
+            return Ok(Some(futures_util::stream::empty().boxed()));
+        }
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .range(format!("bytes={}-{}", range.start, range.end - 1))
+            .set_if_match(etag.map(str::to_owned))
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(streamed(out.body))),
+            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
+            Err(e) if precondition_failed(&e) => Err(StoreError::Changed),
+            Err(e) => Err(s3_error(e, key.as_str())),
+        }
+    }
+
+    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+            .map_err(|e| s3_error(e, key.as_str()))?;
+        Ok(())
+    }
+
+    fn access(&self) -> Access<'_> {
+        Access::Direct(self)
+    }
+
+    fn parts(&self) -> Option<&dyn PartStore> {
+        Some(self)
+    }
+}
+
+/// S3's answer to a conditional write whose condition failed
+/// (`If-None-Match: *` with something already there).
+fn precondition_failed<E: ProvideErrorMetadata>(
+    e: &aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+) -> bool {
+    e.raw_response().is_some_and(|r| r.status().as_u16() == 412)
+        || e.code() == Some("PreconditionFailed")
+}
