@@ -210,14 +210,28 @@ async fn presign_contract(store: &dyn ObjectStore) {
         .presign_put(&key, f.size, f.sha256, &f.content_type, ttl)
         .await
         .unwrap();
+    // A body of another digest is refused (on a key of its own: s3s-fs
+    // keeps the bytes of a PUT it refused, without a checksum, where S3
+    // stores nothing).
     let mut wrong = data.clone();
     wrong[7] ^= 1;
-    let (p2, w) = (p.clone(), wrong.clone());
-    let refused = tokio::task::spawn_blocking(move || put(&p2, &w))
+    let elsewhere = file("alice", "wrong.bin", &data);
+    let w = presigner
+        .presign_put(
+            &elsewhere.object_key(),
+            f.size,
+            f.sha256,
+            &f.content_type,
+            ttl,
+        )
+        .await
+        .unwrap();
+    let refused = tokio::task::spawn_blocking(move || put(&w, &wrong))
         .await
         .unwrap();
     assert!(refused.status >= 400, "{}", refused.status);
-    assert!(store.head(&key).await.unwrap().is_none());
+    let kept = store.head(&elsewhere.object_key()).await.unwrap();
+    assert!(kept.as_ref().is_none_or(|i| i.sha256.is_none()), "{kept:?}");
     let (p2, d) = (p.clone(), data.clone());
     let stored = tokio::task::spawn_blocking(move || put(&p2, &d))
         .await
@@ -368,7 +382,7 @@ impl Presigner for Unchecked {
 fn a_store_that_does_not_check_digests_has_its_files_proven_by_sluice() {
     let emulators = Emulators::start();
     runtime().block_on(async {
-        let (store, _) = emulators.provision("unchecked").await;
+        let (store, ledger) = emulators.provision("unchecked").await;
         let dir = tempfile::tempdir().unwrap();
         let mut vars: Vec<(String, String)> = emulators
             .env("unchecked")
@@ -377,11 +391,17 @@ fn a_store_that_does_not_check_digests_has_its_files_proven_by_sluice() {
             .collect();
         vars.push(("SLUICE_DATA_DIR".into(), dir.path().display().to_string()));
         let config = sluice::Config::from_vars(vars).unwrap();
-        let sluice = sluice_runtime::open_backends(&config)
-            .await
-            .unwrap()
-            .with_store(Arc::new(Unchecked(store)))
-            .sluice(&config, "http://127.0.0.1:8787".parse().unwrap());
+        // Bytes, records and ledger chosen separately: the records and the
+        // ledger are DynamoDB's, the bytes the unchecking store's.
+        let sluice = sluice_runtime::assemble(
+            &config,
+            "http://127.0.0.1:8787".parse().unwrap(),
+            sluice_runtime::local_keyring(&config).unwrap(),
+            Arc::new(Unchecked(store)),
+            Arc::new(ledger.clone()),
+            Arc::new(sluice_aws::DynamoRecords::beside(&ledger)),
+            Default::default(),
+        );
         let data = bytes(200_000, 73);
         let mut false_bytes = data.clone();
         false_bytes[100_000] ^= 1;
@@ -398,12 +418,16 @@ fn a_store_that_does_not_check_digests_has_its_files_proven_by_sluice() {
                 )
                 .await
                 .unwrap();
+            // Where the issuer sends the short link's PUT: a URL the
+            // unchecking store presigned, with the headers it signed.
+            let token = ticket.upload.url.rsplit('/').next().unwrap();
             let target = Presigned {
-                url: ticket.upload.url.clone(),
+                url: sluice.upload_location(token).await.unwrap(),
                 headers: ticket
                     .upload
                     .headers
                     .iter()
+                    .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
             };

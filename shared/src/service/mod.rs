@@ -229,9 +229,9 @@ impl Sluice {
 
     /// An object a direct store does not vouch for: ready once sluice
     /// proved it (its record says so, for this very object). Until then,
-    /// where the store checks SHA-256 it was joined from parts, and the
-    /// upload's completion proves it; where it checks nothing, it is proven
-    /// here, once, a budget at a time.
+    /// where the store checks SHA-256, a file in parts is being proven by
+    /// its upload's completion; where it checks nothing, the object is
+    /// proven here, once, a budget at a time.
     async fn unvouched(
         &self,
         file: &FileMeta,
@@ -244,7 +244,16 @@ impl Sluice {
             return Ok(Stored::Ready(info));
         }
         if store_checks {
-            return Ok(Stored::Verifying);
+            // Joined from parts: its completion proves it. In one PUT: the
+            // store would have recorded the digest it checked (s3s-fs
+            // keeps, without one, a body it refused).
+            return Ok(match self.plan_of(file) {
+                Some(_) => Stored::Verifying,
+                None => {
+                    tracing::warn!(file_id = %file.id, "stored object carries no checked digest");
+                    Stored::Mismatch
+                }
+            });
         }
         let Some(etag) = info.etag.clone() else {
             tracing::warn!(file_id = %file.id, "the store gives no entity tag: the object cannot be proven");

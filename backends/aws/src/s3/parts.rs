@@ -293,8 +293,11 @@ impl PartStore for S3Store {
         // Not the file declared, and never will be: gone, so nothing can
         // serve it (its version expires with the bucket's rule), with the
         // spent upload's id, so that the link begins a fresh upload.
-        if let Some(id) = self.upload_id(key).await? {
-            let _ = self.abort_upload(key, &id).await;
+        // Joined already: S3 keeps no upload to abort.
+        if let Some(id) = self.upload_id(key).await?
+            && !self.exists(key).await
+        {
+            self.abort_upload(key, &id).await?;
         }
         self.delete(key).await?;
         self.delete_or_leave(&Self::beside(key, "upload-id"), "a spent upload's id")
