@@ -81,10 +81,6 @@ impl KeyId {
 /// What a derived key is for. Each purpose has its own HKDF `info`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Purpose {
-    /// `$uploadedFile:` handles.
-    Handle,
-    /// Upload and download link tokens.
-    Link,
     /// Bearer tokens minted for local development.
     DevBearer,
     /// Browser upload pages' capabilities.
@@ -98,9 +94,7 @@ pub enum Purpose {
 }
 
 impl Purpose {
-    const ALL: [Purpose; 7] = [
-        Purpose::Handle,
-        Purpose::Link,
+    const ALL: [Purpose; 5] = [
         Purpose::DevBearer,
         Purpose::Page,
         Purpose::Cursor,
@@ -111,9 +105,8 @@ impl Purpose {
     fn info(self) -> &'static [u8] {
         match self {
             // v2: AES-256-GCM-SIV keys for sealed tokens; v1 keys signed
-            // JWTs. A key is never used by two algorithms.
-            Purpose::Handle => b"sluice/v2/handle",
-            Purpose::Link => b"sluice/v2/link",
+            // JWTs or MACs; v3 MACs short tokens. A key is never used by
+            // two algorithms.
             Purpose::DevBearer => b"sluice/v1/dev-bearer",
             Purpose::Page => b"sluice/v2/page",
             Purpose::Cursor => b"sluice/v1/cursor-owner",
@@ -124,13 +117,11 @@ impl Purpose {
 
     fn index(self) -> usize {
         match self {
-            Purpose::Handle => 0,
-            Purpose::Link => 1,
-            Purpose::DevBearer => 2,
-            Purpose::Page => 3,
-            Purpose::Cursor => 4,
-            Purpose::UploadId => 5,
-            Purpose::Short => 6,
+            Purpose::DevBearer => 0,
+            Purpose::Page => 1,
+            Purpose::Cursor => 2,
+            Purpose::UploadId => 3,
+            Purpose::Short => 4,
         }
     }
 }
@@ -294,23 +285,23 @@ mod tests {
 
     #[test]
     fn derivation_matches_a_fixed_vector() {
-        // HKDF-SHA256(salt = "k1", ikm = 32 x 0x01, info = "sluice/v2/handle"),
+        // HKDF-SHA256(salt = "k1", ikm = 32 x 0x01, info = "sluice/v2/page"),
         // computed independently from RFC 5869 with Python's hmac module.
         // Pinned so that a change to the derivation, which would invalidate
         // every token in flight, cannot pass unnoticed.
         let ring = Keyring::new((KeyId::new("k1").unwrap(), secret(1)), None);
-        let (_, key) = ring.signing_key(Purpose::Handle);
+        let (_, key) = ring.signing_key(Purpose::Page);
         assert_eq!(
             crate::sha::Sha256::from_bytes(*key).to_hex(),
-            "47e8a719fc6d6569e55565068c864cea2c01ee3bdb3ce079e4be444c693d7cee"
+            "73fd6c77dac4a311e9307e494ef79e272be9133ed3fbf9905b50e0d98fc2cd9a"
         );
     }
 
     #[test]
     fn each_purpose_has_its_own_key() {
         let ring = Keyring::new((KeyId::new("k1").unwrap(), secret(1)), None);
-        let h = ring.signing_key(Purpose::Handle).1;
-        let l = ring.signing_key(Purpose::Link).1;
+        let h = ring.signing_key(Purpose::Page).1;
+        let l = ring.signing_key(Purpose::Short).1;
         let d = ring.signing_key(Purpose::DevBearer).1;
         assert_ne!(h, l);
         assert_ne!(l, d);
@@ -325,10 +316,10 @@ mod tests {
             Some((KeyId::new("k1").unwrap(), secret(1))),
         );
         assert_eq!(
-            rotated.verifying_key(Purpose::Link, "k1"),
-            Some(old.signing_key(Purpose::Link).1)
+            rotated.verifying_key(Purpose::Short, "k1"),
+            Some(old.signing_key(Purpose::Short).1)
         );
-        assert!(rotated.verifying_key(Purpose::Link, "k3").is_none());
+        assert!(rotated.verifying_key(Purpose::Short, "k3").is_none());
     }
 
     #[test]

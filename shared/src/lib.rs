@@ -67,4 +67,4 @@ pub use ledger::{Ledger, LedgerError, Spend};
 pub use service::Sluice;
 pub use sha::Sha256;
 pub use store::{ObjectStore, StoreError};
-pub use token::{Handle, LinkToken, Method, TokenError};
+pub use token::{Method, TokenError};

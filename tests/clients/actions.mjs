@@ -39,7 +39,7 @@ async function upload(name, data) {
     arguments: { filename: name, size: data.length, sha256: sha256(data) },
   });
   check(!result.isError, text(result));
-  sh(result.structuredContent.curl, args.workdir);
+  sh(result.structuredContent.command, args.workdir);
   return result.structuredContent.handle;
 }
 
@@ -75,7 +75,7 @@ const report = result.structuredContent.report;
 check(typeof report === "object" && report.size === 300_000, JSON.stringify(report).slice(0, 300));
 const down = join(args.workdir, "down");
 mkdirSync(down);
-sh(report.curl, down);
+sh(report.command, down);
 const saved = readdirSync(down);
 check(saved.length === 1, `one file saved: ${saved}`);
 check(sha256(readFileSync(join(down, saved[0]))) === result.structuredContent.report_sha256, "exported bytes");

@@ -48,7 +48,7 @@ class Flow:
         )
         assert not is_error(result), text(result)
         ticket = structured(result)
-        sh(ticket["curl"], self.workdir)
+        sh(ticket["command"], self.workdir)
         return ticket["handle"]
 
     async def call(self, session, tool, args, ok=True):
@@ -185,7 +185,7 @@ async def main():
         assert report["handle"].startswith("$uploadedFile:"), report
         down = os.path.join(flow.workdir, "down")
         os.makedirs(down)
-        sh(report["curl"], down)
+        sh(report["command"], down)
         saved = os.listdir(down)
         assert len(saved) == 1, saved
         with open(os.path.join(down, saved[0]), "rb") as f:
@@ -206,7 +206,7 @@ async def main():
         ticket = structured(result)
         with open(os.path.join(flow.workdir, "changed.txt"), "wb") as f:
             f.write(b"the version edited meanwhile!")
-        done = subprocess.run(ticket["curl"], shell=True, cwd=flow.workdir, capture_output=True)
+        done = subprocess.run(ticket["command"], shell=True, cwd=flow.workdir, capture_output=True)
         assert done.returncode != 0, "the store refused the changed content"
         before = len(upstream_log(args.upstream))
         message = await flow.call(session, "action_echo", {"document": ticket["handle"]}, ok=False)

@@ -93,14 +93,14 @@ let result = await client.callTool({
 check(!result.isError, text(result));
 const ticket = result.structuredContent;
 check(ticket.handle.startsWith("$uploadedFile:"), "handle prefix");
-sh(ticket.curl, upDir);
+sh(ticket.command, upDir);
 checks.push("request_upload + curl");
 
 result = await client.callTool({ name: "get_download_url", arguments: { file: ticket.handle } });
 check(!result.isError, text(result));
 const download = result.structuredContent;
 check(download.sha256 === sha256(data) && download.size === data.length, "pinned size and digest");
-sh(download.curl, downDir);
+sh(download.command, downDir);
 const saved = readdirSync(downDir);
 check(saved.length === 1, `one file saved: ${saved}`);
 check(readFileSync(join(downDir, saved[0])).equals(data), "downloaded bytes identical");

@@ -76,14 +76,14 @@ async def main():
         assert not is_error(result), text(result)
         ticket = structured(result)
         assert ticket["handle"].startswith("$uploadedFile:")
-        sh(ticket["curl"], up_dir)
+        sh(ticket["command"], up_dir)
         checks.append("request_upload + curl")
 
         result = await session.call_tool("get_download_url", {"file": ticket["handle"]})
         assert not is_error(result), text(result)
         download = structured(result)
         assert download["sha256"] == digest and download["size"] == len(data)
-        sh(download["curl"], down_dir)
+        sh(download["command"], down_dir)
         saved = [f for f in os.listdir(down_dir)]
         assert len(saved) == 1, saved
         with open(os.path.join(down_dir, saved[0]), "rb") as f:

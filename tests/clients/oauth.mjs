@@ -158,10 +158,10 @@ const statuses = [];
 await withClient(provider, statuses, async (call) => {
   let result = await call("request_upload", { filename: name, size: data.length, sha256: sha256(data) });
   check(!result.isError, text(result));
-  sh(result.structuredContent.curl, up);
+  sh(result.structuredContent.command, up);
   result = await call("get_download_url", { file: result.structuredContent.handle });
   check(!result.isError, text(result));
-  sh(result.structuredContent.curl, down);
+  sh(result.structuredContent.command, down);
   check(readFileSync(join(down, readdirSync(down)[0])).equals(data), "downloaded bytes identical");
 });
 check(statuses[0] === 401, `the flow starts from a 401: ${statuses}`);

@@ -141,10 +141,10 @@ async def main():
         )
         assert not is_error(result), text(result)
         ticket = structured(result)
-        sh(ticket["curl"], up)
+        sh(ticket["command"], up)
         result = await session.call_tool("get_download_url", {"file": ticket["handle"]})
         assert not is_error(result), text(result)
-        sh(structured(result)["curl"], down)
+        sh(structured(result)["command"], down)
         with open(os.path.join(down, os.listdir(down)[0]), "rb") as f:
             assert f.read() == data, "downloaded bytes differ"
 

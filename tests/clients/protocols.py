@@ -31,10 +31,10 @@ async def flow(session, workdir, tag):
         "request_upload", {"filename": "f.bin", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     )
     assert not is_error(result), text(result)
-    sh(structured(result)["curl"], up)
+    sh(structured(result)["command"], up)
     result = await session.call_tool("get_download_url", {"file": structured(result)["handle"]})
     assert not is_error(result), text(result)
-    sh(structured(result)["curl"], down)
+    sh(structured(result)["command"], down)
     with open(os.path.join(down, "f.bin"), "rb") as f:
         assert f.read() == data, f"{tag}: downloaded bytes differ"
 

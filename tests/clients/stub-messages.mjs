@@ -46,7 +46,7 @@ function next(body) {
   if (ticket) {
     for (const text of texts(ticket.content)) {
       try {
-        const command = JSON.parse(text).curl;
+        const command = JSON.parse(text).command;
         if (command) {
           return { type: "tool_use", id: BASH, name: "Bash", input: { command, description: "Upload the file" } };
         }

@@ -479,7 +479,7 @@ fn the_example_actions_work_with_no_configuration() {
         .clone();
     assert_eq!(report["size"], 1 << 20, "{report}");
     let work = tempfile::tempdir().unwrap();
-    let out = sh(report["curl"].as_str().unwrap(), work.path());
+    let out = sh(report["command"].as_str().unwrap(), work.path());
     assert!(out.status.success(), "{}", out_text(&out));
     let saved = std::fs::read(work.path().join("review-7-report.csv")).unwrap();
     assert_eq!(saved.len(), 1 << 20);

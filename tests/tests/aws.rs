@@ -27,7 +27,7 @@ fn the_curl_lines_round_trip_through_s3() {
         // a presigned URL minted when the line asked for it.
         let upload_url = ticket["upload"]["url"].as_str().unwrap();
         assert!(upload_url.len() <= 100, "{upload_url}");
-        assert!(!ticket["curl"].as_str().unwrap().contains(&emulators.s3_url));
+        assert!(!ticket["command"].as_str().unwrap().contains(&emulators.s3_url));
         let (_, presigned) = presigned_line(&ticket);
         assert!(
             presigned.starts_with(&emulators.s3_url),
@@ -47,7 +47,7 @@ fn the_curl_lines_round_trip_through_s3() {
         }
         let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
         let work = tempfile::tempdir().unwrap();
-        let out = sh(download["curl"].as_str().unwrap(), work.path());
+        let out = sh(download["command"].as_str().unwrap(), work.path());
         assert!(out.status.success(), "{}", out_text(&out));
         let saved = work.path().join(sluice::filename::safe_name(name));
         assert_eq!(std::fs::read(saved).unwrap(), data, "{name}");
@@ -72,7 +72,7 @@ fn inside_lambda_the_curl_line_carries_only_signed_headers() {
     let token = token(&emulators, "alice");
     let data = bytes(64 * 1024, 7);
     let ticket = server.upload(&token, "traced.bin", &data);
-    let curl = ticket["curl"].as_str().unwrap();
+    let curl = ticket["command"].as_str().unwrap();
     assert!(
         !curl.to_ascii_lowercase().contains("x-amzn-trace-id"),
         "{curl}"
@@ -87,7 +87,7 @@ fn inside_lambda_the_curl_line_carries_only_signed_headers() {
     assert!(headers.contains_key("X-Amz-Checksum-Sha256"), "{headers:?}");
     let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
     let work = tempfile::tempdir().unwrap();
-    let out = sh(download["curl"].as_str().unwrap(), work.path());
+    let out = sh(download["command"].as_str().unwrap(), work.path());
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(work.path().join("traced.bin")).unwrap(), data);
 }
@@ -133,7 +133,7 @@ fn presigned_line(ticket: &serde_json::Value) -> (String, String) {
     let asked = request("GET", short, &[], None);
     assert_eq!(asked.status, 200, "{}", asked.text());
     let presigned = asked.text();
-    let line = ticket["curl"].as_str().unwrap();
+    let line = ticket["command"].as_str().unwrap();
     let (_, put) = line.split_once(" && ").expect("the line asks, then PUTs");
     (
         put.replace("\"$u\"", &sluice::curl::shell_quote(&presigned)),
@@ -186,7 +186,7 @@ fn s3_itself_refuses_what_the_link_does_not_pin() {
 
     // The right body on a fresh link, then a second PUT: 412.
     let ticket = server.request_upload(&token, "f.bin", &data);
-    let line = ticket["curl"].as_str().unwrap().to_owned();
+    let line = ticket["command"].as_str().unwrap().to_owned();
     assert!(run_with(&data, &line).status.success());
     let (_, presigned) = presigned_line(&ticket);
     let again = request(
@@ -207,7 +207,7 @@ fn s3_itself_refuses_what_the_link_does_not_pin() {
     let ticket = server.request_upload(&token, "f.bin", &data);
     let (presigned_put, _) = presigned_line(&ticket);
     std::thread::sleep(std::time::Duration::from_secs(3));
-    let out = run_with(&data, ticket["curl"].as_str().unwrap());
+    let out = run_with(&data, ticket["command"].as_str().unwrap());
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("404"),

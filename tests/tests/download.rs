@@ -1,4 +1,4 @@
-//! `GET /links/{token}`: single use, the right headers, and verification of
+//! `GET /l/{token}`: single use, the right headers, and verification of
 //! the stored bytes on the way out.
 
 use sluice::token::Short;
@@ -135,7 +135,7 @@ fn the_download_line_fails_loudly_on_a_spent_link() {
     let token = server.token("alice", &[]);
     let ticket = server.upload(&token, "x.txt", b"x");
     let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
-    let line = download["curl"].as_str().unwrap();
+    let line = download["command"].as_str().unwrap();
     let work = tempfile::tempdir().unwrap();
     assert!(sh(line, work.path()).status.success());
     let again = sh(line, work.path());
@@ -151,7 +151,7 @@ fn running_the_download_line_again_never_replaces_the_file() {
     let data = bytes(3000, 9);
     let token = server.token("alice", &[]);
     let ticket = server.upload(&token, "report.pdf", &data);
-    let line = server.download_ticket(&token, ticket["handle"].as_str().unwrap())["curl"]
+    let line = server.download_ticket(&token, ticket["handle"].as_str().unwrap())["command"]
         .as_str()
         .unwrap()
         .to_owned();
@@ -235,7 +235,7 @@ fn an_interrupted_download_resumes_from_the_bytes_on_disk() {
         let handle = ticket["handle"].as_str().unwrap();
         let work = tempfile::tempdir().unwrap();
         std::fs::write(work.path().join("data.bin.part"), &data[..size / 2]).unwrap();
-        let line = server.download_ticket(&token, handle)["curl"]
+        let line = server.download_ticket(&token, handle)["command"]
             .as_str()
             .unwrap()
             .to_owned();
@@ -256,7 +256,7 @@ fn an_interrupted_download_resumes_from_the_bytes_on_disk() {
             past.header("content-range"),
             Some(&*format!("bytes */{size}"))
         );
-        let out = sh(ticket["curl"].as_str().unwrap(), work.path());
+        let out = sh(ticket["command"].as_str().unwrap(), work.path());
         assert!(out.status.success(), "{}", out_text(&out));
         assert_eq!(std::fs::read(work.path().join("data.bin")).unwrap(), data);
         assert_eq!(
@@ -282,7 +282,7 @@ fn a_partial_file_that_does_not_verify_is_removed_not_renamed() {
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("d.bin.part"), bytes(1000, 99)).unwrap();
     let line = |s: &Server| {
-        s.download_ticket(&token, &handle)["curl"]
+        s.download_ticket(&token, &handle)["command"]
             .as_str()
             .unwrap()
             .to_owned()

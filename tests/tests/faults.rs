@@ -53,7 +53,7 @@ fn s3_killed_mid_upload_leaves_nothing_and_the_same_line_works_after() {
     let token = token_with(&emulators, "alice", &[]);
     let data = bytes(4 * 1024 * 1024, 7);
     let ticket = server.request_upload(&token, "big.bin", &data);
-    let line = ticket["curl"].as_str().unwrap();
+    let line = ticket["command"].as_str().unwrap();
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("big.bin"), &data).unwrap();
 
@@ -236,7 +236,7 @@ fn a_full_disk_is_507_with_nothing_partial_and_uploads_resume_after() {
     let room = 1024 * 1024;
     std::fs::write(&filler, vec![0u8; (disk.free() - room) as usize]).unwrap();
 
-    let line = ticket["curl"].as_str().unwrap();
+    let line = ticket["command"].as_str().unwrap();
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("big.bin"), &data).unwrap();
     let out = sh(line, work.path());

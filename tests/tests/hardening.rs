@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::util::{
-    Server, bytes, call_tool, closed_within, out_text, put_link, request, response_status, sh,
+    Server, bytes, call_tool, closed_within, out_text, put_link, put_links, request, response_status, sh,
     stalled_request, stored_objects,
 };
 
@@ -17,7 +17,7 @@ fn put_head(path: &str, length: usize) -> String {
 /// Hundreds of uploads that send one byte and stall hold no thread: other
 /// routes, including the ones that touch SQLite on the blocking pool, keep
 /// answering. (Before: each parked a blocking-pool thread for its life, and
-/// 520 of them made `/resolve`, `/links` and `list_files` hang.)
+/// 520 of them made `/resolve`, the download links and `list_files` hang.)
 #[test]
 fn stalled_uploads_leave_every_other_route_answering() {
     let dir = tempfile::tempdir().unwrap();
@@ -34,11 +34,9 @@ fn stalled_uploads_leave_every_other_route_answering() {
     let ticket = server.upload(&token, "kept.bin", &bytes(5000, 1));
     let handle = ticket["handle"].as_str().unwrap().to_owned();
 
-    let stalled: Vec<_> = (0..600)
-        .map(|_| {
-            let path = put_link(dir.path(), 1000, sluice::Sha256::of(b"whatever"));
-            stalled_request(&server.base, &put_head(&path, 1000), b"x")
-        })
+    let stalled: Vec<_> = put_links(dir.path(), 600, 1000, sluice::Sha256::of(b"whatever"))
+        .iter()
+        .map(|path| stalled_request(&server.base, &put_head(path, 1000), b"x"))
         .collect();
     std::thread::sleep(SECOND);
 
@@ -326,14 +324,14 @@ fn the_upload_command_never_reads_outside_the_current_directory() {
     let token = server.token("alice", &["files:write"]);
     for label in ["/etc/passwd", "../../secret.txt"] {
         let ticket = server.request_upload(&token, label, b"x");
-        let curl = ticket["curl"].as_str().unwrap();
+        let curl = ticket["command"].as_str().unwrap();
         assert!(!curl.contains("'/etc"), "{curl}");
         assert!(!curl.contains(".."), "{curl}");
     }
     let ticket = server.request_upload(&token, "/etc/passwd", b"safe copy");
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("passwd"), b"safe copy").unwrap();
-    let out = sh(ticket["curl"].as_str().unwrap(), work.path());
+    let out = sh(ticket["command"].as_str().unwrap(), work.path());
     assert!(out.status.success(), "{}", out_text(&out));
 }
 
@@ -530,7 +528,7 @@ pub fn pending_caps_hold(server: &Server, alice: &str, bob: &str) {
     // Alice uploads one of hers: a place is free again.
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("a.bin"), &first_data).unwrap();
-    let out = crate::util::sh(first.json()["curl"].as_str().unwrap(), work.path());
+    let out = crate::util::sh(first.json()["command"].as_str().unwrap(), work.path());
     assert!(out.status.success(), "{}", crate::util::out_text(&out));
     let (again, _) = ask(alice, "dddd.bin", 10);
     assert_eq!(again.status, 200, "{}", again.text());

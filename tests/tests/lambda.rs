@@ -105,7 +105,7 @@ fn each_function_answers_api_gateway_events_under_the_lambda_runtime() {
         "resolver",
         &env,
         vec![
-            event("GET", "/links/nonsense", json!({}), None),
+            event("GET", "/l/nonsense", json!({}), None),
             event(
                 "POST",
                 "/resolve",

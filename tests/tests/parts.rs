@@ -79,7 +79,7 @@ fn a_large_file_goes_in_parts_and_one_line_resumes_it_after_an_interruption() {
     let token = server.token("alice", &[]);
     let data = bytes(12 * MIB + 3, 21);
     let ticket = server.request_upload(&token, "big.bin", &data);
-    let line = ticket["curl"].as_str().unwrap();
+    let line = ticket["command"].as_str().unwrap();
     assert!(line.len() <= 1024, "{line}");
     assert!(line.contains("$L/sh"), "an upload in parts: {line}");
     let work = tempfile::tempdir().unwrap();
@@ -255,7 +255,7 @@ mod on_s3 {
         let token = aws_token(&emulators, "alice", &[]);
         let data = bytes(11 * MIB + 5, 31);
         let ticket = server.request_upload(&token, "big.bin", &data);
-        let line = ticket["curl"].as_str().unwrap();
+        let line = ticket["command"].as_str().unwrap();
         // The store's origin only (where parts may go), never a
         // presigned URL: those are minted one part at a time.
         assert!(line.len() <= 1024 && !line.contains("X-Amz-"), "{line}");
@@ -314,7 +314,7 @@ mod on_s3 {
 
         // Proven, ready, and the download line brings back the same bytes.
         let download = server.download_ticket(&token, handle);
-        let out = sh(download["curl"].as_str().unwrap(), work.path());
+        let out = sh(download["command"].as_str().unwrap(), work.path());
         assert!(out.status.success(), "{}", out_text(&out));
         assert!(std::fs::read(work.path().join("big.bin")).unwrap() == data);
         // Completing again is refused: the file is written once.
@@ -506,7 +506,7 @@ mod on_s3 {
         assert_eq!(sent(work.path()), 3);
         let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
         let down = tempfile::tempdir().unwrap();
-        let out = sh(download["curl"].as_str().unwrap(), down.path());
+        let out = sh(download["command"].as_str().unwrap(), down.path());
         assert!(out.status.success(), "{}", out_text(&out));
         assert!(std::fs::read(down.path().join("s.bin")).unwrap() == data);
     }

@@ -87,7 +87,7 @@ fn the_readme_program_commands_upload_and_download_as_written() {
     let data = sluice_testkit::bytes(5000, 3);
     std::fs::write(work.path().join("report.pdf"), &data).unwrap();
     let ticket = &answers(&run(&adapted(&blocks[0], &server), work.path()))[0];
-    let uploaded = sh(ticket["curl"].as_str().unwrap(), work.path());
+    let uploaded = sh(ticket["command"].as_str().unwrap(), work.path());
     assert!(uploaded.status.success(), "{}", out_text(&uploaded));
     // The second block uses the first one's TOKEN: one shell, as a reader's.
     let handle = ticket["handle"].as_str().unwrap();
@@ -98,7 +98,7 @@ fn the_readme_program_commands_upload_and_download_as_written() {
     );
     let download = &answers(&run(&both, work.path()))[0];
     let down = tempfile::tempdir().unwrap();
-    let fetched = sh(download["curl"].as_str().unwrap(), down.path());
+    let fetched = sh(download["command"].as_str().unwrap(), down.path());
     assert!(fetched.status.success(), "{}", out_text(&fetched));
     assert_eq!(std::fs::read(down.path().join("report.pdf")).unwrap(), data);
 }
@@ -120,11 +120,11 @@ fn the_readme_action_commands_run_as_written() {
     let script = adapted(block, &server);
     // Up to the comment that says to run the returned line.
     let (first, rest) = script
-        .split_once("# run the \"curl\" line it returns")
+        .split_once("# run the \"command\" line it returns")
         .expect("the README says to run the returned line");
     let issued = answers(&run(first, work.path()));
     let ticket = &issued[0]["result"]["structuredContent"];
-    let uploaded = sh(ticket["curl"].as_str().unwrap(), work.path());
+    let uploaded = sh(ticket["command"].as_str().unwrap(), work.path());
     assert!(uploaded.status.success(), "{}", out_text(&uploaded));
     let setup: String = first
         .lines()

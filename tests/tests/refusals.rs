@@ -1,7 +1,7 @@
 //! Bad input gets a clear status and message, and tokens of one kind are
 //! never accepted as another (docs/ARCHITECTURE.md, "Invariants").
 
-use sluice::token::{Handle, LinkToken, Method, Short};
+use sluice::token::Short;
 
 use crate::util::{Server, bytes, config_for, post_json, request, stored_objects};
 
@@ -36,22 +36,6 @@ fn every_bad_link_token_gets_the_same_404() {
     let other_instance = Short::download(id.clone(), later).encode(&other_keys);
     let upload_link = Short::upload(id.clone(), later).encode(&keys);
     let handle_jwt = handle.strip_prefix("$uploadedFile:").unwrap().to_owned();
-    // A link of the sealed kind, from before links were short, to the same
-    // file but with another digest: its route checks it all the same.
-    let sealed = LinkToken::new(
-        Method::Get,
-        sluice::FileMeta {
-            id,
-            owner: "alice".into(),
-            filename: "a.txt".into(),
-            content_type: "text/plain".into(),
-            size: 5,
-            sha256: sluice::Sha256::of(b"other"),
-        },
-        1,
-    )
-    .encode(&keys);
-
     let cases = [
         ("tampered", String::from_utf8(tampered).unwrap()),
         ("truncated", good[..good.len() - 10].to_owned()),
@@ -61,7 +45,6 @@ fn every_bad_link_token_gets_the_same_404() {
         ("upload link", upload_link),
         ("handle", handle_jwt),
         ("bearer token", token),
-        ("expired sealed link", sealed),
     ];
     let mut bodies = Vec::new();
     for (what, t) in cases {
@@ -173,19 +156,10 @@ fn an_expired_or_garbled_handle_says_what_to_do() {
     let (server, _dir) = Server::start();
     let (token, handle, _) = setup(&server);
     let keys = sluice_runtime::local_keyring(&config_for(&server.data_dir)).unwrap();
-    // A sealed handle (from before handles were short) past its expiry.
-    let h = Handle {
-        file: sluice::FileMeta {
-            id: crate::util::handle_file_id(&server.data_dir, &handle),
-            owner: "alice".into(),
-            filename: "a.txt".into(),
-            content_type: "text/plain".into(),
-            size: 5,
-            sha256: sluice::Sha256::of(b"hello"),
-        },
-        expires_at: 1,
-    };
-    let reply = server.resolve(&token, &h.encode(&keys));
+    // A handle whose record is gone (swept when it expired).
+    let _ = handle;
+    let swept = sluice::token::Short::handle(sluice::FileId::random()).encode(&keys);
+    let reply = server.resolve(&token, &format!("$uploadedFile:{swept}"));
     assert_eq!(reply.status, 400);
     // A REST answer names the REST step, never a tool.
     assert!(

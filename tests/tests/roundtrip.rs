@@ -12,7 +12,7 @@ fn round_trip(server: &Server, filename: &str, data: &[u8]) {
     assert_eq!(download["filename"], filename);
 
     let work = tempfile::tempdir().unwrap();
-    let out = sh(download["curl"].as_str().unwrap(), work.path());
+    let out = sh(download["command"].as_str().unwrap(), work.path());
     assert!(out.status.success(), "download failed: {}", out_text(&out));
     let saved = work.path().join(sluice::filename::safe_name(filename));
     assert_eq!(std::fs::read(&saved).unwrap(), data, "{filename}");
@@ -58,7 +58,7 @@ fn the_upload_line_sends_exactly_the_returned_headers_and_no_credential() {
     let (server, _dir) = Server::start();
     let token = server.token("alice", &[]);
     let ticket = server.request_upload(&token, "report.pdf", b"%PDF");
-    let curl = ticket["curl"].as_str().unwrap();
+    let curl = ticket["command"].as_str().unwrap();
     assert!(!curl.contains(&token), "{curl}");
     assert!(
         !curl.to_ascii_lowercase().contains("authorization"),

@@ -117,7 +117,7 @@ async fn an_upload_then_a_download_go_through_the_routes_once() {
     assert_eq!(got.status, StatusCode::OK);
     assert_eq!(&got.body[..], data);
     let spent = call(resolver.clone(), "GET", &link, &[], "").await;
-    let garbage = call(resolver, "GET", "/links/garbage", &[], "").await;
+    let garbage = call(resolver, "GET", "/l/garbage", &[], "").await;
     assert_eq!(spent.status, StatusCode::NOT_FOUND);
     assert_eq!(spent.body, garbage.body, "one 404 whatever the reason");
 }

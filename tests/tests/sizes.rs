@@ -64,7 +64,7 @@ fn one_named_transfer(base: &str, token: &str, name: &str) -> (usize, usize) {
     let (handle, url, line) = (
         s["handle"].as_str().unwrap(),
         s["upload"]["url"].as_str().unwrap(),
-        s["curl"].as_str().unwrap(),
+        s["command"].as_str().unwrap(),
     );
     assert!(text.len() <= MAX_TEXT, "{} bytes: {text}", text.len());
     assert!(handle.len() <= MAX_LINK, "{handle}");
@@ -93,7 +93,7 @@ fn one_named_transfer(base: &str, token: &str, name: &str) -> (usize, usize) {
     assert!(link.len() <= MAX_LINK, "{link}");
     assert_eq!(down.matches("http").count(), 1, "{down}");
     let out = sh(
-        ticket["structuredContent"]["curl"].as_str().unwrap(),
+        ticket["structuredContent"]["command"].as_str().unwrap(),
         work.path(),
     );
     assert!(out.status.success(), "{}", out_text(&out));
@@ -166,7 +166,7 @@ fn a_put_to_the_short_link_is_redirected_to_the_store() {
     let out = sh(&line, work.path());
     assert!(out.status.success(), "{}", out_text(&out));
     let down = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
-    let out = sh(down["curl"].as_str().unwrap(), work.path());
+    let out = sh(down["command"].as_str().unwrap(), work.path());
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(work.path().join("r.bin")).unwrap(), data);
 }

@@ -145,7 +145,7 @@ fn a_failed_upload_line_fails_loudly() {
     let ticket = server.request_upload(&token, "note.txt", b"expected");
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("note.txt"), b"EXPECTED").unwrap();
-    let out = sh(ticket["curl"].as_str().unwrap(), work.path());
+    let out = sh(ticket["command"].as_str().unwrap(), work.path());
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("sha256"));
     assert!(stored_objects(&server.data_dir).is_empty());

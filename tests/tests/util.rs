@@ -119,7 +119,7 @@ impl Server {
         let ticket = self.request_upload(token, filename, data);
         let work = tempfile::tempdir().unwrap();
         std::fs::write(work.path().join(filename), data).unwrap();
-        let out = sh(ticket["curl"].as_str().unwrap(), work.path());
+        let out = sh(ticket["command"].as_str().unwrap(), work.path());
         assert!(out.status.success(), "upload failed: {}", out_text(&out));
         ticket
     }
@@ -433,17 +433,36 @@ pub fn handle_file_id(data_dir: &Path, handle: &str) -> sluice::FileId {
 }
 
 pub fn put_link(data_dir: &Path, size: u64, sha256: sluice::Sha256) -> String {
+    put_links(data_dir, 1, size, sha256).remove(0)
+}
+
+/// `n` upload links (paths) for files of mallory's, each recorded pending
+/// in the data directory's records as an issue would (a link names its
+/// file by id; the record says the rest).
+pub fn put_links(data_dir: &Path, n: usize, size: u64, sha256: sluice::Sha256) -> Vec<String> {
+    use sluice::records::RecordStore as _;
     let keys = sluice_runtime::local_keyring(&config_for(data_dir)).unwrap();
-    let file = sluice::FileMeta {
-        id: sluice::FileId::random(),
-        owner: "mallory".into(),
-        filename: "f.bin".into(),
-        content_type: "application/octet-stream".into(),
-        size,
-        sha256,
-    };
-    let link = sluice::LinkToken::new(sluice::Method::Put, file, sluice::time::now_unix() + 600);
-    format!("/u/{}", link.encode(&keys))
+    let records = sluice::records::SqliteRecords::open(&data_dir.join("files.sqlite3")).unwrap();
+    let expires_at = sluice::time::now_unix() + 600;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    (0..n)
+        .map(|_| {
+            let file = sluice::FileMeta {
+                id: sluice::FileId::random(),
+                owner: "mallory".into(),
+                filename: "f.bin".into(),
+                content_type: "application/octet-stream".into(),
+                size,
+                sha256,
+            };
+            let record = sluice::records::FileRecord::issued(&file, expires_at);
+            rt.block_on(records.put(&record)).unwrap();
+            let link = sluice::token::Short::upload(file.id, expires_at);
+            format!("/u/{}", link.encode(&keys))
+        })
+        .collect()
 }
 
 /// Replaces the object file at `path` by a FIFO no one writes to: a read of

@@ -317,7 +317,7 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
         &json!({"filename": "data.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}),
     );
     assert_eq!(ticket.status, 200, "{}", ticket.text());
-    let uploaded = sh(ticket.json()["curl"].as_str().unwrap(), &up);
+    let uploaded = sh(ticket.json()["command"].as_str().unwrap(), &up);
     assert!(uploaded.status.success(), "{}", out_text(&uploaded));
 
     // A download link from the resolver's prefix: it redirects once to a
@@ -329,7 +329,7 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
         &json!({"handle": ticket.json()["handle"]}),
     );
     assert_eq!(resolved.status, 200, "{}", resolved.text());
-    let line = resolved.json()["curl"].as_str().unwrap().to_owned();
+    let line = resolved.json()["command"].as_str().unwrap().to_owned();
     assert!(
         line.contains(&format!("{base}/sluice-resolver/l/")),
         "{line}"

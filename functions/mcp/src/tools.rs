@@ -93,7 +93,7 @@ and call again only after they answer) or `expired` (ask for a new page). Call i
     #[tool(
         description = "Get a single-use link to upload a file of any size without passing its bytes through the conversation. \
 First compute the file's exact size in bytes and its sha256 (e.g. `stat -c %s FILE` and `sha256sum FILE`). \
-Then run the returned `curl` command where the file is: it PUTs the bytes straight to storage, which accepts exactly that size and digest, once. \
+Then run the returned `command` where the file is: it PUTs the bytes straight to storage, which accepts exactly that size and digest, once. \
 The upload host must be reachable from where the command runs (a sandboxed hosted client may need it allowlisted). \
 Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Never inline base64 for files over 16 KiB.",
         input_schema = input::<UploadRequest>()
@@ -129,7 +129,7 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
 
     #[tool(
         description = "Get a single-use, short-lived download link for one of your files (by file_id or handle). \
-Run the returned `curl` command to save the file in the current directory; it fails loudly if the link was already used or expired. \
+Run the returned `command` to save the file in the current directory; it fails loudly if the link was already used or expired. \
 The bytes never pass through the conversation. The size and sha256 are returned so the download can be checked."
     )]
     async fn get_download_url(

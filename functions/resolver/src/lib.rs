@@ -1,6 +1,5 @@
 //! The `resolver` function: redeems single-use download links
-//! (`GET /l/{token}`; `GET /links/{token}` for sealed ones issued before
-//! links were short) and handles that a backend received raw
+//! (`GET /l/{token}`) and handles that a backend received raw
 //! (`POST /resolve`).
 
 use axum::Json;
@@ -28,8 +27,6 @@ pub fn routes() -> Routes<Sluice> {
         // HEAD must not run the GET handler (axum's `get` would): that
         // would spend the link.
         .route("/l/{token}", "GET", get(download).head(|| only("GET")))
-        // Sealed links, issued before links were short.
-        .route("/links/{token}", "GET", get(download).head(|| only("GET")))
         .route("/resolve", "POST", post(resolve))
 }
 

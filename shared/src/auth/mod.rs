@@ -416,16 +416,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_handle_is_not_a_bearer_token() {
-        use crate::token::Handle;
+        use crate::token::{Short, ShortKind};
         let keys = ring("k1", 1);
-        let handle = Handle {
-            file: crate::token::handle::tests::sample_file(),
-            expires_at: crate::time::now_unix() + 60,
-        }
-        .encode(&keys);
-        let sealed = handle.strip_prefix(crate::token::HANDLE_PREFIX).unwrap();
-        // A sealed handle is not even a JWT; and a bearer token is no handle.
-        assert_eq!(verifier().verify(sealed).await, Err(TokenError::Malformed));
+        let handle = Short::handle(crate::file::FileId::random()).encode(&keys);
+        // A handle is not even a JWT; and a bearer token is no handle.
+        assert_eq!(verifier().verify(&handle).await, Err(TokenError::Malformed));
         let bearer = verifier()
             .mint(
                 "alice",
@@ -433,6 +428,10 @@ mod tests {
                 std::time::Duration::from_secs(60),
             )
             .unwrap();
-        assert_eq!(Handle::decode(&keys, &bearer), Err(TokenError::Malformed));
+        let now = crate::time::now_unix();
+        assert_eq!(
+            Short::decode(&keys, &bearer, ShortKind::Handle, now),
+            Err(TokenError::WrongType)
+        );
     }
 }

@@ -19,7 +19,7 @@ use crate::keys::{Keyring, Purpose};
 use crate::records::{Cursor, FileRecord};
 use crate::sha::Sha256;
 use crate::time::{now_unix, rfc3339};
-use crate::token::{HANDLE_PREFIX, Handle, Short, ShortKind, TokenError};
+use crate::token::{HANDLE_PREFIX, Short, ShortKind};
 
 /// The page size of `list_files` when none is asked for.
 pub const DEFAULT_PAGE: usize = 50;
@@ -85,9 +85,8 @@ impl Sluice {
     }
 
     /// Verifies a handle for `caller`: its owner, or a service with
-    /// `files:resolve`. A short handle's file is its record (written once
-    /// when it was issued); a sealed one, from before handles were short,
-    /// carries its file itself.
+    /// `files:resolve`. A handle's file is its record (written once when it
+    /// was issued).
     pub async fn redeem_handle(&self, caller: &Caller, handle: &str) -> Result<FileMeta, Error> {
         let handle = handle.trim();
         let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
@@ -104,14 +103,6 @@ impl Sluice {
                     return Err(Error::HandleExpired);
                 }
                 record.file
-            }
-            Err(TokenError::WrongType) => {
-                Handle::decode(self.keys(), handle)
-                    .map_err(|e| match e {
-                        TokenError::Expired => Error::HandleExpired,
-                        _ => Error::NotAHandle,
-                    })?
-                    .file
             }
             Err(_) => return Err(Error::NotAHandle),
         };

@@ -86,8 +86,6 @@ pub struct UploadTicket {
     /// The one line to run where the file is (POSIX sh and curl); run
     /// again after an interruption, it resumes a file in parts.
     pub command: String,
-    /// The same line as `command`, under its earlier name.
-    pub curl: String,
     /// The largest size accepted.
     pub max_bytes: u64,
 }
@@ -111,7 +109,7 @@ impl Sluice {
             .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
             .map(|(k, v)| (k.as_str(), v.as_str()));
         let local = curl::local_file_name(&file.filename);
-        let curl = match (&plan, self.store().access()) {
+        let command = match (&plan, self.store().access()) {
             (Some(plan), _) => {
                 curl::parts_command(&target.url, local, plan, &self.part_origin().await?)
             }
@@ -122,8 +120,7 @@ impl Sluice {
             handle,
             file_id: file.id,
             upload: target,
-            command: curl.clone(),
-            curl,
+            command,
             max_bytes: self.parts().max_upload_bytes,
         })
     }

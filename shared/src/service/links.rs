@@ -21,7 +21,7 @@ use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, verified};
 use crate::time::{now_unix, rfc3339};
-use crate::token::{LinkToken, Method, Short, ShortKind, TokenError};
+use crate::token::{Method, Short, ShortKind, TokenError};
 
 /// Files up to this size are read and verified whole before the first byte
 /// is sent, so a mismatch is a clean 409. Larger files stream with their last
@@ -57,35 +57,6 @@ pub struct DownloadTicket {
     /// The one line that saves the file (resumable, verified, never over
     /// a file with an error).
     pub command: String,
-    /// The same line as `command`, under its earlier name.
-    pub curl: String,
-}
-
-/// A verified link token.
-#[derive(Debug)]
-pub(crate) enum Link {
-    /// A short link, naming its file by id.
-    Short(Short),
-    /// A sealed link from before links were short, carrying its file.
-    Sealed(LinkToken),
-}
-
-impl Link {
-    /// What the ledger records when it is spent, and the logs show.
-    pub(crate) fn jti(&self) -> String {
-        match self {
-            Link::Short(short) => short.jti(),
-            Link::Sealed(sealed) => sealed.jti.clone(),
-        }
-    }
-
-    /// When it stops working.
-    pub(crate) fn expires_at(&self) -> i64 {
-        match self {
-            Link::Short(short) => short.expires_at.unwrap_or(0),
-            Link::Sealed(sealed) => sealed.expires_at,
-        }
-    }
 }
 
 /// What a redeemed link delivers.
@@ -229,8 +200,7 @@ impl Sluice {
             size: file.size,
             sha256: file.sha256,
             content_type: file.content_type.clone(),
-            command: line.clone(),
-            curl: line,
+            command: line,
             download: DownloadTarget {
                 url,
                 method: "GET",
@@ -239,43 +209,29 @@ impl Sluice {
         }
     }
 
-    /// Verifies a link token for `method`: a short one, or a sealed one
-    /// issued before links were short. Every failure is the same
+    /// Verifies a link token for `method`. Every failure is the same
     /// [`Error::NotFound`], so a caller learns nothing about why; the
     /// reason is logged at debug.
-    pub(crate) fn verify_link(&self, token: &str, method: Method) -> Result<Link, Error> {
+    pub(crate) fn verify_link(&self, token: &str, method: Method) -> Result<Short, Error> {
         let kind = match method {
             Method::Get => ShortKind::Download,
             Method::Put => ShortKind::Upload,
         };
-        let refused = |e: TokenError| {
+        Short::decode(self.keys(), token, kind, now_unix()).map_err(|e: TokenError| {
             tracing::debug!(reason = %e, %method, "link refused");
             Error::NotFound
-        };
-        match Short::decode(self.keys(), token, kind, now_unix()) {
-            Ok(short) => Ok(Link::Short(short)),
-            Err(TokenError::WrongType) => LinkToken::decode(self.keys(), token, method)
-                .map(Link::Sealed)
-                .map_err(refused),
-            Err(e) => Err(refused(e)),
-        }
+        })
     }
 
-    /// The file a verified link is bound to, with when its record expires:
-    /// a short link's record (written once when the file was issued), or
-    /// what a sealed link carries (no record).
-    pub(crate) async fn file_of(&self, link: Link) -> Result<(FileMeta, Option<i64>), Error> {
-        match link {
-            Link::Short(short) => {
-                let record = self
-                    .records()
-                    .find(&short.file_id)
-                    .await?
-                    .ok_or(Error::NotFound)?;
-                Ok((record.file, Some(record.expires_at)))
-            }
-            Link::Sealed(sealed) => Ok((sealed.file, None)),
-        }
+    /// The file a verified link names, with when its record expires (the
+    /// record was written once when the file was issued).
+    pub(crate) async fn file_of(&self, link: &Short) -> Result<(FileMeta, i64), Error> {
+        let record = self
+            .records()
+            .find(&link.file_id)
+            .await?
+            .ok_or(Error::NotFound)?;
+        Ok((record.file, record.expires_at))
     }
 
     /// Redeems the download link `token`, delivering the file's bytes from
@@ -289,7 +245,7 @@ impl Sluice {
     /// verifies, so a resumed download never completes a wrong file either.
     pub async fn redeem_link(&self, token: &str, from: u64) -> Result<Delivery, Error> {
         let link = self.verify_link(token, Method::Get)?;
-        let (jti, expires_at) = (link.jti(), link.expires_at());
+        let (jti, expires_at) = (link.jti(), link.expires_at.unwrap_or(0));
         let replayed = || {
             tracing::info!(%jti, "spent link presented again");
             Error::NotFound
@@ -299,7 +255,7 @@ impl Sluice {
         if self.ledger().is_spent(&jti).await? {
             return Err(replayed());
         }
-        let (file, _) = self.file_of(link).await?;
+        let (file, _) = self.file_of(&link).await?;
         let info = match self.stored(&file).await? {
             Stored::Ready(info) => info,
             Stored::Missing | Stored::Verifying => return Err(Error::NotFound),

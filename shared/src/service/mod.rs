@@ -183,7 +183,7 @@ impl Sluice {
         self.0.issuer_url.as_str().trim_end_matches('/')
     }
 
-    /// The base of the resolver's routes (`/links/…`), without a trailing slash.
+    /// The base of the resolver's routes (`/l/…`, `/resolve`), without a trailing slash.
     pub fn resolver_base(&self) -> &str {
         self.0.resolver_url.as_str().trim_end_matches('/')
     }

@@ -59,10 +59,10 @@ impl Sluice {
     /// record has expired is refused like any dead link (404).
     pub(crate) async fn upload_of(&self, token: &str) -> Result<Upload, Error> {
         let link = self.verify_link(token, Method::Put)?;
-        let (jti, link_expires) = (link.jti(), link.expires_at());
-        let (file, record_expires) = self.file_of(link).await?;
-        let expires_at = record_expires.map_or(link_expires, |r| link_expires.min(r));
-        if record_expires.is_some_and(|r| r <= now_unix()) {
+        let (jti, link_expires) = (link.jti(), link.expires_at.unwrap_or(0));
+        let (file, record_expires) = self.file_of(&link).await?;
+        let expires_at = link_expires.min(record_expires);
+        if record_expires <= now_unix() {
             tracing::info!(%jti, file_id = %file.id, "upload link of an expired file");
             return Err(Error::NotFound);
         }

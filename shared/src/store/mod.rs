@@ -264,7 +264,7 @@ pub enum Access<'a> {
     /// sluice never streams the bytes.
     Direct(&'a dyn Presigner),
     /// Through sluice's own `PUT /u/{token}` and streamed
-    /// `GET /links/{token}`, which verify every byte.
+    /// `GET /l/{token}`, which verify every byte.
     Proxied,
 }
 

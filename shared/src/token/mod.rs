@@ -1,5 +1,6 @@
-//! Handles and link tokens, sealed (encrypted and authenticated, see
-//! [`sealed`]) under a per-purpose key; and the HS256 JWTs of local
+//! Handles and link tokens (short: a kind, a file id and a MAC, see
+//! [`short`]); browser page tokens, sealed (encrypted and authenticated,
+//! see [`sealed`]) under a per-purpose key; and the HS256 JWTs of local
 //! development bearer tokens.
 //!
 //! Both kinds pin their algorithm, check the token's kind (so one kind of
@@ -15,8 +16,8 @@ mod sealed;
 mod short;
 
 pub use error::TokenError;
-pub use handle::{Handle, PREFIX as HANDLE_PREFIX};
-pub use link::{LinkToken, Method};
+pub use handle::PREFIX as HANDLE_PREFIX;
+pub use link::Method;
 pub use page::PageToken;
 pub use short::{Short, ShortKind};
 
@@ -130,45 +131,45 @@ pub(crate) mod tests {
     fn a_signed_token_verifies() {
         let keys = ring("k1", 1);
         let claims = Claims { x: 7, exp: later() };
-        let t = sign(&keys, Purpose::Link, "t", &claims);
-        assert_eq!(verify::<Claims>(&keys, Purpose::Link, "t", &t), Ok(claims));
+        let t = sign(&keys, Purpose::DevBearer, "t", &claims);
+        assert_eq!(verify::<Claims>(&keys, Purpose::DevBearer, "t", &t), Ok(claims));
     }
 
     #[test]
     fn each_defect_has_its_own_error() {
         let keys = ring("k1", 1);
-        let t = sign(&keys, Purpose::Link, "t", &Claims { x: 7, exp: later() });
+        let t = sign(&keys, Purpose::DevBearer, "t", &Claims { x: 7, exp: later() });
 
         assert_eq!(
-            verify::<Claims>(&keys, Purpose::Link, "t", ""),
+            verify::<Claims>(&keys, Purpose::DevBearer, "t", ""),
             Err(TokenError::Empty)
         );
         let cut = &t[..t.len() / 2];
         assert_eq!(
-            verify::<Claims>(&keys, Purpose::Link, "t", cut),
+            verify::<Claims>(&keys, Purpose::DevBearer, "t", cut),
             Err(TokenError::Malformed)
         );
         assert_eq!(
-            verify::<Claims>(&keys, Purpose::Link, "other", &t),
+            verify::<Claims>(&keys, Purpose::DevBearer, "other", &t),
             Err(TokenError::WrongType)
         );
         assert_eq!(
-            verify::<Claims>(&ring("k9", 1), Purpose::Link, "t", &t),
+            verify::<Claims>(&ring("k9", 1), Purpose::DevBearer, "t", &t),
             Err(TokenError::UnknownKey)
         );
         assert_eq!(
-            verify::<Claims>(&ring("k1", 2), Purpose::Link, "t", &t),
+            verify::<Claims>(&ring("k1", 2), Purpose::DevBearer, "t", &t),
             Err(TokenError::BadSignature)
         );
         // Same kid and typ, but the key of another purpose.
         assert_eq!(
-            verify::<Claims>(&keys, Purpose::Handle, "t", &t),
+            verify::<Claims>(&keys, Purpose::Page, "t", &t),
             Err(TokenError::BadSignature)
         );
 
-        let expired = sign(&keys, Purpose::Link, "t", &Claims { x: 7, exp: 1 });
+        let expired = sign(&keys, Purpose::DevBearer, "t", &Claims { x: 7, exp: 1 });
         assert_eq!(
-            verify::<Claims>(&keys, Purpose::Link, "t", &expired),
+            verify::<Claims>(&keys, Purpose::DevBearer, "t", &expired),
             Err(TokenError::Expired)
         );
     }
@@ -177,13 +178,13 @@ pub(crate) mod tests {
     fn a_changed_payload_breaks_the_signature() {
         use base64::Engine as _;
         let keys = ring("k1", 1);
-        let t = sign(&keys, Purpose::Link, "t", &Claims { x: 7, exp: later() });
+        let t = sign(&keys, Purpose::DevBearer, "t", &Claims { x: 7, exp: later() });
         let parts: Vec<&str> = t.split('.').collect();
         let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .encode(format!(r#"{{"x":8,"exp":{}}}"#, later()));
         let tampered = format!("{}.{}.{}", parts[0], forged, parts[2]);
         assert_eq!(
-            verify::<Claims>(&keys, Purpose::Link, "t", &tampered),
+            verify::<Claims>(&keys, Purpose::DevBearer, "t", &tampered),
             Err(TokenError::BadSignature)
         );
     }
@@ -197,6 +198,6 @@ pub(crate) mod tests {
             b64(r#"{"alg":"none","typ":"t","kid":"k1"}"#),
             b64(&format!(r#"{{"x":7,"exp":{}}}"#, later()))
         );
-        assert!(verify::<Claims>(&ring("k1", 1), Purpose::Link, "t", &t).is_err());
+        assert!(verify::<Claims>(&ring("k1", 1), Purpose::DevBearer, "t", &t).is_err());
     }
 }

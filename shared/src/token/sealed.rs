@@ -1,8 +1,8 @@
-//! Sealed tokens: handles and links, encrypted as well as authenticated.
+//! Sealed tokens (a browser page's), encrypted as well as authenticated.
 //!
-//! Handles and link URLs travel through the model's context, logs and
-//! proxies, so their claims (owner, filename, content type) must not be
-//! readable by whoever sees them. A sealed token is
+//! A page's URL travels through the model's context, logs and proxies, so
+//! its claims (owner, filename, content type) must not be readable by
+//! whoever sees them. A sealed token is
 //! `<kind>.<kid>.<base64url(nonce ‖ ciphertext ‖ tag)>`: the claims as JSON,
 //! encrypted under AES-256-GCM-SIV with the key derived for the token's
 //! purpose, with the visible `<kind>.<kid>` as associated data, so neither can
@@ -21,9 +21,7 @@ use super::error::TokenError;
 use crate::keys::{Keyring, Purpose};
 
 /// The visible first segment of each kind of sealed token. Version 1.
-pub(crate) const KINDS: [&str; 3] = [HANDLE, LINK, PAGE];
-pub(crate) const HANDLE: &str = "h1";
-pub(crate) const LINK: &str = "l1";
+pub(crate) const KINDS: [&str; 1] = [PAGE];
 pub(crate) const PAGE: &str = "p1";
 
 const TAG_LEN: usize = 16;
@@ -137,22 +135,22 @@ mod tests {
     fn a_sealed_token_opens_and_hides_its_claims() {
         let keys = ring("k1", 1);
         let exp = later();
-        let t = seal(&keys, Purpose::Link, LINK, claims(), exp);
-        assert_eq!(open(&keys, Purpose::Link, LINK, &t), Ok((claims(), exp)));
+        let t = seal(&keys, Purpose::Page, PAGE, claims(), exp);
+        assert_eq!(open(&keys, Purpose::Page, PAGE, &t), Ok((claims(), exp)));
         // Nothing of the claims can be read off the token, in any encoding.
         let data = t.rsplit('.').next().unwrap();
         let bytes = URL_SAFE_NO_PAD.decode(data).unwrap();
         assert!(!t.contains("alice"));
         assert!(!String::from_utf8_lossy(&bytes).contains("alice"));
         // Each sealing is fresh: two tokens of the same claims differ.
-        assert_ne!(t, seal(&keys, Purpose::Link, LINK, claims(), exp));
+        assert_ne!(t, seal(&keys, Purpose::Page, PAGE, claims(), exp));
     }
 
     #[test]
     fn each_defect_has_its_own_error() {
         let keys = ring("k1", 1);
-        let t = seal(&keys, Purpose::Link, LINK, claims(), later());
-        let open_link = |t: &str| open::<Claims>(&keys, Purpose::Link, LINK, t);
+        let t = seal(&keys, Purpose::Page, PAGE, claims(), later());
+        let open_link = |t: &str| open::<Claims>(&keys, Purpose::Page, PAGE, t);
 
         assert_eq!(open_link(""), Err(TokenError::Empty));
         assert_eq!(open_link("nodots"), Err(TokenError::Malformed));
@@ -160,25 +158,21 @@ mod tests {
             open_link(&t[..t.len() / 2]),
             Err(TokenError::Malformed | TokenError::BadSignature)
         ));
-        assert_eq!(open_link("l1.k1.AAAA"), Err(TokenError::Malformed));
-        assert_eq!(open_link("l1.k1.!!!"), Err(TokenError::Malformed));
+        assert_eq!(open_link("p1.k1.AAAA"), Err(TokenError::Malformed));
+        assert_eq!(open_link("p1.k1.!!!"), Err(TokenError::Malformed));
         assert_eq!(
-            open::<Claims>(&keys, Purpose::Handle, HANDLE, &t),
-            Err(TokenError::WrongType)
-        );
-        assert_eq!(
-            open::<Claims>(&ring("k9", 1), Purpose::Link, LINK, &t),
+            open::<Claims>(&ring("k9", 1), Purpose::Page, PAGE, &t),
             Err(TokenError::UnknownKey)
         );
         assert_eq!(
-            open::<Claims>(&ring("k1", 2), Purpose::Link, LINK, &t),
+            open::<Claims>(&ring("k1", 2), Purpose::Page, PAGE, &t),
             Err(TokenError::BadSignature)
         );
-        // The kind and key id are bound: relabelling the kind breaks it even
-        // where the key would be the same.
-        let relabelled = t.replacen("l1.", "h1.", 1);
+        // The kind and key id are bound: relabelling the key id breaks it
+        // even where the key would be the same.
+        let relabelled = t.replacen("p1.k1.", "p1.k1x.", 1);
         assert_eq!(
-            open::<Claims>(&keys, Purpose::Link, HANDLE, &relabelled),
+            open::<Claims>(&ring("k1x", 1), Purpose::Page, PAGE, &relabelled),
             Err(TokenError::BadSignature)
         );
         // A JWT is not a sealed token.
@@ -186,22 +180,22 @@ mod tests {
             open_link("eyJhbGciOiJIUzI1NiJ9.eyJ4Ijo3fQ.c2ln"),
             Err(TokenError::Malformed)
         );
-        let expired = seal(&keys, Purpose::Link, LINK, claims(), 1);
+        let expired = seal(&keys, Purpose::Page, PAGE, claims(), 1);
         assert_eq!(open_link(&expired), Err(TokenError::Expired));
     }
 
     #[test]
     fn a_flipped_bit_anywhere_is_refused() {
         let keys = ring("k1", 1);
-        let t = seal(&keys, Purpose::Link, LINK, claims(), later());
+        let t = seal(&keys, Purpose::Page, PAGE, claims(), later());
         let data = t.rsplit('.').next().unwrap();
         let bytes = URL_SAFE_NO_PAD.decode(data).unwrap();
         for i in 0..bytes.len() {
             let mut flipped = bytes.clone();
             flipped[i] ^= 1;
-            let forged = format!("l1.k1.{}", URL_SAFE_NO_PAD.encode(&flipped));
+            let forged = format!("p1.k1.{}", URL_SAFE_NO_PAD.encode(&flipped));
             assert_eq!(
-                open::<Claims>(&keys, Purpose::Link, LINK, &forged),
+                open::<Claims>(&keys, Purpose::Page, PAGE, &forged),
                 Err(TokenError::BadSignature),
                 "byte {i}"
             );
@@ -211,9 +205,9 @@ mod tests {
     #[test]
     fn a_key_id_with_dots_is_kept_whole() {
         let keys = ring("2026.11.a", 1);
-        let t = seal(&keys, Purpose::Handle, HANDLE, claims(), later());
-        assert!(t.starts_with("h1.2026.11.a."));
-        assert!(open::<Claims>(&keys, Purpose::Handle, HANDLE, &t).is_ok());
+        let t = seal(&keys, Purpose::Page, PAGE, claims(), later());
+        assert!(t.starts_with("p1.2026.11.a."));
+        assert!(open::<Claims>(&keys, Purpose::Page, PAGE, &t).is_ok());
     }
 
     #[test]
@@ -226,11 +220,11 @@ mod tests {
         }
         let keys = ring("k1", 1);
         let exp = later();
-        let sealed = seal(&keys, Purpose::Link, LINK, claims(), exp);
+        let sealed = seal(&keys, Purpose::Page, PAGE, claims(), exp);
         let jwt = super::super::sign(
             &keys,
-            Purpose::Link,
-            "sluice-link",
+            Purpose::Page,
+            "sluice-page",
             &WithExp {
                 claims: claims(),
                 exp,
