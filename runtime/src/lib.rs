@@ -200,7 +200,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
                 keys,
                 store: Arc::new(store),
                 records: Arc::new(
-                    sluice_aws::DynamoRecords::beside(&ledger).living(config.handle_ttl),
+                    sluice_aws::DynamoRecords::beside(&ledger).living(config.transfers.handle_ttl),
                 ),
                 ledger: Arc::new(ledger),
                 #[cfg(feature = "local")]

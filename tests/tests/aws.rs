@@ -27,7 +27,12 @@ fn the_curl_lines_round_trip_through_s3() {
         // a presigned URL minted when the line asked for it.
         let upload_url = ticket["upload"]["url"].as_str().unwrap();
         assert!(upload_url.len() <= 100, "{upload_url}");
-        assert!(!ticket["command"].as_str().unwrap().contains(&emulators.s3_url));
+        assert!(
+            !ticket["command"]
+                .as_str()
+                .unwrap()
+                .contains(&emulators.s3_url)
+        );
         let (_, presigned) = presigned_line(&ticket);
         assert!(
             presigned.starts_with(&emulators.s3_url),

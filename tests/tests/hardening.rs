@@ -4,8 +4,8 @@
 use std::time::{Duration, Instant};
 
 use crate::util::{
-    Server, bytes, call_tool, closed_within, out_text, put_link, put_links, request, response_status, sh,
-    stalled_request, stored_objects,
+    Server, bytes, call_tool, closed_within, out_text, put_link, put_links, request,
+    response_status, sh, stalled_request, stored_objects,
 };
 
 const SECOND: Duration = Duration::from_secs(1);

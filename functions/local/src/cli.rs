@@ -128,8 +128,8 @@ fn serve(config: Config) -> Result<(), StartError> {
         if let Some(local) = local {
             tokio::spawn(crate::sweep_forever(
                 local,
-                config.handle_ttl,
-                config.link_ttl,
+                config.transfers.handle_ttl,
+                config.transfers.link_ttl,
             ));
         }
         let mut app = crate::app(sluice);

@@ -31,7 +31,7 @@ pub(crate) async fn gate(State(sluice): State<Sluice>, req: Request, next: Next)
         Err(refused) => return refused.into_response(),
     };
 
-    let limit = sluice.parts().mcp_max_body_bytes;
+    let limit = sluice.mcp_max_body_bytes();
     let bytes = match to_bytes(body, limit).await {
         Ok(b) => b,
         // Over the limit, or a body that stopped arriving (the server's body

@@ -67,7 +67,7 @@ pub fn routes(state: &Sluice) -> Routes<Sluice> {
 /// (plus loopback names when the server itself is on loopback), against DNS
 /// rebinding.
 fn http_config(state: &Sluice) -> StreamableHttpServerConfig {
-    let url = &state.parts().mcp_url;
+    let url = &url::Url::parse(state.mcp_url()).expect("the MCP URL is a URL");
     let host = url
         .host_str()
         .unwrap_or("localhost")
@@ -96,5 +96,5 @@ fn http_config(state: &Sluice) -> StreamableHttpServerConfig {
         .with_sse_keep_alive(None)
         .with_allowed_hosts(hosts)
         .with_allowed_origins(origins)
-        .with_max_request_body_bytes(state.parts().mcp_max_body_bytes)
+        .with_max_request_body_bytes(state.mcp_max_body_bytes())
 }

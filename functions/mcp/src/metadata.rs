@@ -12,7 +12,7 @@ use sluice::http::auth::offered_scopes as scopes;
 pub(crate) async fn protected_resource(State(sluice): State<Sluice>) -> impl IntoResponse {
     let body = serde_json::json!({
         "resource": sluice.mcp_url(),
-        "authorization_servers": sluice.parts().auth_servers.iter().map(|u| u.as_str().trim_end_matches('/')).collect::<Vec<_>>(),
+        "authorization_servers": sluice.auth_servers().iter().map(|u| u.as_str().trim_end_matches('/')).collect::<Vec<_>>(),
         "scopes_supported": scopes(&sluice).iter().map(|s| s.as_str()).collect::<Vec<_>>(),
         "bearer_methods_supported": ["header"],
         "resource_name": "sluice",

@@ -64,7 +64,7 @@ pub fn html() -> &'static str {
 /// is not the issuer: S3's, for the presigned PUTs), nothing else; the
 /// sandbox `domain` claude.ai runs it on; a border.
 pub async fn meta(sluice: &Sluice) -> MetaObject {
-    let mut connect = vec![sluice.parts().issuer_url.origin().ascii_serialization()];
+    let mut connect = vec![sluice.issuer_url().origin().ascii_serialization()];
     if let Some(store) = sluice.store_origin().await
         && !connect.contains(&store)
     {

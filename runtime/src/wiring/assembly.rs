@@ -14,7 +14,7 @@ use sluice::config::Config;
 use sluice::keys::Keyring;
 #[cfg(feature = "local")]
 use sluice::ledger::SqliteLedger;
-use sluice::service::{Parts, Sluice};
+use sluice::service::{Assembly, Sluice};
 #[cfg(feature = "local")]
 use sluice::store::LocalStore;
 
@@ -101,7 +101,7 @@ pub fn assemble(
              for development only, never in production"
         );
     }
-    Sluice::new(Parts {
+    Sluice::new(Assembly {
         access: access_verifier(config, keys.clone(), &mcp_url),
         keys,
         store,
@@ -124,18 +124,10 @@ pub fn assemble(
             .clone()
             .unwrap_or_else(|| public_url.clone()),
         public_url,
-        handle_ttl: config.handle_ttl,
-        link_ttl: config.link_ttl,
-        upload_ttl: config.upload_ttl,
-        max_upload_bytes: config.max_upload_bytes,
-        part_bytes: config.part_bytes,
-        single_put_max_bytes: config.single_put_max_bytes,
-        proof_budget: config.proof_budget,
-        download_url_ttl: config.download_url_ttl,
+        transfers: config.transfers.clone(),
         mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
         auth_servers: config.auth_servers.clone(),
         actions: Actions::new(catalog, config.action_limits),
-        body_idle_timeout: config.body_idle_timeout,
         limits: sluice::rate::Limits::new(config.rates),
         records,
         pending_caps: config.pending_caps,

@@ -64,9 +64,6 @@ pub struct Config {
     pub backend: Backend,
     /// Whether the process runs inside AWS Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
     pub lambda: bool,
-    /// How long a presigned S3 download URL is valid
-    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`, default 10, at most 60).
-    pub download_url_ttl: Duration,
     /// Address to listen on (`SLUICE_HOST`, default `127.0.0.1`).
     pub host: IpAddr,
     /// Port to listen on (`SLUICE_PORT`, default 8787; 0 picks a free one).
@@ -91,24 +88,6 @@ pub struct Config {
     /// The secret being rotated out, still accepted for verification
     /// (`SLUICE_PREVIOUS_MASTER_SECRET` with `SLUICE_PREVIOUS_KEY_ID`).
     pub previous: Option<(KeyId, MasterSecret)>,
-    /// How long a handle is redeemable (`SLUICE_HANDLE_TTL_SECS`, default 45 min).
-    pub handle_ttl: Duration,
-    /// How long a download link is valid (`SLUICE_LINK_TTL_SECS`, default 5 min).
-    pub link_ttl: Duration,
-    /// How long an upload link is valid (`SLUICE_UPLOAD_TTL_SECS`, default 15 min).
-    pub upload_ttl: Duration,
-    /// The largest file accepted (`SLUICE_MAX_UPLOAD_BYTES`; default the
-    /// local quota, or S3's largest object, 10,000 parts of 5 GiB).
-    pub max_upload_bytes: u64,
-    /// The size of each part of an upload in parts (`SLUICE_PART_BYTES`,
-    /// 64 MiB; whole MiB, 5 MiB to 5 GiB).
-    pub part_bytes: u64,
-    /// Files larger than this go in parts (`SLUICE_SINGLE_PUT_MAX_BYTES`,
-    /// 64 MiB).
-    pub single_put_max_bytes: u64,
-    /// How long one completion of an upload in parts reads to prove it
-    /// before answering that it goes on (`SLUICE_PROOF_MILLIS`, 20 s).
-    pub proof_budget: Duration,
     /// Total bytes the local store may hold (`SLUICE_QUOTA_BYTES`, default 20 GiB).
     pub quota_bytes: u64,
     /// The `iss` bearer tokens must carry (`SLUICE_AUTH_ISSUER`, default `sluice-local`).
@@ -171,9 +150,6 @@ pub struct Config {
     /// How long a request body other than an upload's may take to arrive
     /// (`SLUICE_BODY_READ_TIMEOUT_SECS`, default 30).
     pub body_read_timeout: Duration,
-    /// How long an upload's body may go without a byte
-    /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
-    pub body_idle_timeout: Duration,
     /// Per-user rates (`SLUICE_ISSUE_*`, `SLUICE_LINK_*`,
     /// `SLUICE_RESOLVE_*`, `SLUICE_ACTION_RATE_*`/`SLUICE_ACTION_BURST`)
     /// and the per-page rate of browser page starts
@@ -198,6 +174,40 @@ pub struct Config {
     /// `SLUICE_ACTION_READ_TIMEOUT_SECS`, default 15;
     /// `SLUICE_ACTION_MAX_BYTES`, default 64 MiB).
     pub action_limits: ActionLimits,
+    /// How files move: lifetimes, sizes and time limits of transfers
+    /// (the service holds this group as it is).
+    pub transfers: Transfers,
+}
+
+/// How files move: the lifetimes, sizes and time limits of uploads and
+/// downloads. Read here once; the service holds the group as it is
+/// ([`crate::Sluice::transfers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transfers {
+    /// How long a presigned S3 download URL is valid
+    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`, default 10, at most 60).
+    pub download_url_ttl: Duration,
+    /// How long a handle is redeemable (`SLUICE_HANDLE_TTL_SECS`, default 45 min).
+    pub handle_ttl: Duration,
+    /// How long a download link is valid (`SLUICE_LINK_TTL_SECS`, default 5 min).
+    pub link_ttl: Duration,
+    /// How long an upload link is valid (`SLUICE_UPLOAD_TTL_SECS`, default 15 min).
+    pub upload_ttl: Duration,
+    /// The largest file accepted (`SLUICE_MAX_UPLOAD_BYTES`; default the
+    /// local quota, or S3's largest object, 10,000 parts of 5 GiB).
+    pub max_upload_bytes: u64,
+    /// The size of each part of an upload in parts (`SLUICE_PART_BYTES`,
+    /// 64 MiB; whole MiB, 5 MiB to 5 GiB).
+    pub part_bytes: u64,
+    /// Files larger than this go in parts (`SLUICE_SINGLE_PUT_MAX_BYTES`,
+    /// 64 MiB).
+    pub single_put_max_bytes: u64,
+    /// How long one completion of an upload in parts reads to prove it
+    /// before answering that it goes on (`SLUICE_PROOF_MILLIS`, 20 s).
+    pub proof_budget: Duration,
+    /// How long an upload's body may go without a byte
+    /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
+    pub body_idle_timeout: Duration,
 }
 
 /// Where the actions catalog (TOML) is read from, once, at start.
@@ -228,7 +238,6 @@ impl Config {
         let config = Self {
             backend,
             lambda: vars.in_lambda(),
-            download_url_ttl: vars.secs("SLUICE_DOWNLOAD_URL_TTL_SECS")?,
             host: vars
                 .value("SLUICE_HOST")
                 .and_then(|h| h.parse().ok())
@@ -252,17 +261,6 @@ impl Config {
                 (Some(id), Some(secret)) => Some((id, secret)),
                 _ => None,
             },
-            handle_ttl: vars.secs("SLUICE_HANDLE_TTL_SECS")?,
-            link_ttl: vars.secs("SLUICE_LINK_TTL_SECS")?,
-            upload_ttl: vars.secs("SLUICE_UPLOAD_TTL_SECS")?,
-            max_upload_bytes: match vars.optional_positive("SLUICE_MAX_UPLOAD_BYTES")? {
-                Some(max) => max,
-                None if local => vars.positive("SLUICE_QUOTA_BYTES")?,
-                None => crate::multipart::MAX_PARTS * crate::multipart::MAX_PART_BYTES,
-            },
-            part_bytes: part_bytes(&vars)?,
-            single_put_max_bytes: single_put_max_bytes(&vars)?,
-            proof_budget: Duration::from_millis(vars.positive("SLUICE_PROOF_MILLIS")?),
             quota_bytes: vars.positive("SLUICE_QUOTA_BYTES")?,
             auth_issuer: vars.text("SLUICE_AUTH_ISSUER").unwrap_or_default(),
             auth_audience: vars.text("SLUICE_AUTH_AUDIENCE"),
@@ -286,9 +284,24 @@ impl Config {
             header_read_timeout: vars.secs("SLUICE_HEADER_READ_TIMEOUT_SECS")?,
             write_timeout: vars.secs("SLUICE_WRITE_TIMEOUT_SECS")?,
             body_read_timeout: vars.secs("SLUICE_BODY_READ_TIMEOUT_SECS")?,
-            body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,
             pending_caps: pending_caps(&vars, local)?,
             rates: rates(&vars)?,
+
+            transfers: Transfers {
+                download_url_ttl: vars.secs("SLUICE_DOWNLOAD_URL_TTL_SECS")?,
+                handle_ttl: vars.secs("SLUICE_HANDLE_TTL_SECS")?,
+                link_ttl: vars.secs("SLUICE_LINK_TTL_SECS")?,
+                upload_ttl: vars.secs("SLUICE_UPLOAD_TTL_SECS")?,
+                max_upload_bytes: match vars.optional_positive("SLUICE_MAX_UPLOAD_BYTES")? {
+                    Some(max) => max,
+                    None if local => vars.positive("SLUICE_QUOTA_BYTES")?,
+                    None => crate::multipart::MAX_PARTS * crate::multipart::MAX_PART_BYTES,
+                },
+                part_bytes: part_bytes(&vars)?,
+                single_put_max_bytes: single_put_max_bytes(&vars)?,
+                proof_budget: Duration::from_millis(vars.positive("SLUICE_PROOF_MILLIS")?),
+                body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,
+            },
         };
         Ok(config)
     }

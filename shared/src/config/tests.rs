@@ -10,8 +10,8 @@ fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
 fn defaults_need_no_variables() {
     let c = config(&[]).unwrap();
     assert_eq!(c.port, 8787);
-    assert_eq!(c.handle_ttl, Duration::from_secs(2700));
-    assert_eq!(c.link_ttl, Duration::from_secs(300));
+    assert_eq!(c.transfers.handle_ttl, Duration::from_secs(2700));
+    assert_eq!(c.transfers.link_ttl, Duration::from_secs(300));
     assert!(c.master_secret.is_none());
     assert_eq!(c.key_id.as_str(), "k1");
 }
@@ -269,7 +269,7 @@ fn an_upload_ttl_longer_than_the_handle_ttl_is_refused() {
         ("SLUICE_HANDLE_TTL_SECS", "3600"),
     ])
     .unwrap();
-    assert_eq!(ok.upload_ttl, Duration::from_secs(3000));
+    assert_eq!(ok.transfers.upload_ttl, Duration::from_secs(3000));
 }
 
 #[test]

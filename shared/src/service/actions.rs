@@ -89,7 +89,7 @@ impl Sluice {
             FileDelivery::DataUri => {
                 let failure = Failure::default();
                 let body = body::build(
-                    self.parts().store.clone(),
+                    self.store_arc(),
                     actions.reads(),
                     &failure,
                     &action.name,

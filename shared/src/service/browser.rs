@@ -169,7 +169,7 @@ impl Sluice {
         owner: &str,
         req: BrowserUploadRequest,
     ) -> Result<BrowserUpload, Error> {
-        let limit = self.parts().max_upload_bytes;
+        let limit = self.transfers().max_upload_bytes;
         let max_size = req.max_size.unwrap_or(limit);
         if max_size == 0 || max_size > limit {
             return Err(Error::Invalid(format!(
@@ -186,7 +186,7 @@ impl Sluice {
         {
             return Err(Error::Invalid("filename is too long".into()));
         }
-        let expires_at = now_unix() + self.parts().handle_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.transfers().handle_ttl.as_secs() as i64;
         let page = PageToken {
             owner: owner.to_owned(),
             file_id: FileId::random(),

@@ -121,7 +121,7 @@ impl Sluice {
             file_id: file.id,
             upload: target,
             command,
-            max_bytes: self.parts().max_upload_bytes,
+            max_bytes: self.transfers().max_upload_bytes,
         })
     }
 
@@ -159,7 +159,7 @@ impl Sluice {
             size: req.size,
             sha256: req.sha256,
         };
-        let expires_at = now_unix() + self.parts().handle_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.transfers().handle_ttl.as_secs() as i64;
         match counted {
             Counted::Yes => self.admit(&file, expires_at).await?,
             Counted::No => self.record_uncounted(&file, expires_at).await?,
@@ -180,7 +180,7 @@ impl Sluice {
                 "filename is longer than {MAX_FILENAME_BYTES} bytes"
             )));
         }
-        let max = self.parts().max_upload_bytes;
+        let max = self.transfers().max_upload_bytes;
         if req.size > max {
             return Err(Error::Invalid(format!(
                 "size {} is over the limit of {max} bytes",
@@ -212,9 +212,9 @@ impl Sluice {
         // lives as long as its record.
         let parted = self.plan_of(file).is_some();
         let ttl = if parted {
-            self.parts().handle_ttl
+            self.transfers().handle_ttl
         } else {
-            self.parts().upload_ttl
+            self.transfers().upload_ttl
         };
         let now = now_unix();
         let expires_at = (now + ttl.as_secs() as i64).min(record_expires);

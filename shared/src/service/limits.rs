@@ -16,7 +16,7 @@ use crate::time::{now_unix, rfc3339};
 impl Sluice {
     /// Takes one from `key`'s bucket of `kind` (an owner's, or a page's).
     pub(crate) fn check_rate(&self, kind: Kind, key: &str) -> Result<(), Error> {
-        self.parts().limits.check(kind, key)
+        self.limits().check(kind, key)
     }
 
     /// Records a file outside its owner's caps (one an action's upstream
@@ -37,7 +37,7 @@ impl Sluice {
     /// store are found ready before a refusal.
     pub(crate) async fn admit(&self, file: &FileMeta, expires_at: i64) -> Result<(), Error> {
         let record = FileRecord::issued(file, expires_at);
-        let (records, caps, now) = (self.records(), self.parts().pending_caps, now_unix());
+        let (records, caps, now) = (self.records(), self.pending_caps(), now_unix());
         // Cheap first: the count and the write in one step; the records
         // only at a cap, to find uploaded ones still marked pending.
         if records.put_within(&record, caps, now).await?.is_none() {

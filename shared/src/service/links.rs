@@ -153,7 +153,7 @@ impl Sluice {
     /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`), so a link's bytes can be fetched
     /// again only by whoever holds that URL within those seconds.
     pub(crate) async fn charge_download(&self, file: &FileMeta) -> Result<(), Error> {
-        let limit = self.parts().limits.download_bytes_per_hour();
+        let limit = self.limits().download_bytes_per_hour();
         let now = now_unix();
         let hour = now.div_euclid(3600);
         let owner = crate::file::owner_hash(&file.owner);
@@ -188,7 +188,7 @@ impl Sluice {
     /// A single-use download link for a file the caller knows is stored
     /// (just stored, or just checked): no request to the store.
     pub(crate) fn download_ticket(&self, file: &FileMeta) -> DownloadTicket {
-        let expires_at = now_unix() + self.parts().link_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.transfers().link_ttl.as_secs() as i64;
         let link = Short::download(file.id.clone(), expires_at);
         tracing::info!(file_id = %file.id, jti = %link.jti(), "download link issued");
         let url = format!("{}/l/{}", self.resolver_base(), link.encode(self.keys()));
@@ -284,7 +284,7 @@ impl Sluice {
                     content_type: &file.content_type,
                 };
                 let url = presign
-                    .presign_get(&key, &info, download, self.parts().download_url_ttl)
+                    .presign_get(&key, &info, download, self.transfers().download_url_ttl)
                     .await?;
                 tracing::info!(file_id = %file.id, %jti, "download redirected to the store");
                 return Ok(Delivery::Redirect(url));

@@ -32,12 +32,12 @@ pub mod uploads;
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use url::Url;
 
 use crate::actions::Actions;
 use crate::auth::AccessVerifier;
+use crate::config::Transfers;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::keys::Keyring;
@@ -46,9 +46,11 @@ use crate::rate::Limits;
 use crate::records::{PendingCaps, RecordStore};
 use crate::store::{Access, ObjectInfo, ObjectStore, Pin};
 
-/// Everything a [`Sluice`] is built from.
+/// Everything a [`Sluice`] is assembled from: its backends, keys, where it
+/// is reached, and the setting groups [`crate::Config`] read, held as they
+/// are.
 #[derive(Debug)]
-pub struct Parts {
+pub struct Assembly {
     /// Signing keys.
     pub keys: Keyring,
     /// Bearer token validation.
@@ -70,30 +72,14 @@ pub struct Parts {
     /// The origins the in-chat upload widget runs on, which the upload
     /// routes answer CORS for.
     pub widget_origins: Vec<String>,
-    /// Handle lifetime.
-    pub handle_ttl: Duration,
-    /// Download link lifetime.
-    pub link_ttl: Duration,
-    /// Upload link lifetime.
-    pub upload_ttl: Duration,
-    /// The largest file accepted.
-    pub max_upload_bytes: u64,
-    /// The size of each part of an upload in parts.
-    pub part_bytes: u64,
-    /// Files larger than this are uploaded in parts.
-    pub single_put_max_bytes: u64,
-    /// How long one completion reads to prove a file in parts.
-    pub proof_budget: Duration,
-    /// How long a presigned download URL (aws) is valid.
-    pub download_url_ttl: Duration,
+    /// How files move (lifetimes, sizes, time limits).
+    pub transfers: Transfers,
     /// The largest MCP request body.
     pub mcp_max_body_bytes: usize,
     /// Authorization servers for the protected-resource metadata.
     pub auth_servers: Vec<Url>,
     /// The configured actions (none: the action tools are not listed).
     pub actions: Actions,
-    /// How long an upload's body may go without a byte.
-    pub body_idle_timeout: Duration,
     /// How fast one user may ask for files, links, resolutions and
     /// actions, and how often one browser page may be started.
     pub limits: Limits,
@@ -103,7 +89,7 @@ pub struct Parts {
 
 /// The shared state of every function: cheap to clone.
 #[derive(Clone)]
-pub struct Sluice(Arc<Parts>);
+pub struct Sluice(Arc<Assembly>);
 
 impl fmt::Debug for Sluice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -133,18 +119,43 @@ pub enum Stored {
 
 impl Sluice {
     /// Assembles the state.
-    pub fn new(parts: Parts) -> Self {
-        Self(Arc::new(parts))
+    pub fn new(assembly: Assembly) -> Self {
+        Self(Arc::new(assembly))
     }
 
-    /// Everything the state was built from.
-    pub fn parts(&self) -> &Parts {
-        &self.0
+    /// How files move: lifetimes, sizes and time limits.
+    pub fn transfers(&self) -> &Transfers {
+        &self.0.transfers
+    }
+
+    /// The largest MCP request body.
+    pub fn mcp_max_body_bytes(&self) -> usize {
+        self.0.mcp_max_body_bytes
+    }
+
+    /// The authorization servers the protected-resource metadata names.
+    pub fn auth_servers(&self) -> &[Url] {
+        &self.0.auth_servers
+    }
+
+    /// Per-user rates.
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.0.limits
+    }
+
+    /// Per-user caps on files waiting for their bytes.
+    pub(crate) fn pending_caps(&self) -> PendingCaps {
+        self.0.pending_caps
     }
 
     /// The object store.
     pub fn store(&self) -> &dyn ObjectStore {
         &*self.0.store
+    }
+
+    /// The object store, shared (for a stream that outlives the call).
+    pub(crate) fn store_arc(&self) -> Arc<dyn ObjectStore> {
+        self.0.store.clone()
     }
 
     /// The file records.
@@ -181,6 +192,11 @@ impl Sluice {
     /// without a trailing slash: each link follows the function that serves it.
     pub fn issuer_base(&self) -> &str {
         self.0.issuer_url.as_str().trim_end_matches('/')
+    }
+
+    /// Where the issuer's routes are.
+    pub fn issuer_url(&self) -> &Url {
+        &self.0.issuer_url
     }
 
     /// The base of the resolver's routes (`/l/…`, `/resolve`), without a trailing slash.
@@ -259,12 +275,12 @@ impl Sluice {
             tracing::warn!(file_id = %file.id, "the store gives no entity tag: the object cannot be proven");
             return Ok(Stored::Mismatch);
         };
-        let mut held = match self.hold_proof(file, self.parts().proof_budget).await {
+        let mut held = match self.hold_proof(file, self.transfers().proof_budget).await {
             Ok(held) => held,
             Err(crate::store::StoreError::Busy(_)) => return Ok(Stored::Verifying),
             Err(e) => return Err(e.into()),
         };
-        let budget = self.parts().proof_budget;
+        let budget = self.transfers().proof_budget;
         let proved = self
             .prove(&mut held, etag, proof::PROOF_SLICE, budget)
             .await;

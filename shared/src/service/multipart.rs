@@ -40,9 +40,9 @@ impl Sluice {
     /// How `file` is cut if it is uploaded in parts: over the single-PUT
     /// size.
     pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
-        let parts = self.parts();
-        (file.size > parts.single_put_max_bytes && self.store().parts().is_some())
-            .then(|| Plan::new(file.size, parts.part_bytes))
+        let transfers = self.transfers();
+        (file.size > transfers.single_put_max_bytes && self.store().parts().is_some())
+            .then(|| Plan::new(file.size, transfers.part_bytes))
     }
 
     /// The store's uploads in parts (asked for only where a file has a
@@ -142,7 +142,7 @@ impl Sluice {
             Access::Direct(presign) => {
                 let left = u64::try_from(parted.expires_at - crate::time::now_unix()).unwrap_or(1);
                 let ttl = self
-                    .parts()
+                    .transfers()
                     .upload_ttl
                     .min(PART_URL_TTL)
                     .min(Duration::from_secs(left.max(1)));
@@ -192,7 +192,7 @@ impl Sluice {
             )));
         }
         self.not_complete(&parted.file).await?;
-        let body = idle_timeout(body, self.parts().body_idle_timeout);
+        let body = idle_timeout(body, self.transfers().body_idle_timeout);
         let key = parted.file.object_key();
         let offset = u64::from(n - 1) * parted.plan.part_size;
         let put = self
@@ -216,13 +216,13 @@ impl Sluice {
 
     /// Completes `token`'s file: every part there, joined and proven to be
     /// the size and SHA-256 declared when it was issued; then it is ready.
-    /// A proof longer than [`Parts::proof_budget`](super::Parts) goes on at
+    /// A proof longer than [`Transfers::proof_budget`](crate::config::Transfers) goes on at
     /// the next call ([`Completion::Verifying`]).
     pub async fn complete_parts(&self, token: &str) -> Result<Completion, Error> {
         let parted = self.parted(token).await?;
         self.check_rate(crate::rate::Kind::Completions, parted.file.id.as_str())?;
         let file = &parted.file;
-        let mut held = self.hold_proof(file, self.parts().proof_budget).await?;
+        let mut held = self.hold_proof(file, self.transfers().proof_budget).await?;
         if held.is_proven() {
             held.release(self).await;
             return Err(Error::AlreadyUploaded);
@@ -274,7 +274,7 @@ impl Sluice {
             }
             Joined::Unproven { etag } => {
                 let slice = plan.part_size.min(PROOF_SLICE);
-                self.prove(held, etag, slice, self.parts().proof_budget)
+                self.prove(held, etag, slice, self.transfers().proof_budget)
                     .await
             }
         };

@@ -130,7 +130,7 @@ impl Sluice {
                 Error::Invalid(why)
             });
         }
-        let body = idle_timeout(body, self.parts().body_idle_timeout);
+        let body = idle_timeout(body, self.transfers().body_idle_timeout);
         let key = file.object_key();
         let put = self.store().put(&key, file.size, file.sha256, body);
         let Some(stored) = until_expiry(expires_at, put).await else {

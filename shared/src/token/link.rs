@@ -6,7 +6,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-
 /// What a link lets its bearer do, once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Method {

@@ -132,13 +132,21 @@ pub(crate) mod tests {
         let keys = ring("k1", 1);
         let claims = Claims { x: 7, exp: later() };
         let t = sign(&keys, Purpose::DevBearer, "t", &claims);
-        assert_eq!(verify::<Claims>(&keys, Purpose::DevBearer, "t", &t), Ok(claims));
+        assert_eq!(
+            verify::<Claims>(&keys, Purpose::DevBearer, "t", &t),
+            Ok(claims)
+        );
     }
 
     #[test]
     fn each_defect_has_its_own_error() {
         let keys = ring("k1", 1);
-        let t = sign(&keys, Purpose::DevBearer, "t", &Claims { x: 7, exp: later() });
+        let t = sign(
+            &keys,
+            Purpose::DevBearer,
+            "t",
+            &Claims { x: 7, exp: later() },
+        );
 
         assert_eq!(
             verify::<Claims>(&keys, Purpose::DevBearer, "t", ""),
@@ -178,7 +186,12 @@ pub(crate) mod tests {
     fn a_changed_payload_breaks_the_signature() {
         use base64::Engine as _;
         let keys = ring("k1", 1);
-        let t = sign(&keys, Purpose::DevBearer, "t", &Claims { x: 7, exp: later() });
+        let t = sign(
+            &keys,
+            Purpose::DevBearer,
+            "t",
+            &Claims { x: 7, exp: later() },
+        );
         let parts: Vec<&str> = t.split('.').collect();
         let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .encode(format!(r#"{{"x":8,"exp":{}}}"#, later()));
