@@ -135,8 +135,27 @@ pub enum Error {
         /// The field (or `field[i]`).
         field: String,
         /// What is wrong with it.
-        reason: String,
+        reason: FieldError,
     },
+    /// An action's fields given as something other than an object.
+    #[error("fields must be an object of field names to values")]
+    FormNotAnObject,
+    /// A string that is not a browser upload's id of this caller.
+    #[error("this is not an upload_id of yours")]
+    NotAnUploadId,
+    /// A page cursor that was not issued to this caller.
+    #[error(
+        "this cursor was not returned to you: pass next_cursor exactly, or leave it out for the first page"
+    )]
+    ForeignCursor,
+    /// Every part of an upload arrived, but together they are another file
+    /// than the one declared: the parts were discarded, and the same link
+    /// takes a fresh upload.
+    #[error(
+        "every part arrived, but together they are not the file declared ({0}); the parts were \
+         discarded: run the same upload command again to send the file once more"
+    )]
+    PartsNotTheFile(Mismatch),
     /// An action's upstream failed, and the message quotes it.
     #[error("{0}")]
     Upstream(String),
@@ -158,10 +177,132 @@ impl Error {
     }
 
     /// A refusal of one of an action's fields.
-    pub fn field(field: &str, reason: impl std::fmt::Display) -> Self {
+    pub fn field(field: &str, reason: FieldError) -> Self {
         Error::Field {
             field: field.to_owned(),
-            reason: reason.to_string(),
+            reason,
+        }
+    }
+}
+
+/// Why one of an action's fields was refused: data, so that each adapter
+/// words it (the MCP adapter adds the tool to call next); these words say
+/// what is wrong, never which tool or route to use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    /// The action has no field of this name.
+    #[error("action {action} has no such field; its fields are: {}", or_none(.known))]
+    NoSuchField {
+        /// The action.
+        action: String,
+        /// Its fields.
+        known: Vec<String>,
+    },
+    /// A required field left out.
+    #[error("is required")]
+    Required,
+    /// A list of files given as something else.
+    #[error("takes an array of files (handles or data: URIs), even for one file")]
+    NotAList,
+    /// A file given as something other than a string.
+    #[error("takes a file: a `$uploadedFile:` handle or a data: URI")]
+    NotAFileValue,
+    /// A handle past its expiry.
+    #[error("this handle has expired")]
+    HandleExpired,
+    /// A string that is not a handle of this deployment.
+    #[error("this is not a valid handle")]
+    NotAHandle,
+    /// A handle issued to someone else.
+    #[error("this handle was issued to another user")]
+    OtherUsersHandle,
+    /// A data: URI that does not parse, and why.
+    #[error("{0}: send data:<type>;name=<name>;base64,<data>, or a file's handle")]
+    BadDataUri(String),
+    /// A file id where a handle goes.
+    #[error("this looks like a file id, not a handle")]
+    FileIdNotHandle,
+    /// Plain text where a file goes.
+    #[error("this is plain text, not a file")]
+    NotAFile,
+    /// A file of a media type the field does not accept.
+    #[error("{name} is {content_type}, but this field accepts only {}", .accepted.join(", "))]
+    WrongType {
+        /// The file's name.
+        name: String,
+        /// Its media type.
+        content_type: String,
+        /// What the field accepts.
+        accepted: Vec<String>,
+    },
+    /// A file over the field's size limit.
+    #[error("{name} is {size} bytes, over this field's limit of {max} bytes")]
+    TooLarge {
+        /// The file's name.
+        name: String,
+        /// Its size.
+        size: u64,
+        /// The field's limit.
+        max: u64,
+    },
+    /// More files in one call than allowed.
+    #[error("one call may pass at most {0} files (counting each repeat): send fewer")]
+    TooManyFiles(u32),
+    /// A value not among the field's choices.
+    #[error("{value:?} is not one of: {}", .allowed.join(", "))]
+    NotOneOf {
+        /// The value given.
+        value: String,
+        /// The choices.
+        allowed: Vec<String>,
+    },
+    /// A value that is not a date.
+    #[error("{0:?} is not a date (YYYY-MM-DD) or date-time (RFC 3339)")]
+    NotADate(String),
+    /// A value of another JSON type than the field's.
+    #[error("takes {0}")]
+    Takes(&'static str),
+    /// A stored file that took too long to read.
+    #[error("reading the file took longer than {0} s; nothing complete was sent: try again later")]
+    ReadTimedOut(u64),
+    /// A file whose bytes are gone.
+    #[error("{0} is no longer stored")]
+    NoLongerStored(String),
+    /// A file whose bytes have not arrived.
+    #[error("{0} has not been uploaded yet")]
+    NotUploaded(String),
+    /// A file in parts whose proof goes on.
+    #[error(
+        "{0} is still being verified: run its upload command again to finish it, then call this again"
+    )]
+    Verifying(String),
+    /// Stored bytes that differ from what the handle pins.
+    #[error(
+        "the stored file does not match its pinned size and sha256, so the action was not run with it"
+    )]
+    StoredMismatch,
+    /// Another refusal of a handle, in the service's words.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// `items` joined with commas, or "none".
+fn or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_owned()
+    } else {
+        items.join(", ")
+    }
+}
+
+impl FieldError {
+    /// The refusal of a handle in a field, from the service's refusal.
+    pub fn of_handle(e: &Error) -> Self {
+        match e {
+            Error::HandleExpired => FieldError::HandleExpired,
+            Error::NotAHandle => FieldError::NotAHandle,
+            Error::OtherUsersHandle => FieldError::OtherUsersHandle,
+            other => FieldError::Refused(other.to_string()),
         }
     }
 }

@@ -60,7 +60,7 @@ mod props;
 
 pub use auth::{Caller, Scope};
 pub use config::{AwsConfig, Backend, Config, ConfigError};
-pub use error::Error;
+pub use error::{Error, FieldError};
 pub use file::{FileId, FileMeta, ObjectKey};
 pub use keys::{KeyId, Keyring, MasterSecret};
 pub use ledger::{Ledger, LedgerError, Spend};

@@ -86,7 +86,7 @@ async fn a_file_not_uploaded_yet_says_to_run_the_upload_command() {
     .await;
     assert_eq!(
         error_of(&refused),
-        "this file has not been uploaded yet: run the upload command (the curl line) its upload request returned first"
+        "this file has not been uploaded yet: run the command its upload request returned first"
     );
     let listed = tool(mcp.clone(), &token, "list_files", json!({})).await;
     assert_eq!(listed["structuredContent"]["files"][0]["state"], "pending");

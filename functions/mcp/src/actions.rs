@@ -13,7 +13,9 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResponse, CallToolResult, Tool};
 use rmcp::{ErrorData, tool, tool_router};
 use serde_json::Value;
-use sluice::actions::{Action, input_schema};
+use sluice::actions::Action;
+
+use crate::schema::input_schema;
 use sluice::{Caller, Error, Sluice};
 
 use crate::reply::{caller, caller_of, finish, success};

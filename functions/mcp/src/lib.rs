@@ -12,6 +12,7 @@ pub mod actions;
 mod gate;
 mod metadata;
 mod reply;
+mod schema;
 pub mod server;
 pub mod shapes;
 pub mod table;

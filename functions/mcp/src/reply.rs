@@ -8,7 +8,7 @@ use http::request::Parts;
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock, Extensions};
 use serde::Serialize;
-use sluice::{Caller, Error};
+use sluice::{Caller, Error, FieldError};
 
 /// A successful result: a one-line summary, the JSON for clients that do not
 /// read `structuredContent`, and the `structuredContent` itself.
@@ -45,24 +45,65 @@ pub(crate) fn compact<T: Serialize>(
 }
 
 /// What the model does next after `e`, for the errors that call for a step
-/// only a tool can name.
+/// only a tool can name: the service's words never name one.
 fn next_step(e: &Error) -> Option<&'static str> {
     Some(match e {
         Error::HandleExpired => {
             "request a new upload (request_upload) and upload the file to the new URL"
         }
-        Error::NotUploaded => {
-            "run the upload command (the curl line) its upload request returned first"
-        }
+        Error::NotUploaded => "run the command its upload request returned first",
         Error::UnknownFile(_) => "call list_files to see them, or pass the handle",
         Error::FileExpired(_) => "upload it again with request_upload",
         Error::UploadExpired => "call request_upload again and upload to the new URL",
         Error::TooLargeInline { filename, .. } if filename == "the data" => {
-            "use request_upload and run its curl command instead"
+            "use request_upload and run its command instead"
         }
-        Error::TooLargeInline { .. } => "use get_download_url and run its curl command instead",
+        Error::TooLargeInline { .. } => "use get_download_url and run its command instead",
         Error::UnknownAction(_) => "call list_actions to see the actions and their fields",
+        Error::FormNotAnObject => "call list_actions to see the form",
+        Error::NotAnUploadId => "pass the upload_id request_browser_upload returned",
+        Error::ForeignCursor => "pass the next_cursor list_files returned",
+        Error::PartsNotTheFile(_) => "if the file changed, call request_upload again instead",
+        Error::Field { reason, .. } => return field_step(reason),
         _ => return None,
+    })
+}
+
+/// What the model does next after a field's refusal, where a tool says it.
+fn field_step(reason: &FieldError) -> Option<&'static str> {
+    Some(match reason {
+        FieldError::HandleExpired => {
+            "request a new upload (request_upload) and upload the file to the new URL"
+        }
+        FieldError::NotAHandle => {
+            "pass the exact \"$uploadedFile:…\" value request_upload returned"
+        }
+        FieldError::NotAFileValue | FieldError::NotAFile => {
+            "upload the file with request_upload, run its command, and pass the \"$uploadedFile:…\" handle it returned"
+        }
+        FieldError::BadDataUri(_) => "upload the file with request_upload and pass its handle",
+        FieldError::FileIdNotHandle => {
+            "pass the file's handle (the \"$uploadedFile:…\" value request_upload returned)"
+        }
+        FieldError::NoLongerStored(_) | FieldError::StoredMismatch => {
+            "upload the file again with request_upload"
+        }
+        FieldError::NotUploaded(_) => {
+            "run the command request_upload returned first, then call this again"
+        }
+        FieldError::NoSuchField { .. } => "call list_actions to see the form",
+        FieldError::OtherUsersHandle
+        | FieldError::NotAList
+        | FieldError::WrongType { .. }
+        | FieldError::TooLarge { .. }
+        | FieldError::TooManyFiles(_)
+        | FieldError::NotOneOf { .. }
+        | FieldError::NotADate(_)
+        | FieldError::Takes(_)
+        | FieldError::ReadTimedOut(_)
+        | FieldError::Verifying(_)
+        | FieldError::Refused(_)
+        | FieldError::Required => return None,
     })
 }
 
@@ -129,7 +170,123 @@ mod tests {
             size: 20_000,
             limit: 16_384,
         });
-        assert!(text(&small).ends_with("use get_download_url and run its curl command instead"));
+        assert!(text(&small).ends_with("use get_download_url and run its command instead"));
+    }
+
+    /// Every refusal of a field, as the model reads it: the service's words
+    /// name no tool, and where a tool is the next step, the adapter names it.
+    #[test]
+    fn every_field_refusal_reads_with_its_next_step() {
+        let tools = [
+            "request_upload",
+            "list_actions",
+            "get_download_url",
+            "list_files",
+        ];
+        for (reason, tool) in field_examples() {
+            let said = reason.to_string();
+            assert!(!tools.iter().any(|t| said.contains(t)), "{said}");
+            let message = text(&failure(Error::field("doc", reason.clone())));
+            assert!(
+                message.starts_with(&format!("Field \"doc\": {said}")),
+                "{message}"
+            );
+            match tool {
+                Some(tool) => assert!(message.contains(tool), "{message}"),
+                None => assert_eq!(message, format!("Field \"doc\": {said}")),
+            }
+        }
+    }
+
+    /// One of each field refusal, with the tool its next step names. The
+    /// match below fails to compile when a variant is added without one.
+    fn field_examples() -> Vec<(FieldError, Option<&'static str>)> {
+        let examples = vec![
+            (
+                FieldError::NoSuchField {
+                    action: "a".into(),
+                    known: vec!["b".into()],
+                },
+                Some("list_actions"),
+            ),
+            (FieldError::Required, None),
+            (FieldError::NotAList, None),
+            (FieldError::NotAFileValue, Some("request_upload")),
+            (FieldError::HandleExpired, Some("request_upload")),
+            (FieldError::NotAHandle, Some("request_upload")),
+            (FieldError::OtherUsersHandle, None),
+            (
+                FieldError::BadDataUri("no comma".into()),
+                Some("request_upload"),
+            ),
+            (FieldError::FileIdNotHandle, Some("request_upload")),
+            (FieldError::NotAFile, Some("request_upload")),
+            (
+                FieldError::WrongType {
+                    name: "a.txt".into(),
+                    content_type: "text/plain".into(),
+                    accepted: vec!["image/*".into()],
+                },
+                None,
+            ),
+            (
+                FieldError::TooLarge {
+                    name: "a".into(),
+                    size: 2,
+                    max: 1,
+                },
+                None,
+            ),
+            (FieldError::TooManyFiles(100), None),
+            (
+                FieldError::NotOneOf {
+                    value: "x".into(),
+                    allowed: vec!["y".into()],
+                },
+                None,
+            ),
+            (FieldError::NotADate("x".into()), None),
+            (FieldError::Takes("a number"), None),
+            (FieldError::ReadTimedOut(15), None),
+            (
+                FieldError::NoLongerStored("a.pdf".into()),
+                Some("request_upload"),
+            ),
+            (
+                FieldError::NotUploaded("a.pdf".into()),
+                Some("request_upload"),
+            ),
+            (FieldError::Verifying("a.pdf".into()), None),
+            (FieldError::StoredMismatch, Some("request_upload")),
+            (FieldError::Refused("no".into()), None),
+        ];
+        for (e, _) in &examples {
+            match e {
+                FieldError::NoSuchField { .. }
+                | FieldError::Required
+                | FieldError::NotAList
+                | FieldError::NotAFileValue
+                | FieldError::HandleExpired
+                | FieldError::NotAHandle
+                | FieldError::OtherUsersHandle
+                | FieldError::BadDataUri(_)
+                | FieldError::FileIdNotHandle
+                | FieldError::NotAFile
+                | FieldError::WrongType { .. }
+                | FieldError::TooLarge { .. }
+                | FieldError::TooManyFiles(_)
+                | FieldError::NotOneOf { .. }
+                | FieldError::NotADate(_)
+                | FieldError::Takes(_)
+                | FieldError::ReadTimedOut(_)
+                | FieldError::NoLongerStored(_)
+                | FieldError::NotUploaded(_)
+                | FieldError::Verifying(_)
+                | FieldError::StoredMismatch
+                | FieldError::Refused(_) => {}
+            }
+        }
+        examples
     }
 
     #[test]

@@ -23,7 +23,7 @@ use tokio::sync::Semaphore;
 
 use super::fields::{Plan, Source};
 use crate::datauri::DataUri;
-use crate::error::Error;
+use crate::error::{Error, FieldError};
 use crate::file::FileMeta;
 use crate::store::{ByteStream, ObjectStore, idle_timeout, verified};
 
@@ -51,13 +51,7 @@ impl Reads {
     }
 
     fn timed_out(&self, field: &str) -> Error {
-        Error::field(
-            field,
-            format!(
-                "reading the file took longer than {} s; nothing complete was sent: try again later",
-                self.timeout.as_secs()
-            ),
-        )
+        Error::field(field, FieldError::ReadTimedOut(self.timeout.as_secs()))
     }
 }
 
@@ -204,10 +198,7 @@ fn file_stream(
             Ok(Err(e)) => Err(Error::from(e)),
             Ok(Ok(None)) => Err(Error::field(
                 &field,
-                format!(
-                    "{} is no longer stored: upload it again with request_upload",
-                    meta.filename
-                ),
+                FieldError::NoLongerStored(meta.filename.clone()),
             )),
             Ok(Ok(Some(stream))) => Ok(stream),
         };
@@ -226,10 +217,7 @@ fn file_stream(
                     .is_some_and(|inner| inner.is::<crate::sha::Mismatch>())
                 {
                     tracing::warn!(file_id = %meta.id, "stored object failed verification while sent to an upstream");
-                    Error::field(
-                        &field,
-                        "the stored file does not match its pinned size and sha256, so the action was not run with it: upload the file again with request_upload",
-                    )
+                    Error::field(&field, FieldError::StoredMismatch)
                 } else {
                     Error::internal(e)
                 };

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::catalog::{Action, Field, FieldKind};
 use crate::datauri::DataUri;
-use crate::error::Error;
+use crate::error::{Error, FieldError};
 use crate::file::FileMeta;
 use crate::token::HANDLE_PREFIX;
 
@@ -21,7 +21,7 @@ use crate::token::HANDLE_PREFIX;
 /// Looks a handle up among those resolved before the plan (handles are
 /// verified against their records, which takes a read): the file, or the
 /// refusal's words.
-pub(crate) type Redeem<'a> = &'a dyn Fn(&str) -> Result<FileMeta, String>;
+pub(crate) type Redeem<'a> = &'a dyn Fn(&str) -> Result<FileMeta, FieldError>;
 
 /// Where a file's bytes are.
 #[derive(Debug, Clone)]
@@ -105,10 +105,7 @@ pub(crate) fn plan(redeem: Redeem<'_>, action: &Action, fields: Value) -> Result
         Value::Object(map) => map,
         Value::Null => Map::new(),
         _ => {
-            return Err(Error::Invalid(
-                "fields must be an object of field names to values: call list_actions to see the form"
-                    .into(),
-            ));
+            return Err(Error::FormNotAnObject);
         }
     };
     let mut plan = Plan {
@@ -118,18 +115,12 @@ pub(crate) fn plan(redeem: Redeem<'_>, action: &Action, fields: Value) -> Result
     };
     for name in given.keys() {
         if action.field(name).is_none() {
-            let known: Vec<&str> = action.fields.iter().map(|f| f.name.as_str()).collect();
             return Err(Error::field(
                 name,
-                format!(
-                    "action {} has no such field; its fields are: {}",
-                    action.name,
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
+                FieldError::NoSuchField {
+                    action: action.name.clone(),
+                    known: action.fields.iter().map(|f| f.name.clone()).collect(),
+                },
             ));
         }
     }
@@ -138,7 +129,7 @@ pub(crate) fn plan(redeem: Redeem<'_>, action: &Action, fields: Value) -> Result
         let value = given.remove(&field.name).unwrap_or(Value::Null);
         if value.is_null() {
             if field.required {
-                return Err(Error::field(&field.name, "is required"));
+                return Err(Error::field(&field.name, FieldError::Required));
             }
             continue;
         }
@@ -146,10 +137,7 @@ pub(crate) fn plan(redeem: Redeem<'_>, action: &Action, fields: Value) -> Result
             FieldKind::File => plan.file(redeem, field, &field.name, value)?,
             FieldKind::FileList => {
                 let Value::Array(items) = value else {
-                    return Err(Error::field(
-                        &field.name,
-                        "takes an array of files (handles or data: URIs), even for one file",
-                    ));
+                    return Err(Error::field(&field.name, FieldError::NotAList));
                 };
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.into_iter().enumerate() {
@@ -175,10 +163,7 @@ impl Plan {
         value: Value,
     ) -> Result<Value, Error> {
         let Value::String(text) = value else {
-            return Err(Error::field(
-                label,
-                format!("takes {}", super::schema::FILE_FIELD_HELP),
-            ));
+            return Err(Error::field(label, FieldError::NotAFileValue));
         };
         let text = text.trim();
         let source = if text.starts_with(HANDLE_PREFIX) {
@@ -188,12 +173,8 @@ impl Plan {
             .get(..5)
             .is_some_and(|p| p.eq_ignore_ascii_case("data:"))
         {
-            let uri = DataUri::parse(text).map_err(|e| {
-                Error::field(
-                    label,
-                    format!("{e}: send data:<type>;name=<name>;base64,<data>, or upload the file with request_upload and pass its handle"),
-                )
-            })?;
+            let uri = DataUri::parse(text)
+                .map_err(|e| Error::field(label, FieldError::BadDataUri(e.to_string())))?;
             // The media type is spliced into the upstream's JSON and stored
             // with the file: only its essence, as the stored files' path
             // keeps it (an unusable one is application/octet-stream).
@@ -202,12 +183,12 @@ impl Plan {
                 ..uri
             })
         } else {
-            let hint = if crate::file::FileId::parse(text).is_some() {
-                "this looks like a file id: pass the file's handle (the \"$uploadedFile:…\" value request_upload returned)"
+            let why = if crate::file::FileId::parse(text).is_some() {
+                FieldError::FileIdNotHandle
             } else {
-                "this is plain text, not a file: upload the file with request_upload, run its curl command, and pass the \"$uploadedFile:…\" handle it returned"
+                FieldError::NotAFile
             };
-            return Err(Error::field(label, hint));
+            return Err(Error::field(label, why));
         };
         let (name, content_type, size) = match &source {
             Source::Stored(m) => (m.filename.as_str(), m.content_type.as_str(), m.size),
@@ -220,10 +201,11 @@ impl Plan {
         if !field.accepts(content_type) {
             return Err(Error::field(
                 label,
-                format!(
-                    "{name} is {content_type}, but this field accepts only {}",
-                    field.accept.join(", ")
-                ),
+                FieldError::WrongType {
+                    name: name.to_owned(),
+                    content_type: content_type.to_owned(),
+                    accepted: field.accept.clone(),
+                },
             ));
         }
         if let Some(max) = field.max_size
@@ -231,7 +213,11 @@ impl Plan {
         {
             return Err(Error::field(
                 label,
-                format!("{name} is {size} bytes, over this field's limit of {max} bytes"),
+                FieldError::TooLarge {
+                    name: name.to_owned(),
+                    size,
+                    max,
+                },
             ));
         }
         // The same stored file in two places is checked (and linked) once.
@@ -245,9 +231,7 @@ impl Plan {
         if self.occurrences() >= MAX_FILE_OCCURRENCES {
             return Err(Error::field(
                 label,
-                format!(
-                    "one call may pass at most {MAX_FILE_OCCURRENCES} files (counting each repeat): send fewer"
-                ),
+                FieldError::TooManyFiles(MAX_FILE_OCCURRENCES as u32),
             ));
         }
         let index = existing.unwrap_or_else(|| {
@@ -263,17 +247,6 @@ impl Plan {
     }
 }
 
-/// Why a handle in a field was refused, with what the model does next.
-/// The words of a handle's refusal in a field.
-pub(crate) fn handle_refusal(e: &Error) -> String {
-    match e {
-        Error::HandleExpired => {
-            format!("{e}: request a new upload (request_upload) and upload the file to the new URL")
-        }
-        other => other.to_string(),
-    }
-}
-
 fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, Error> {
     let ok = match (kind, &value) {
         (FieldKind::String, Value::String(_))
@@ -284,17 +257,17 @@ fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, 
             if !values.contains(s) {
                 return Err(Error::field(
                     &field.name,
-                    format!("{s:?} is not one of: {}", values.join(", ")),
+                    FieldError::NotOneOf {
+                        value: s.clone(),
+                        allowed: values.clone(),
+                    },
                 ));
             }
             true
         }
         (FieldKind::Date, Value::String(s)) => {
             if !is_date(s) {
-                return Err(Error::field(
-                    &field.name,
-                    format!("{s:?} is not a date (YYYY-MM-DD) or date-time (RFC 3339)"),
-                ));
+                return Err(Error::field(&field.name, FieldError::NotADate(s.clone())));
             }
             true
         }
@@ -307,7 +280,7 @@ fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, 
             FieldKind::Boolean => "true or false",
             _ => "a value",
         };
-        return Err(Error::field(&field.name, format!("takes {wanted}")));
+        return Err(Error::field(&field.name, FieldError::Takes(wanted)));
     }
     Ok(value)
 }
@@ -357,7 +330,7 @@ mod tests {
 
     #[test]
     fn an_inline_files_media_type_is_normalized_before_it_is_spliced() {
-        let redeem = |_: &str| Err(Error::NotAHandle.to_string());
+        let redeem = |_: &str| Err(FieldError::NotAHandle);
         let uri = "data:text/pl\"ain\\\"}x;base64,aGk=";
         let plan = plan(&redeem, &attach(None), serde_json::json!({"docs": [uri]})).unwrap();
         let Source::Inline(inline) = &plan.files[0].source else {
@@ -386,7 +359,7 @@ mod tests {
         match plan(&redeem, &attach(None), serde_json::json!({"docs": over})) {
             Err(Error::Field { field, reason }) => {
                 assert_eq!(field, format!("docs[{MAX_FILE_OCCURRENCES}]"));
-                assert!(reason.contains("at most 100 files"), "{reason}");
+                assert_eq!(reason, FieldError::TooManyFiles(100));
             }
             other => panic!("{other:?}"),
         }

@@ -16,14 +16,12 @@ pub(crate) mod body;
 mod catalog;
 pub(crate) mod fields;
 pub(crate) mod results;
-mod schema;
 pub(crate) mod upstream;
 
 pub use catalog::{
     Action, AuthValue, Catalog, CatalogError, Field, FieldKind, FileDelivery, UpstreamAuth,
     upstream_url_allowed,
 };
-pub use schema::{FILE_FIELD_HELP, input_schema};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -93,7 +93,11 @@ pub fn status_of(e: &Error) -> StatusCode {
         | Error::BodyMismatch(_)
         | Error::BodyBroken(_)
         | Error::UnknownAction(_)
-        | Error::Field { .. } => StatusCode::BAD_REQUEST,
+        | Error::Field { .. }
+        | Error::FormNotAnObject
+        | Error::NotAnUploadId
+        | Error::ForeignCursor
+        | Error::PartsNotTheFile(_) => StatusCode::BAD_REQUEST,
         Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Error::OtherUsersHandle | Error::PageRefused(_) => StatusCode::FORBIDDEN,
         Error::NotFound => StatusCode::NOT_FOUND,
@@ -238,9 +242,26 @@ mod tests {
             Error::UnknownFile(id.clone()),
             Error::FileExpired(id),
             Error::NotAHandle,
+            Error::FormNotAnObject,
+            Error::NotAnUploadId,
+            Error::ForeignCursor,
+            Error::PartsNotTheFile(crate::sha::Mismatch::TooShort {
+                expected: 2,
+                actual: 1,
+            }),
+            Error::field("doc", crate::error::FieldError::NotAFile),
+            Error::field("doc", crate::error::FieldError::NotUploaded("a.pdf".into())),
+            Error::field("doc", crate::error::FieldError::StoredMismatch),
         ] {
             let message = message_of(&e);
-            for tool in ["request_upload", "list_files", "get_download_url", "curl"] {
+            for tool in [
+                "request_upload",
+                "list_files",
+                "get_download_url",
+                "list_actions",
+                "request_browser_upload",
+                "curl",
+            ] {
                 assert!(!message.contains(tool), "{message}");
             }
         }

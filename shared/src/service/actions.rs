@@ -23,7 +23,7 @@ use crate::actions::upstream::Payload;
 use crate::actions::{FileDelivery, replace_placeholders};
 use crate::auth::Caller;
 use crate::datauri::DataUri;
-use crate::error::Error;
+use crate::error::{Error, FieldError};
 use crate::file::{FileMeta, SMALL_FILE_MAX};
 use crate::rate::Kind;
 use crate::sha::Sha256;
@@ -68,9 +68,7 @@ impl Sluice {
         let redeem = |handle: &str| match handles.get(handle) {
             Some(Ok(file)) => Ok(file.clone()),
             Some(Err(why)) => Err(why.clone()),
-            None => Err(format!(
-                "one call may pass at most {MAX_FILE_OCCURRENCES} files (counting each repeat): send fewer"
-            )),
+            None => Err(FieldError::TooManyFiles(MAX_FILE_OCCURRENCES as u32)),
         };
         let plan = fields::plan(&redeem, action, fields)?;
         // The call checked first: a refused one takes nothing from the rate.
@@ -138,7 +136,7 @@ impl Sluice {
         &self,
         caller: &Caller,
         fields: &Value,
-    ) -> Result<HashMap<String, Result<FileMeta, String>>, Error> {
+    ) -> Result<HashMap<String, Result<FileMeta, FieldError>>, Error> {
         let strings = fields
             .as_object()
             .into_iter()
@@ -173,7 +171,7 @@ impl Sluice {
                 Err(
                     e @ (Error::StoreUnavailable | Error::LedgerUnavailable | Error::Internal(_)),
                 ) => Err(e),
-                Err(e) => Ok((h, Err(fields::handle_refusal(&e)))),
+                Err(e) => Ok((h, Err(FieldError::of_handle(&e)))),
             })
             .collect()
     }
@@ -194,21 +192,12 @@ impl Sluice {
                         Stored::Ready(_) => Ok(()),
                         Stored::Missing => Err(Error::field(
                             &field,
-                            format!(
-                                "{} has not been uploaded yet: run the curl command from request_upload first, then call this again",
-                                meta.filename
-                            ),
+                            FieldError::NotUploaded(meta.filename.clone()),
                         )),
-                        Stored::Mismatch => Err(Error::field(
-                            &field,
-                            "the stored file does not match its pinned size and sha256: upload it again with request_upload",
-                        )),
+                        Stored::Mismatch => Err(Error::field(&field, FieldError::StoredMismatch)),
                         Stored::Verifying => Err(Error::field(
                             &field,
-                            format!(
-                                "{} is still being verified: run its upload command again to finish it, then call this again",
-                                meta.filename
-                            ),
+                            FieldError::Verifying(meta.filename.clone()),
                         )),
                     }
                 })

@@ -340,12 +340,7 @@ impl Sluice {
     /// Where the browser upload `upload_id` of `owner` stands.
     pub async fn upload_status(&self, owner: &str, upload_id: &str) -> Result<UploadStatus, Error> {
         let (file_id, page_expires) =
-            parse_upload_id(self.keys(), owner, upload_id).ok_or_else(|| {
-                Error::Invalid(
-                    "this is not an upload_id: pass the upload_id request_browser_upload returned"
-                        .into(),
-                )
-            })?;
+            parse_upload_id(self.keys(), owner, upload_id).ok_or(Error::NotAnUploadId)?;
         let status = |state| UploadStatus {
             state,
             handle: None,

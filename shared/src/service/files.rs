@@ -194,13 +194,7 @@ impl Sluice {
         }
         let after = match cursor.map(str::trim).filter(|c| !c.is_empty()) {
             None => None,
-            Some(c) => Some(decode_cursor(self.keys(), owner, c).ok_or_else(|| {
-                Error::Invalid(
-                    "this cursor is not one list_files returned to you: \
-                     pass next_cursor exactly, or leave it out for the first page"
-                        .into(),
-                )
-            })?),
+            Some(c) => Some(decode_cursor(self.keys(), owner, c).ok_or(Error::ForeignCursor)?),
         };
         let page = self
             .records()

@@ -242,11 +242,7 @@ impl Sluice {
                 // The link stays usable: a fresh upload in parts under it,
                 // so a part someone else sent costs a rerun, not the file.
                 self.begin_parts(file).await?;
-                return Err(Error::Invalid(format!(
-                    "every part arrived, but together they are not the file declared ({m}); \
-                     the parts were discarded: run the same upload command again to send the \
-                     file once more, or if the file changed, call request_upload again"
-                )));
+                return Err(Error::PartsNotTheFile(m));
             }
             Err(e) => return Err(e.into()),
         }

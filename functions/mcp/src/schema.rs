@@ -5,10 +5,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::catalog::{Action, Field, FieldKind};
+use sluice::actions::{Action, Field, FieldKind};
 
 /// What a File field takes, in the words the model reads.
-pub const FILE_FIELD_HELP: &str = "a `$uploadedFile:` handle from request_upload (upload the file with its curl command first), \
+pub const FILE_FIELD_HELP: &str = "a `$uploadedFile:` handle from request_upload (upload the file with its command first), \
 or a `data:` URI for a small file";
 
 /// The JSON Schema of `action`'s fields: an object with one property per
@@ -89,7 +89,7 @@ fn field_schema(field: &Field) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::actions::Catalog;
+    use sluice::actions::Catalog;
 
     #[test]
     fn file_fields_are_annotated_strings_and_lists_arrays_of_them() {
