@@ -104,7 +104,7 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
             ("SLUICE_ACTION_MAX_BYTES", &max_bytes),
         ],
     )?;
-    let pid = sluice.child.id();
+    let pid = sluice.process.id();
     let upload = |path: &Path, size: u64, sha: sluice::Sha256| -> anyhow::Result<String> {
         let ticket = post(
             &format!("{}/uploads", sluice.base),

@@ -4,6 +4,7 @@
 //! the same measure for a process that does nothing (`/bin/true` to exit),
 //! as the floor of spawning anything on this machine.
 
+use crate::harness::median;
 use std::io::{BufRead as _, BufReader};
 use std::net::TcpListener;
 use std::path::Path;
@@ -56,11 +57,6 @@ fn init_time(bin: &Path, function: &str) -> anyhow::Result<Duration> {
         "unexpected first request {line:?}"
     );
     Ok(elapsed)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 pub fn run(release_dir: &Path) -> anyhow::Result<String> {

@@ -5,6 +5,7 @@
 mod actions;
 mod backends;
 mod browser;
+mod harness;
 mod lambda;
 mod load;
 mod parts;
@@ -12,6 +13,7 @@ mod refs;
 mod scale;
 mod soak;
 
+use harness::median;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -229,7 +231,7 @@ pub(crate) fn make_file(path: &Path, size: u64) -> anyhow::Result<sluice::Sha256
 }
 
 pub(crate) struct Sluice {
-    child: Child,
+    process: sluice_testkit::process::Spawned,
     base: String,
     token: String,
     data_dir: PathBuf,
@@ -252,13 +254,6 @@ impl Sluice {
     }
 }
 
-impl Drop for Sluice {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_sluice(data_dir: &Path) -> anyhow::Result<Sluice> {
     start_sluice_with(data_dir, &[])
 }
@@ -266,9 +261,8 @@ fn start_sluice(data_dir: &Path) -> anyhow::Result<Sluice> {
 /// A `sluice` process on `data_dir` with extra variables, and a token for it
 /// (the default scopes: files and actions).
 pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow::Result<Sluice> {
-    let bin = sluice_bin()?;
-    let mut child = Command::new(&bin)
-        .env("SLUICE_PORT", "0")
+    let mut command = Command::new(sluice_bin()?);
+    command
         .env("SLUICE_DATA_DIR", data_dir)
         .env("SLUICE_LOG", "warn")
         .env("SLUICE_QUOTA_BYTES", (1u64 << 40).to_string())
@@ -284,19 +278,11 @@ pub(crate) fn start_sluice_with(data_dir: &Path, env: &[(&str, &str)]) -> anyhow
         .env("SLUICE_ACTION_BURST", "1000000")
         // The bench's few users move many files at once.
         .env("SLUICE_MAX_TRANSFERS_PER_USER", "100000")
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .spawn()?;
-    let mut lines = BufReader::new(child.stdout.take().context("stdout")?).lines();
-    let first = lines.next().context("sluice printed nothing")??;
-    let base = first
-        .strip_prefix("sluice listening on ")
-        .with_context(|| format!("unexpected first line {first:?}"))?
-        .to_owned();
-    std::thread::spawn(move || for _ in lines {});
+        .envs(env.iter().copied());
+    let process = sluice_testkit::process::Spawned::sluice(command)?;
     let mut sluice = Sluice {
-        child,
-        base,
+        base: process.base.clone(),
+        process,
         token: String::new(),
         data_dir: data_dir.to_owned(),
         secret: env
@@ -364,11 +350,6 @@ pub(crate) fn post(
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// The reference servers as a child process serving `file` (`size`
 /// bytes): the child, and the `discard` and `hash+file` addresses.
 pub(crate) fn start_refs(file: &Path, size: u64) -> anyhow::Result<(Child, String, String)> {
@@ -396,7 +377,7 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
 
     let (mut refs_child, discard, reference) = start_refs(&file, size)?;
     let sluice = start_sluice(&work.path().join("sluice"))?;
-    let pid = sluice.child.id();
+    let pid = sluice.process.id();
 
     // Warm up sluice with a small round trip, then take its resting RSS.
     let small = work.path().join("small.bin");
@@ -413,34 +394,35 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
     ])?;
     let (_, rss_before) = memory_kib(pid)?;
 
-    let mut up = [vec![], vec![], vec![]];
-    let mut down = [vec![], vec![], vec![]];
-    for run in 0..args.runs {
-        eprintln!("run {} of {}…", run + 1, args.runs);
+    // One round: each direction to discard, to hash+file and to sluice, in
+    // seconds.
+    let runs = harness::rounds(args.runs, "data plane", |_| {
         let d = format!("http://{discard}/object");
         let r = format!("http://{reference}/object");
-        up[0].push(timed_curl(&["-T", &file_arg, &d])?);
-        up[1].push(timed_curl(&["-T", &file_arg, &r])?);
+        let mut up = [0.0; 3];
+        up[0] = timed_curl(&["-T", &file_arg, &d])?;
+        up[1] = timed_curl(&["-T", &file_arg, &r])?;
         let ticket = post(
             &format!("{}/uploads", sluice.base),
             &sluice.token,
             &serde_json::json!({"filename": "payload.bin", "size": size, "sha256": sha}),
         )?;
-        up[2].push(timed_curl(&[
-            "-T",
-            &file_arg,
-            ticket["upload"]["url"].as_str().unwrap(),
-        ])?);
-
-        down[0].push(timed_curl(&[&d])?);
-        down[1].push(timed_curl(&[&r])?);
+        up[2] = timed_curl(&["-T", &file_arg, ticket["upload"]["url"].as_str().unwrap()])?;
+        let mut down = [0.0; 3];
+        down[0] = timed_curl(&[&d])?;
+        down[1] = timed_curl(&[&r])?;
         let link = post(
             &format!("{}/resolve", sluice.base),
             &sluice.token,
             &serde_json::json!({"handle": ticket["handle"]}),
         )?;
-        down[2].push(timed_curl(&[link["download"]["url"].as_str().unwrap()])?);
-    }
+        down[2] = timed_curl(&[link["download"]["url"].as_str().unwrap()])?;
+        Ok((up, down))
+    })?;
+    let column = |pick: fn(&([f64; 3], [f64; 3])) -> [f64; 3]| -> [Vec<f64>; 3] {
+        [0, 1, 2].map(|i| runs.iter().map(|r| pick(r)[i]).collect())
+    };
+    let (up, down) = (column(|r| r.0), column(|r| r.1));
     let (peak, _) = memory_kib(pid)?;
     let _ = refs_child.kill();
     let _ = refs_child.wait();
@@ -457,7 +439,7 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
             times[1]
                 .iter()
                 .zip(&times[2])
-                .map(|(reference, ours)| reference / ours)
+                .map(|(reference, ours)| harness::rate_ratio(*ours, *reference))
                 .collect(),
         )
     };

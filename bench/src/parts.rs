@@ -71,7 +71,7 @@ fn measure(
     sha: &sluice::Sha256,
     local: bool,
 ) -> anyhow::Result<Figures> {
-    let pid = sluice.child.id();
+    let pid = sluice.process.id();
     let (_, rss_before) = memory_kib(pid)?;
     let up_dir = work.join("up");
     std::fs::create_dir_all(&up_dir)?;

@@ -5,6 +5,7 @@
 //! measured in the same run. Requests are counted at the emulators, by a
 //! proxy in front of each that counts the HTTP requests it forwards.
 
+use crate::harness::median;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -89,11 +90,6 @@ fn file(i: usize) -> FileMeta {
         size: data.len() as u64,
         sha256: Sha256::of(data.as_bytes()),
     }
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
 }
 
 /// Runs the scale figure and returns its section of BENCHMARKS.md.

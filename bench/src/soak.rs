@@ -457,7 +457,7 @@ pub async fn run(secs: u64) -> anyhow::Result<String> {
             ("SLUICE_MAX_PENDING_FILES", "1000000"),
         ],
     )?;
-    let pid = sluice.child.id();
+    let pid = sluice.process.id();
     let http: Http = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(5))
         .build_http();

@@ -1,10 +1,11 @@
 //! What the end-to-end tests (`tests/`) and the benchmarks (`bench/`) share,
 //! so that each exists once: the emulators, sluice in-process over a
-//! temporary directory ([`inproc`]), payload bytes, and where the
-//! repository and its tools are.
+//! temporary directory ([`inproc`]), a `sluice` process ([`process`]),
+//! payload bytes, and where the repository and its tools are.
 
 pub mod emulators;
 pub mod inproc;
+pub mod process;
 pub mod table;
 
 use std::path::{Path, PathBuf};

@@ -14,11 +14,9 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_sluice-under-test");
 
 /// A running `sluice` process; killed on drop.
 pub struct Server {
-    child: Child,
+    process: sluice_testkit::process::Spawned,
     /// The base URL it printed, e.g. `http://127.0.0.1:40123`.
     pub base: String,
-    /// Every line it printed after the first, as it prints them.
-    printed: Arc<std::sync::Mutex<Vec<String>>>,
     /// Its data directory.
     pub data_dir: PathBuf,
 }
@@ -33,38 +31,19 @@ impl Server {
 
     /// Starts a server on `data_dir` with extra environment variables.
     pub fn start_in(data_dir: &Path, env: &[(&str, &str)]) -> Server {
-        let mut child = Command::new(BIN)
+        let mut command = Command::new(BIN);
+        command
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("SLUICE_PORT", "0")
             .env("SLUICE_DATA_DIR", data_dir)
             .env("SLUICE_LOG", "warn")
             .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the sluice binary starts");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines
-            .next()
-            .expect("sluice prints a first line")
-            .expect("stdout is readable");
-        let base = first
-            .strip_prefix("sluice listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line: {first}"))
-            .to_owned();
-        // Keep draining stdout so the child never blocks on a full pipe.
-        let printed = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let keep = printed.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                keep.lock().unwrap().push(line);
-            }
-        });
+            .stderr(Stdio::inherit());
+        let process =
+            sluice_testkit::process::Spawned::sluice(command).expect("the sluice binary starts");
         Server {
-            child,
-            base,
-            printed,
+            base: process.base.clone(),
+            process,
             data_dir: data_dir.to_path_buf(),
         }
     }
@@ -72,28 +51,14 @@ impl Server {
     /// The line after `label` in what the server printed at start, trimmed:
     /// e.g. the `claude mcp add …` line after "connect Claude Code:".
     pub fn printed_after(&self, label: &str) -> String {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            {
-                let lines = self.printed.lock().unwrap();
-                if let Some(at) = lines.iter().position(|l| l.trim() == label)
-                    && let Some(next) = lines.get(at + 1)
-                {
-                    return next.trim().to_owned();
-                }
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "sluice never printed {label:?}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        self.process
+            .printed_after(label, std::time::Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("sluice never printed {label:?}"))
     }
 
     /// Stops the process and waits for it to exit.
-    pub fn stop(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub fn stop(self) {
+        drop(self.process);
     }
 
     /// A bearer token for `user` with `scopes`, from `sluice token`.
@@ -138,13 +103,6 @@ impl Server {
         let reply = self.resolve(token, handle);
         assert_eq!(reply.status, 200, "{}", reply.text());
         reply.json()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
