@@ -11,8 +11,29 @@ use crate::util::{
     Emulators, Server, aws_server, aws_token, bytes, call_tool, out_text, provision, request, sh,
 };
 
-/// The most text one answer may give the model.
+/// The most text one answer may give the model, and the most bytes of its
+/// `structuredContent` JSON (all Claude Code gives the model of a result).
 const MAX_TEXT: usize = 1024;
+/// The most bytes the file tools' definitions (name, description, input
+/// schema: what every conversation pays for) may take together.
+const MAX_DEFINITIONS: usize = 5 * 1024;
+/// The file tools.
+const FILE_TOOLS: [&str; 7] = [
+    "request_upload",
+    "get_download_url",
+    "request_browser_upload",
+    "get_upload_status",
+    "list_files",
+    "upload_small_file",
+    "read_small_file",
+];
+
+/// A tool result's `structuredContent`, as compact JSON.
+fn structured_len(result: &Value) -> usize {
+    serde_json::to_string(&result["structuredContent"])
+        .unwrap()
+        .len()
+}
 /// The most characters of a link or a handle.
 const MAX_LINK: usize = 100;
 
@@ -67,6 +88,18 @@ fn one_named_transfer(base: &str, token: &str, name: &str) -> (usize, usize) {
         s["command"].as_str().unwrap(),
     );
     assert!(text.len() <= MAX_TEXT, "{} bytes: {text}", text.len());
+    let structured = structured_len(&ticket);
+    assert!(structured <= MAX_TEXT, "{structured} bytes: {ticket}");
+    // Each thing once there too: no `curl` beside the `command`.
+    assert!(s.get("curl").is_none(), "{s}");
+    assert_eq!(
+        serde_json::to_string(s)
+            .unwrap()
+            .matches("--upload-file")
+            .count(),
+        1,
+        "{s}"
+    );
     assert!(handle.len() <= MAX_LINK, "{handle}");
     assert!(url.len() <= MAX_LINK, "{url}");
     // Each thing once: the handle and the line, no URL outside the line.
@@ -90,6 +123,12 @@ fn one_named_transfer(base: &str, token: &str, name: &str) -> (usize, usize) {
         .as_str()
         .unwrap();
     assert!(down.len() <= MAX_TEXT, "{} bytes: {down}", down.len());
+    let structured = structured_len(&ticket);
+    assert!(structured <= MAX_TEXT, "{structured} bytes: {ticket}");
+    assert!(
+        ticket["structuredContent"].get("curl").is_none(),
+        "{ticket}"
+    );
     assert!(link.len() <= MAX_LINK, "{link}");
     assert_eq!(down.matches("http").count(), 1, "{down}");
     let out = sh(
@@ -108,6 +147,60 @@ fn locally_the_model_reads_at_most_a_kibibyte_per_transfer() {
     let token = server.token("alice", &[]);
     let (up, down) = one_transfer(&server.base, &token);
     eprintln!("local: request_upload {up} B, get_download_url {down} B");
+    browser_page_answer(&server.base, &token);
+}
+
+/// `request_browser_upload`'s answer, text and structured, within the
+/// same kibibyte.
+fn browser_page_answer(base: &str, token: &str) {
+    let page = call_tool(
+        base,
+        token,
+        "request_browser_upload",
+        json!({"filename": format!("{}.pdf", "r".repeat(76))}),
+    );
+    let text = text_of(&page);
+    assert!(text.len() <= MAX_TEXT, "{} bytes: {text}", text.len());
+    let structured = structured_len(&page);
+    assert!(structured <= MAX_TEXT, "{structured} bytes: {page}");
+}
+
+/// What every conversation pays for: the seven file tools' definitions
+/// (name, description, input schema, as compact JSON) within 5 KiB
+/// together, input schemas without `$schema` or `[T, "null"]` types.
+#[test]
+fn the_file_tools_definitions_stay_within_5_kib() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let reply = crate::util::mcp_post(
+        &server.base,
+        &token,
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let tools = reply.json()["result"]["tools"].as_array().unwrap().clone();
+    let mut total = 0;
+    for name in FILE_TOOLS {
+        let tool = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is listed"));
+        let schema = &tool["inputSchema"];
+        assert!(schema.get("$schema").is_none(), "{name}: {schema}");
+        assert!(!schema.to_string().contains("\"null\""), "{name}: {schema}");
+        let definition = json!({
+            "name": tool["name"],
+            "description": tool["description"],
+            "inputSchema": schema,
+        });
+        let size = serde_json::to_string(&definition).unwrap().len();
+        eprintln!("{name}: {size} B");
+        total += size;
+    }
+    assert!(
+        total <= MAX_DEFINITIONS,
+        "the file tools' definitions are {total} bytes"
+    );
 }
 
 #[test]
@@ -122,6 +215,7 @@ fn on_aws_with_a_session_token_the_model_reads_at_most_a_kibibyte() {
     let token = aws_token(&emulators, "alice", &[]);
     let (up, down) = one_transfer(&server.base, &token);
     eprintln!("aws: request_upload {up} B, get_download_url {down} B");
+    browser_page_answer(&server.base, &token);
     // Behind the short link, the presigned PUT does carry the token.
     let ticket = server.request_upload(&token, "b.bin", b"b");
     let asked = request("GET", ticket["upload"]["url"].as_str().unwrap(), &[], None);

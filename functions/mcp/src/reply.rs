@@ -20,9 +20,10 @@ pub(crate) fn success<T: Serialize>(summary: String, value: &T) -> Result<CallTo
 }
 
 /// A result the model reads in at most a kilobyte: one text block, the
-/// summary and the JSON of only the fields named in `text_fields` (each
-/// thing once: the summary says what the fields do not), with the whole
-/// value in `structuredContent` for programs (its URL descriptors, headers).
+/// summary and the JSON of only the fields named in `text_fields` (none:
+/// the summary alone; each thing once: the summary says what the fields do
+/// not), with the whole value in `structuredContent` for programs (its URL
+/// descriptors, headers).
 pub(crate) fn compact<T: Serialize>(
     summary: String,
     text_fields: &[&str],
@@ -35,10 +36,14 @@ pub(crate) fn compact<T: Serialize>(
             shown.insert((*field).to_owned(), v.clone());
         }
     }
-    let text = format!(
-        "{summary}\n{}",
-        serde_json::to_string(&shown).map_err(Error::internal)?
-    );
+    let text = if shown.is_empty() {
+        summary
+    } else {
+        format!(
+            "{summary}\n{}",
+            serde_json::to_string(&shown).map_err(Error::internal)?
+        )
+    };
     let mut result = CallToolResult::structured(json);
     result.content = vec![ContentBlock::text(text)];
     Ok(result)

@@ -108,9 +108,32 @@ fn portable(schema: JsonObject) -> Arc<JsonObject> {
     Arc::new(map)
 }
 
-/// The input schema of a tool taking `T`.
+/// The input schema of a tool taking `T`, as the model reads it on every
+/// connection: no `$schema` (MCP's default dialect is the one schemars
+/// writes), and an optional field is one left out of `required`, its type
+/// plain (not `[T, "null"]` with `default: null`, which strict validators
+/// warn about and every model pays for).
 pub fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    portable((*schema_for_input::<T>().expect("tool inputs are objects")).clone())
+    let mut schema =
+        (*portable((*schema_for_input::<T>().expect("tool inputs are objects")).clone())).clone();
+    schema.remove("$schema");
+    if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
+        for property in properties.values_mut() {
+            let serde_json::Value::Object(p) = property else {
+                continue;
+            };
+            if p.get("default").is_some_and(serde_json::Value::is_null) {
+                p.remove("default");
+            }
+            if let Some(serde_json::Value::Array(types)) = p.get("type") {
+                let plain: Vec<_> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if let [one] = plain.as_slice() {
+                    p.insert("type".into(), one.clone());
+                }
+            }
+        }
+    }
+    Arc::new(schema)
 }
 
 /// The output schema of a tool returning `T`.

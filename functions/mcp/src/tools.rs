@@ -34,11 +34,10 @@ fn host_of(url: &str) -> String {
 #[tool_router(router = file_tools, vis = "pub(crate)")]
 impl SluiceTools {
     #[tool(
-        description = "Let the PERSON upload a file from their own computer through a web page, when the file is on their machine \
-or your shell cannot reach the upload host (\"Host not in allowlist\"). Show them the returned `page_url` as a link, with words like: \
-\"Open this link to upload the file; tell me when it is done.\" Then wait for them to say so, and call get_upload_status once \
-(do not poll in a loop). The page hashes the file in their browser and sends it straight to storage; no bytes pass through the conversation. \
-Where the host shows MCP Apps (claude.ai), the same upload form also appears inside the conversation and tells you itself when the file is uploaded.",
+        description = "Let the PERSON upload a file from their own computer through a web page: when the file is on their machine, \
+or your shell cannot reach the upload host (\"Host not in allowlist\"). Show them the returned `page_url` as a link (\"Open this link \
+to upload the file; tell me when it is done.\"), wait until they say so, then call get_upload_status once (never in a loop). \
+No bytes pass through the conversation. Where the host shows MCP Apps, the same form appears in the conversation and reports the upload itself.",
         input_schema = input::<BrowserUploadRequest>()
     )]
     async fn request_browser_upload(
@@ -49,13 +48,16 @@ Where the host shows MCP Apps (claude.ai), the same upload form also appears ins
         finish(async {
             let caller = caller(&parts)?;
             let page = self.sluice.request_browser_upload(&caller.owner, req)?;
-            success(
+            // The summary says the link and the id once; the rest is in
+            // `structuredContent`.
+            compact(
                 format!(
                     "Show the person this link: \"Open this link to upload the file; tell me when it is done: {}\" \
                      (if an upload form appears in the conversation, they can use it instead; it tells you when it is done). \
                      It works once, until {}. When they say it is done, call get_upload_status with upload_id {}.",
                     page.page_url, page.expires_at, page.upload_id
                 ),
+                &[],
                 &page,
             )
         }
@@ -63,9 +65,9 @@ Where the host shows MCP Apps (claude.ai), the same upload form also appears ins
     }
 
     #[tool(
-        description = "After the person says they finished uploading on the page from request_browser_upload, get the result: \
-`ready` with the file's `handle` (use it like any handle), `pending` (not uploaded yet: ask them whether the page said it was done, \
-and call again only after they answer) or `expired` (ask for a new page). Call it once per answer from the person, never in a loop.",
+        description = "After the person says their upload on the page is done: `ready` with the file's `handle`, \
+`pending` (ask whether the page said it was done; call again only after they answer) or `expired` (ask for a new page). \
+Once per answer from the person, never in a loop.",
         input_schema = input::<UploadIdArg>()
     )]
     async fn get_upload_status(
@@ -91,11 +93,10 @@ and call again only after they answer) or `expired` (ask for a new page). Call i
     }
 
     #[tool(
-        description = "Get a single-use link to upload a file of any size without passing its bytes through the conversation. \
-First compute the file's exact size in bytes and its sha256 (e.g. `stat -c %s FILE` and `sha256sum FILE`). \
-Then run the returned `command` where the file is: it PUTs the bytes straight to storage, which accepts exactly that size and digest, once. \
-The upload host must be reachable from where the command runs (a sandboxed hosted client may need it allowlisted). \
-Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Never inline base64 for files over 16 KiB.",
+        description = "Get a single-use link to upload a file of any size without its bytes passing through the conversation. \
+First get the file's exact size and sha256 (`stat -c %s FILE`, `sha256sum FILE`). Run the returned `command` where the file is: \
+storage accepts exactly that size and digest, once; run it again to resume. The upload host must be reachable from there. \
+Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Never inline base64 over 16 KiB.",
         input_schema = input::<UploadRequest>()
     )]
     async fn request_upload(
@@ -129,8 +130,9 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
 
     #[tool(
         description = "Get a single-use, short-lived download link for one of your files (by file_id or handle). \
-Run the returned `command` to save the file in the current directory; it fails loudly if the link was already used or expired. \
-The bytes never pass through the conversation. The size and sha256 are returned so the download can be checked."
+Run the returned `command` where the file should go: it saves it in the current directory, checks its sha256, resumes when run again \
+with a new link, and fails loudly if the link was used or expired. The bytes never pass through the conversation.",
+        input_schema = input::<FileArg>()
     )]
     async fn get_download_url(
         &self,
@@ -157,7 +159,8 @@ The bytes never pass through the conversation. The size and sha256 are returned 
     }
 
     #[tool(
-        description = "List your files, newest first, a page at a time (50 unless `limit` says otherwise, at most 100): file_id, name, size, sha256, content type, state (`pending` until uploaded, then `ready`) and expiry. When `next_cursor` is present there are more: pass it as `cursor` only if you need older files.",
+        description = "List your files, newest first, 50 a page (`limit`: up to 100): file_id, name, size, sha256, content type, \
+state (`pending`, `verifying`, `ready`) and expiry. Pass `next_cursor` as `cursor` only if you need older files.",
         input_schema = input::<ListArgs>()
     )]
     async fn list_files(
@@ -184,8 +187,8 @@ The bytes never pass through the conversation. The size and sha256 are returned 
     }
 
     #[tool(
-        description = "Fallback for clients that cannot reach the upload host at all: store a SMALL file (at most 16 KiB) sent as base64, \
-with its sha256 (required, checked). Best effort, small files only: prefer request_upload, which handles any size without the bytes passing through the conversation.",
+        description = "Fallback for clients that cannot reach the upload host at all: store a SMALL file (at most 16 KiB) sent as base64 \
+with its sha256 (checked). Prefer request_upload: any size, and the bytes never pass through the conversation.",
         input_schema = input::<SmallUploadArgs>()
     )]
     async fn upload_small_file(
@@ -198,7 +201,7 @@ with its sha256 (required, checked). Best effort, small files only: prefer reque
             let encoded: String = args.data_base64.split_whitespace().collect();
             if encoded.len() > (SMALL_FILE_MAX / 3 + 1) * 4 {
                 return Err(Error::Invalid(format!(
-                    "data_base64 decodes to more than {SMALL_FILE_MAX} bytes: use request_upload and run its curl command instead"
+                    "data_base64 decodes to more than {SMALL_FILE_MAX} bytes: use request_upload and run its command instead"
                 )));
             }
             let data = base64::engine::general_purpose::STANDARD
@@ -218,8 +221,9 @@ with its sha256 (required, checked). Best effort, small files only: prefer reque
     }
 
     #[tool(
-        description = "Fallback for clients that cannot download from the link host: read one of your SMALL files (at most 16 KiB) as base64, \
-verified against its sha256. Best effort, small files only: prefer get_download_url."
+        description = "Fallback for clients that cannot download from the link host: one of your SMALL files (at most 16 KiB) \
+as base64, verified against its sha256. Prefer get_download_url.",
+        input_schema = input::<FileArg>()
     )]
     async fn read_small_file(
         &self,

@@ -29,13 +29,13 @@ use crate::token::{PageToken, TokenError};
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BrowserUploadRequest {
-    /// The name of the file the person should pick, if known, e.g. `report.pdf` (shown on the page; the file they pick keeps its own name).
+    /// The file the person should pick, if known (shown on the page).
     #[serde(default)]
     pub filename: Option<String>,
-    /// The media type, if it must be a particular one; otherwise taken from the file.
+    /// The media type, if it must be one; else the file's own.
     #[serde(default)]
     pub content_type: Option<String>,
-    /// The largest file to accept, in bytes (default: the server's limit).
+    /// The largest file to accept, in bytes.
     #[serde(default)]
     pub max_size: Option<u64>,
 }

@@ -49,13 +49,13 @@ pub const MAX_FILENAME_BYTES: usize = 1024;
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UploadRequest {
-    /// The file's name, e.g. `report.pdf`. Kept as a label; the upload command reads a file of this name from the current directory.
+    /// The file's name: the command uploads the file of this name in the current directory.
     pub filename: String,
-    /// Exact size in bytes (e.g. from `stat -c %s FILE` or `wc -c < FILE`).
+    /// Exact size in bytes.
     pub size: u64,
-    /// SHA-256 of the exact bytes, 64 hex digits (e.g. from `sha256sum FILE`).
+    /// SHA-256 of the bytes, 64 hex digits.
     pub sha256: Sha256,
-    /// The media type, e.g. `application/pdf`; guessed from the name when absent.
+    /// The media type; guessed from the name when absent.
     #[serde(default)]
     pub content_type: Option<String>,
 }
