@@ -72,6 +72,7 @@ $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-l
 test: clients
 	$(CARGO) test --workspace
 	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver
+	$(CARGO) test -p sluice-runtime --no-default-features --features local
 
 # The second clippy checks the functions as `sam build` builds them: alone,
 # without the `local` feature the rest of the workspace turns on.
@@ -85,6 +86,7 @@ lint: /usr/bin/shellcheck
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver --all-targets -- -D warnings
+	$(CARGO) clippy -p sluice-local -p sluice-runtime --no-default-features --features sluice-runtime/local --all-targets -- -D warnings
 
 # The SAM template, checked offline by cfn-lint, `sam validate --lint`, and
 # infra/check-template.py on the SAM translator's output.

@@ -419,7 +419,9 @@ fn data_plane(args: &Args) -> anyhow::Result<String> {
         down[2] = timed_curl(&[link["download"]["url"].as_str().unwrap()])?;
         Ok((up, down))
     })?;
-    let column = |pick: fn(&([f64; 3], [f64; 3])) -> [f64; 3]| -> [Vec<f64>; 3] {
+    // Each direction's seconds by reference: discard, hash+file, sluice.
+    type Round = ([f64; 3], [f64; 3]);
+    let column = |pick: fn(&Round) -> [f64; 3]| -> [Vec<f64>; 3] {
         [0, 1, 2].map(|i| runs.iter().map(|r| pick(r)[i]).collect())
     };
     let (up, down) = (column(|r| r.0), column(|r| r.1));

@@ -12,9 +12,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use axum::Router;
+#[cfg(feature = "aws")]
+use sluice::MasterSecret;
 use sluice::actions::{AuthValue, Catalog, CatalogError};
 use sluice::config::ActionsSource;
-use sluice::{Backend, Config, Keyring, MasterSecret, Sluice};
+use sluice::{Backend, Config, Keyring, Sluice};
 use url::Url;
 
 /// Sluice over the configured backends.
@@ -88,12 +90,24 @@ impl Backends {
     }
 }
 
+/// The bucket an actions catalog may be read from.
+#[cfg(feature = "aws")]
+type Bucket = sluice_aws::S3Store;
+
+/// No bucket: this build has no AWS backends.
+#[cfg(not(feature = "aws"))]
+enum Bucket {}
+
+#[cfg(not(feature = "aws"))]
+impl Bucket {
+    async fn read_whole(&self, _key: &str) -> Result<Option<Vec<u8>>, sluice::StoreError> {
+        match *self {}
+    }
+}
+
 /// Reads the actions catalog `config` names (a file, or an object in the
 /// bucket) and the secrets its auth headers name.
-async fn load_catalog(
-    config: &Config,
-    bucket: Option<&sluice_aws::S3Store>,
-) -> Result<Catalog, StartError> {
+async fn load_catalog(config: &Config, bucket: Option<&Bucket>) -> Result<Catalog, StartError> {
     let mut catalog = match &config.actions {
         None => return Ok(Catalog::default()),
         Some(ActionsSource::File(path)) => runtime::read_catalog_file(path)?,
@@ -153,9 +167,12 @@ async fn load_catalog(
 /// A Secrets Manager secret's string, for an action's auth header.
 async fn read_action_secret(config: &Config, id: &str) -> Result<String, String> {
     match &config.backend {
+        #[cfg(feature = "aws")]
         Backend::Aws(aws) => sluice_aws::read_secret(id, aws.region.as_deref())
             .await
             .map_err(|e| e.to_string()),
+        #[cfg(not(feature = "aws"))]
+        Backend::Aws(_) => Err(StartError::NoAwsBackend.to_string()),
         Backend::Local => Err(format!(
             "secret_id {id:?} is read from AWS Secrets Manager, which needs SLUICE_BACKEND=aws: locally, give the value"
         )),
@@ -180,6 +197,9 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
         }
         #[cfg(not(feature = "local"))]
         Backend::Local => Err(StartError::NoLocalBackend),
+        #[cfg(not(feature = "aws"))]
+        Backend::Aws(_) => Err(StartError::NoAwsBackend),
+        #[cfg(feature = "aws")]
         Backend::Aws(aws) => {
             let keys = match (&config.master_secret, &aws.master_secret_id) {
                 (Some(secret), _) => Keyring::new(
@@ -210,6 +230,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
     }
 }
 
+#[cfg(feature = "aws")]
 /// The keyring of a master secret kept in Secrets Manager: its `AWSCURRENT`
 /// version signs, and its `AWSPREVIOUS` version (after `put-secret-value` or
 /// a rotation) still verifies, so links and handles in flight survive the
@@ -233,6 +254,7 @@ async fn secret_manager_keys(id: &str, region: Option<&str>) -> Result<Keyring, 
 
 /// A key id for a secret version: `v` and the first 12 letters and digits
 /// of its version id (a UUID), within the 32 characters a key id may have.
+#[cfg(feature = "aws")]
 fn version_key_id(version_id: &str) -> sluice::KeyId {
     let plain: String = version_id
         .chars()
@@ -254,6 +276,7 @@ pub async fn open(config: &Config, public_url: Url) -> Result<Opened, StartError
 
 /// The public URL of an API Gateway request: `https://<domain>`, plus the
 /// stage unless it is `$default`. API Gateway sets these, not the client.
+#[cfg(feature = "lambda")]
 fn url_of(req: &lambda_http::Request) -> Option<Url> {
     use lambda_http::RequestExt as _;
     use lambda_http::request::RequestContext;
@@ -276,6 +299,7 @@ fn url_of(req: &lambda_http::Request) -> Option<Url> {
 /// `SLUICE_PUBLIC_URL` when set (a custom domain), otherwise the API's own
 /// URL, taken from the first request: the deployment template cannot pass
 /// it in, since the API depends on the functions.
+#[cfg(feature = "lambda")]
 async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), String> {
     use tower::ServiceExt as _;
     let backends = open_backends(&config).await.map_err(|e| e.to_string())?;
@@ -326,7 +350,13 @@ pub fn main_with(router: fn(Sluice) -> Router) -> ExitCode {
     };
     let result: Result<(), String> = rt.block_on(async {
         if config.lambda {
-            run_lambda(config, router).await
+            #[cfg(feature = "lambda")]
+            return run_lambda(config, router).await;
+            #[cfg(not(feature = "lambda"))]
+            return Err(
+                "this build cannot run under Lambda: build the function with its default features"
+                    .into(),
+            );
         } else {
             let (listener, url) = runtime::bind(&config).await.map_err(|e| e.to_string())?;
             let opened = open(&config, url.clone())
@@ -372,6 +402,28 @@ mod tests {
         let message = err.to_string();
         assert!(message.contains("SLUICE_BACKEND=aws"), "{message}");
         assert!(message.contains("--features local"), "{message}");
+    }
+
+    /// The `sluice` binary's default build leaves the AWS SDK out (a first
+    /// `cargo run` builds in minutes); asked for the AWS backends, it says
+    /// how to build them in.
+    #[cfg(not(feature = "aws"))]
+    #[tokio::test]
+    async fn a_build_without_aws_refuses_the_aws_backend_and_says_why() {
+        let err = open_backends(&config(&[
+            ("SLUICE_BACKEND", "aws"),
+            ("SLUICE_S3_BUCKET", "b"),
+            ("SLUICE_DYNAMODB_TABLE", "t"),
+            (
+                "SLUICE_MASTER_SECRET",
+                "a-master-secret-of-at-least-32-bytes",
+            ),
+            ("SLUICE_DEV_TOKENS", "true"),
+        ]))
+        .await
+        .expect_err("refused");
+        assert!(matches!(err, StartError::NoAwsBackend), "{err}");
+        assert!(err.to_string().contains("--features aws"), "{err}");
     }
 
     #[cfg(feature = "local")]

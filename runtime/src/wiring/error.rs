@@ -38,6 +38,13 @@ pub enum StartError {
          set SLUICE_BACKEND=aws, run the `sluice` binary, or build with `--features local`"
     )]
     NoLocalBackend,
+    /// `SLUICE_BACKEND=aws` in a build without the AWS backends (the
+    /// `sluice` binary's default, so that a first run is quick).
+    #[error(
+        "SLUICE_BACKEND=aws needs the AWS backends, which this build leaves out: \
+         build with `--features aws` (e.g. `cargo run --profile fast --bin sluice --features aws`)"
+    )]
+    NoAwsBackend,
 }
 
 pub(super) fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> StartError {
