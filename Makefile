@@ -15,7 +15,7 @@ build:
 	$(CARGO) build --workspace
 
 run:
-	$(CARGO) run --profile fast --bin sluice
+	$(CARGO) run --profile fast -p sluice-local
 
 # What the end-to-end tests drive and talk to: the official MCP clients (the
 # Python SDK in a venv, the TypeScript SDK from the lock file), Claude Code

@@ -200,7 +200,7 @@ fn sluice_bin() -> anyhow::Result<PathBuf> {
     let bin = exe.with_file_name("sluice");
     if !bin.exists() {
         bail!(
-            "{} not found: build it with `cargo build --profile fast --bin sluice`",
+            "{} not found: build it with `cargo build --profile fast -p sluice-local`",
             bin.display()
         );
     }

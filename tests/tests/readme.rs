@@ -53,7 +53,7 @@ fn sh_blocks(path: &str, heading: &str) -> Vec<String> {
 fn adapted(block: &str, server: &Server) -> String {
     block
         .replace(
-            "cargo run -q --profile fast --bin sluice --",
+            "cargo run -q --profile fast -p sluice-local --",
             &format!("SLUICE_DATA_DIR='{}' '{BIN}'", server.data_dir.display()),
         )
         .replace("http://127.0.0.1:8787", &server.base)
