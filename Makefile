@@ -110,7 +110,14 @@ fmt:
 
 # The local server and the bench in the `fast` profile (how the local server
 # is run); the functions in `release` (what `sam build` ships).
-bench: clients
+# The peer of the upload comparison (bench/peer/): mcp-upload 1.1.2 on
+# uvicorn with httptools and uvloop, in a venv of its own.
+.venv-peer/.installed: bench/peer/requirements.txt
+	$(PYTHON) -m venv .venv-peer
+	.venv-peer/bin/pip install --quiet --disable-pip-version-check -r bench/peer/requirements.txt
+	touch $@
+
+bench: clients .venv-peer/.installed
 	$(CARGO) build --profile fast --bin sluice --bin sluice-bench
 	$(CARGO) build --release -p sluice-mcp -p sluice-issuer -p sluice-resolver
 	target/fast/sluice-bench --out BENCHMARKS.md

@@ -9,6 +9,7 @@ mod harness;
 mod lambda;
 mod load;
 mod parts;
+mod peer;
 mod refs;
 mod scale;
 mod soak;
@@ -36,7 +37,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "peer"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -102,6 +103,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("parts") {
         report.push_str(&parts::run(args.parts_size_mib)?);
+    }
+    if wants("peer") {
+        report.push_str(&peer::run(args.runs)?);
     }
     if wants("actions") {
         report.push_str(&actions::run(&args)?);
@@ -190,7 +194,7 @@ fn merge_sections(out: &Path, sections: &str) -> anyhow::Result<()> {
 }
 
 /// The `sluice` binary next to this one (same profile).
-fn sluice_bin() -> anyhow::Result<PathBuf> {
+pub(crate) fn sluice_bin() -> anyhow::Result<PathBuf> {
     // Another build of the server (`SLUICE_BENCH_SERVER=target/release/sluice`):
     // how fast the binary a user builds with `cargo build --release` is.
     if let Some(bin) = std::env::var_os("SLUICE_BENCH_SERVER") {
