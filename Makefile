@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test check lint fmt bench fuzz soak deny clean clients template vendor
+.PHONY: all build run test check lint fmt bench fuzz soak deny clean clients template vendor first-run
 
 all: build
 
@@ -79,7 +79,7 @@ test: clients
 # The shell programs sluice runs or hands out: the upload script in parts
 # (shared/src/parts.sh, which the returned line pins), the dev emulators,
 # CI's entry point.
-SHELL_SCRIPTS := shared/src/parts.sh infra/dev-emulators.sh .ci/run
+SHELL_SCRIPTS := shared/src/parts.sh infra/dev-emulators.sh .ci/run bench/first-run.sh
 
 lint: /usr/bin/shellcheck
 	shellcheck $(SHELL_SCRIPTS)
@@ -116,6 +116,10 @@ fmt:
 	$(PYTHON) -m venv .venv-peer
 	.venv-peer/bin/pip install --quiet --disable-pip-version-check -r bench/peer/requirements.txt
 	touch $@
+
+# A newcomer's first run, timed on a fresh clone (BENCHMARKS.md, "A first run").
+first-run:
+	bench/first-run.sh
 
 bench: clients .venv-peer/.installed
 	$(CARGO) build --profile fast --bin sluice --bin sluice-bench
