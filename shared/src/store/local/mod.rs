@@ -69,6 +69,9 @@ pub struct LocalStore {
     /// every slot from everyone else.
     per_owner: Arc<Mutex<std::collections::HashMap<String, usize>>>,
     share: usize,
+    /// The whole file's SHA-256 of each upload in parts, run over its
+    /// parts in order as they are stored ([`parts`]).
+    running: Arc<Mutex<std::collections::HashMap<String, parts::Running>>>,
 }
 
 impl LocalStore {
@@ -90,6 +93,7 @@ impl LocalStore {
             uploading: Arc::new(Mutex::new(HashSet::new())),
             transfers: Arc::new(Semaphore::new(max_transfers.max(1))),
             per_owner: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            running: Arc::new(Mutex::new(std::collections::HashMap::new())),
             share: max_transfers.max(1),
         })
     }

@@ -1,19 +1,28 @@
 //! Uploads in parts to a directory: each part is written in place, at its
 //! offset in one staging file per upload, and marked stored (an empty file
 //! named by its number, beside it) once verified and synced. Joining is a
-//! read that proves the whole and a rename, never a copy: this store
-//! proves what it joins, as it checks everything it writes.
+//! proof of the whole and a rename, never a copy: this store proves what it
+//! joins, as it checks everything it writes.
+//!
+//! The proof runs while the upload goes on: as parts are stored, the whole
+//! file's SHA-256 is carried over every stored part that continues it in
+//! order (read back while it is still in the page cache), so that joining
+//! reads only what is left, usually nothing. The running hash lives in this
+//! process: after a restart, or for parts another process stored, the join
+//! reads them as it finds them. Either way the digest is of the bytes in
+//! the staging file, which a stored part never changes.
 
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, Read};
-use std::path::PathBuf;
+use std::io::{self, Read, Seek as _};
+use std::path::{Path, PathBuf};
 
 use super::files::{join_error, refuse_if_there, write_verified};
 use super::slots::release;
 use super::{LocalStore, READ_CHUNK};
 use crate::file::ObjectKey;
 use crate::multipart::Plan;
-use crate::sha::{Sha256, Verifier};
+use crate::sha::{Hasher, Mismatch, Sha256};
 use crate::store::{ByteStream, Joined, PartStore, StoreError};
 
 #[async_trait::async_trait]
@@ -63,7 +72,11 @@ impl PartStore for LocalStore {
         })
         .await
         .map_err(join_error)??;
+        // Queued under the part's claim, which keeps a join out until then:
+        // a join never misses a running hash it should take.
+        self.queue_part(key, offset, size);
         guard.stored();
+        self.carry(key).await;
         Ok(())
     }
 
@@ -111,6 +124,9 @@ impl PartStore for LocalStore {
         let dir = self.objects.join(key.parts_prefix());
         let markers: Vec<PathBuf> = plan.numbers().map(|n| self.path(&key.part(n))).collect();
         let plan = *plan;
+        // What the running hash covers, if it is not being carried further
+        // right now; the rest is read here.
+        let running = self.take_running(key);
         let joined = tokio::task::spawn_blocking(move || -> Result<(), StoreError> {
             // Every part marked stored before anything is read.
             for (n, marker) in plan.numbers().zip(&markers) {
@@ -118,7 +134,7 @@ impl PartStore for LocalStore {
                     return Err(StoreError::MissingPart(n));
                 }
             }
-            prove_file(&staging, plan.size, sha256)?;
+            prove_file(&staging, running, plan.size, sha256)?;
             let parent = dest.parent().expect("object keys have a directory");
             std::fs::create_dir_all(parent)?;
             // Moved, not linked: the staging name is gone with the proof,
@@ -149,22 +165,149 @@ impl PartStore for LocalStore {
 
     async fn abort(&self, key: &ObjectKey, _plan: &Plan) -> Result<(), StoreError> {
         let _claim = self.begin_join(key)?;
+        drop(self.take_running(key));
         crate::store::ObjectStore::delete(self, key).await
     }
 }
 
-/// The proof: the file at `path`, read once, is `size` bytes of `sha256`.
-fn prove_file(path: &std::path::Path, size: u64, sha256: Sha256) -> Result<(), StoreError> {
-    let mut verifier = Verifier::new(size, sha256);
+/// The whole file's SHA-256 of one upload in parts, carried over its
+/// stored parts in order.
+#[derive(Debug, Default)]
+pub(super) struct Running {
+    /// The file's bytes before this offset are hashed.
+    pub(super) hashed: u64,
+    hasher: Hasher,
+    /// Parts stored but not hashed yet: their offsets and lengths.
+    waiting: BTreeMap<u64, u64>,
+    /// A task is hashing the next parts now.
+    busy: bool,
+}
+
+impl LocalStore {
+    /// Takes `key`'s running hash for its join: what it covers and its
+    /// state, or nothing while a task is carrying it (the join then reads
+    /// the whole file).
+    fn take_running(&self, key: &ObjectKey) -> Option<(u64, Hasher)> {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let run = running.remove(&key.parts_prefix())?;
+        (!run.busy).then_some((run.hashed, run.hasher))
+    }
+
+    /// Queues the part just stored at `offset` (`len` bytes) for `key`'s
+    /// running hash.
+    fn queue_part(&self, key: &ObjectKey, offset: u64, len: u64) {
+        let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        let run = running.entry(key.parts_prefix()).or_default();
+        run.waiting.insert(offset, len);
+    }
+
+    /// Carries `key`'s running hash over every queued part that continues
+    /// it, reading them back from the staging file; one task at a time per
+    /// upload. A failed read drops the running hash (the join then reads
+    /// everything); a running hash taken meanwhile (by a join, an abort)
+    /// is not brought back.
+    async fn carry(&self, key: &ObjectKey) {
+        let prefix = key.parts_prefix();
+        loop {
+            let (from, to, hasher) = {
+                let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+                let Some(run) = running.get_mut(&prefix) else {
+                    return;
+                };
+                if run.busy {
+                    return;
+                }
+                let (from, mut to) = (run.hashed, run.hashed);
+                while let Some(len) = run.waiting.remove(&to) {
+                    to += len;
+                }
+                if to == from {
+                    return;
+                }
+                run.busy = true;
+                (from, to, std::mem::take(&mut run.hasher))
+            };
+            let staging = self.staging(key);
+            let hashed =
+                tokio::task::spawn_blocking(move || hash_range(&staging, hasher, from, to)).await;
+            let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(run) = running.get_mut(&prefix) else {
+                return;
+            };
+            match hashed {
+                Ok(Ok(hasher)) => {
+                    run.hasher = hasher;
+                    run.hashed = to;
+                    run.busy = false;
+                }
+                _ => {
+                    running.remove(&prefix);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// `hasher` carried over bytes `from..to` of the file at `path`.
+fn hash_range(path: &Path, mut hasher: Hasher, from: u64, to: u64) -> io::Result<Hasher> {
     let mut file = File::open(path)?;
+    file.seek(io::SeekFrom::Start(from))?;
+    let mut left = to - from;
+    let mut buf = vec![0u8; READ_CHUNK];
+    while left > 0 {
+        let want = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        let read = file.read(&mut buf[..want])?;
+        if read == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        hasher.update(&buf[..read]);
+        left -= read as u64;
+    }
+    Ok(hasher)
+}
+
+/// The proof: the file at `path` is `size` bytes of `sha256`, carrying
+/// `running` (what a running hash covers, and its state) over the rest,
+/// read to its end.
+fn prove_file(
+    path: &Path,
+    running: Option<(u64, Hasher)>,
+    size: u64,
+    sha256: Sha256,
+) -> Result<(), StoreError> {
+    let (hashed, mut hasher) = running
+        .filter(|(hashed, _)| *hashed <= size)
+        .unwrap_or_default();
+    let mut file = File::open(path)?;
+    if hashed > 0 {
+        file.seek(io::SeekFrom::Start(hashed))?;
+    }
+    let mut at = hashed;
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         let read = file.read(&mut buf)?;
         if read == 0 {
             break;
         }
-        verifier.update(&buf[..read])?;
+        at += read as u64;
+        if at > size {
+            return Err(StoreError::Mismatch(Mismatch::TooLong { expected: size }));
+        }
+        hasher.update(&buf[..read]);
     }
-    verifier.finish()?;
+    if at < size {
+        return Err(StoreError::Mismatch(Mismatch::TooShort {
+            expected: size,
+            actual: at,
+        }));
+    }
+    let actual = hasher.finish();
+    if actual != sha256 {
+        return Err(StoreError::Mismatch(Mismatch::Digest {
+            expected: sha256,
+            actual,
+        }));
+    }
     Ok(())
 }
