@@ -207,8 +207,8 @@ pub fn run(size_mib: u64) -> anyhow::Result<String> {
         out,
         "`target/fast/sluice-bench --only parts --parts-size-mib {size_mib}`: the file is uploaded by running the \
          `command` line `request_upload` returns (default settings: parts of {} MiB, {} of them; the script sends four parts at \
-         once, each hashed (`openssl`, else `sha256sum`), its URL asked for, and streamed there, and completes, which proves the whole file's SHA-256 by \
-         reading it), downloaded by running `get_download_url`'s line (which checks the SHA-256 itself), \
+         once, each hashed (`openssl`, else `sha256sum`), its URL asked for, and streamed there, and completes, which proves the whole file's SHA-256: locally \
+         hashed while the parts arrived, on S3 read after the join), downloaded by running `get_download_url`'s line (which checks the SHA-256 itself), \
          beside **hash+file** (one PUT to a server that hashes every byte and writes and syncs a file: the \
          unavoidable work) and, locally, the same file in one PUT to sluice's link. One run each (a 5 GiB \
          transfer is long enough to average the disk's swings, not the machine's other load); MiB/s as seen from the line's start to its end.\n",
