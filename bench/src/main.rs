@@ -37,7 +37,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "peer"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "peer"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -103,6 +103,12 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("parts") {
         report.push_str(&parts::run(args.parts_size_mib)?);
+    }
+    if wants("parts-vs-put") {
+        report.push_str(&parts::versus_one_put(
+            args.parts_size_mib.min(1024),
+            args.runs,
+        )?);
     }
     if wants("peer") {
         report.push_str(&peer::run(args.runs)?);

@@ -268,3 +268,54 @@ pub fn run(size_mib: u64) -> anyhow::Result<String> {
     }
     Ok(out)
 }
+
+/// Parts beside one PUT, interleaved: `runs` rounds, each of hash+file (one
+/// PUT), the same file in one PUT to sluice's link and the same file
+/// through `request_upload`'s line in parts, locally; the ratios are the
+/// medians of each round's, so that the disk's swings between rounds (this
+/// machine's writeback) cancel out.
+pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
+    use crate::harness::{median, rate_ratio, rounds};
+    let size = size_mib << 20;
+    let work = tempfile::tempdir()?;
+    let up_dir = work.path().join("up");
+    std::fs::create_dir_all(&up_dir)?;
+    let file = up_dir.join("payload.bin");
+    eprintln!("parts beside one PUT: writing a {size_mib} MiB file…");
+    let sha = make_file(&file, size)?;
+    let file_arg = file.to_str().context("utf-8 path")?.to_owned();
+    let (mut refs, _discard, reference) = start_refs(&work.path().join("ref.bin"), size)?;
+    let sluice = start_sluice_with(&work.path().join("sluice"), &[])?;
+    let token = sluice.token.clone();
+    let results = rounds(runs, "parts beside one PUT", |_| {
+        let hash_file = timed_curl(&["-T", &file_arg, &format!("http://{reference}/object")])?;
+        let ticket = issue(&sluice, &token, size, &sha)?;
+        let url = ticket["upload"]["url"].as_str().context("url")?;
+        let one_put = timed_curl(&["-T", &file_arg, url])?;
+        let ticket = issue(&sluice, &token, size, &sha)?;
+        let line = ticket["command"].as_str().context("command")?;
+        let (parts, ok, _) = run_line(line, &up_dir, None)?;
+        anyhow::ensure!(ok, "the line failed");
+        Ok((hash_file, one_put, parts))
+    })?;
+    let _ = refs.kill();
+    let _ = refs.wait();
+    let mib = size_mib as f64;
+    let rate = |pick: fn(&(f64, f64, f64)) -> f64| mib / median(results.iter().map(pick).collect());
+    let of_put = median(results.iter().map(|r| rate_ratio(r.2, r.1)).collect());
+    let of_ref = median(results.iter().map(|r| rate_ratio(r.2, r.0)).collect());
+    let verdict = if of_put >= 0.9 { "met" } else { "**missed**" };
+    Ok(format!(
+        "## Parts beside one PUT: {size_mib} MiB, interleaved (local mode)\n\n\
+         `target/fast/sluice-bench --only parts-vs-put --parts-size-mib {size_mib} --runs {runs}`: {runs} rounds, \
+         each of hash+file (one PUT to a server that hashes, writes and syncs), the file in one PUT to sluice's \
+         link, and the file through `request_upload`'s line in parts (default plan); MiB/s medians, and each \
+         ratio the median of the rounds' own.\n\n\
+         | hash+file | sluice, one PUT | sluice, in parts (the line) | parts / one PUT | parts / hash+file |\n\
+         |---|---|---|---|---|\n\
+         | {:.0} | {:.0} | {:.0} | **{of_put:.2}** (target ≥ 0.9: {verdict}) | {of_ref:.2} |\n\n",
+        rate(|r| r.0),
+        rate(|r| r.1),
+        rate(|r| r.2),
+    ))
+}
