@@ -138,6 +138,49 @@ impl S3Store {
             .checksum_sha256(sha256.to_base64())
             .if_none_match("*")
     }
+
+    /// A PUT of part `n` of multipart upload `id` to `key` that S3 accepts
+    /// only with exactly `size` bytes whose digest is `sha256`.
+    fn pinned_part(
+        &self,
+        key: &ObjectKey,
+        id: String,
+        n: u32,
+        size: u64,
+        sha256: Sha256,
+    ) -> aws_sdk_s3::operation::upload_part::builders::UploadPartFluentBuilder {
+        self.client
+            .upload_part()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .upload_id(id)
+            .part_number(i32::try_from(n).unwrap_or(i32::MAX))
+            .content_length(size as i64)
+            .checksum_sha256(sha256.to_base64())
+    }
+}
+
+/// `body` gathered whole and checked against `size` and `sha256` before
+/// anything is sent (S3 checks it again against the signed checksum). A
+/// body already in memory in one chunk (a file in an action's answer, a
+/// record) is kept as it is, not copied.
+async fn verified_whole(
+    mut body: ByteStream,
+    size: u64,
+    sha256: Sha256,
+) -> Result<Bytes, StoreError> {
+    let mut verifier = sluice::sha::Verifier::new(size, sha256);
+    let mut chunks = Vec::new();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(StoreError::Body)?;
+        verifier.update(&chunk)?;
+        chunks.push(chunk);
+    }
+    verifier.finish()?;
+    Ok(match <[Bytes; 1]>::try_from(chunks) {
+        Ok([one]) => one,
+        Err(chunks) => chunks.concat().into(),
+    })
 }
 
 /// An object's body as a stream of chunks.
@@ -190,24 +233,9 @@ impl ObjectStore for S3Store {
         key: &ObjectKey,
         size: u64,
         sha256: Sha256,
-        mut body: ByteStream,
+        body: ByteStream,
     ) -> Result<(), StoreError> {
-        // The body is checked whole before anything is sent, and S3 checks
-        // it again against the signed checksum.
-        let mut verifier = sluice::sha::Verifier::new(size, sha256);
-        let mut chunks = Vec::new();
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(StoreError::Body)?;
-            verifier.update(&chunk)?;
-            chunks.push(chunk);
-        }
-        verifier.finish()?;
-        // A body already in memory (a file in an action's answer, a
-        // record) in one chunk is sent as it is, not copied.
-        let data = match <[bytes::Bytes; 1]>::try_from(chunks) {
-            Ok([one]) => one,
-            Err(chunks) => chunks.concat().into(),
-        };
+        let data = verified_whole(body, size, sha256).await?;
         match self
             .pinned_put(key, size, sha256)
             .body(AwsBody::from(data))

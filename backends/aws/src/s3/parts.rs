@@ -13,7 +13,6 @@ use std::time::Duration;
 use aws_sdk_s3::error::DisplayErrorContext;
 use aws_sdk_s3::primitives::ByteStream as AwsBody;
 use aws_sdk_s3::types::{ChecksumAlgorithm, CompletedMultipartUpload, CompletedPart};
-use futures_util::TryStreamExt as _;
 use sluice::multipart::Plan;
 use sluice::store::{ByteStream, Joined, ObjectStore as _, PartStore, StoreError};
 use sluice::{ObjectKey, Sha256};
@@ -201,7 +200,7 @@ impl PartStore for S3Store {
         _offset: u64,
         size: u64,
         sha256: Sha256,
-        mut body: ByteStream,
+        body: ByteStream,
     ) -> Result<(), StoreError> {
         // Through sluice (clients use presigned URLs): the body is checked
         // whole before it is sent, and S3 checks it again.
@@ -209,22 +208,9 @@ impl PartStore for S3Store {
         if self.has_part(key, n).await? {
             return Err(StoreError::AlreadyExists);
         }
-        let mut verifier = sluice::sha::Verifier::new(size, sha256);
-        let mut chunks = Vec::new();
-        while let Some(chunk) = body.try_next().await.map_err(StoreError::Body)? {
-            verifier.update(&chunk)?;
-            chunks.push(chunk);
-        }
-        verifier.finish()?;
-        self.client
-            .upload_part()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .upload_id(id)
-            .part_number(i32::try_from(n).unwrap_or(i32::MAX))
-            .content_length(size as i64)
-            .checksum_sha256(sha256.to_base64())
-            .body(AwsBody::from(chunks.concat()))
+        let data = super::verified_whole(body, size, sha256).await?;
+        self.pinned_part(key, id, n, size, sha256)
+            .body(AwsBody::from(data))
             .send()
             .await
             .map_err(|e| s3_error(e, key.as_str()))?;

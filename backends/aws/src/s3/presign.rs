@@ -45,14 +45,7 @@ impl Presigner for S3Store {
         let config =
             PresigningConfig::expires_in(ttl).map_err(|e| StoreError::Io(io::Error::other(e)))?;
         let request = self
-            .client
-            .upload_part()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .upload_id(id)
-            .part_number(i32::try_from(n).unwrap_or(i32::MAX))
-            .content_length(size as i64)
-            .checksum_sha256(sha256.to_base64())
+            .pinned_part(key, id, n, size, sha256)
             .presigned(config)
             .await
             .map_err(|e| s3_error(e, key.as_str()))?;

@@ -249,20 +249,31 @@ impl LocalStore {
     }
 }
 
+/// Carries `hasher` over at most `at_most` bytes of `file`, stopping at
+/// its end; how many it read.
+fn hash_from(file: &mut File, hasher: &mut Hasher, at_most: u64) -> io::Result<u64> {
+    let mut read_in_all = 0;
+    let mut buf = vec![0u8; READ_CHUNK];
+    while read_in_all < at_most {
+        let want = usize::try_from(at_most - read_in_all)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let read = file.read(&mut buf[..want])?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buf[..read]);
+        read_in_all += read as u64;
+    }
+    Ok(read_in_all)
+}
+
 /// `hasher` carried over bytes `from..to` of the file at `path`.
 fn hash_range(path: &Path, mut hasher: Hasher, from: u64, to: u64) -> io::Result<Hasher> {
     let mut file = File::open(path)?;
     file.seek(io::SeekFrom::Start(from))?;
-    let mut left = to - from;
-    let mut buf = vec![0u8; READ_CHUNK];
-    while left > 0 {
-        let want = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
-        let read = file.read(&mut buf[..want])?;
-        if read == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        hasher.update(&buf[..read]);
-        left -= read as u64;
+    if hash_from(&mut file, &mut hasher, to - from)? < to - from {
+        return Err(io::ErrorKind::UnexpectedEof.into());
     }
     Ok(hasher)
 }
@@ -283,18 +294,9 @@ fn prove_file(
     if hashed > 0 {
         file.seek(io::SeekFrom::Start(hashed))?;
     }
-    let mut at = hashed;
-    let mut buf = vec![0u8; READ_CHUNK];
-    loop {
-        let read = file.read(&mut buf)?;
-        if read == 0 {
-            break;
-        }
-        at += read as u64;
-        if at > size {
-            return Err(StoreError::Mismatch(Mismatch::TooLong { expected: size }));
-        }
-        hasher.update(&buf[..read]);
+    let at = hashed + hash_from(&mut file, &mut hasher, size - hashed)?;
+    if at == size && file.read(&mut [0u8; 1])? > 0 {
+        return Err(StoreError::Mismatch(Mismatch::TooLong { expected: size }));
     }
     if at < size {
         return Err(StoreError::Mismatch(Mismatch::TooShort {
