@@ -190,6 +190,58 @@ fn headers_must_arrive_in_time() {
     );
 }
 
+/// A POST refused before its body arrived (a 401: no token) says
+/// `Connection: close`, or else serves the next request on that connection.
+/// Before: the server closed the connection without saying so, and the
+/// Python SDK's OAuth client, sending its next request (the resource
+/// metadata) on it at once, failed with "Server disconnected without
+/// sending a response" (a CI run; the SDK's HTTP client sends a request's
+/// headers and its body in two writes, so the body can come after the 401).
+#[test]
+fn a_refusal_before_the_body_arrives_says_the_connection_closes() {
+    use std::io::{Read as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[]);
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}",
+        body.len()
+    );
+    let mut stream = stalled_request(&server.base, &head, b"");
+    stream.set_read_timeout(Some(10 * SECOND)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let first = String::from_utf8_lossy(&got).to_lowercase();
+    assert!(first.starts_with("http/1.1 401"), "{first}");
+    if first.contains("\r\nconnection: close\r\n") {
+        return;
+    }
+    // Not said: then the connection must go on serving, as a client that
+    // reads no `Connection: close` will use it.
+    let addr = server.base.trim_start_matches("http://");
+    stream.write_all(body).unwrap();
+    stream
+        .write_all(
+            format!("GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: {addr}\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = stream.read_to_end(&mut rest);
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(
+        rest.contains("HTTP/1.1 200"),
+        "the connection was closed without a word and the next request lost: {first}{rest}"
+    );
+}
+
 /// Connections past the cap wait to be accepted; once others close, they
 /// are served.
 #[test]

@@ -122,45 +122,107 @@ pub async fn serve(
 /// body that broke off. A route whose body has limits of its own (an
 /// upload's: a large file takes as long as its link allows) lifts the
 /// deadline ([`sluice::http::BodyDeadline`]) before its handler reads.
+///
+/// A route that answers without reading its request's body to the end (a
+/// 401 before a POST's body arrived, a refused upload) gets `Connection:
+/// close` on its answer. HTTP/1.1 cannot tell where the next request on
+/// that connection would begin, so the server closes it either way
+/// (RFC 9112, section 9.6); saying so keeps a client from sending its next
+/// request on a connection being closed, which it would see as "server
+/// disconnected without sending a response".
 async fn body_deadline(
     axum::extract::State(limit): axum::extract::State<std::time::Duration>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    use futures_util::StreamExt as _;
     let lifted = sluice::http::BodyDeadline::default();
     request.extensions_mut().insert(lifted.clone());
     let (parts, body) = request.into_parts();
-    let deadline = tokio::time::Instant::now() + limit;
-    let timed = futures_util::stream::unfold(Some(body.into_data_stream()), move |state| {
-        let lifted = lifted.lifted();
-        async move {
-            let mut data = state?;
-            if lifted {
-                return data
-                    .next()
-                    .await
-                    .map(|chunk| (chunk.map_err(io::Error::other), Some(data)));
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(
+        http_body::Body::is_end_stream(&body),
+    ));
+    let timed = Timed {
+        inner: body,
+        deadline: Box::pin(tokio::time::sleep(limit)),
+        lifted,
+        ended: ended.clone(),
+        failed: false,
+    };
+    let mut response = next
+        .run(axum::extract::Request::from_parts(
+            parts,
+            axum::body::Body::new(timed),
+        ))
+        .await;
+    if !ended.load(std::sync::atomic::Ordering::Acquire) {
+        response.headers_mut().insert(
+            http::header::CONNECTION,
+            http::HeaderValue::from_static("close"),
+        );
+    }
+    response
+}
+
+/// A request body under the server's read deadline, which records whether
+/// it was read to its end.
+struct Timed {
+    inner: axum::body::Body,
+    deadline: std::pin::Pin<Box<tokio::time::Sleep>>,
+    lifted: sluice::http::BodyDeadline,
+    ended: Arc<std::sync::atomic::AtomicBool>,
+    failed: bool,
+}
+
+impl http_body::Body for Timed {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        if this.failed {
+            return Poll::Ready(None);
+        }
+        let frame = std::pin::Pin::new(&mut this.inner).poll_frame(cx);
+        let end = || this.ended.store(true, std::sync::atomic::Ordering::Release);
+        match frame {
+            Poll::Ready(None) => {
+                end();
+                Poll::Ready(None)
             }
-            match tokio::time::timeout_at(deadline, data.next()).await {
-                Ok(Some(Ok(chunk))) => Some((Ok(chunk), Some(data))),
-                Ok(Some(Err(e))) => Some((Err(io::Error::other(e)), None)),
-                Ok(None) => None,
-                Err(_) => Some((
-                    Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the request body did not arrive in time",
-                    )),
-                    None,
-                )),
+            Poll::Ready(Some(Ok(frame))) => {
+                if this.inner.is_end_stream() {
+                    end();
+                }
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(e))) => {
+                this.failed = true;
+                Poll::Ready(Some(Err(e)))
+            }
+            Poll::Pending => {
+                if this.lifted.lifted() || this.deadline.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                this.failed = true;
+                Poll::Ready(Some(Err(axum::Error::new(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the request body did not arrive in time",
+                )))))
             }
         }
-    });
-    next.run(axum::extract::Request::from_parts(
-        parts,
-        axum::body::Body::from_stream(timed),
-    ))
-    .await
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.failed || self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
