@@ -12,7 +12,7 @@
 # under ORIGIN and at most the checksum headers, with base64 values; nothing
 # it says becomes an option of curl.
 set -eu
-# K parts at once: enough to keep the hashing, the network and the store
+# K parts in flight: enough to keep the hashing, the network and the store
 # busy together, few enough to stay within one user's share of transfers.
 f=$1 L=$2 N=$3 S=$4 M=$5 O=$6 K=4
 [ -f "$f" ] || { echo "sluice: there is no file $f here: run the line where the file is, or give its path" >&2; exit 1; }
@@ -52,17 +52,36 @@ send() {
   : > "$d/$i.ok"
   echo "sluice: part $i of $N sent" >&2
 }
+# K parts in flight at all times, not K at a time: a slot is taken from a
+# FIFO before a part starts and given back when it ends, so one slow part
+# holds up no other and the hashing, the network and the store overlap.
+mkfifo "$d/slots"
+exec 3<>"$d/slots"
+k=0
+while [ "$k" -lt "$K" ]; do echo >&3; k=$((k + 1)); done
 i=1
 while [ "$i" -le "$N" ]; do
-  sent=
-  while [ "$i" -le "$N" ] && [ "$(printf '%s' "$sent" | wc -w)" -lt "$K" ]; do
-    case "$have" in *" $i "*) ;; *) send "$i" & sent="$sent $i" ;; esac
-    i=$((i + 1))
-  done
-  wait
-  for j in $sent; do
-    [ -e "$d/$j.ok" ] || { echo "sluice: part $j was not stored: run the same line again to resume" >&2; exit 1; }
-  done
+  case "$have" in *" $i "*) ;; *)
+    read -r _ <&3
+    [ ! -e "$d/failed" ] || break
+    # The part's own shell gives its slot back however it ends (set -e
+    # ends it at the first failure), and marks the run failed if the
+    # part was not stored, so that no further part starts.
+    (
+      trap '[ -e "$d/$i.ok" ] || : > "$d/failed"; echo >&3' EXIT
+      send "$i"
+    ) &
+  ;; esac
+  i=$((i + 1))
+done
+wait
+exec 3>&-
+j=1
+while [ "$j" -le "$N" ]; do
+  case "$have" in *" $j "*) ;; *)
+    [ -e "$d/$j.ok" ] || { echo "sluice: part $j was not stored: run the same line again to resume" >&2; exit 1; } ;;
+  esac
+  j=$((j + 1))
 done
 while :; do
   c=$(curl -sS -o "$d/done" -w '%{http_code}' -X POST "$L/complete") || exit 1

@@ -93,7 +93,10 @@ fn a_large_file_goes_in_parts_and_one_line_resumes_it_after_an_interruption() {
         "{}",
         out_text(&first)
     );
-    assert_eq!(sent(work.path()), 3);
+    // Part 1 and 2 at least were tried; part 3 too unless part 2 had failed
+    // before its turn came (the line starts no part after a failure).
+    let tried = sent(work.path());
+    assert!((2..=3).contains(&tried), "{tried} parts tried");
     let link = ticket["upload"]["url"].as_str().unwrap();
     assert_eq!(
         request("GET", &format!("{link}/parts"), &[], None).text(),
