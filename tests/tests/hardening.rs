@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::util::{
-    Server, bytes, call_tool, closed_within, out_text, put_link, put_links, request,
+    Server, bytes, call_tool, closed_within, out_text, put_link, put_links, request, response_head,
     response_status, sh, stalled_request, stored_objects,
 };
 
@@ -209,16 +209,7 @@ fn a_refusal_before_the_body_arrives_says_the_connection_closes() {
         body.len()
     );
     let mut stream = stalled_request(&server.base, &head, b"");
-    stream.set_read_timeout(Some(10 * SECOND)).unwrap();
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-    let first = String::from_utf8_lossy(&got).to_lowercase();
+    let first = response_head(&mut stream, 10 * SECOND).to_lowercase();
     assert!(first.starts_with("http/1.1 401"), "{first}");
     if first.contains("\r\nconnection: close\r\n") {
         return;

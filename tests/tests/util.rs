@@ -336,9 +336,9 @@ pub fn stalled_request(base: &str, head: &str, body: &[u8]) -> std::net::TcpStre
     stream
 }
 
-/// The status of the response arriving on `stream` within `wait`, or
-/// `None` if none came (or the server closed the connection without one).
-pub fn response_status(stream: &mut std::net::TcpStream, wait: std::time::Duration) -> Option<u16> {
+/// What arrived on `stream` within `wait` up to the end of a response's
+/// head (or all that came before the server closed or `wait` ran out).
+pub fn response_head(stream: &mut std::net::TcpStream, wait: std::time::Duration) -> String {
     use std::io::Read as _;
     stream.set_read_timeout(Some(wait)).unwrap();
     let mut got = Vec::new();
@@ -349,8 +349,17 @@ pub fn response_status(stream: &mut std::net::TcpStream, wait: std::time::Durati
             Ok(n) => got.extend_from_slice(&buf[..n]),
         }
     }
-    let text = String::from_utf8_lossy(&got);
-    text.split_whitespace().nth(1)?.parse().ok()
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// The status of the response arriving on `stream` within `wait`, or
+/// `None` if none came (or the server closed the connection without one).
+pub fn response_status(stream: &mut std::net::TcpStream, wait: std::time::Duration) -> Option<u16> {
+    response_head(stream, wait)
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// Whether the server closed `stream` within `wait` (a read returns end of
