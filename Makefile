@@ -27,7 +27,7 @@ run:
 S3S_FS_VERSION := 0.14.1
 S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
 
-clients: $(VENV)/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium /usr/bin/tmux
+clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium /usr/bin/tmux
 
 # The browser the page tests drive (playwright-core cannot download its own
 # here): Debian's Chromium, installed as root (CI runs as root).
@@ -58,6 +58,12 @@ check:
 $(VENV)/.installed: tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tests/requirements.txt
+	touch $@
+
+# The Python SDK of protocol 2025-03-26, for the older clients' test.
+$(VENV)-legacy/.installed: tests/requirements-legacy.txt
+	$(PYTHON) -m venv $(VENV)-legacy
+	$(VENV)-legacy/bin/pip install --quiet --disable-pip-version-check -r tests/requirements-legacy.txt
 	touch $@
 
 $(S3S_FS):

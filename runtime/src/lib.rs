@@ -359,10 +359,14 @@ pub fn main_with(router: fn(Sluice) -> Router) -> ExitCode {
             );
         } else {
             let (listener, url) = runtime::bind(&config).await.map_err(|e| e.to_string())?;
+            let bound = listener.local_addr().map_err(|e| e.to_string())?;
             let opened = open(&config, url.clone())
                 .await
                 .map_err(|e| e.to_string())?;
-            println!("listening on {url}");
+            println!("listening on http://{bound}");
+            if config.public_url.is_some() {
+                println!("public URL: {url}");
+            }
             runtime::serve(
                 listener,
                 router(opened.sluice),

@@ -78,6 +78,24 @@ impl Spawned {
         }
     }
 
+    /// The first line the process printed (after the first) that starts
+    /// with `prefix`, once it has printed it (within `wait`).
+    pub fn printed_starting(&self, prefix: &str, wait: Duration) -> Option<String> {
+        let deadline = Instant::now() + wait;
+        loop {
+            {
+                let lines = self.printed.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(line) = lines.iter().find(|l| l.starts_with(prefix)) {
+                    return Some(line.clone());
+                }
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The process id.
     pub fn id(&self) -> u32 {
         self.child.id()

@@ -439,6 +439,33 @@ fn a_bad_catalog_stops_the_process_naming_action_and_field() {
     assert!(stderr.contains("Blob"), "{stderr}");
 }
 
+/// A name whose tool a client would cut or a model API refuse stops the
+/// start, naming the action and the limit.
+#[test]
+fn an_action_name_too_long_for_a_tool_stops_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("actions.toml");
+    let name = "attach_the_signed_contract_to_the_customer_record";
+    std::fs::write(
+        &path,
+        format!(
+            "[[actions]]\nname = \"{name}\"\ndescription = \"d\"\nurl = \"https://x.example\"\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .env_clear()
+        .env("SLUICE_DATA_DIR", dir.path())
+        .env("SLUICE_PORT", "0")
+        .env("SLUICE_ACTIONS_FILE", &path)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", out_text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(name), "{stderr}");
+    assert!(stderr.contains("more than 44"), "{stderr}");
+}
+
 /// `sluice` with no configuration: the example upstream and its two
 /// actions, driven as a model would, with the returned curl lines.
 #[test]

@@ -472,3 +472,22 @@ fn a_large_file_goes_from_the_page_in_parts() {
     // No part is left behind: the joined file is the object.
     assert!(sluice_testkit::files_under(&dir.path().join("objects/parts")).is_empty());
 }
+
+/// Progress while a person uploads: one `get_upload_status` call with
+/// `wait_seconds` and a progress token (the official Python client)
+/// receives notifications/progress as the bytes arrive, then `ready`; with
+/// neither it answers at once, as before (`tests/clients/progress.py`).
+#[test]
+fn a_waiting_status_call_reports_progress_and_answers_when_ready() {
+    let (server, _dir) = Server::start();
+    let out = Command::new(root().join(".venv/bin/python"))
+        .arg(root().join("tests/clients/progress.py"))
+        .args(["--url", &format!("{}/mcp", server.base)])
+        .args(["--token", &server.token("alice", &[])])
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .unwrap();
+    let checks = crate::util::client_checks("progress.py", &out);
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert!(checks[1].contains("progress notifications"), "{checks:?}");
+}

@@ -55,3 +55,24 @@ fn a_token_takes_scopes_either_way_and_refuses_an_unknown_one() {
     let out = sluice(&["frobnicate"], &env);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Behind a public URL, the first line still names the address bound (what
+/// a person on the machine, or a proxy, connects to) and the next the
+/// public URL, each once.
+#[test]
+fn the_banner_names_the_address_bound_and_the_public_url_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = crate::util::Server::start_in(
+        dir.path(),
+        &[("SLUICE_PUBLIC_URL", "https://files.example.com")],
+    );
+    assert!(
+        server.base.starts_with("http://127.0.0.1:"),
+        "the first line names {}",
+        server.base
+    );
+    let public = server.printed_starting("public URL");
+    assert!(public.ends_with("https://files.example.com"), "{public}");
+    let claude = server.printed_after("connect Claude Code:");
+    assert!(claude.contains("https://files.example.com/mcp"), "{claude}");
+}

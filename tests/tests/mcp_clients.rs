@@ -66,3 +66,80 @@ fn the_typescript_sdk_client_runs_the_whole_flow() {
     );
     run_client("node", "flow.mjs");
 }
+
+/// The MCP Inspector CLI (pinned in `tests/clients/package.json`), as a
+/// person checking a server runs it: `--strict` finds no schema problem,
+/// and a file goes up and comes back through the lines its tool calls
+/// return, run as returned.
+#[test]
+fn the_mcp_inspector_cli_finds_no_problem_and_round_trips_a_file() {
+    let inspector = root().join("tests/clients/node_modules/.bin/mcp-inspector");
+    assert!(
+        inspector.exists(),
+        "the MCP Inspector is not installed: run `make test`"
+    );
+    let (server, _dir) = Server::start();
+    let auth = format!(
+        "Authorization: Bearer {}",
+        server.token("alice", &["files:read", "files:write"])
+    );
+    let url = format!("{}/mcp", server.base);
+    let inspect = |args: &[&str]| {
+        let out = Command::new(&inspector)
+            .args(["--cli", &url, "--header", &auth])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            crate::util::out_text(&out)
+        );
+        out
+    };
+    let listed = inspect(&["--method", "tools/list", "--strict"]);
+    let report = String::from_utf8_lossy(&listed.stderr);
+    // It prints each problem ("Warning: tool …", "Error: …") and a count
+    // ("0 errors, 7 warnings across 2 tools"); with none, nothing.
+    assert!(
+        !report.contains("Warning") && !report.contains("warnings across"),
+        "{report}"
+    );
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("\"request_upload\""),
+        "the tools are listed"
+    );
+
+    let work = tempfile::tempdir().unwrap();
+    let (up, down) = (work.path().join("up"), work.path().join("down"));
+    std::fs::create_dir_all(&up).unwrap();
+    std::fs::create_dir_all(&down).unwrap();
+    let data = crate::util::bytes(300_000, 31);
+    std::fs::write(up.join("inspected.bin"), &data).unwrap();
+    let call = |tool: &str, args: &[String]| -> serde_json::Value {
+        let mut argv = vec!["--method", "tools/call", "--tool-name", tool, "--tool-arg"];
+        argv.extend(args.iter().map(String::as_str));
+        let out = inspect(&argv);
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{tool}: {e}: {}", crate::util::out_text(&out)));
+        assert_eq!(result["isError"], false, "{result}");
+        result["structuredContent"].clone()
+    };
+    let ticket = call(
+        "request_upload",
+        &[
+            "filename=inspected.bin".into(),
+            format!("size={}", data.len()),
+            format!("sha256={}", sluice::Sha256::of(&data).to_hex()),
+        ],
+    );
+    let ran = crate::util::sh(ticket["command"].as_str().unwrap(), &up);
+    assert!(ran.status.success(), "{}", crate::util::out_text(&ran));
+    let link = call(
+        "get_download_url",
+        &[format!("file={}", ticket["handle"].as_str().unwrap())],
+    );
+    let ran = crate::util::sh(link["command"].as_str().unwrap(), &down);
+    assert!(ran.status.success(), "{}", crate::util::out_text(&ran));
+    assert_eq!(std::fs::read(down.join("inspected.bin")).unwrap(), data);
+}

@@ -244,7 +244,7 @@ fn the_three_protocol_versions_are_spoken() {
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(
         reply.json()["result"]["supportedVersions"],
-        serde_json::json!(["2026-07-28", "2025-11-25", "2025-06-18"])
+        serde_json::json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
     );
     let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}});
     let headers = [
@@ -389,6 +389,32 @@ fn the_official_client_speaks_all_three_revisions() {
     }
 }
 
+/// 2025-03-26, through the official Python SDK of that era (1.9.4): agreed
+/// in `initialize`, tools listed with annotations and no output schema,
+/// and every answer carried by the text alone, the whole file flow run
+/// from it.
+#[test]
+fn the_python_sdk_of_2025_03_26_runs_the_whole_flow_from_the_text() {
+    let (server, _dir) = Server::start();
+    let work = tempfile::tempdir().unwrap();
+    let root = crate::mcp_clients::root();
+    let out = std::process::Command::new(root.join(".venv-legacy/bin/python"))
+        .arg(root.join("tests/clients/legacy.py"))
+        .args(["--url", &format!("{}/mcp", server.base)])
+        .args([
+            "--token",
+            &server.token("alice", &["files:read", "files:write"]),
+        ])
+        .arg("--workdir")
+        .arg(work.path())
+        .output()
+        .unwrap_or_else(|e| panic!(".venv-legacy: {e}: run `make clients`"));
+    let checks = crate::util::client_checks("legacy.py", &out);
+    assert_eq!(checks.len(), 3, "{checks:?}");
+    assert!(checks[0].contains("2025-03-26 agreed"), "{checks:?}");
+    assert!(checks[2].contains("through the text alone"), "{checks:?}");
+}
+
 /// The REST routes answer with the same challenge as `/mcp`: a program
 /// learns where the authorization server is from either door.
 #[test]
@@ -424,4 +450,134 @@ fn rest_routes_challenge_like_the_mcp_endpoint() {
     );
     assert!(challenge.contains("scope=\"files:write\""), "{challenge}");
     assert!(challenge.contains(&metadata), "{challenge}");
+}
+
+/// The log names the client that connected, its version and the protocol
+/// agreed, and at debug each tool call; never the client rmcp makes up for
+/// a stateless request (itself).
+#[test]
+fn the_log_names_the_real_client_and_protocol() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut command = Command::new(crate::util::BIN);
+    command
+        .env_clear()
+        .env("SLUICE_DATA_DIR", dir.path().join("data"))
+        .env("SLUICE_LOG", "info,sluice_mcp=debug")
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()));
+    let process = sluice_testkit::process::Spawned::sluice(command).unwrap();
+    let token = crate::util::token_for(&dir.path().join("data"), "alice", &["files:read"]);
+    let auth = format!("Bearer {token}");
+    let body = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "probe-client", "version": "7.1.2"}}
+    });
+    let url = format!("{}/mcp", process.base);
+    let reply = request(
+        "POST",
+        &url,
+        &[ACCEPT, JSON, ("Authorization", &auth)],
+        Some(body.to_string().as_bytes()),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "list_files", "arguments": {}}});
+    let reply = request(
+        "POST",
+        &url,
+        &[
+            ACCEPT,
+            JSON,
+            ("Authorization", &auth),
+            ("MCP-Protocol-Version", "2025-11-25"),
+            ("User-Agent", "probe-agent/3"),
+        ],
+        Some(call.to_string().as_bytes()),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    drop(process);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let connected = text
+        .lines()
+        .find(|l| l.contains("MCP client connected"))
+        .unwrap_or_else(|| panic!("no connection line in:\n{text}"));
+    for needle in ["probe-client", "7.1.2", "2025-06-18"] {
+        assert!(connected.contains(needle), "{needle}: {connected}");
+    }
+    let call = text
+        .lines()
+        .find(|l| l.contains("tool call"))
+        .unwrap_or_else(|| panic!("no tool call line in:\n{text}"));
+    for needle in ["list_files", "2025-11-25", "probe-agent/3"] {
+        assert!(call.contains(needle), "{needle}: {call}");
+    }
+    assert!(!text.contains("rmcp"), "rmcp's made-up client: {text}");
+}
+
+/// Every tool has a title and all four hints, each true to what it does
+/// (`docs/tools.md` has the table): hosts ask before a call by them.
+#[test]
+fn every_tool_has_a_title_and_hints_true_to_what_it_does() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &["files:read", "files:write", "actions:execute"]);
+    let listed = crate::util::mcp_call(&server.base, &token, "tools/list", serde_json::json!({}));
+    let tools = listed["tools"].as_array().unwrap();
+    let hints = |name: &str| -> (bool, bool, bool, bool) {
+        let tool = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed"));
+        let a = &tool["annotations"];
+        let flag = |k: &str| {
+            a[k].as_bool()
+                .unwrap_or_else(|| panic!("{name}: no {k} in {a}"))
+        };
+        (
+            flag("readOnlyHint"),
+            flag("destructiveHint"),
+            flag("idempotentHint"),
+            flag("openWorldHint"),
+        )
+    };
+    for tool in tools {
+        let name = tool["name"].as_str().unwrap();
+        let title = tool["title"].as_str().unwrap_or_default();
+        assert!(!title.is_empty(), "{name} has no title");
+        assert_eq!(tool["annotations"]["title"], title, "{name}");
+        hints(name);
+    }
+    // (read-only, destructive, idempotent, open world)
+    for reads in [
+        "get_download_url",
+        "list_files",
+        "read_small_file",
+        "get_upload_status",
+        "list_actions",
+    ] {
+        assert_eq!(hints(reads), (true, false, true, false), "{reads}");
+    }
+    for adds in [
+        "request_upload",
+        "request_browser_upload",
+        "upload_small_file",
+    ] {
+        assert_eq!(hints(adds), (false, false, false, false), "{adds}");
+    }
+    // An action is the team's backend's to say: the host asks first.
+    let action = tools
+        .iter()
+        .find(|t| t["name"].as_str().unwrap().starts_with("action_"))
+        .expect("the example actions are on with no configuration");
+    let name = action["name"].as_str().unwrap();
+    assert_eq!(hints(name), (false, true, false, true), "{name}");
+    assert_eq!(hints("execute_action"), (false, true, false, true));
+    assert!(
+        action["title"]
+            .as_str()
+            .unwrap()
+            .contains(&name["action_".len()..]),
+        "{action}"
+    );
 }

@@ -56,6 +56,13 @@ impl Server {
             .unwrap_or_else(|| panic!("sluice never printed {label:?}"))
     }
 
+    /// The line the server printed at start that begins with `prefix`.
+    pub fn printed_starting(&self, prefix: &str) -> String {
+        self.process
+            .printed_starting(prefix, std::time::Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("sluice never printed a line starting {prefix:?}"))
+    }
+
     /// Stops the process and waits for it to exit.
     pub fn stop(self) {
         drop(self.process);

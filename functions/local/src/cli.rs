@@ -124,7 +124,7 @@ fn serve(config: Config) -> Result<(), StartError> {
         }
         let local = backends.local();
         let sluice = backends.sluice(&config, url);
-        announce(&config, &sluice);
+        announce(&config, &sluice, addr);
         if let Some(local) = local {
             tokio::spawn(crate::sweep_forever(
                 local,
@@ -150,12 +150,16 @@ fn serve(config: Config) -> Result<(), StartError> {
     })
 }
 
-/// What the server prints at start: where it listens, its backend, its
-/// actions, and a short-lived development token with the Claude Code line.
-fn announce(config: &Config, sluice: &sluice::Sluice) {
+/// What the server prints at start: the address it bound, the public URL
+/// when one is set, its backend, its actions, and a short-lived
+/// development token with the line that connects Claude Code.
+fn announce(config: &Config, sluice: &sluice::Sluice, bound: std::net::SocketAddr) {
     let base = sluice.base_url().to_owned();
     // The first line is machine-readable: scripts and tests wait for it.
-    println!("sluice listening on {base}");
+    println!("sluice listening on http://{bound}");
+    if config.public_url.is_some() {
+        println!("public URL (what clients and links use): {base}");
+    }
     match &config.backend {
         sluice::Backend::Local => println!("data directory: {}", config.data_dir.display()),
         sluice::Backend::Aws(aws) => {

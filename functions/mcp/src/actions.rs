@@ -83,7 +83,8 @@ fn route(action: &Action) -> ToolRoute<SluiceTools> {
         tool_description(action),
         Arc::new(input_schema(action)),
     )
-    .with_raw_output_schema(any_object());
+    .with_raw_output_schema(any_object())
+    .with_title(format!("Run the action {}", action.name));
     let name = action.name.clone();
     ToolRoute::new_dyn(tool, move |context: ToolCallContext<'_, SluiceTools>| {
         let name = name.clone();

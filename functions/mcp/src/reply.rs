@@ -49,6 +49,15 @@ pub(crate) fn compact<T: Serialize>(
     Ok(result)
 }
 
+/// `result` for a client of a protocol before `structuredContent`
+/// (2025-03-26): the structured answer, whole, as a second text block.
+pub(crate) fn as_text(mut result: CallToolResult) -> CallToolResult {
+    if let Some(json) = result.structured_content.take() {
+        result.content.push(ContentBlock::text(json.to_string()));
+    }
+    result
+}
+
 /// What the model does next after `e`, for the errors that call for a step
 /// only a tool can name: the service's words never name one.
 fn next_step(e: &Error) -> Option<&'static str> {

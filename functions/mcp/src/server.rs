@@ -6,9 +6,11 @@
 use std::borrow::Cow;
 
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::model::{
-    ErrorData, ExtensionCapabilities, Implementation, InitializeRequestParams, InitializeResult,
-    ListResourcesResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    CacheScope, CallToolRequestParams, CallToolResponse, ErrorData, ExtensionCapabilities,
+    Implementation, InitializeRequestParams, InitializeResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
     ServerConfig,
 };
@@ -16,14 +18,25 @@ use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, tool_handler};
 use sluice::Sluice;
 
-use crate::{table, widget};
+use crate::{reply, table, widget};
 
 /// The protocol versions this server speaks.
 pub const PROTOCOL_VERSIONS: &[ProtocolVersion] = &[
     ProtocolVersion::V_2026_07_28,
     ProtocolVersion::V_2025_11_25,
     ProtocolVersion::V_2025_06_18,
+    ProtocolVersion::V_2025_03_26,
 ];
+
+/// Whether a request speaks a protocol without `structuredContent` and
+/// output schemas (2025-03-26: a request without `MCP-Protocol-Version`,
+/// as that revision's clients send them). Such a client gets what the
+/// structured answer says as text.
+fn before_structured_content(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v < ProtocolVersion::V_2025_06_18)
+}
 
 /// The MCP server: the tools over one shared [`Sluice`].
 #[derive(Clone)]
@@ -49,6 +62,12 @@ impl SluiceTools {
         for route in tool_router.map.values_mut() {
             if let Some(spec) = table::lookup(&route.attr.name) {
                 route.attr.output_schema = Some((spec.output)());
+                // An action's tool has its own title (set with its route).
+                let title = route
+                    .attr
+                    .title
+                    .get_or_insert_with(|| spec.title.to_owned());
+                route.attr.annotations = Some(spec.effect.annotations(title));
             }
             if route.attr.name == "request_browser_upload" {
                 route.attr.meta = Some(widget::tool_meta());
@@ -90,6 +109,68 @@ impl ServerHandler for SluiceTools {
         Cow::Borrowed(PROTOCOL_VERSIONS)
     }
 
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let mut tools = self.tool_router.list_all();
+        if before_structured_content(&context) {
+            for tool in &mut tools {
+                tool.output_schema = None;
+            }
+        }
+        let cache_hints = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        let mut result = ListToolsResult::with_all_items(tools);
+        if cache_hints {
+            result.ttl_ms = Some(0);
+            result.cache_scope = Some(CacheScope::Public);
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let legacy = before_structured_content(&context);
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            // The client by the name it gives each request (2026-07-28), or
+            // by its User-Agent: stateless, a request carries no session.
+            // (Not `context.client_info()`: for a request without it, that
+            // is the client rmcp makes up, itself.)
+            let client = context
+                .meta
+                .client_info()
+                .map(|c| format!("{} {}", c.name, c.version));
+            let agent = context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|p| p.headers.get(http::header::USER_AGENT))
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            tracing::debug!(
+                tool = %request.name,
+                protocol = %context.protocol_version().map(|v| v.to_string()).unwrap_or_default(),
+                client = client.or(agent).as_deref().unwrap_or("unnamed"),
+                "tool call"
+            );
+        }
+        let response = self
+            .tool_router
+            .call(ToolCallContext::new(self, request, context))
+            .await?;
+        Ok(match response {
+            CallToolResponse::Complete(result) if legacy => {
+                CallToolResponse::Complete(reply::as_text(result))
+            }
+            other => other,
+        })
+    }
+
     /// A host that renders MCP Apps says so in `initialize`; the answer
     /// says that this server has one (the widget), for that host only.
     async fn initialize(
@@ -99,6 +180,13 @@ impl ServerHandler for SluiceTools {
     ) -> Result<InitializeResult, ErrorData> {
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
+        // Once per connection: which client, and the protocol agreed.
+        tracing::info!(
+            client = %request.client_info.name,
+            client_version = %request.client_info.version,
+            protocol = %result.protocol_version,
+            "MCP client connected"
+        );
         let renders_apps = request
             .capabilities
             .extensions

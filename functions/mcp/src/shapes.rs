@@ -13,6 +13,9 @@ use sluice::{FileId, Sha256};
 pub struct UploadIdArg {
     /// The `upload_id` request_browser_upload returned.
     pub upload_id: String,
+    /// Wait up to this many seconds for the upload to finish (at most 45).
+    #[serde(default)]
+    pub wait_seconds: Option<u32>,
 }
 
 /// A file named by its id or its handle.

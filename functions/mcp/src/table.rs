@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
-use rmcp::model::JsonObject;
+use rmcp::model::{JsonObject, ToolAnnotations};
 use schemars::JsonSchema;
 use sluice::Scope;
 use sluice::service::browser::{BrowserUpload, UploadStatus};
@@ -24,44 +24,127 @@ pub const ACTION_PREFIX: &str = "action_";
 pub struct ToolSpec {
     /// Its name.
     pub name: &'static str,
+    /// The name a host shows a person.
+    pub title: &'static str,
+    /// What a call does, for a host deciding whether to ask the person
+    /// first (`docs/tools.md` says why each is what it is).
+    pub effect: Effect,
     /// The scope a call needs.
     pub scope: Scope,
     /// The schema of its `structuredContent`.
     pub output: fn() -> Arc<JsonObject>,
 }
 
-/// The tools, with their scopes and outputs.
+/// What a call of a tool does to the world, as MCP's tool annotations say
+/// it (`readOnlyHint`, `destructiveHint`, `idempotentHint`,
+/// `openWorldHint`; each written out, since MCP's defaults assume the worst).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads the caller's files or answers about them; changes nothing the
+    /// caller did not already do.
+    Reads,
+    /// Adds something new (an upload, a file) on each call and never
+    /// changes or removes what is there.
+    Adds,
+    /// Runs an operation of the team's backend, which may change or remove
+    /// anything there: what it does is the backend's to say.
+    RunsUpstream,
+}
+
+impl Effect {
+    /// The annotations of a tool called `title` with this effect.
+    pub fn annotations(self, title: &str) -> ToolAnnotations {
+        let (read_only, destructive, idempotent, open_world) = match self {
+            Effect::Reads => (true, false, true, false),
+            Effect::Adds => (false, false, false, false),
+            Effect::RunsUpstream => (false, true, false, true),
+        };
+        ToolAnnotations::with_title(title)
+            .read_only(read_only)
+            .destructive(destructive)
+            .idempotent(idempotent)
+            .open_world(open_world)
+    }
+}
+
+/// The tools, with their titles, effects, scopes and outputs.
 pub const TOOLS: &[ToolSpec] = &[
-    spec("request_upload", Scope::FilesWrite, output::<UploadTicket>),
+    spec(
+        "request_upload",
+        "Get an upload link",
+        Effect::Adds,
+        Scope::FilesWrite,
+        output::<UploadTicket>,
+    ),
     spec(
         "upload_small_file",
+        "Upload a small file inline",
+        Effect::Adds,
         Scope::FilesWrite,
         output::<SmallUpload>,
     ),
     spec(
         "request_browser_upload",
+        "Ask the person to upload a file",
+        Effect::Adds,
         Scope::FilesWrite,
         output::<BrowserUpload>,
     ),
     spec(
         "get_upload_status",
+        "Check a person's upload",
+        Effect::Reads,
         Scope::FilesWrite,
         output::<UploadStatus>,
     ),
     spec(
         "get_download_url",
+        "Get a download link",
+        Effect::Reads,
         Scope::FilesRead,
         output::<DownloadTicket>,
     ),
-    spec("list_files", Scope::FilesRead, output::<FilePage>),
-    spec("read_small_file", Scope::FilesRead, output::<SmallFile>),
-    spec("list_actions", Scope::ActionsExecute, output::<ActionList>),
-    spec("execute_action", Scope::ActionsExecute, any_object),
+    spec(
+        "list_files",
+        "List your files",
+        Effect::Reads,
+        Scope::FilesRead,
+        output::<FilePage>,
+    ),
+    spec(
+        "read_small_file",
+        "Read a small file inline",
+        Effect::Reads,
+        Scope::FilesRead,
+        output::<SmallFile>,
+    ),
+    spec(
+        "list_actions",
+        "List the actions",
+        Effect::Reads,
+        Scope::ActionsExecute,
+        output::<ActionList>,
+    ),
+    spec(
+        "execute_action",
+        "Run an action",
+        Effect::RunsUpstream,
+        Scope::ActionsExecute,
+        any_object,
+    ),
 ];
 
-const fn spec(name: &'static str, scope: Scope, output: fn() -> Arc<JsonObject>) -> ToolSpec {
+const fn spec(
+    name: &'static str,
+    title: &'static str,
+    effect: Effect,
+    scope: Scope,
+    output: fn() -> Arc<JsonObject>,
+) -> ToolSpec {
     ToolSpec {
         name,
+        title,
+        effect,
         scope,
         output,
     }
@@ -138,7 +221,34 @@ pub fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
 
 /// The output schema of a tool returning `T`.
 pub fn output<T: JsonSchema + 'static>() -> Arc<JsonObject> {
-    portable((*schema_for_output::<T>()).clone())
+    let mut schema = (*portable((*schema_for_output::<T>()).clone())).clone();
+    schema.values_mut().for_each(single_types);
+    Arc::new(schema)
+}
+
+/// A nullable field written `type: [T, "null"]`, as `anyOf` of single
+/// types: the same contract, in a form every client's schema dialect maps
+/// (strict validators warn about type arrays; Gemini's declarations take
+/// one type).
+fn single_types(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Array(types)) = map.get("type")
+                && types.len() > 1
+            {
+                let branches = types
+                    .iter()
+                    .map(|t| serde_json::json!({ "type": t }))
+                    .collect();
+                map.remove("type");
+                map.insert("anyOf".into(), Value::Array(branches));
+            }
+            map.values_mut().for_each(single_types);
+        }
+        Value::Array(items) => items.iter_mut().for_each(single_types),
+        _ => {}
+    }
 }
 
 /// The output schema of action results: any JSON object (what the upstream answers).
@@ -169,5 +279,41 @@ mod tests {
             let text = serde_json::to_string(&*(t.output)()).unwrap();
             assert!(!text.contains("\"format\":\"uint"), "{}: {text}", t.name);
         }
+    }
+
+    /// A nullable field is `anyOf` single types, never a type array; the
+    /// status's optional fields still allow what they did.
+    #[test]
+    fn output_schemas_have_one_type_per_schema() {
+        fn arrays(value: &serde_json::Value, at: &str, found: &mut Vec<String>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if map.get("type").is_some_and(serde_json::Value::is_array) {
+                        found.push(at.to_owned());
+                    }
+                    for (k, v) in map {
+                        arrays(v, &format!("{at}.{k}"), found);
+                    }
+                }
+                serde_json::Value::Array(items) => {
+                    items.iter().for_each(|v| arrays(v, at, found));
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        for t in TOOLS {
+            arrays(
+                &serde_json::Value::Object((*(t.output)()).clone()),
+                t.name,
+                &mut found,
+            );
+        }
+        assert!(found.is_empty(), "type arrays at {found:?}");
+        let status = serde_json::Value::Object((*output::<UploadStatus>()).clone());
+        assert_eq!(
+            status["properties"]["handle"]["anyOf"],
+            serde_json::json!([{"type": "string"}, {"type": "null"}])
+        );
     }
 }

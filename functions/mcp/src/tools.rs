@@ -14,6 +14,12 @@ use sluice::service::browser::{BrowserUploadRequest, UploadState};
 use sluice::service::issue::UploadRequest;
 use sluice::service::small::SMALL_FILE_MAX;
 
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestMetaObject};
+use rmcp::{Peer, RoleServer};
+use sluice::service::browser::UploadStatus;
+
 use crate::reply::{caller, compact, finish, success};
 use crate::server::SluiceTools;
 use crate::shapes::{FileArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg};
@@ -28,6 +34,52 @@ fn host_of(url: &str) -> String {
             _ => url.to_owned(),
         },
         Err(_) => url.to_owned(),
+    }
+}
+
+/// How often a waiting status call looks again.
+const STATUS_POLL: Duration = Duration::from_secs(1);
+
+impl SluiceTools {
+    /// `upload_id`'s status, once it is no longer pending or `wait` is
+    /// spent (at once with no wait); meanwhile, for a call with a progress
+    /// token, a progress notification each time more has arrived.
+    async fn wait_for_upload(
+        &self,
+        owner: &str,
+        upload_id: &str,
+        wait: Duration,
+        token: Option<ProgressToken>,
+        peer: &Peer<RoleServer>,
+    ) -> Result<UploadStatus, Error> {
+        let deadline = Instant::now() + wait;
+        let mut told = None;
+        loop {
+            let mut status = self.sluice.upload_status(owner, upload_id).await?;
+            if status.state != UploadState::Pending {
+                return Ok(status);
+            }
+            let progress = self.sluice.upload_progress(owner, upload_id).await?;
+            if let Some(p) = progress {
+                status.received = Some(p.received);
+                status.size = Some(p.total);
+                if let Some(token) = &token
+                    && told < Some(p.received)
+                {
+                    told = Some(p.received);
+                    let note = ProgressNotificationParam::new(token.clone(), p.received as f64)
+                        .with_total(p.total as f64)
+                        .with_message(format!("{} of {} bytes uploaded", p.received, p.total));
+                    // A client gone is no reason to stop answering.
+                    let _ = peer.notify_progress(note).await;
+                }
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(status);
+            }
+            tokio::time::sleep(left.min(STATUS_POLL)).await;
+        }
     }
 }
 
@@ -67,24 +119,33 @@ No bytes pass through the conversation. Where the host shows MCP Apps, the same 
     #[tool(
         description = "After the person says their upload on the page is done: `ready` with the file's `handle`, \
 `pending` (ask whether the page said it was done; call again only after they answer) or `expired` (ask for a new page). \
-Once per answer from the person, never in a loop.",
+Once per answer from the person, never in a loop; `wait_seconds` waits for the upload to finish.",
         input_schema = input::<UploadIdArg>()
     )]
     async fn get_upload_status(
         &self,
         Extension(parts): Extension<Parts>,
         Parameters(arg): Parameters<UploadIdArg>,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         finish(async {
             let caller = caller(&parts)?;
-            let status = self.sluice.upload_status(&caller.owner, &arg.upload_id).await?;
+            let wait = Duration::from_secs(arg.wait_seconds.unwrap_or(0).into())
+                .min(self.sluice.transfers().status_wait);
+            let status = self
+                .wait_for_upload(&caller.owner, &arg.upload_id, wait, meta.get_progress_token(), &peer)
+                .await?;
             let summary = match (&status.state, &status.filename, status.size) {
                 (UploadState::Ready, Some(name), Some(size)) => {
                     format!("Uploaded: {name} ({size} bytes). Use the handle.")
                 }
-                (UploadState::Pending, _, _) => {
-                    "Not uploaded yet. Ask the person whether the page said it was done; call again after they answer.".to_owned()
-                }
+                (UploadState::Pending, _, _) => match (status.received, status.size) {
+                    (Some(received), Some(size)) => format!(
+                        "Uploading: {received} of {size} bytes so far. Ask the person whether the page said it was done; call again after they answer."
+                    ),
+                    _ => "Not uploaded yet. Ask the person whether the page said it was done; call again after they answer.".to_owned(),
+                },
                 _ => "The page expired before a file arrived. Call request_browser_upload for a new one.".to_owned(),
             };
             success(summary, &status)

@@ -354,9 +354,14 @@ impl Catalog {
     }
 }
 
+/// The longest action name. A client names a server's tool
+/// `mcp__<server>__<tool>` (Claude Code, Codex) and model APIs take tool
+/// names of at most 64 characters: `mcp__sluice__action_` is 20 of them.
+pub const MAX_ACTION_NAME: usize = 44;
+
 /// Whether `name` is a valid action name.
 pub fn valid_action_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
+    (1..=MAX_ACTION_NAME).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
@@ -383,10 +388,22 @@ impl RawAction {
             field: field.map(str::to_owned),
             reason,
         };
+        if self.name.len() > MAX_ACTION_NAME {
+            return Err(err(
+                None,
+                format!(
+                    "name is {} characters, more than {MAX_ACTION_NAME}: its tool action_{} \
+                     would pass the 64 characters clients and model APIs allow a tool name \
+                     (mcp__<server>__action_<name>); give it a shorter name",
+                    self.name.len(),
+                    self.name
+                ),
+            ));
+        }
         if !valid_action_name(&self.name) {
             return Err(err(
                 None,
-                "name must be 1 to 64 of a-z, 0-9 and _".to_owned(),
+                format!("name must be 1 to {MAX_ACTION_NAME} of a-z, 0-9 and _"),
             ));
         }
         if self.description.trim().is_empty() {
@@ -658,6 +675,16 @@ mod tests {
             let err = Catalog::from_toml(&action(name, url)).unwrap_err();
             assert!(err.to_string().contains(needle), "{needle}: {err}");
         }
+        // The longest name that keeps `mcp__sluice__action_<name>` within
+        // 64 characters is taken; one more is refused, naming both.
+        let longest = "a".repeat(MAX_ACTION_NAME);
+        assert!(Catalog::from_toml(&action(&longest, "https://x.example")).is_ok());
+        let long = "b".repeat(MAX_ACTION_NAME + 1);
+        let err = Catalog::from_toml(&action(&long, "https://x.example")).unwrap_err();
+        assert_eq!(err.action.as_deref(), Some(long.as_str()));
+        assert!(err.reason.contains("45 characters, more than 44"), "{err}");
+        assert!(err.reason.contains("64 characters"), "{err}");
+        assert!("mcp__sluice__action_".len() + MAX_ACTION_NAME == 64);
         for url in [
             "http://127.0.0.1:9/a",
             "http://localhost/a",

@@ -273,6 +273,11 @@ impl Config {
                 single_put_max_bytes: single_put_max_bytes(&vars)?,
                 proof_budget: Duration::from_millis(vars.positive("SLUICE_PROOF_MILLIS")?),
                 body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,
+                status_wait: if vars.in_lambda() {
+                    transfers::STATUS_WAIT_ON_LAMBDA
+                } else {
+                    transfers::STATUS_WAIT
+                },
             },
         };
         Ok(config)
@@ -358,17 +363,23 @@ fn action_limits(vars: &Vars) -> Result<ActionLimits, ConfigError> {
     })
 }
 
-/// What to log.
+/// What to log. rmcp's own lines stay at `warn` unless the filter names
+/// rmcp: served statelessly, each request is a session of its own to rmcp,
+/// which logs it at `info` under a client it made up (itself); sluice logs
+/// the real client (`functions/mcp`).
 fn log_filter(vars: &Vars) -> Result<Targets, ConfigError> {
-    vars.value("SLUICE_LOG")
-        .unwrap_or("info")
-        .parse()
-        .map_err(|e| {
-            invalid(
-                "SLUICE_LOG",
-                format!("not a level or target=level list ({e})"),
-            )
-        })
+    let filter = vars.value("SLUICE_LOG").unwrap_or("info");
+    let filter = if filter.contains("rmcp") {
+        filter.to_owned()
+    } else {
+        format!("{filter},rmcp=warn")
+    };
+    filter.parse().map_err(|e| {
+        invalid(
+            "SLUICE_LOG",
+            format!("not a level or target=level list ({e})"),
+        )
+    })
 }
 
 /// The backend and, for aws, its resources.

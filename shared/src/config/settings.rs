@@ -215,7 +215,7 @@ pub const SETTINGS: &[Setting] = &[
         Core,
         Parse::LogFilter,
         Value("info"),
-        "what to log: a level (`debug`), or targets with levels (`sluice=debug,warn`)",
+        "what to log: a level (`debug`), or targets with levels (`sluice=debug,warn`); rmcp's own lines only at `warn` unless it names `rmcp`",
     ),
     s(
         "SLUICE_HANDLE_TTL_SECS",

@@ -77,6 +77,14 @@ fn the_log_filter_takes_levels_and_targets() {
     let c = config(&[]).unwrap();
     assert!(c.log.would_enable("sluice", &Level::INFO));
     assert!(!c.log.would_enable("sluice", &Level::DEBUG));
+    // rmcp's per-request lines (naming a client it made up) are kept out,
+    // unless the filter names rmcp.
+    assert!(!c.log.would_enable("rmcp::service", &Level::INFO));
+    assert!(c.log.would_enable("rmcp::service", &Level::WARN));
+    let c = config(&[("SLUICE_LOG", "debug")]).unwrap();
+    assert!(!c.log.would_enable("rmcp::service", &Level::INFO));
+    let c = config(&[("SLUICE_LOG", "info,rmcp=debug")]).unwrap();
+    assert!(c.log.would_enable("rmcp::service", &Level::DEBUG));
 }
 
 #[test]

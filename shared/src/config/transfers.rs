@@ -31,4 +31,14 @@ pub struct Transfers {
     /// How long an upload's body may go without a byte
     /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
     pub body_idle_timeout: Duration,
+    /// The longest `get_upload_status` waits for a person's upload
+    /// ([`STATUS_WAIT`], or [`STATUS_WAIT_ON_LAMBDA`]).
+    pub status_wait: Duration,
 }
+
+/// The longest a status call waits: within every host's cut-off of a tool
+/// call (claude.ai's is about 60 s, Claude Desktop's 4 min).
+pub const STATUS_WAIT: Duration = Duration::from_secs(45);
+
+/// The same on Lambda, where API Gateway ends a request at 30 s.
+pub const STATUS_WAIT_ON_LAMBDA: Duration = Duration::from_secs(25);

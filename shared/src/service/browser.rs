@@ -117,9 +117,13 @@ pub struct UploadStatus {
     /// When ready: the name the person's file had.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filename: Option<String>,
-    /// When ready: its size in bytes.
+    /// Its size in bytes: when ready, and while pending once the person
+    /// chose the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// While pending, once the person chose the file: the bytes arrived.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received: Option<u64>,
     /// When ready: its SHA-256.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256: Option<Sha256>,
@@ -141,7 +145,7 @@ fn tagged(owner: &str, file_id: &FileId, expires_at: i64) -> String {
     format!("{file_id}.{expires_at}.{owner}")
 }
 
-fn parse_upload_id(keys: &Keyring, owner: &str, s: &str) -> Option<(FileId, i64)> {
+pub(crate) fn parse_upload_id(keys: &Keyring, owner: &str, s: &str) -> Option<(FileId, i64)> {
     let mut parts = s.trim().splitn(3, '.');
     let (id, exp, tag) = (parts.next()?, parts.next()?, parts.next()?);
     let (id, exp) = (FileId::parse(id)?, exp.parse().ok()?);
@@ -347,6 +351,7 @@ impl Sluice {
             file_id: None,
             filename: None,
             size: None,
+            received: None,
             sha256: None,
         };
         let now = now_unix();
@@ -375,6 +380,7 @@ impl Sluice {
             file_id: Some(record.file.id.to_string()),
             filename: Some(record.file.filename),
             size: Some(record.file.size),
+            received: None,
             sha256: Some(record.file.sha256),
         })
     }

@@ -26,6 +26,7 @@ pub mod issue;
 pub mod limits;
 pub mod links;
 pub mod multipart;
+pub mod progress;
 mod proof;
 pub mod small;
 pub mod uploads;
@@ -87,9 +88,11 @@ pub struct Assembly {
     pub pending_caps: PendingCaps,
 }
 
-/// The shared state of every function: cheap to clone.
+/// The shared state of every function: cheap to clone. Beside what it is
+/// assembled from, it counts the bytes arriving through this process
+/// ([`progress::Arrivals`]).
 #[derive(Clone)]
-pub struct Sluice(Arc<Assembly>);
+pub struct Sluice(Arc<Assembly>, progress::Arrivals);
 
 impl fmt::Debug for Sluice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -120,7 +123,12 @@ pub enum Stored {
 impl Sluice {
     /// Assembles the state.
     pub fn new(assembly: Assembly) -> Self {
-        Self(Arc::new(assembly))
+        Self(Arc::new(assembly), progress::Arrivals::default())
+    }
+
+    /// The bytes arriving through this process, per file.
+    pub(crate) fn arrivals(&self) -> &progress::Arrivals {
+        &self.1
     }
 
     /// How files move: lifetimes, sizes and time limits.

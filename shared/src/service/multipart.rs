@@ -47,7 +47,7 @@ impl Sluice {
 
     /// The store's uploads in parts (asked for only where a file has a
     /// plan, which a store without them never gives).
-    fn part_store(&self) -> Result<&dyn PartStore, Error> {
+    pub(crate) fn part_store(&self) -> Result<&dyn PartStore, Error> {
         self.store()
             .parts()
             .ok_or_else(|| Error::bug("a file has parts on a store without them"))
@@ -193,6 +193,7 @@ impl Sluice {
         }
         self.not_complete(&parted.file).await?;
         let body = idle_timeout(body, self.transfers().body_idle_timeout);
+        let body = self.arrivals().count(&parted.file.id, body);
         let key = parted.file.object_key();
         let offset = u64::from(n - 1) * parted.plan.part_size;
         let put = self

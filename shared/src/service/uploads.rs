@@ -131,6 +131,7 @@ impl Sluice {
             });
         }
         let body = idle_timeout(body, self.transfers().body_idle_timeout);
+        let body = self.arrivals().count(&file.id, body);
         let key = file.object_key();
         let put = self.store().put(&key, file.size, file.sha256, body);
         let Some(stored) = until_expiry(expires_at, put).await else {

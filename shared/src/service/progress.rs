@@ -1,0 +1,149 @@
+//! How far a person's upload has come, for `get_upload_status` to report
+//! while it waits: the bytes of the parts stored, which every store can
+//! list (on S3 that is all sluice sees: the bytes go straight to it), plus
+//! the bytes arriving through this process right now (a proxied store: the
+//! local one), counted as they pass.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::Error;
+use crate::file::FileId;
+use crate::store::ByteStream;
+
+use super::Sluice;
+
+/// The bytes arriving through this process, per file: each body adds what
+/// it has carried, and takes it back when it ends, stored or not (a stored
+/// part is counted as stored from then on).
+#[derive(Debug, Default, Clone)]
+pub struct Arrivals(Arc<Mutex<HashMap<FileId, Arc<AtomicU64>>>>);
+
+impl Arrivals {
+    /// `body`, counted under `file` as it passes (one atomic add a chunk).
+    pub(crate) fn count(&self, file: &FileId, body: ByteStream) -> ByteStream {
+        use futures_util::StreamExt as _;
+        let counter = self.lock().entry(file.clone()).or_default().clone();
+        let mut carried = Carried {
+            arrivals: self.clone(),
+            file: file.clone(),
+            counter,
+            bytes: 0,
+        };
+        body.map(move |chunk| {
+            if let Ok(bytes) = &chunk {
+                let n = bytes.len() as u64;
+                carried.bytes += n;
+                carried.counter.fetch_add(n, Ordering::Relaxed);
+            }
+            chunk
+        })
+        .boxed()
+    }
+
+    /// The bytes arriving for `file` now.
+    fn of(&self, file: &FileId) -> u64 {
+        self.lock()
+            .get(file)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<FileId, Arc<AtomicU64>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One body's share of its file's arrivals, given back when it is dropped.
+struct Carried {
+    arrivals: Arrivals,
+    file: FileId,
+    counter: Arc<AtomicU64>,
+    bytes: u64,
+}
+
+impl Drop for Carried {
+    fn drop(&mut self) {
+        let mut map = self.arrivals.lock();
+        let left = self.counter.fetch_sub(self.bytes, Ordering::Relaxed) - self.bytes;
+        // The last body of a file (no other holds its counter) takes it out.
+        if left == 0 && Arc::strong_count(&self.counter) == 2 {
+            map.remove(&self.file);
+        }
+    }
+}
+
+/// How much of an upload has arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes stored or arriving (never more than `total`).
+    pub received: u64,
+    /// The file's size.
+    pub total: u64,
+}
+
+impl Sluice {
+    /// How far the person's upload `upload_id` (of `owner`) has come, by
+    /// what this process sees: `None` before the person chose a file
+    /// (nothing is known of it yet).
+    pub async fn upload_progress(
+        &self,
+        owner: &str,
+        upload_id: &str,
+    ) -> Result<Option<Progress>, Error> {
+        let (file, _) = super::browser::parse_upload_id(self.keys(), owner, upload_id)
+            .ok_or(Error::NotAnUploadId)?;
+        let file = &file;
+        let Some(record) = self.records().get(owner, file).await? else {
+            return Ok(None);
+        };
+        let total = record.file.size;
+        let mut received = self.arrivals().of(file);
+        if let (Some(plan), Ok(parts)) = (self.plan_of(&record.file), self.part_store()) {
+            for n in parts.stored_parts(&record.file.object_key()).await? {
+                received += plan.len(n).unwrap_or(0);
+            }
+        }
+        Ok(Some(Progress {
+            received: received.min(total),
+            total,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use futures_util::StreamExt as _;
+
+    fn body(chunks: &[usize]) -> ByteStream {
+        let chunks: Vec<std::io::Result<Bytes>> = chunks
+            .iter()
+            .map(|n| Ok(Bytes::from(vec![0u8; *n])))
+            .collect();
+        futures_util::stream::iter(chunks).boxed()
+    }
+
+    #[tokio::test]
+    async fn bodies_count_as_they_pass_and_give_it_back_when_they_end() {
+        let arrivals = Arrivals::default();
+        let file = FileId::parse("AAAAAAAAAAAAAAAAAAAAAA").expect("an id");
+        let mut one = arrivals.count(&file, body(&[10, 20]));
+        let mut two = arrivals.count(&file, body(&[5]));
+        assert_eq!(arrivals.of(&file), 0);
+        one.next().await.unwrap().unwrap();
+        two.next().await.unwrap().unwrap();
+        assert_eq!(arrivals.of(&file), 15);
+        one.next().await.unwrap().unwrap();
+        assert_eq!(arrivals.of(&file), 35);
+        drop(one);
+        assert_eq!(arrivals.of(&file), 5, "an ended body takes back its bytes");
+        drop(two);
+        assert_eq!(arrivals.of(&file), 0);
+        assert!(
+            arrivals.lock().is_empty(),
+            "nothing kept for a file with no body"
+        );
+    }
+}
