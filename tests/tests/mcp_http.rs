@@ -415,6 +415,30 @@ fn the_python_sdk_of_2025_03_26_runs_the_whole_flow_from_the_text() {
     assert!(checks[2].contains("through the text alone"), "{checks:?}");
 }
 
+/// 2025-03-26 through the official TypeScript SDK of that era (1.11.5):
+/// the same contract as the Python one above.
+#[test]
+fn the_typescript_sdk_of_2025_03_26_runs_the_whole_flow_from_the_text() {
+    let (server, _dir) = Server::start();
+    let work = tempfile::tempdir().unwrap();
+    let root = crate::mcp_clients::root();
+    let out = std::process::Command::new("node")
+        .arg(root.join("tests/clients/legacy.mjs"))
+        .args(["--url", &format!("{}/mcp", server.base)])
+        .args([
+            "--token",
+            &server.token("alice", &["files:read", "files:write"]),
+        ])
+        .arg("--workdir")
+        .arg(work.path())
+        .current_dir(root.join("tests/clients"))
+        .output()
+        .unwrap();
+    let checks = crate::util::client_checks("legacy.mjs", &out);
+    assert_eq!(checks.len(), 3, "{checks:?}");
+    assert!(checks[2].contains("through the text alone"), "{checks:?}");
+}
+
 /// The REST routes answer with the same challenge as `/mcp`: a program
 /// learns where the authorization server is from either door.
 #[test]
