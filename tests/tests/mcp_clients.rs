@@ -143,3 +143,143 @@ fn the_mcp_inspector_cli_finds_no_problem_and_round_trips_a_file() {
     assert!(ran.status.success(), "{}", crate::util::out_text(&ran));
     assert_eq!(std::fs::read(down.join("inspected.bin")).unwrap(), data);
 }
+
+/// The lines sluice prints for Codex and Gemini CLI, run as printed, with
+/// the CLIs from npm (pinned in `tests/clients/package.json`): each keeps
+/// only the variable's name in its settings, never the token, and connects
+/// with the token from `SLUICE_TOKEN`: Codex lists sluice's tools (through
+/// its app server), Gemini CLI says it is connected.
+#[test]
+fn the_printed_codex_and_gemini_lines_connect_with_the_token_from_the_environment() {
+    let bin = root().join("tests/clients/node_modules/.bin");
+    for cli in ["codex", "gemini"] {
+        assert!(
+            bin.join(cli).exists(),
+            "{cli} is not installed: run `make test`"
+        );
+    }
+    let (server, _dir) = Server::start();
+    let export = server.printed_after(
+        "connect Codex, Gemini CLI or VS Code: they read the token from SLUICE_TOKEN:",
+    );
+    let token = export
+        .strip_prefix("export SLUICE_TOKEN=")
+        .unwrap_or_else(|| panic!("{export}"))
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let home = tempfile::tempdir().unwrap();
+    let run = |line: &str, env: &[(&str, &std::path::Path)]| {
+        let out = Command::new("sh")
+            .args(["-c", line])
+            .env("PATH", &path)
+            .env("SLUICE_TOKEN", &token)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
+            .current_dir(home.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            crate::util::out_text(&out)
+        );
+        out
+    };
+    let settings_hold_no_token = |file: &std::path::Path| {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(text.contains("SLUICE_TOKEN"), "{}: {text}", file.display());
+        assert!(
+            !text.contains(&token),
+            "the token in clear in {}",
+            file.display()
+        );
+    };
+
+    // Codex: `codex mcp add …`, then its app server lists sluice's tools.
+    let codex_home = home.path().join("codex");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    run(
+        &server.printed_after("connect Codex:"),
+        &[("CODEX_HOME", &codex_home)],
+    );
+    settings_hold_no_token(&codex_home.join("config.toml"));
+    let listed = Command::new("node")
+        .arg(root().join("tests/clients/codex-tools.mjs"))
+        .arg(bin.join("codex"))
+        .env("CODEX_HOME", &codex_home)
+        .env("SLUICE_TOKEN", &token)
+        .output()
+        .unwrap();
+    assert!(
+        listed.status.success(),
+        "{}",
+        crate::util::out_text(&listed)
+    );
+    let servers: serde_json::Value = serde_json::from_slice(
+        listed
+            .stdout
+            .split(|b| *b == b'\n')
+            .find(|l| l.starts_with(b"{"))
+            .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}: {}", crate::util::out_text(&listed)));
+    let tools = &servers["servers"]["sluice"]["tools"];
+    for tool in [
+        "request_upload",
+        "get_download_url",
+        "request_browser_upload",
+    ] {
+        assert!(
+            tools
+                .as_array()
+                .is_some_and(|t| t.iter().any(|n| n == tool)),
+            "Codex does not see {tool}: {servers}"
+        );
+    }
+
+    // Gemini CLI: `gemini mcp add --scope user …` writes the user's
+    // settings (HOME), and `gemini mcp list` connects (in a folder it is
+    // told to trust: it loads no server in one it does not).
+    let gemini_home = home.path().join("gemini");
+    std::fs::create_dir_all(&gemini_home).unwrap();
+    run(
+        &server.printed_after("connect Gemini CLI:"),
+        &[("HOME", &gemini_home)],
+    );
+    settings_hold_no_token(&gemini_home.join(".gemini/settings.json"));
+    let out = Command::new(bin.join("gemini"))
+        .args(["mcp", "list"])
+        .env("PATH", &path)
+        .env("HOME", &gemini_home)
+        .env("SLUICE_TOKEN", &token)
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let text = crate::util::out_text(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("sluice") && l.contains("- Connected")),
+        "{text}"
+    );
+    // Without the variable, the same settings do not connect: the token
+    // really comes from it.
+    let out = Command::new(bin.join("gemini"))
+        .args(["mcp", "list"])
+        .env("PATH", &path)
+        .env("HOME", &gemini_home)
+        .env_remove("SLUICE_TOKEN")
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let text = crate::util::out_text(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("sluice") && l.contains("Disconnected")),
+        "{text}"
+    );
+}

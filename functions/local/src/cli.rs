@@ -150,6 +150,45 @@ fn serve(config: Config) -> Result<(), StartError> {
     })
 }
 
+/// The line that connects each client to the MCP endpoint `mcp` with the
+/// bearer token `token`: Claude Code with the token in its header; Codex,
+/// Gemini CLI and VS Code reading it from `SLUICE_TOKEN` (set by the line
+/// before theirs), so that none of them writes it into a settings file in
+/// clear (`gemini mcp add` would, into the project's `.gemini/settings.json`,
+/// without `--scope user` and the variable).
+pub fn connection_lines(mcp: &str, token: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "Claude Code",
+            format!(
+                "claude mcp add --transport http sluice {mcp} --header \"Authorization: Bearer {token}\""
+            ),
+        ),
+        (
+            "Codex, Gemini CLI or VS Code: they read the token from SLUICE_TOKEN",
+            format!("export SLUICE_TOKEN={token}"),
+        ),
+        (
+            "Codex",
+            format!("codex mcp add sluice --url {mcp} --bearer-token-env-var SLUICE_TOKEN"),
+        ),
+        (
+            "Gemini CLI",
+            format!(
+                "gemini mcp add --scope user --transport http sluice {mcp} \
+                 --header 'Authorization: Bearer ${{SLUICE_TOKEN}}'"
+            ),
+        ),
+        (
+            "VS Code",
+            format!(
+                "code --add-mcp '{{\"name\":\"sluice\",\"type\":\"http\",\"url\":\"{mcp}\",\
+                 \"headers\":{{\"Authorization\":\"Bearer ${{env:SLUICE_TOKEN}}\"}}}}'"
+            ),
+        ),
+    ]
+}
+
 /// What the server prints at start: the address it bound, the public URL
 /// when one is set, its backend, its actions, and a short-lived
 /// development token with the line that connects Claude Code.
@@ -191,11 +230,12 @@ fn announce(config: &Config, sluice: &sluice::Sluice, bound: std::net::SocketAdd
                  `sluice token` mints more):\n  {dev}",
                 printed_ttl.as_secs() / 3600
             );
-            let add = format!(
-                "claude mcp add --transport http sluice {base}/mcp \
-                 --header \"Authorization: Bearer {dev}\""
+            for (client, line) in connection_lines(&format!("{base}/mcp"), &dev) {
+                println!("connect {client}:\n  {line}");
+            }
+            println!(
+                "(Claude Code, Codex and Gemini CLI install from npm; VS Code asks before it trusts the server)"
             );
-            println!("connect Claude Code:\n  {add}");
         }
         None => {
             println!("bearer tokens: from the authorization server (SLUICE_AUTH_JWKS_URL)")
