@@ -59,7 +59,7 @@ pub fn upload_via_command<'a>(
     local_file: &str,
 ) -> String {
     format!(
-        "u=$(curl -fsS {}) && {}",
+        "L={}; u=$(curl -fsS \"$L\") && {}",
         shell_quote(link),
         put_to("\"$u\"", headers, local_file)
     )
@@ -97,6 +97,42 @@ pub fn parts_command(
 /// arguments, what it checks and what it sends are said there). It is the
 /// same for every upload, so the line can pin it.
 pub const PARTS_SCRIPT: &str = include_str!("parts.sh");
+
+/// `line`, saying what to do when it fails because a host it needs cannot
+/// be reached from where it runs: no name, no route, or a proxy refusing to
+/// open a tunnel to it (a hosted sandbox's egress proxy answers 403 "Host
+/// not in allowlist" to its CONNECT). `origin` is a shell word that gives,
+/// once the line failed, the origin it was reaching (a quoted literal,
+/// [`ORIGIN_OF_LINK`] or [`ORIGIN_REACHED`]); it is tried once more, and if that cannot connect
+/// either, the host is named with `instead`. The line fails either way.
+/// A plain-HTTP proxy's 403 is not told apart from the store's own (a link
+/// expired, say): it comes as the answer itself, not as a tunnel's. Short:
+/// it is in every line, within the kilobyte a tool's answer takes.
+pub fn or_unreachable(line: &str, origin: &str, instead: &str) -> String {
+    format!(
+        "{{ {line}; }} || {{ o={origin}; curl -so /dev/null $o/; case $? in 5|6|7|56) \
+         echo sluice: ${{o#*//}}' is unreachable: allow it here, or {instead}' >&2;; esac; false; }}"
+    )
+}
+
+/// The origin of `url` (`scheme://host[:port]`), what a proxy tunnels to;
+/// `url` itself when it has none.
+pub fn origin_of(url: &str) -> String {
+    url::Url::parse(url).map_or_else(|_| url.to_owned(), |u| u.origin().ascii_serialization())
+}
+
+/// The origin of the link a line holds in `L`.
+pub const ORIGIN_OF_LINK: &str = "$(printf %s \"$L\" | cut -d/ -f1-3)";
+
+/// The origin a line that holds its link in `L`, and the store URL the link
+/// gave in `u`, was reaching when it failed: the store's once the link
+/// answered, the link's when it did not.
+pub const ORIGIN_REACHED: &str = "$(printf %s \"${u:-$L}\" | cut -d/ -f1-3)";
+
+/// What to do instead of an upload line whose host is unreachable.
+/// (Never to read the file into the conversation instead: request_upload's
+/// description says that, within the kilobyte the answer takes.)
+pub const UPLOAD_INSTEAD: &str = "call request_browser_upload";
 
 /// The SHA-256 of [`PARTS_SCRIPT`] as the line's shell holds it (command
 /// substitution drops its trailing newlines): what the line checks before
@@ -393,5 +429,95 @@ mod tests {
         let line = download_command("http://h/l", "-", 2, "ab");
         assert!(line.starts_with("f='./-'; "), "{line}");
         assert!(upload_command("u", [], "-rf").contains("--upload-file './-rf'"));
+    }
+
+    /// A fake `curl` for [`or_unreachable`]: the line's own call exits
+    /// `exit`; the probe (`-so /dev/null`) is logged and exits `probe`.
+    /// Gives the line's status, what it printed on stderr and the probes.
+    fn run_guarded(line: &str, exit: i32, probe: i32) -> (i32, String, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(
+            bin.join("curl"),
+            "#!/bin/sh\ncase \"$*\" in '-so /dev/null '*) echo \"$*\" >> \"$PROBED\"; exit \"$FAKE_PROBE_EXIT\";; esac\n\
+             exit \"$FAKE_EXIT\"\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(bin.join("curl"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let probed = dir.path().join("probed");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
+            .env("FAKE_EXIT", exit.to_string())
+            .env("FAKE_PROBE_EXIT", probe.to_string())
+            .env("PROBED", &probed)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+            std::fs::read_to_string(&probed).unwrap_or_default(),
+        )
+    }
+
+    /// A host the line cannot reach (no name, no route, a proxy refusing
+    /// its tunnel) is named with what to do instead, and the line fails
+    /// with curl's status; any other failure is curl's alone, and success
+    /// is untouched.
+    #[test]
+    fn an_unreachable_host_is_named_with_the_next_step() {
+        let url = "https://up.example:8443/u/t";
+        let line = or_unreachable(
+            &upload_command(url, [], "f.bin"),
+            &shell_quote(&origin_of(url)),
+            UPLOAD_INSTEAD,
+        );
+        // (the line's exit, the probe's exit, named)
+        for (exit, probe, named) in [
+            (6, 6, true),   // no name
+            (7, 7, true),   // no route
+            (22, 56, true), // a proxy refused the tunnel (CONNECT 403)
+            (22, 0, false), // tunnelled fine: the store's own refusal
+            (56, 0, false), // the connection broke, but the host answers
+        ] {
+            let (code, said, probed) = run_guarded(&line, exit, probe);
+            assert_ne!(code, 0, "{exit}: {said}");
+            assert_eq!(
+                probed, "-so /dev/null https://up.example:8443/\n",
+                "the origin alone is tried"
+            );
+            assert_eq!(
+                said.contains("up.example:8443 is unreachable"),
+                named,
+                "{exit}/{probe}: {said}"
+            );
+            if named {
+                assert!(said.contains("request_browser_upload"), "{said}");
+                assert_eq!(
+                    said.lines().filter(|l| l.starts_with("sluice:")).count(),
+                    1,
+                    "{said}"
+                );
+            }
+        }
+        let (code, said, probed) = run_guarded(&line, 0, 0);
+        assert_eq!((code, said.as_str(), probed.as_str()), (0, "", ""));
+        // Through a short link: the host that failed is tried, the store's
+        // once the link answered, the link's when it did not.
+        let line = or_unreachable(
+            &upload_via_command("https://up.example/u/t", [], "f.bin"),
+            ORIGIN_REACHED,
+            UPLOAD_INSTEAD,
+        );
+        let (code, said, probed) = run_guarded(&line, 7, 7);
+        assert_ne!(code, 0);
+        assert_eq!(probed, "-so /dev/null https://up.example/\n");
+        assert!(said.contains("up.example is unreachable"), "{said}");
     }
 }

@@ -26,6 +26,16 @@ elif command -v sha256sum >/dev/null 2>&1; then H=sha256sum
 else H='shasum -a 256'; fi
 part() { dd if="$f" bs=1048576 skip=$(( ($1 - 1) * M )) count="$M" 2>/dev/null; }
 refuse() { echo "sluice: part $i: $1: refused" >&2; exit 1; }
+# After curl failed on URL $1: if its host cannot be reached from here (no
+# name, no route, or a proxy refusing a tunnel to it, as a sandbox's egress
+# proxy refuses a host not on its allowlist), says so.
+blocked() {
+  o=$(printf '%s' "$1" | cut -d/ -f1-3)
+  curl -so /dev/null "$o/" && return 0
+  case $? in 5|6|7|56)
+    echo "sluice: ${o#*//} is unreachable: allow it here, or call request_browser_upload (never read the file into the conversation)" >&2 ;;
+  esac
+}
 # Sends part $1 (in a subshell of its own: it runs in the background).
 send() {
   i=$1
@@ -48,7 +58,11 @@ send() {
       set -- "$@" -H "$name: $value"
     done
   } < "$d/$i.t"
-  part "$i" | curl -g --fail-with-body -sS -X PUT -T - -H "Content-Length: $len" -H 'Transfer-Encoding:' "$@" "$u"
+  part "$i" | curl -g --fail-with-body -sS -X PUT -T - -H "Content-Length: $len" -H 'Transfer-Encoding:' "$@" "$u" || {
+    r=$?
+    blocked "$u"
+    exit "$r"
+  }
   : > "$d/$i.ok"
   echo "sluice: part $i of $N sent" >&2
 }

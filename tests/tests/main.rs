@@ -6,6 +6,7 @@ mod util;
 
 mod actions;
 mod aws;
+mod blocked;
 mod browser;
 mod capabilities;
 mod claude;

@@ -106,7 +106,10 @@ fn one_named_transfer(base: &str, token: &str, name: &str) -> (usize, usize) {
     assert_eq!(text.matches(handle).count(), 1, "{text}");
     let quoted = serde_json::to_string(line).unwrap();
     assert_eq!(text.matches(quoted.as_str()).count(), 1, "{text}");
-    assert_eq!(text.matches("http").count(), 1, "{text}");
+    assert!(
+        !text.replace(quoted.as_str(), "").contains("http"),
+        "a URL outside the line: {text}"
+    );
     assert!(
         !text.contains("X-Amz-Signature") && !text.contains("Security-Token"),
         "no presigned URL: {text}"
@@ -283,5 +286,6 @@ fn tools_list_stays_within_its_budget() {
     assert!(tools >= 9, "{tools} tools");
     let size = reply.body.len();
     eprintln!("tools/list: {size} bytes, {tools} tools");
-    assert!(size <= 20 * 1024, "tools/list is {size} bytes");
+    // 22 KiB since every tool has a title and annotations (20 before).
+    assert!(size <= 22 * 1024, "tools/list is {size} bytes");
 }

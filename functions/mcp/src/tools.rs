@@ -25,18 +25,6 @@ use crate::server::SluiceTools;
 use crate::shapes::{FileArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg};
 use crate::table::input;
 
-/// The host (and port) a URL points at: what must be reachable to use it.
-fn host_of(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(u) => match (u.host_str(), u.port()) {
-            (Some(h), Some(p)) => format!("{h}:{p}"),
-            (Some(h), None) => h.to_owned(),
-            _ => url.to_owned(),
-        },
-        Err(_) => url.to_owned(),
-    }
-}
-
 /// How often a waiting status call looks again.
 const STATUS_POLL: Duration = Duration::from_secs(1);
 
@@ -156,7 +144,8 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
     #[tool(
         description = "Get a single-use link to upload a file of any size without its bytes passing through the conversation. \
 First get the file's exact size and sha256 (`stat -c %s FILE`, `sha256sum FILE`). Run the returned `command` where the file is: \
-storage accepts exactly that size and digest, once; run it again to resume. The upload host must be reachable from there. \
+storage accepts exactly that size and digest, once; run it again to resume. If it says its host is unreachable, \
+call request_browser_upload; never read the file into the conversation. \
 Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Never inline base64 over 16 KiB.",
         input_schema = input::<UploadRequest>()
     )]
@@ -169,18 +158,13 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
             let caller = caller(&parts)?;
             let (name, size) = (shown(&req.filename), req.size);
             let ticket = self.sluice.issue_upload(&caller.owner, req).await?;
-            let reach = if self.sluice.stores_directly() {
-                " and the store it sends the bytes to"
-            } else {
-                ""
-            };
+            // The line says itself which host a sandbox must allow, if one
+            // is blocked.
             compact(
                 format!(
-                    "Upload link for {name} ({size} bytes) until {}: run `command` where the file is \
-                     ({}{reach} must be reachable from there; a sandboxed client may need it allowlisted), \
+                    "Upload link for {name} ({size} bytes) until {}: run `command` where the file is, \
                      then pass `handle` for the file.",
                     ticket.upload.expires_at,
-                    host_of(&ticket.upload.url)
                 ),
                 &["handle", "file_id", "command"],
                 &ticket,
@@ -192,7 +176,8 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
     #[tool(
         description = "Get a single-use, short-lived download link for one of your files (by file_id or handle). \
 Run the returned `command` where the file should go: it saves it in the current directory, checks its sha256, resumes when run again \
-with a new link, and fails loudly if the link was used or expired. The bytes never pass through the conversation.",
+with a new link, and fails loudly if the link was used or expired (if curl cannot reach its host, give the person the link). \
+The bytes never pass through the conversation.",
         input_schema = input::<FileArg>()
     )]
     async fn get_download_url(

@@ -109,13 +109,24 @@ impl Sluice {
             .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
             .map(|(k, v)| (k.as_str(), v.as_str()));
         let local = curl::local_file_name(&file.filename);
-        let command = match (&plan, self.store().access()) {
-            (Some(plan), _) => {
-                curl::parts_command(&target.url, local, plan, &self.part_origin().await?)
-            }
-            (None, Access::Direct(_)) => curl::upload_via_command(&target.url, headers, local),
-            (None, Access::Proxied) => curl::upload_command(&target.url, headers, local),
+        // What the line tries again when it fails, to tell an unreachable
+        // host: the link's origin, or (through a short link to the store)
+        // the URL it was reaching when it failed.
+        let (command, probe) = match (&plan, self.store().access()) {
+            (Some(plan), _) => (
+                curl::parts_command(&target.url, local, plan, &self.part_origin().await?),
+                curl::ORIGIN_OF_LINK.to_owned(),
+            ),
+            (None, Access::Direct(_)) => (
+                curl::upload_via_command(&target.url, headers, local),
+                curl::ORIGIN_REACHED.to_owned(),
+            ),
+            (None, Access::Proxied) => (
+                curl::upload_command(&target.url, headers, local),
+                curl::shell_quote(&curl::origin_of(&target.url)),
+            ),
         };
+        let command = curl::or_unreachable(&command, &probe, curl::UPLOAD_INSTEAD);
         Ok(UploadTicket {
             handle,
             file_id: file.id,

@@ -1,0 +1,201 @@
+//! When the host a returned line needs cannot be reached from where it runs
+//! (a hosted sandbox's egress proxy refusing it, no name, no route), the
+//! line says so in one line naming the host and what to do instead, and
+//! fails: the upload line, in one PUT and in parts. (The download line fails
+//! with curl's own words: see the test.)
+//! The proxy is a real one on loopback that refuses every host
+//! (`tests/clients/refusing_proxy.py`), reached as curl reaches any proxy:
+//! through `https_proxy`.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use crate::mcp_clients::root;
+use crate::util::{Server, bytes, out_text, request};
+
+/// The refusing proxy; killed on drop.
+struct Proxy {
+    child: Child,
+    port: u16,
+    /// What it refused, as it logged it ("refused CONNECT host:443").
+    refused: Arc<Mutex<Vec<String>>>,
+}
+
+impl Proxy {
+    fn start() -> Self {
+        let mut child = Command::new("python3")
+            .arg(root().join("tests/clients/refusing_proxy.py"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let port = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let refused = Arc::new(Mutex::new(Vec::new()));
+        let log = refused.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                log.lock().unwrap().push(line);
+            }
+        });
+        Self {
+            child,
+            port,
+            refused,
+        }
+    }
+
+    /// Whether it refused a tunnel to `host` (within a few seconds).
+    fn refused_tunnel_to(&self, host: &str) -> bool {
+        let wanted = format!("refused CONNECT {host}");
+        for _ in 0..100 {
+            if self
+                .refused
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.starts_with(&wanted))
+            {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(30));
+        }
+        false
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs `line` in `dir` with `proxy` (or none) as curl's proxy.
+fn run(line: &str, dir: &Path, proxy: Option<&Proxy>) -> Output {
+    let mut command = Command::new("sh");
+    command.args(["-c", line]).current_dir(dir);
+    for var in [
+        "https_proxy",
+        "HTTPS_PROXY",
+        "http_proxy",
+        "HTTP_PROXY",
+        "ALL_PROXY",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ] {
+        command.env_remove(var);
+    }
+    if let Some(proxy) = proxy {
+        let url = format!("http://127.0.0.1:{}", proxy.port);
+        command.env("https_proxy", &url).env("http_proxy", &url);
+    }
+    command.output().unwrap()
+}
+
+/// The line failed, naming `host` as unreachable, with `instead`.
+fn says_unreachable(out: &Output, host: &str, instead: &str) {
+    assert!(!out.status.success(), "{}", out_text(out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("is unreachable: allow it here"))
+        .collect();
+    assert_eq!(said.len(), 1, "one line names the host: {stderr}");
+    assert!(
+        said[0].contains(&format!("{host} is unreachable")),
+        "{stderr}"
+    );
+    assert!(said[0].contains(instead), "{stderr}");
+}
+
+#[test]
+fn lines_whose_host_is_blocked_say_which_and_what_to_do_instead() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_PUBLIC_URL", "https://files.example.test"),
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
+        ],
+    );
+    let token = server.token("alice", &["files:read", "files:write"]);
+    let work = tempfile::tempdir().unwrap();
+    let small = bytes(10_000, 3);
+    let large = bytes(6 << 20, 4);
+    std::fs::write(work.path().join("small.bin"), &small).unwrap();
+    std::fs::write(work.path().join("large.bin"), &large).unwrap();
+    let proxy = Proxy::start();
+
+    // One PUT, through the proxy (which refuses the tunnel), then with no
+    // proxy (the name does not resolve: .test never does).
+    let ticket = server.request_upload(&token, "small.bin", &small);
+    let line = ticket["command"].as_str().unwrap();
+    for through in [Some(&proxy), None] {
+        let out = run(line, work.path(), through);
+        says_unreachable(&out, "files.example.test", "request_browser_upload");
+    }
+    assert!(
+        proxy.refused_tunnel_to("files.example.test:443"),
+        "the line went through the proxy"
+    );
+
+    // In parts: the line's first request already cannot get through.
+    let ticket = server.request_upload(&token, "large.bin", &large);
+    let line = ticket["command"].as_str().unwrap();
+    assert!(line.contains("/sh"), "a line in parts: {line}");
+    let out = run(line, work.path(), Some(&proxy));
+    says_unreachable(&out, "files.example.test", "request_browser_upload");
+
+    // The download line fails without touching the file already there; it
+    // carries no guard of its own (its answer would pass the kilobyte):
+    // curl says the tunnel failed, and get_download_url's description says
+    // what to do.
+    let ticket = server.request_upload(&token, "small.bin", &small);
+    let path = ticket["upload"]["url"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("https://files.example.test");
+    let put = request("PUT", &format!("{}{path}", server.base), &[], Some(&small));
+    assert!(put.status < 300, "{}", put.text());
+    let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+    let out = run(
+        download["command"].as_str().unwrap(),
+        work.path(),
+        Some(&proxy),
+    );
+    assert!(!out.status.success(), "{}", out_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("403"),
+        "curl names the refusal: {}",
+        out_text(&out)
+    );
+    assert_eq!(
+        std::fs::read(work.path().join("small.bin")).unwrap(),
+        small,
+        "the file there before is untouched"
+    );
+}
+
+/// A host with no route (a closed port): named the same way.
+#[test]
+fn a_host_with_no_route_is_named_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_PUBLIC_URL", "http://127.0.0.1:9")]);
+    let token = server.token("alice", &["files:write"]);
+    let work = tempfile::tempdir().unwrap();
+    let data = bytes(1000, 5);
+    std::fs::write(work.path().join("a.bin"), &data).unwrap();
+    let ticket = server.request_upload(&token, "a.bin", &data);
+    let out = run(ticket["command"].as_str().unwrap(), work.path(), None);
+    says_unreachable(&out, "127.0.0.1:9", "request_browser_upload");
+}
