@@ -18,8 +18,10 @@ run:
 	$(CARGO) run --profile fast -p sluice-local
 
 # What the end-to-end tests drive and talk to: the official MCP clients (the
-# Python SDK in a venv, the TypeScript SDK from the lock file), Claude Code
-# (from the lock file) and tmux, cargo-lambda (in the venv), dynalite
+# Python SDK in a venv, with FastMCP's client; the SDKs of protocol
+# 2025-03-26, Python in a venv of its own and TypeScript under an npm alias;
+# the current TypeScript SDK from the lock file), Claude Code, Codex, Gemini
+# CLI, the MCP Inspector and mcp-remote (from the lock file) and tmux, cargo-lambda (in the venv), dynalite
 # (DynamoDB, from the same lock file: its conditional writes are atomic),
 # oidc-provider, playwright-core with Debian's Chromium (the upload page),
 # the MCP Apps host bridge and esbuild (the widget's test host),

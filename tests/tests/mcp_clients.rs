@@ -283,3 +283,50 @@ fn the_printed_codex_and_gemini_lines_connect_with_the_token_from_the_environmen
         "{text}"
     );
 }
+
+/// Runs a client script that makes a whole round trip (`--url`, `--token`,
+/// `--workdir`, then `extra`); gives its checks.
+fn round_trip(program: &std::path::Path, script: &str, extra: &[&str]) -> Vec<String> {
+    let (server, _dir) = Server::start();
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(program)
+        .arg(root().join("tests/clients").join(script))
+        .args(["--url", &format!("{}/mcp", server.base)])
+        .args([
+            "--token",
+            &server.token("alice", &["files:read", "files:write"]),
+        ])
+        .arg("--workdir")
+        .arg(work.path())
+        .args(extra)
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .unwrap_or_else(|e| panic!("{script}: {e}: run `make test`"));
+    crate::util::client_checks(script, &out)
+}
+
+/// FastMCP's client (PyPI, pinned), as its users connect to a server.
+#[test]
+fn the_fastmcp_client_round_trips_a_file() {
+    let checks = round_trip(&root().join(".venv/bin/python"), "fastmcp_flow.py", &[]);
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert!(checks[1].contains("bytes identical"), "{checks:?}");
+}
+
+/// mcp-remote (npm, pinned), the stdio bridge that stdio-only clients run,
+/// driven by the official Python SDK's stdio client.
+#[test]
+fn the_mcp_remote_bridge_round_trips_a_file() {
+    let bridge = root().join("tests/clients/node_modules/.bin/mcp-remote");
+    assert!(
+        bridge.exists(),
+        "mcp-remote is not installed: run `make test`"
+    );
+    let checks = round_trip(
+        &root().join(".venv/bin/python"),
+        "remote_flow.py",
+        &["--bridge", bridge.to_str().unwrap()],
+    );
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert!(checks[1].contains("bytes identical"), "{checks:?}");
+}

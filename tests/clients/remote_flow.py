@@ -1,0 +1,62 @@
+"""mcp-remote (npm, pinned in tests/clients/package.json), the stdio bridge
+clients without remote-server support run (Claude Desktop's configuration
+file, for one): the official Python SDK's stdio client starts
+`mcp-remote <url> --header Authorization:${AUTH}` as such a client's
+configuration does, with the token in the environment. Lists the tools,
+then a file goes up and comes back through the lines the tools return; the
+bytes must match. Prints a JSON summary of the checks.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from mcp_common import run_main, sh, structured
+
+
+async def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--token", required=True)
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--bridge", required=True)
+    args = p.parse_args()
+    checks = []
+    up, down = os.path.join(args.workdir, "up"), os.path.join(args.workdir, "down")
+    os.makedirs(up)
+    os.makedirs(down)
+    data = os.urandom(110_000)
+    with open(os.path.join(up, "bridged.bin"), "wb") as f:
+        f.write(data)
+    params = StdioServerParameters(
+        command=args.bridge,
+        args=[args.url, "--header", "Authorization:${AUTH}"],
+        env={**os.environ, "AUTH": f"Bearer {args.token}"},
+    )
+    async with stdio_client(params) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            names = {t.name for t in (await session.list_tools()).tools}
+            assert {"request_upload", "get_download_url"} <= names, names
+            checks.append(f"bridged, {len(names)} tools")
+            ticket = structured(
+                await session.call_tool(
+                    "request_upload",
+                    {"filename": "bridged.bin", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()},
+                )
+            )
+            sh(ticket["command"], up)
+            link = structured(await session.call_tool("get_download_url", {"file": ticket["handle"]}))
+            sh(link["command"], down)
+    with open(os.path.join(down, "bridged.bin"), "rb") as f:
+        assert f.read() == data, "downloaded bytes differ"
+    checks.append("upload and download through the returned lines, bytes identical")
+    print(json.dumps({"checks": checks}))
+
+
+if __name__ == "__main__":
+    run_main(main)
