@@ -2,7 +2,9 @@
 // esbuild): the official host bridge (AppBridge, PostMessageTransport from
 // @modelcontextprotocol/ext-apps) talking to sluice's widget in a sandboxed
 // iframe on another origin. It answers ui/message and ui/update-model-context
-// as a host would (recording them for the test), gives the view the tool's
+// as a host would (recording them for the test), saves a file a view asks
+// it to (ui/download-file: a resource_link is downloaded by the browser, as
+// a person's click on a link would be), gives the view the tool's
 // input and result once it is initialized, and sizes the frame as the view
 // asks. No MCP client: the view calls no server tool (the bridge would
 // refuse one), and everything it posts is recorded in window.hostLog.
@@ -15,7 +17,7 @@ window.posted = [];
 
 const frame = document.createElement("iframe");
 frame.id = "app";
-frame.title = "Upload a file";
+frame.title = tool.title || "Upload a file";
 frame.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
 frame.src = tool.sandboxUrl;
 document.getElementById("conversation").append(frame);
@@ -28,7 +30,7 @@ window.addEventListener("message", (e) => {
 const bridge = new AppBridge(
   null,
   { name: "sluice-test-host", version: "1.0.0" },
-  { updateModelContext: { text: {} }, message: { text: {} }, openLinks: {} },
+  { updateModelContext: { text: {} }, message: { text: {} }, openLinks: {}, downloadFile: {} },
 );
 bridge.oninitialized = () => {
   window.hostLog.push({ method: "ui/notifications/initialized" });
@@ -41,6 +43,19 @@ bridge.onmessage = async (params) => {
 };
 bridge.onupdatemodelcontext = async (params) => {
   window.hostLog.push({ method: "ui/update-model-context", params });
+  return {};
+};
+bridge.ondownloadfile = async (params) => {
+  window.hostLog.push({ method: "ui/download-file", params });
+  for (const item of params.contents) {
+    if (item.type !== "resource_link") return { isError: true };
+    const a = document.createElement("a");
+    a.href = item.uri;
+    a.download = item.name || "";
+    document.body.append(a);
+    a.click();
+    a.remove();
+  }
   return {};
 };
 bridge.onsizechange = ({ height }) => {

@@ -24,51 +24,27 @@
 // picked again sends only the parts not stored yet.
 
 import { readFileSync } from "node:fs";
-import { createServer } from "node:http";
-import { parseArgs } from "node:util";
 
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { getToolUiResourceUri } from "@modelcontextprotocol/ext-apps/app-bridge";
 import { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps";
-import { build } from "esbuild";
 
+import { appsClient, hostArgs, policyOf, recordingFetch, serveHost } from "./apps-common.mjs";
 import { check, launchChromium } from "./common.mjs";
 
-const { values: args } = parseArgs({
-  options: {
-    url: { type: "string" },
-    token: { type: "string" },
-    file: { type: "string" },
-    shots: { type: "string" },
-    "sandbox-port": { type: "string" },
-    prefix: { type: "string", default: "" },
-    width: { type: "string", default: "760" },
-    keyboard: { type: "boolean", default: false },
-    interrupt: { type: "boolean", default: false },
-    reload: { type: "boolean", default: false },
-  },
+const args = hostArgs({
+  file: { type: "string" },
+  prefix: { type: "string", default: "" },
+  width: { type: "string", default: "760" },
+  keyboard: { type: "boolean", default: false },
+  interrupt: { type: "boolean", default: false },
+  reload: { type: "boolean", default: false },
 });
 const checks = [];
 
 // Every MCP request and response body, as sent and received.
 const traffic = [];
-const recordingFetch = async (url, init) => {
-  const response = await fetch(url, init);
-  traffic.push(String(init?.body ?? ""), await response.clone().text());
-  return response;
-};
 
-const client = new Client(
-  { name: "sluice-apps-host", version: "1.0.0" },
-  { capabilities: { extensions: { "io.modelcontextprotocol/ui": { mimeTypes: [RESOURCE_MIME_TYPE] } } } },
-);
-await client.connect(
-  new StreamableHTTPClientTransport(new URL(args.url), {
-    requestInit: { headers: { Authorization: `Bearer ${args.token}` } },
-    fetch: recordingFetch,
-  }),
-);
+const client = await appsClient(args.url, args.token, recordingFetch(traffic));
 const extensions = client.getServerCapabilities()?.extensions ?? {};
 check("io.modelcontextprotocol/ui" in extensions, `the server answers the extension: ${JSON.stringify(extensions)}`);
 checks.push("initialize: the extension announced and answered");
@@ -97,52 +73,22 @@ checks.push("resources/read: text/html;profile=mcp-app, CSP origins, domain");
 const issuerOrigin = new URL(result.structuredContent.page_url).origin;
 check(connect.includes(issuerOrigin), `the issuer's origin is declared: ${connect}`);
 
-// The policy a host builds from the declaration (the spec's defaults, plus
-// the declared origins), on the sandbox origin's answer.
-const resources = (ui.csp?.resourceDomains ?? []).join(" ");
-const policy = [
-  "default-src 'none'",
-  `script-src 'self' 'unsafe-inline' ${resources}`,
-  `style-src 'self' 'unsafe-inline' ${resources}`,
-  `img-src 'self' data: ${resources}`,
-  `font-src 'self' ${resources}`,
-  `media-src 'self' data: ${resources}`,
-  `connect-src ${connect.join(" ")}`,
-  "frame-src 'none'",
-  "object-src 'none'",
-  "base-uri 'self'",
-].join("; ");
-
-const hostBundle = (
-  await build({ entryPoints: [new URL("apps-host-page.js", import.meta.url).pathname], bundle: true, format: "esm", write: false })
-).outputFiles[0].text;
-
 const probes = [];
-const sandboxPort = Number(args["sandbox-port"]);
-const sandboxOrigin = `http://localhost:${sandboxPort}`;
-const listen = (server, port, host) => new Promise((resolve) => server.listen(port, host, () => resolve(server.address().port)));
-const host = createServer((req, res) => {
-  if (req.url === "/probe") probes.push(req.url);
-  if (req.url === "/host.js") {
-    res.writeHead(200, { "content-type": "text/javascript" }).end(hostBundle);
-    return;
-  }
-  const page = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Conversation</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;margin:0;background:#f4f4f1;color:#1b1f24}#conversation{max-width:44rem;margin:0 auto;padding:1.5rem 1rem}
-.bubble{background:#fff;border-radius:12px;padding:.75rem 1rem;margin:0 0 .75rem}.me{background:#e8e4da;margin-left:4rem}
-iframe{width:100%;height:260px;border:1px solid #d0d0c8;border-radius:12px;background:#fff}</style>
-<script>window.TOOL = ${JSON.stringify({ input, result, sandboxUrl: `${sandboxOrigin}/view.html` })};</script>
-<script type="module" src="/host.js"></script></head><body><div id="conversation">
-<p class="bubble me">Here is the file I mentioned; put it in the report.</p>
-<p class="bubble">Please upload it here; it goes straight to storage.</p></div></body></html>`;
-  res.writeHead(200, { "content-type": "text/html" }).end(page);
+const served = await serveHost({
+  input,
+  result,
+  html: content.text,
+  policy: policyOf(ui),
+  sandboxPort: Number(args["sandbox-port"]),
+  bubbles: [
+    ["me", "Here is the file I mentioned; put it in the report."],
+    ["", "Please upload it here; it goes straight to storage."],
+  ],
+  onRequest: (url) => {
+    if (url === "/probe") probes.push(url);
+  },
 });
-const hostPort = await listen(host, 0, "127.0.0.1");
-const hostOrigin = `http://127.0.0.1:${hostPort}`;
-const sandbox = createServer((req, res) => {
-  res.writeHead(200, { "content-type": "text/html; charset=utf-8", "content-security-policy": policy }).end(content.text);
-});
-await listen(sandbox, sandboxPort, "127.0.0.1");
+const { hostOrigin, sandboxOrigin } = served;
 
 const browser = await launchChromium();
 const shot = (page, name) => page.screenshot({ path: `${args.shots}/${args.prefix}${name}.png`, fullPage: true });
@@ -303,8 +249,7 @@ try {
   checks.push("CSP exact: an undeclared origin is blocked");
 } finally {
   await browser.close();
-  host.close();
-  sandbox.close();
+  served.close();
   await client.close();
 }
 console.log(JSON.stringify({ checks, upload_id: uploadId, timings }));

@@ -349,3 +349,47 @@ fn the_widget_resource_names_claude_s_domain_by_default() {
         "{missing}"
     );
 }
+
+/// Downloads from the chat: `get_download_url` names the download view; in
+/// the test host (`tests/clients/apps-download-host.mjs`: AppBridge in
+/// Chromium) the person clicks Save, the host is asked (`ui/download-file`)
+/// to save a `resource_link` to the single-use link, and the browser saves
+/// the file, byte for byte; the view fetched nothing itself, no byte went
+/// through MCP, and the link is spent.
+#[test]
+fn a_person_saves_a_file_from_the_download_view() {
+    let sandbox = free_port();
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let data = bytes(700 * 1024 + 5, 41);
+    let ticket = server.request_upload(&token, "quarterly report.pdf", &data);
+    let put = request(
+        "PUT",
+        ticket["upload"]["url"].as_str().unwrap(),
+        &[],
+        Some(&data),
+    );
+    assert!(put.status < 300, "{}", put.text());
+    let out = Command::new("node")
+        .arg(root().join("tests/clients/apps-download-host.mjs"))
+        .args(["--url", &format!("{}/mcp", server.base), "--token", &token])
+        .args(["--handle", ticket["handle"].as_str().unwrap()])
+        .args(["--sha256", &sluice::Sha256::of(&data).to_hex()])
+        .args(["--sandbox-port", &sandbox.to_string()])
+        .arg("--shots")
+        .arg(shots())
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .expect("node runs (make test installs the clients and Debian's chromium)");
+    let checks = crate::util::client_checks("apps-download-host.mjs", &out);
+    for expected in [
+        "the view rendered in the sandbox, naming the file",
+        "Save: the host saved the file through ui/download-file, SHA-256 checked",
+        "no file bytes through MCP or the view; the link is spent",
+    ] {
+        assert!(
+            checks.iter().any(|c| c == expected),
+            "{expected} missing: {checks:?}"
+        );
+    }
+}

@@ -69,8 +69,12 @@ impl SluiceTools {
                     .get_or_insert_with(|| spec.title.to_owned());
                 route.attr.annotations = Some(spec.effect.annotations(title));
             }
-            if route.attr.name == "request_browser_upload" {
-                route.attr.meta = Some(widget::tool_meta());
+            match route.attr.name.as_ref() {
+                "request_browser_upload" => route.attr.meta = Some(widget::tool_meta(widget::URI)),
+                "get_download_url" => {
+                    route.attr.meta = Some(widget::tool_meta(widget::DOWNLOAD_URI))
+                }
+                _ => {}
             }
         }
         Self {
@@ -214,6 +218,13 @@ impl ServerHandler for SluiceTools {
                 )
                 .with_mime_type(widget::MIME)
                 .with_meta(widget::meta(&self.sluice).await),
+            Resource::new(widget::DOWNLOAD_URI, "download")
+                .with_title("Download a file")
+                .with_description(
+                    "The button get_download_url shows inside the conversation to save the file, for hosts that render MCP Apps",
+                )
+                .with_mime_type(widget::MIME)
+                .with_meta(widget::download_meta(&self.sluice)),
         ]))
     }
 
@@ -222,19 +233,23 @@ impl ServerHandler for SluiceTools {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        if request.uri != widget::URI {
-            return Err(ErrorData::resource_not_found(
-                format!(
-                    "no resource {}: the one resource is {}",
-                    request.uri,
-                    widget::URI
-                ),
-                None,
-            ));
-        }
-        let content = ResourceContents::text(widget::html(), widget::URI)
+        let (html, meta) = match request.uri.as_str() {
+            widget::URI => (widget::html(), widget::meta(&self.sluice).await),
+            widget::DOWNLOAD_URI => (widget::download_html(), widget::download_meta(&self.sluice)),
+            other => {
+                return Err(ErrorData::resource_not_found(
+                    format!(
+                        "no resource {other}: the resources are {} and {}",
+                        widget::URI,
+                        widget::DOWNLOAD_URI
+                    ),
+                    None,
+                ));
+            }
+        };
+        let content = ResourceContents::text(html, request.uri.clone())
             .with_mime_type(widget::MIME)
-            .with_meta(widget::meta(&self.sluice).await);
+            .with_meta(meta);
         Ok(ReadResourceResult::new(vec![content]).into())
     }
 }

@@ -1,11 +1,13 @@
-//! The upload inside the conversation: an MCP App (SEP-1865, stable
-//! 2026-01-26) for hosts that render one. `request_browser_upload` names
-//! [`URI`] in its `_meta`; `resources/read` answers the widget's HTML
-//! ([`html`], the same form as the browser page, inline, nothing fetched
-//! from elsewhere) with [`MIME`] and, in the content's `_meta.ui`
-//! ([`meta`]), the only origins it may reach and the sandbox `domain`
-//! claude.ai requires. Hosts without MCP Apps ignore all of it and show
-//! the tool's text: the page's URL.
+//! The upload and the download inside the conversation: MCP Apps (SEP-1865,
+//! stable 2026-01-26) for hosts that render them. `request_browser_upload`
+//! names [`URI`] in its `_meta`, `get_download_url` [`DOWNLOAD_URI`];
+//! `resources/read` answers each view's HTML (the upload: [`html`], the
+//! same form as the browser page; the download: [`download_html`], one
+//! button that asks the host to save the file), inline, nothing fetched
+//! from elsewhere, with [`MIME`] and, in the content's `_meta.ui`
+//! ([`meta`], [`download_meta`]), the only origins it may reach and the
+//! sandbox `domain` claude.ai requires. Hosts without MCP Apps ignore all
+//! of it and show the tool's text: the page's URL, the download line.
 
 use std::sync::OnceLock;
 
@@ -14,8 +16,11 @@ use serde_json::json;
 use sluice::Sluice;
 use sluice::web;
 
-/// The widget's resource.
+/// The upload widget's resource.
 pub const URI: &str = "ui://sluice/upload.html";
+
+/// The download view's resource.
+pub const DOWNLOAD_URI: &str = "ui://sluice/download.html";
 
 /// What an MCP App's HTML is served as.
 pub const MIME: &str = "text/html;profile=mcp-app";
@@ -23,43 +28,74 @@ pub const MIME: &str = "text/html;profile=mcp-app";
 /// The extension hosts announce in `initialize` when they render MCP Apps.
 pub const EXTENSION: &str = "io.modelcontextprotocol/ui";
 
-/// The tool's `_meta`: the widget's resource, under the stable key and the
+/// A tool's `_meta` naming the view `uri`, under the stable key and the
 /// flat key claude.ai read for a while (the official `registerAppTool`
 /// still writes both).
-pub fn tool_meta() -> MetaObject {
+pub fn tool_meta(uri: &str) -> MetaObject {
     let mut meta = MetaObject::new();
-    meta.insert("ui".into(), json!({"resourceUri": URI}));
-    meta.insert("ui/resourceUri".into(), json!(URI));
+    meta.insert("ui".into(), json!({"resourceUri": uri}));
+    meta.insert("ui/resourceUri".into(), json!(uri));
     meta
 }
 
-/// The widget's document: the shared form, its style and scripts inline
-/// (an MCP App is one document; the host's policy allows inline script and
-/// style, and nothing from any origin not declared).
+/// One view's document: `body`, its style and scripts inline (an MCP App
+/// is one document; the host's policy allows inline script and style, and
+/// nothing from any origin not declared), after the shared messages
+/// (`assets/apps.js`).
+fn document(title: &str, css: &[&str], body: &str, scripts: &[&str]) -> String {
+    let scripts: String = std::iter::once(include_str!("assets/apps.js"))
+        .chain(scripts.iter().copied())
+        .map(|js| format!("<script>\n{js}</script>\n"))
+        .collect();
+    format!(
+        "<!doctype html>\n<html lang=\"en\" data-version=\"{version}\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n<title>{title}</title>\n\
+         <style>\n{css}</style>\n</head>\n<body>\n{body}\n{scripts}</body>\n</html>\n",
+        version = env!("CARGO_PKG_VERSION"),
+        css = css.concat(),
+    )
+}
+
+/// The upload widget's document: the shared form and its scripts.
 pub fn html() -> &'static str {
     static HTML: OnceLock<String> = OnceLock::new();
     HTML.get_or_init(|| {
         let intro = "<h1>Upload a file</h1>\n<p id=\"wanted\">Getting the upload ready…</p>\n\
                      <p class=\"hint\">It goes straight to secure storage, not through the chat.</p>";
-        format!(
-            "<!doctype html>\n<html lang=\"en\" data-version=\"{version}\">\n<head>\n<meta charset=\"utf-8\">\n\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-             <meta name=\"referrer\" content=\"no-referrer\">\n<title>Upload a file</title>\n\
-             <style>\n{css}{widget_css}</style>\n</head>\n<body>\n{form}\n\
-             <script>\n{noble}</script>\n<script>\n{upload}</script>\n<script>\n{widget}</script>\n\
-             </body>\n</html>\n",
-            version = env!("CARGO_PKG_VERSION"),
-            css = web::UPLOAD_CSS,
-            widget_css = include_str!("assets/widget.css"),
-            form = web::form("", intro),
-            noble = web::NOBLE_SHA256_JS,
-            upload = web::UPLOAD_JS,
-            widget = include_str!("assets/widget.js"),
+        document(
+            "Upload a file",
+            &[web::UPLOAD_CSS, include_str!("assets/widget.css")],
+            &web::form("", intro),
+            &[
+                web::NOBLE_SHA256_JS,
+                web::UPLOAD_JS,
+                include_str!("assets/widget.js"),
+            ],
         )
     })
 }
 
-/// The content's `_meta.ui`: the origins the widget connects to (the
+/// The download view's document: what the file is, and one button that
+/// asks the host to save it.
+pub fn download_html() -> &'static str {
+    static HTML: OnceLock<String> = OnceLock::new();
+    HTML.get_or_init(|| {
+        let body = "<main>\n<h1>Download a file</h1>\n\
+                    <p id=\"what\" aria-live=\"polite\">Getting the download ready…</p>\n\
+                    <button id=\"save\" class=\"button\" type=\"button\" hidden>Save the file</button>\n\
+                    <p id=\"said\" role=\"status\" aria-live=\"polite\"></p>\n\
+                    <p class=\"hint\">It comes straight from secure storage, not through the chat.</p>\n</main>";
+        document(
+            "Download a file",
+            &[web::UPLOAD_CSS, include_str!("assets/widget.css")],
+            body,
+            &[include_str!("assets/download.js")],
+        )
+    })
+}
+
+/// The upload widget's `_meta.ui`: the origins it connects to (the
 /// issuer's, for the start and the parts' routes; the store's, where it
 /// is not the issuer: S3's, for the presigned PUTs), nothing else; the
 /// sandbox `domain` claude.ai runs it on; a border.
@@ -70,6 +106,16 @@ pub async fn meta(sluice: &Sluice) -> MetaObject {
     {
         connect.push(store);
     }
+    ui_meta(sluice, connect)
+}
+
+/// The download view's `_meta.ui`: no origin at all (the host fetches the
+/// link it is given, the view nothing), the `domain`, a border.
+pub fn download_meta(sluice: &Sluice) -> MetaObject {
+    ui_meta(sluice, Vec::new())
+}
+
+fn ui_meta(sluice: &Sluice, connect: Vec<String>) -> MetaObject {
     let mut meta = MetaObject::new();
     meta.insert(
         "ui".into(),
