@@ -1,8 +1,14 @@
 """Helpers shared by the MCP client scripts (official Python SDK)."""
 
 import asyncio
+import hashlib
+import http.client
+import json
 import subprocess
 import sys
+import time
+import urllib.parse
+import urllib.request
 
 import httpx2
 from mcp import ClientSession
@@ -28,6 +34,36 @@ def text(result):
 def sh(line, cwd):
     done = subprocess.run(line, shell=True, cwd=cwd, capture_output=True, text=True)
     assert done.returncode == 0, f"command failed ({done.returncode}): {line}\n{done.stdout}\n{done.stderr}"
+
+
+CHUNK = 64 * 1024
+
+
+def person_uploads(page_url, name, data, errors, gap=0.0):
+    """The person, by the page's own requests: its start (the file's size
+    and digest), then the PUT to the target it gets, a CHUNK at a time,
+    `gap` seconds apart. A failure is appended to `errors` (for a thread)."""
+    try:
+        body = json.dumps({"filename": name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+        start = urllib.request.Request(
+            page_url + "/start", data=body.encode(), headers={"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(start) as r:
+            target = json.load(r)["upload"]
+        url = urllib.parse.urlsplit(target["url"])
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+        conn.putrequest(target.get("method", "PUT"), url.path + ("?" + url.query if url.query else ""))
+        for header, value in (target.get("headers") or {}).items():
+            conn.putheader(header, value)
+        conn.putheader("Content-Length", str(len(data)))
+        conn.endheaders()
+        for i in range(0, len(data), CHUNK):
+            conn.send(data[i : i + CHUNK])
+            time.sleep(gap)
+        answer = conn.getresponse()
+        assert answer.status in (200, 201, 204), f"the PUT was refused: {answer.status} {answer.read()!r}"
+    except Exception as e:  # reported by the caller
+        errors.append(repr(e))
 
 
 def errors_of(exc):

@@ -9,47 +9,14 @@ summary of the checks.
 """
 
 import argparse
-import hashlib
-import http.client
 import json
 import os
 import threading
-import time
-import urllib.parse
-import urllib.request
 
-from mcp_common import is_error, run_main, session_for, structured
+from mcp_common import CHUNK, is_error, person_uploads, run_main, session_for, structured
 
-CHUNK = 64 * 1024
 CHUNKS = 12
 GAP = 0.4
-
-
-def person(page_url, data, errors):
-    """The page's own requests: start (the file's size and digest), then
-    the PUT to the target it gets, a chunk at a time."""
-    try:
-        body = json.dumps({"filename": "slow.bin", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
-        start = urllib.request.Request(
-            page_url + "/start", data=body.encode(), headers={"Content-Type": "application/json"}, method="POST"
-        )
-        with urllib.request.urlopen(start) as r:
-            target = json.load(r)["upload"]
-        url = urllib.parse.urlsplit(target["url"])
-        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
-        path = url.path + ("?" + url.query if url.query else "")
-        conn.putrequest(target.get("method", "PUT"), path)
-        for name, value in (target.get("headers") or {}).items():
-            conn.putheader(name, value)
-        conn.putheader("Content-Length", str(len(data)))
-        conn.endheaders()
-        for i in range(0, len(data), CHUNK):
-            conn.send(data[i : i + CHUNK])
-            time.sleep(GAP)
-        answer = conn.getresponse()
-        assert answer.status in (200, 201, 204), f"the PUT was refused: {answer.status} {answer.read()!r}"
-    except Exception as e:  # reported by the main thread
-        errors.append(repr(e))
 
 
 async def main():
@@ -66,7 +33,7 @@ async def main():
         assert structured(at_once)["state"] == "pending", at_once
         checks.append("no wait, no token: pending at once")
         errors = []
-        worker = threading.Thread(target=person, args=(page["page_url"], data, errors))
+        worker = threading.Thread(target=person_uploads, args=(page["page_url"], "slow.bin", data, errors, GAP))
         worker.start()
         notes = []
 

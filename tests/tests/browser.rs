@@ -491,3 +491,29 @@ fn a_waiting_status_call_reports_progress_and_answers_when_ready() {
     assert_eq!(checks.len(), 2, "{checks:?}");
     assert!(checks[1].contains("progress notifications"), "{checks:?}");
 }
+
+/// URL elicitation: a client that declares it (the official Python client,
+/// on 2026-07-28) is given request_browser_upload's page to show the
+/// person itself, and its calls again say what they wait for, then give
+/// the handle; a client that does not gets the page's URL as before
+/// (`tests/clients/elicit.py`).
+#[test]
+fn a_client_with_url_elicitation_shows_the_page_and_gets_the_handle() {
+    let (server, _dir) = Server::start();
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(root().join(".venv/bin/python"))
+        .arg(root().join("tests/clients/elicit.py"))
+        .args(["--url", &format!("{}/mcp", server.base)])
+        .args(["--token", &server.token("alice", &[])])
+        .arg("--workdir")
+        .arg(work.path())
+        .current_dir(root().join("tests/clients"))
+        .output()
+        .unwrap();
+    let checks = crate::util::client_checks("elicit.py", &out);
+    assert_eq!(checks.len(), 4, "{checks:?}");
+    assert!(
+        checks[2].contains("the handle, bytes identical"),
+        "{checks:?}"
+    );
+}

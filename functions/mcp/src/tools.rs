@@ -16,9 +16,13 @@ use sluice::service::small::SMALL_FILE_MAX;
 
 use std::time::{Duration, Instant};
 
-use rmcp::model::{ProgressNotificationParam, ProgressToken, RequestMetaObject};
+use rmcp::handler::server::tool::RequestState;
+use rmcp::model::{
+    CallToolResponse, ElicitRequest, ElicitRequestParams, InputRequest, InputRequests,
+    InputRequiredResult, ProgressNotificationParam, ProgressToken, RequestMetaObject,
+};
 use rmcp::{Peer, RoleServer};
-use sluice::service::browser::UploadStatus;
+use sluice::service::browser::{BrowserUpload, UploadStatus};
 
 use crate::reply::{caller, compact, finish, success};
 use crate::server::SluiceTools;
@@ -29,6 +33,36 @@ use crate::table::input;
 const STATUS_POLL: Duration = Duration::from_secs(1);
 
 impl SluiceTools {
+    /// `request_browser_upload` called again after the client showed the
+    /// person the page (`state`: the page it was given): the file's handle
+    /// once it is there, or what it waits for.
+    async fn after_elicitation(&self, owner: &str, state: &str) -> Result<CallToolResult, Error> {
+        let mut page: BrowserUpload = serde_json::from_str(state).map_err(|_| {
+            Error::Invalid(
+                "request_state is not one this server gave: call request_browser_upload again"
+                    .into(),
+            )
+        })?;
+        let status = self.sluice.upload_status(owner, &page.upload_id).await?;
+        page.state = Some(status.state);
+        page.handle = status.handle.clone();
+        let summary = match (&status.state, &status.filename, status.size) {
+            (UploadState::Ready, Some(name), Some(size)) => {
+                format!("The person uploaded {name} ({size} bytes). Use the handle.")
+            }
+            (UploadState::Pending, _, _) => format!(
+                "Waiting for the person to upload on the page. Call get_upload_status with upload_id {} \
+                 (wait_seconds waits for it).",
+                page.upload_id
+            ),
+            _ => {
+                "The page expired before a file arrived. Call request_browser_upload for a new one."
+                    .to_owned()
+            }
+        };
+        success(summary, &page)
+    }
+
     /// `upload_id`'s status, once it is no longer pending or `wait` is
     /// spent (at once with no wait); meanwhile, for a call with a progress
     /// token, a progress notification each time more has arrived.
@@ -84,24 +118,55 @@ No bytes pass through the conversation. Where the host shows MCP Apps, the same 
         &self,
         Extension(parts): Extension<Parts>,
         Parameters(req): Parameters<BrowserUploadRequest>,
-    ) -> Result<CallToolResult, ErrorData> {
-        finish(async {
-            let caller = caller(&parts)?;
-            let page = self.sluice.request_browser_upload(&caller.owner, req)?;
-            // The summary says the link and the id once; the rest is in
-            // `structuredContent`.
-            compact(
-                format!(
-                    "Show the person this link: \"Open this link to upload the file; tell me when it is done: {}\" \
-                     (if an upload form appears in the conversation, they can use it instead; it tells you when it is done). \
-                     It works once, until {}. When they say it is done, call get_upload_status with upload_id {}.",
-                    page.page_url, page.expires_at, page.upload_id
-                ),
-                &[],
-                &page,
-            )
+        RequestState(state): RequestState,
+        meta: RequestMetaObject,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let caller = match caller(&parts) {
+            Ok(caller) => caller,
+            Err(e) => return finish(Err(e)).map(Into::into),
+        };
+        // The call again, once the client showed the person the page.
+        if let Some(state) = state {
+            return finish(self.after_elicitation(&caller.owner, &state).await).map(Into::into);
         }
-        .await)
+        let page = match self.sluice.request_browser_upload(&caller.owner, req) {
+            Ok(page) => page,
+            Err(e) => return finish(Err(e)).map(Into::into),
+        };
+        // A client that shows a URL itself (URL elicitation, declared with
+        // the request): it shows the person the page, then calls again
+        // with the state, and the model never relays a link.
+        let shows_urls = meta
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            .is_some_and(|e| e.url.is_some());
+        if shows_urls {
+            let state = serde_json::to_string(&page)
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            let ask = ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
+                meta: None,
+                message: "Upload the file on this page; it goes straight to secure storage, not through the chat."
+                    .to_owned(),
+                url: page.page_url.clone(),
+                elicitation_id: page.upload_id.clone(),
+            });
+            let mut asks = InputRequests::new();
+            asks.insert("upload".to_owned(), InputRequest::Elicitation(ask));
+            return Ok(InputRequiredResult::new(Some(asks), Some(state)).into());
+        }
+        // The summary says the link and the id once; the rest is in
+        // `structuredContent`.
+        finish(compact(
+            format!(
+                "Show the person this link: \"Open this link to upload the file; tell me when it is done: {}\" \
+                 (if an upload form appears in the conversation, they can use it instead; it tells you when it is done). \
+                 It works once, until {}. When they say it is done, call get_upload_status with upload_id {}.",
+                page.page_url, page.expires_at, page.upload_id
+            ),
+            &[],
+            &page,
+        ))
+        .map(Into::into)
     }
 
     #[tool(

@@ -41,7 +41,7 @@ pub struct BrowserUploadRequest {
 }
 
 /// The answer to `request_browser_upload`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BrowserUpload {
     /// Pass to `get_upload_status` once the person says the upload is done.
     pub upload_id: String,
@@ -49,6 +49,13 @@ pub struct BrowserUpload {
     pub page_url: String,
     /// When the page stops accepting an upload (RFC 3339).
     pub expires_at: String,
+    /// After the person was shown the page by the client itself (URL
+    /// elicitation): where the upload stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<UploadState>,
+    /// And when it is ready: what to pass to actions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
 }
 
 /// What the page sends once it has hashed the file.
@@ -92,7 +99,7 @@ pub struct PageParts {
 }
 
 /// Where a browser upload stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum UploadState {
     /// Not uploaded (yet): the person has not finished.
@@ -204,6 +211,8 @@ impl Sluice {
         };
         tracing::info!(file_id = %page.file_id, "browser upload page issued");
         Ok(BrowserUpload {
+            state: None,
+            handle: None,
             upload_id: upload_id(self.keys(), owner, &page.file_id, expires_at),
             page_url: format!(
                 "{}/browser/{}",
