@@ -9,7 +9,6 @@ through get_download_url's line. A client that declares no URL elicitation
 gets the page's URL as before. Prints a JSON summary of the checks.
 """
 
-import argparse
 import json
 import os
 
@@ -17,7 +16,7 @@ import httpx2
 from mcp import ClientSession, types
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_common import person_uploads, run_main, sh, structured, text
+from mcp_common import client_args, person_uploads, run_main, sh, structured, text
 
 
 async def shown(context, params):
@@ -43,11 +42,7 @@ async def close(handles):
 
 
 async def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--url", required=True)
-    p.add_argument("--token", required=True)
-    p.add_argument("--workdir", required=True)
-    args = p.parse_args()
+    args = client_args()
     checks = []
 
     session, handles = await opened(args.url, args.token, elicit=True)

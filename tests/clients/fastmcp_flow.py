@@ -4,7 +4,6 @@ file goes up and comes back through the lines the tools return, run as
 returned; the bytes must match. Prints a JSON summary of the checks.
 """
 
-import argparse
 import asyncio
 import hashlib
 import json
@@ -12,15 +11,11 @@ import os
 
 from fastmcp import Client
 
-from mcp_common import run_main, sh
+from mcp_common import client_args, run_main, sh
 
 
 async def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--url", required=True)
-    p.add_argument("--token", required=True)
-    p.add_argument("--workdir", required=True)
-    args = p.parse_args()
+    args = client_args()
     checks = []
     up, down = os.path.join(args.workdir, "up"), os.path.join(args.workdir, "down")
     os.makedirs(up)

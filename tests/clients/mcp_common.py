@@ -1,5 +1,6 @@
 """Helpers shared by the MCP client scripts (official Python SDK)."""
 
+import argparse
 import asyncio
 import hashlib
 import http.client
@@ -34,6 +35,15 @@ def text(result):
 def sh(line, cwd):
     done = subprocess.run(line, shell=True, cwd=cwd, capture_output=True, text=True)
     assert done.returncode == 0, f"command failed ({done.returncode}): {line}\n{done.stdout}\n{done.stderr}"
+
+
+def client_args(*extra):
+    """A client script's arguments: --url, --token, --workdir, and `extra`
+    (names of further required options)."""
+    p = argparse.ArgumentParser()
+    for name in ("--url", "--token", "--workdir", *extra):
+        p.add_argument(name, required=True)
+    return p.parse_args()
 
 
 CHUNK = 64 * 1024

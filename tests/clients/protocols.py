@@ -6,7 +6,6 @@ curl line, get_download_url, the curl line, bytes compared. Prints a JSON
 summary of the checks.
 """
 
-import argparse
 import hashlib
 import json
 import os
@@ -16,7 +15,7 @@ import mcp.client.session as client_session
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_common import is_error, run_main, sh, structured, text
+from mcp_common import client_args, is_error, run_main, sh, structured, text
 
 
 async def flow(session, workdir, tag):
@@ -62,11 +61,7 @@ async def run(url, token, workdir, version):
 
 
 async def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--url", required=True)
-    p.add_argument("--token", required=True)
-    p.add_argument("--workdir", required=True)
-    args = p.parse_args()
+    args = client_args()
     checks = []
     for version in ("2026-07-28", "2025-11-25", "2025-06-18"):
         await run(args.url, args.token, args.workdir, version)

@@ -7,7 +7,6 @@ then a file goes up and comes back through the lines the tools return; the
 bytes must match. Prints a JSON summary of the checks.
 """
 
-import argparse
 import hashlib
 import json
 import os
@@ -15,16 +14,11 @@ import os
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp_common import run_main, sh, structured
+from mcp_common import client_args, run_main, sh, structured
 
 
 async def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--url", required=True)
-    p.add_argument("--token", required=True)
-    p.add_argument("--workdir", required=True)
-    p.add_argument("--bridge", required=True)
-    args = p.parse_args()
+    args = client_args("--bridge")
     checks = []
     up, down = os.path.join(args.workdir, "up"), os.path.join(args.workdir, "down")
     os.makedirs(up)
