@@ -5,6 +5,10 @@
 // Every request is appended to --log as one JSON line, for the test to read.
 //
 //   node stub-messages.mjs --filename F --size N --sha256 HEX --log FILE
+//
+// With --person the "model" asks the person for the file instead: it calls
+// request_browser_upload with --filename, and answers with what the tool
+// result says (the handle, once the person uploaded it).
 import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
@@ -15,10 +19,12 @@ const { values: args } = parseArgs({
     size: { type: "string" },
     sha256: { type: "string" },
     log: { type: "string" },
+    person: { type: "boolean", default: false },
   },
 });
 
 const UPLOAD = "toolu_sluice_upload";
+const PAGE = "toolu_sluice_page";
 const BASH = "toolu_sluice_bash";
 
 /** The text of every block of a tool result, however it is nested. */
@@ -38,6 +44,17 @@ function resultFor(messages, id) {
 /** What the "model" answers next: one content block. */
 function next(body) {
   const tools = (body.tools ?? []).map((t) => t.name);
+  if (args.person) {
+    const page = tools.find((n) => n.endsWith("request_browser_upload"));
+    if (!page) return { type: "text", text: "ok" };
+    const answered = resultFor(body.messages, PAGE);
+    if (answered) {
+      const said = texts(answered.content).join(" ");
+      const handle = /\$uploadedFile:[A-Za-z0-9_-]+/.exec(said);
+      return { type: "text", text: handle ? `The person uploaded it: ${handle[0]}` : `No handle: ${said.slice(0, 300)}` };
+    }
+    return { type: "tool_use", id: PAGE, name: page, input: { filename: args.filename } };
+  }
   const upload = tools.find((n) => n.endsWith("request_upload"));
   if (!upload) return { type: "text", text: "ok" };
   const uploaded = resultFor(body.messages, BASH);

@@ -16,6 +16,81 @@ use sluice_testkit::root;
 
 use crate::util::{Server, out_text, spawn_announcing};
 
+/// A terminal (tmux, on a socket of its own) running one line; killed on
+/// drop.
+pub struct Terminal {
+    socket: String,
+}
+
+static TERMINALS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Terminal {
+    fn start(line: &str) -> Self {
+        let n = TERMINALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let terminal = Self {
+            socket: format!("sluice-test-{}-{n}", std::process::id()),
+        };
+        let started = terminal.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "400",
+            "-y",
+            "50",
+            line,
+        ]);
+        assert!(started.status.success(), "{}", out_text(&started));
+        terminal
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("tmux could not run ({e}): `make test` installs it"))
+    }
+
+    /// What the terminal shows, wrapped lines joined.
+    pub fn pane(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-J", "-t", "t"]).stdout)
+            .into_owned()
+    }
+
+    /// What it shows once `what` holds of it (within two minutes).
+    pub fn wait_for(&self, what: &dyn Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let text = self.pane();
+            if what(&text) {
+                return text;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the terminal showed:\n{text}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
+    /// Presses `keys` (tmux key names), one at a time.
+    pub fn keys(&self, keys: &[&str]) {
+        for key in keys {
+            let sent = self.tmux(&["send-keys", "-t", "t", key]);
+            assert!(sent.status.success(), "{}", out_text(&sent));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
 /// Where `npm ci` put Claude Code's command.
 fn bin_dir() -> PathBuf {
     let dir = root().join("tests/clients/node_modules/.bin");
@@ -86,60 +161,8 @@ impl Claude {
     /// test server completes its login and consent without a person), as a
     /// browser would; returns what the terminal showed.
     pub fn login(&self) -> String {
-        let socket = format!(
-            "sluice-test-{}-{}",
-            std::process::id(),
-            self.work().display().to_string().len()
-        );
-        let tmux = |args: &[&str]| {
-            Command::new("tmux")
-                .args(["-L", &socket])
-                .args(args)
-                .output()
-                .unwrap_or_else(|e| panic!("tmux could not run ({e}): `make test` installs it"))
-        };
-        let path = format!(
-            "{}:{}",
-            bin_dir().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let line = format!(
-            "cd '{}' && env HOME='{}' PATH='{path}' BROWSER=true CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
-             DISABLE_AUTOUPDATER=1 claude mcp login sluice; sleep 600",
-            self.work().display(),
-            self.home.path().display()
-        );
-        let started = tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            "login",
-            "-x",
-            "400",
-            "-y",
-            "50",
-            &line,
-        ]);
-        assert!(started.status.success(), "{}", out_text(&started));
-        let pane = || {
-            String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-J", "-t", "login"]).stdout)
-                .into_owned()
-        };
-        let wait_for = |what: &dyn Fn(&str) -> bool| {
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-            loop {
-                let text = pane();
-                if what(&text) {
-                    return text;
-                }
-                assert!(
-                    std::time::Instant::now() < deadline,
-                    "the terminal showed:\n{text}"
-                );
-                std::thread::sleep(std::time::Duration::from_millis(200));
-            }
-        };
-        let shown = wait_for(&|t| t.contains("/auth?"));
+        let terminal = self.terminal("BROWSER=true", "claude mcp login sluice");
+        let shown = terminal.wait_for(&|t| t.contains("/auth?"));
         let url = shown
             .split_whitespace()
             .find(|w| w.starts_with("http") && w.contains("/auth?"))
@@ -165,14 +188,49 @@ impl Claude {
             .output()
             .unwrap();
         let landed = String::from_utf8_lossy(&signed_in.stdout).into_owned();
-        let done = wait_for(&|t| t.contains("Authenticated with") || t.contains("rror"));
-        let _ = tmux(&["kill-server"]);
+        let done = terminal.wait_for(&|t| t.contains("Authenticated with") || t.contains("rror"));
+        drop(terminal);
         assert!(
             landed.contains("/callback?code="),
             "{landed}: {}",
             out_text(&signed_in)
         );
         format!("{shown}\n{done}")
+    }
+
+    /// `line` run in a terminal of its own (tmux, 400 columns), with
+    /// `env` (`NAME=value …`), `claude` on the `PATH`, this home and
+    /// project directory.
+    pub fn terminal(&self, env: &str, line: &str) -> Terminal {
+        let path = format!(
+            "{}:{}",
+            bin_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        Terminal::start(&format!(
+            "cd '{}' && env HOME='{}' PATH='{path}' CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 \
+             DISABLE_AUTOUPDATER=1 {env} {line}; sleep 600",
+            self.work().display(),
+            self.home.path().display()
+        ))
+    }
+
+    /// Claude Code's first-run steps taken, as a person takes them once:
+    /// onboarding done, this project trusted, the stand-in's key approved,
+    /// so that an interactive session starts at its prompt.
+    pub fn onboarded(&self, api_key: &str) {
+        let file = self.home.path().join(".claude.json");
+        let mut config: Value = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_else(|| json!({}));
+        config["hasCompletedOnboarding"] = json!(true);
+        config["theme"] = json!("dark");
+        let work = self.work().display().to_string();
+        config["projects"][&work]["hasTrustDialogAccepted"] = json!(true);
+        let tail = &api_key[api_key.len().saturating_sub(20)..];
+        config["customApiKeyResponses"] = json!({"approved": [tail], "rejected": []});
+        std::fs::write(&file, config.to_string()).unwrap();
     }
 
     /// A person's sign-in with an authorization server: `claude mcp add`
@@ -331,4 +389,106 @@ fn claude_p_uploads_a_file_with_the_line_request_upload_returns() {
     assert_eq!(files[0]["filename"], "report.txt", "{page}");
     assert_eq!(files[0]["state"], "ready", "{page}");
     assert_eq!(files[0]["sha256"], sluice::Sha256::of(data).to_hex());
+}
+
+/// URL elicitation with Claude Code itself, in a terminal: the stand-in
+/// model asks for the person's file (request_browser_upload); Claude Code,
+/// which declares URL elicitation on 2026-07-28, shows the person the page
+/// in its own dialog ("wants to open a URL"); the person uploads there (the
+/// page's own requests); "I'm done, continue" makes Claude Code call again
+/// with the state, and the model gets the handle, which downloads the file.
+#[test]
+fn claude_code_shows_the_upload_page_itself_and_the_model_gets_the_handle() {
+    let (server, _dir) = Server::start();
+    let claude = Claude::new();
+    let token = server.token("alice", &["files:read", "files:write"]);
+    claude.add_with_header(&format!("{}/mcp", server.base), &token);
+    let key = "sk-ant-stub-not-a-key-elicitation";
+    claude.onboarded(key);
+    let mut stub = Command::new("node");
+    stub.arg(root().join("tests/clients/stub-messages.mjs"))
+        .args(["--person", "--filename", "notes.txt"]);
+    let (mut stub, messages_url) = spawn_announcing(stub);
+    let terminal = claude.terminal(
+        &format!(
+            "ANTHROPIC_BASE_URL={messages_url} ANTHROPIC_API_KEY={key} ENABLE_TOOL_SEARCH=false"
+        ),
+        "claude --allowedTools mcp__sluice__request_browser_upload",
+    );
+    terminal.wait_for(&|t| t.contains("❯"));
+    // The interactive session connects to its MCP servers while it takes
+    // the first prompt: a prompt sent before sluice's tools are there gets
+    // the stand-in's "ok" (it was offered no tool to call), and is sent
+    // again.
+    let asked = |t: &str| t.contains("wants to open a URL") && t.contains("/browser/");
+    let mut shown = String::new();
+    for attempt in 1..=5 {
+        terminal.keys(&["Get the file from me", "Enter"]);
+        shown = terminal.wait_for(&|t| asked(t) || t.matches("● ok").count() >= attempt);
+        if asked(&shown) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    assert!(asked(&shown), "{shown}");
+    // The URL, as the dialog draws it: after "│ ", wrapped over lines.
+    let at = shown.find("│ http").unwrap_or_else(|| panic!("{shown}"));
+    let page: String = shown[at..]
+        .lines()
+        .map(str::trim)
+        .take_while(|l| l.starts_with('│'))
+        .map(|l| l.trim_start_matches('│').trim())
+        .collect();
+    assert!(
+        page.starts_with(&format!("{}/browser/", server.base)),
+        "{page}"
+    );
+
+    // The person uploads on the page, by the page's own requests.
+    let data = crate::util::bytes(40_000, 51);
+    let started = crate::util::post_json(
+        &format!("{page}/start"),
+        None,
+        &json!({"filename": "notes.txt", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}),
+    );
+    assert_eq!(started.status, 200, "{}", started.text());
+    let target = started.json()["upload"].clone();
+    let headers: Vec<(String, String)> = target["headers"]
+        .as_object()
+        .map(|h| {
+            h.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let put = crate::util::request(
+        "PUT",
+        target["url"].as_str().unwrap(),
+        &headers,
+        Some(&data),
+    );
+    assert!(put.status < 300, "{}", put.text());
+
+    // "I'm done, continue".
+    terminal.keys(&["Right", "Enter"]);
+    let said = terminal.wait_for(&|t| {
+        t.contains("The person uploaded it: $uploadedFile:") || t.contains("No handle")
+    });
+    let _ = stub.kill();
+    let _ = stub.wait();
+    let handle = said
+        .split_whitespace()
+        .find(|w| w.starts_with("$uploadedFile:"))
+        .unwrap_or_else(|| panic!("no handle: {said}"))
+        .to_owned();
+    drop(terminal);
+    let link = server.download_ticket(&token, &handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(crate::util::request("GET", &link, &[], None).body, data);
 }

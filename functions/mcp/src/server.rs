@@ -156,8 +156,14 @@ impl ServerHandler for SluiceTools {
                 .and_then(|p| p.headers.get(http::header::USER_AGENT))
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
+            let url_elicitation = context
+                .meta
+                .client_capabilities()
+                .and_then(|c| c.elicitation)
+                .is_some_and(|e| e.url.is_some());
             tracing::debug!(
                 tool = %request.name,
+                url_elicitation,
                 protocol = %context.protocol_version().map(|v| v.to_string()).unwrap_or_default(),
                 client = client.or(agent).as_deref().unwrap_or("unnamed"),
                 "tool call"
