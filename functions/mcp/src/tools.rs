@@ -77,24 +77,20 @@ impl SluiceTools {
         let deadline = Instant::now() + wait;
         let mut told = None;
         loop {
-            let mut status = self.sluice.upload_status(owner, upload_id).await?;
+            let status = self.sluice.upload_status(owner, upload_id).await?;
             if status.state != UploadState::Pending {
                 return Ok(status);
             }
-            let progress = self.sluice.upload_progress(owner, upload_id).await?;
-            if let Some(p) = progress {
-                status.received = Some(p.received);
-                status.size = Some(p.total);
-                if let Some(token) = &token
-                    && told < Some(p.received)
-                {
-                    told = Some(p.received);
-                    let note = ProgressNotificationParam::new(token.clone(), p.received as f64)
-                        .with_total(p.total as f64)
-                        .with_message(format!("{} of {} bytes uploaded", p.received, p.total));
-                    // A client gone is no reason to stop answering.
-                    let _ = peer.notify_progress(note).await;
-                }
+            if let (Some(token), Some(received), Some(total)) =
+                (&token, status.received, status.size)
+                && told < Some(received)
+            {
+                told = Some(received);
+                let note = ProgressNotificationParam::new(token.clone(), received as f64)
+                    .with_total(total as f64)
+                    .with_message(format!("{received} of {total} bytes uploaded"));
+                // A client gone is no reason to stop answering.
+                let _ = peer.notify_progress(note).await;
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {

@@ -373,11 +373,16 @@ impl Sluice {
         };
         let record = self.settle(record).await?;
         if !record.ready {
-            return Ok(status(if now >= page_expires.max(record.expires_at) {
-                UploadState::Expired
-            } else {
-                UploadState::Pending
-            }));
+            if now >= page_expires.max(record.expires_at) {
+                return Ok(status(UploadState::Expired));
+            }
+            // The person chose the file: how much of it has arrived.
+            let progress = self.progress_of(&record.file).await?;
+            return Ok(UploadStatus {
+                size: Some(progress.total),
+                received: Some(progress.received),
+                ..status(UploadState::Pending)
+            });
         }
         if record.expires_at <= now {
             return Ok(status(UploadState::Expired));

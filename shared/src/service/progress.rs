@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::Error;
-use crate::file::FileId;
+use crate::file::{FileId, FileMeta};
 use crate::store::ByteStream;
 
 use super::Sluice;
@@ -83,31 +83,18 @@ pub struct Progress {
 }
 
 impl Sluice {
-    /// How far the person's upload `upload_id` (of `owner`) has come, by
-    /// what this process sees: `None` before the person chose a file
-    /// (nothing is known of it yet).
-    pub async fn upload_progress(
-        &self,
-        owner: &str,
-        upload_id: &str,
-    ) -> Result<Option<Progress>, Error> {
-        let (file, _) = super::browser::parse_upload_id(self.keys(), owner, upload_id)
-            .ok_or(Error::NotAnUploadId)?;
-        let file = &file;
-        let Some(record) = self.records().get(owner, file).await? else {
-            return Ok(None);
-        };
-        let total = record.file.size;
-        let mut received = self.arrivals().of(file);
-        if let (Some(plan), Ok(parts)) = (self.plan_of(&record.file), self.part_store()) {
-            for n in parts.stored_parts(&record.file.object_key()).await? {
+    /// How far the upload of `file` has come, by what this process sees.
+    pub(crate) async fn progress_of(&self, file: &FileMeta) -> Result<Progress, Error> {
+        let mut received = self.arrivals().of(&file.id);
+        if let (Some(plan), Ok(parts)) = (self.plan_of(file), self.part_store()) {
+            for n in parts.stored_parts(&file.object_key()).await? {
                 received += plan.len(n).unwrap_or(0);
             }
         }
-        Ok(Some(Progress {
-            received: received.min(total),
-            total,
-        }))
+        Ok(Progress {
+            received: received.min(file.size),
+            total: file.size,
+        })
     }
 }
 
