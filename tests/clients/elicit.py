@@ -55,13 +55,18 @@ async def main():
         assert "/browser/" in params.url, params.url
         checks.append("URL elicitation: the page, shown by the client")
         answers = {"upload": types.ElicitResult(action="accept").model_dump(by_alias=True, exclude_none=True)}
-        waiting = await session.call_tool(
-            "request_browser_upload",
-            {"filename": "elicited.bin"},
-            input_responses=answers,
-            request_state=asked.request_state,
-            allow_input_required=True,
-        )
+
+        async def again():
+            """The call again, with the person's answer and the state."""
+            return await session.call_tool(
+                "request_browser_upload",
+                {"filename": "elicited.bin"},
+                input_responses=answers,
+                request_state=asked.request_state,
+                allow_input_required=True,
+            )
+
+        waiting = await again()
         assert structured(waiting)["state"] == "pending", waiting
         assert "Waiting for the person" in text(waiting), text(waiting)
         checks.append("called again before the upload: says what it waits for")
@@ -69,14 +74,7 @@ async def main():
         errors = []
         person_uploads(params.url, "elicited.bin", data, errors)
         assert not errors, errors
-        done = await session.call_tool(
-            "request_browser_upload",
-            {"filename": "elicited.bin"},
-            input_responses=answers,
-            request_state=asked.request_state,
-            allow_input_required=True,
-        )
-        ready = structured(done)
+        ready = structured(await again())
         assert ready["state"] == "ready" and ready["handle"].startswith("$uploadedFile:"), ready
         link = structured(await session.call_tool("get_download_url", {"file": ready["handle"]}))
         sh(link["command"], args.workdir)

@@ -5,6 +5,7 @@ import asyncio
 import hashlib
 import http.client
 import json
+import os
 import subprocess
 import sys
 import time
@@ -44,6 +45,25 @@ def client_args(*extra):
     for name in ("--url", "--token", "--workdir", *extra):
         p.add_argument(name, required=True)
     return p.parse_args()
+
+
+async def files_round_trip(call, workdir, name, size):
+    """A file of `size` random bytes up and back, as a model does it:
+    request_upload, its line run where the file is (`workdir`/up),
+    get_download_url, its line run in `workdir`/down; the bytes must match.
+    `call(tool, arguments)` gives a tool's structured answer."""
+    up, down = os.path.join(workdir, "up"), os.path.join(workdir, "down")
+    os.makedirs(up)
+    os.makedirs(down)
+    data = os.urandom(size)
+    with open(os.path.join(up, name), "wb") as f:
+        f.write(data)
+    ticket = await call("request_upload", {"filename": name, "size": size, "sha256": hashlib.sha256(data).hexdigest()})
+    sh(ticket["command"], up)
+    link = await call("get_download_url", {"file": ticket["handle"]})
+    sh(link["command"], down)
+    with open(os.path.join(down, name), "rb") as f:
+        assert f.read() == data, f"{workdir}: downloaded bytes differ"
 
 
 CHUNK = 64 * 1024

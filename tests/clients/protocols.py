@@ -6,7 +6,6 @@ curl line, get_download_url, the curl line, bytes compared. Prints a JSON
 summary of the checks.
 """
 
-import hashlib
 import json
 import os
 
@@ -15,27 +14,16 @@ import mcp.client.session as client_session
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_common import client_args, is_error, run_main, sh, structured, text
+from mcp_common import client_args, files_round_trip, is_error, run_main, structured, text
 
 
 async def flow(session, workdir, tag):
-    up = os.path.join(workdir, tag, "up")
-    down = os.path.join(workdir, tag, "down")
-    os.makedirs(up)
-    os.makedirs(down)
-    data = os.urandom(50_000)
-    with open(os.path.join(up, "f.bin"), "wb") as f:
-        f.write(data)
-    result = await session.call_tool(
-        "request_upload", {"filename": "f.bin", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-    )
-    assert not is_error(result), text(result)
-    sh(structured(result)["command"], up)
-    result = await session.call_tool("get_download_url", {"file": structured(result)["handle"]})
-    assert not is_error(result), text(result)
-    sh(structured(result)["command"], down)
-    with open(os.path.join(down, "f.bin"), "rb") as f:
-        assert f.read() == data, f"{tag}: downloaded bytes differ"
+    async def call(tool, arguments):
+        result = await session.call_tool(tool, arguments)
+        assert not is_error(result), text(result)
+        return structured(result)
+
+    await files_round_trip(call, os.path.join(workdir, tag), "f.bin", 50_000)
 
 
 async def run(url, token, workdir, version):

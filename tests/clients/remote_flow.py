@@ -7,25 +7,18 @@ then a file goes up and comes back through the lines the tools return; the
 bytes must match. Prints a JSON summary of the checks.
 """
 
-import hashlib
 import json
 import os
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp_common import client_args, run_main, sh, structured
+from mcp_common import client_args, files_round_trip, run_main, structured
 
 
 async def main():
     args = client_args("--bridge")
     checks = []
-    up, down = os.path.join(args.workdir, "up"), os.path.join(args.workdir, "down")
-    os.makedirs(up)
-    os.makedirs(down)
-    data = os.urandom(110_000)
-    with open(os.path.join(up, "bridged.bin"), "wb") as f:
-        f.write(data)
     params = StdioServerParameters(
         command=args.bridge,
         args=[args.url, "--header", "Authorization:${AUTH}"],
@@ -37,17 +30,11 @@ async def main():
             names = {t.name for t in (await session.list_tools()).tools}
             assert {"request_upload", "get_download_url"} <= names, names
             checks.append(f"bridged, {len(names)} tools")
-            ticket = structured(
-                await session.call_tool(
-                    "request_upload",
-                    {"filename": "bridged.bin", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()},
-                )
-            )
-            sh(ticket["command"], up)
-            link = structured(await session.call_tool("get_download_url", {"file": ticket["handle"]}))
-            sh(link["command"], down)
-    with open(os.path.join(down, "bridged.bin"), "rb") as f:
-        assert f.read() == data, "downloaded bytes differ"
+
+            async def call(tool, arguments):
+                return structured(await session.call_tool(tool, arguments))
+
+            await files_round_trip(call, args.workdir, "bridged.bin", 110_000)
     checks.append("upload and download through the returned lines, bytes identical")
     print(json.dumps({"checks": checks}))
 

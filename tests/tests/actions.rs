@@ -415,16 +415,12 @@ fn without_actions_the_action_tools_are_not_listed() {
     assert!(!names.iter().any(|n| n.starts_with("action_")), "{names:?}");
 }
 
-#[test]
-fn a_bad_catalog_stops_the_process_naming_action_and_field() {
+/// What `sluice` says when it refuses to start with the catalog `toml`
+/// (it must refuse).
+fn refused_catalog(toml: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("actions.toml");
-    std::fs::write(
-        &path,
-        "[[actions]]\nname = \"attach\"\ndescription = \"d\"\nurl = \"https://x.example\"\n\
-         [[actions.fields]]\nname = \"document\"\ntype = \"Blob\"\n",
-    )
-    .unwrap();
+    std::fs::write(&path, toml).unwrap();
     let out = Command::new(BIN)
         .env_clear()
         .env("SLUICE_DATA_DIR", dir.path())
@@ -433,7 +429,15 @@ fn a_bad_catalog_stops_the_process_naming_action_and_field() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "{}", out_text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_bad_catalog_stops_the_process_naming_action_and_field() {
+    let stderr = refused_catalog(
+        "[[actions]]\nname = \"attach\"\ndescription = \"d\"\nurl = \"https://x.example\"\n\
+         [[actions.fields]]\nname = \"document\"\ntype = \"Blob\"\n",
+    );
     assert!(stderr.contains("\"attach\""), "{stderr}");
     assert!(stderr.contains("\"document\""), "{stderr}");
     assert!(stderr.contains("Blob"), "{stderr}");
@@ -443,25 +447,10 @@ fn a_bad_catalog_stops_the_process_naming_action_and_field() {
 /// start, naming the action and the limit.
 #[test]
 fn an_action_name_too_long_for_a_tool_stops_the_process() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("actions.toml");
     let name = "attach_the_signed_contract_to_the_customer_record";
-    std::fs::write(
-        &path,
-        format!(
-            "[[actions]]\nname = \"{name}\"\ndescription = \"d\"\nurl = \"https://x.example\"\n"
-        ),
-    )
-    .unwrap();
-    let out = Command::new(BIN)
-        .env_clear()
-        .env("SLUICE_DATA_DIR", dir.path())
-        .env("SLUICE_PORT", "0")
-        .env("SLUICE_ACTIONS_FILE", &path)
-        .output()
-        .unwrap();
-    assert!(!out.status.success(), "{}", out_text(&out));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = refused_catalog(&format!(
+        "[[actions]]\nname = \"{name}\"\ndescription = \"d\"\nurl = \"https://x.example\"\n"
+    ));
     assert!(stderr.contains(name), "{stderr}");
     assert!(stderr.contains("more than 44"), "{stderr}");
 }

@@ -499,18 +499,8 @@ fn a_waiting_status_call_reports_progress_and_answers_when_ready() {
 /// (`tests/clients/elicit.py`).
 #[test]
 fn a_client_with_url_elicitation_shows_the_page_and_gets_the_handle() {
-    let (server, _dir) = Server::start();
-    let work = tempfile::tempdir().unwrap();
-    let out = Command::new(root().join(".venv/bin/python"))
-        .arg(root().join("tests/clients/elicit.py"))
-        .args(["--url", &format!("{}/mcp", server.base)])
-        .args(["--token", &server.token("alice", &[])])
-        .arg("--workdir")
-        .arg(work.path())
-        .current_dir(root().join("tests/clients"))
-        .output()
-        .unwrap();
-    let checks = crate::util::client_checks("elicit.py", &out);
+    let python = root().join(".venv/bin/python");
+    let checks = crate::mcp_clients::round_trip(&python, "elicit.py", &[]);
     assert_eq!(checks.len(), 4, "{checks:?}");
     assert!(
         checks[2].contains("the handle, bytes identical"),

@@ -250,16 +250,22 @@ fn the_printed_codex_and_gemini_lines_connect_with_the_token_from_the_environmen
         &[("HOME", &gemini_home)],
     );
     settings_hold_no_token(&gemini_home.join(".gemini/settings.json"));
-    let out = Command::new(bin.join("gemini"))
-        .args(["mcp", "list"])
-        .env("PATH", &path)
-        .env("HOME", &gemini_home)
-        .env("SLUICE_TOKEN", &token)
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-        .current_dir(home.path())
-        .output()
-        .unwrap();
-    let text = crate::util::out_text(&out);
+    // What `gemini mcp list` says, with the token in the variable or not.
+    let gemini_list = |token: Option<&str>| {
+        let mut command = Command::new(bin.join("gemini"));
+        command
+            .args(["mcp", "list"])
+            .env("PATH", &path)
+            .env("HOME", &gemini_home)
+            .env_remove("SLUICE_TOKEN")
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .current_dir(home.path());
+        if let Some(token) = token {
+            command.env("SLUICE_TOKEN", token);
+        }
+        crate::util::out_text(&command.output().unwrap())
+    };
+    let text = gemini_list(Some(&token));
     assert!(
         text.lines()
             .any(|l| l.contains("sluice") && l.contains("- Connected")),
@@ -267,16 +273,7 @@ fn the_printed_codex_and_gemini_lines_connect_with_the_token_from_the_environmen
     );
     // Without the variable, the same settings do not connect: the token
     // really comes from it.
-    let out = Command::new(bin.join("gemini"))
-        .args(["mcp", "list"])
-        .env("PATH", &path)
-        .env("HOME", &gemini_home)
-        .env_remove("SLUICE_TOKEN")
-        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-        .current_dir(home.path())
-        .output()
-        .unwrap();
-    let text = crate::util::out_text(&out);
+    let text = gemini_list(None);
     assert!(
         text.lines()
             .any(|l| l.contains("sluice") && l.contains("Disconnected")),
@@ -284,9 +281,10 @@ fn the_printed_codex_and_gemini_lines_connect_with_the_token_from_the_environmen
     );
 }
 
-/// Runs a client script that makes a whole round trip (`--url`, `--token`,
-/// `--workdir`, then `extra`); gives its checks.
-fn round_trip(program: &std::path::Path, script: &str, extra: &[&str]) -> Vec<String> {
+/// Runs a client script of `tests/clients` that makes a whole round trip
+/// against a fresh server (`--url`, `--token` for files, `--workdir`, then
+/// `extra`); gives its checks.
+pub(crate) fn round_trip(program: &std::path::Path, script: &str, extra: &[&str]) -> Vec<String> {
     let (server, _dir) = Server::start();
     let work = tempfile::tempdir().unwrap();
     let out = Command::new(program)

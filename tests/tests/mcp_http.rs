@@ -365,26 +365,14 @@ fn the_2026_07_28_header_rules_are_enforced() {
 /// running the whole file flow.
 #[test]
 fn the_official_client_speaks_all_three_revisions() {
-    let (server, _dir) = Server::start();
-    let work = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(crate::mcp_clients::root().join(".venv/bin/python"))
-        .arg(crate::mcp_clients::root().join("tests/clients/protocols.py"))
-        .args(["--url", &format!("{}/mcp", server.base)])
-        .args([
-            "--token",
-            &server.token("alice", &["files:read", "files:write"]),
-        ])
-        .arg("--workdir")
-        .arg(work.path())
-        .current_dir(crate::mcp_clients::root().join("tests/clients"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", crate::util::out_text(&out));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let python = crate::mcp_clients::root().join(".venv/bin/python");
+    let checks = crate::mcp_clients::round_trip(&python, "protocols.py", &[]);
     for version in ["2026-07-28", "2025-11-25", "2025-06-18"] {
         assert!(
-            stdout.contains(&format!("{version}: opened, upload and download")),
-            "{version}: {stdout}"
+            checks
+                .iter()
+                .any(|c| c.starts_with(&format!("{version}: opened, upload and download"))),
+            "{version}: {checks:?}"
         );
     }
 }
@@ -395,21 +383,8 @@ fn the_official_client_speaks_all_three_revisions() {
 /// from it.
 #[test]
 fn the_python_sdk_of_2025_03_26_runs_the_whole_flow_from_the_text() {
-    let (server, _dir) = Server::start();
-    let work = tempfile::tempdir().unwrap();
-    let root = crate::mcp_clients::root();
-    let out = std::process::Command::new(root.join(".venv-legacy/bin/python"))
-        .arg(root.join("tests/clients/legacy.py"))
-        .args(["--url", &format!("{}/mcp", server.base)])
-        .args([
-            "--token",
-            &server.token("alice", &["files:read", "files:write"]),
-        ])
-        .arg("--workdir")
-        .arg(work.path())
-        .output()
-        .unwrap_or_else(|e| panic!(".venv-legacy: {e}: run `make clients`"));
-    let checks = crate::util::client_checks("legacy.py", &out);
+    let python = crate::mcp_clients::root().join(".venv-legacy/bin/python");
+    let checks = crate::mcp_clients::round_trip(&python, "legacy.py", &[]);
     assert_eq!(checks.len(), 3, "{checks:?}");
     assert!(checks[0].contains("2025-03-26 agreed"), "{checks:?}");
     assert!(checks[2].contains("through the text alone"), "{checks:?}");
@@ -419,22 +394,7 @@ fn the_python_sdk_of_2025_03_26_runs_the_whole_flow_from_the_text() {
 /// the same contract as the Python one above.
 #[test]
 fn the_typescript_sdk_of_2025_03_26_runs_the_whole_flow_from_the_text() {
-    let (server, _dir) = Server::start();
-    let work = tempfile::tempdir().unwrap();
-    let root = crate::mcp_clients::root();
-    let out = std::process::Command::new("node")
-        .arg(root.join("tests/clients/legacy.mjs"))
-        .args(["--url", &format!("{}/mcp", server.base)])
-        .args([
-            "--token",
-            &server.token("alice", &["files:read", "files:write"]),
-        ])
-        .arg("--workdir")
-        .arg(work.path())
-        .current_dir(root.join("tests/clients"))
-        .output()
-        .unwrap();
-    let checks = crate::util::client_checks("legacy.mjs", &out);
+    let checks = crate::mcp_clients::round_trip(std::path::Path::new("node"), "legacy.mjs", &[]);
     assert_eq!(checks.len(), 3, "{checks:?}");
     assert!(checks[2].contains("through the text alone"), "{checks:?}");
 }
