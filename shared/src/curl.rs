@@ -79,18 +79,62 @@ pub fn parts_command(
     origin: &str,
 ) -> String {
     const MIB: u64 = 1024 * 1024;
+    pinned_script_line(
+        link,
+        &parts_script_sha256(),
+        &format!(
+            "{} \"$L\" {} {} {} {}",
+            path_arg(local_file),
+            plan.count,
+            plan.size,
+            plan.part_size / MIB,
+            shell_quote(origin),
+        ),
+    )
+}
+
+/// The one line that uploads every file of a batch still missing through
+/// the batch's link `link` (`GET <link>/sh`, [`BATCH_SCRIPT`], run only if
+/// its SHA-256 is this release's): each file in one PUT under `origin` or
+/// in parts by the pinned [`PARTS_SCRIPT`]. Run again, it sends only what
+/// is not stored yet.
+pub fn batch_command(link: &str, origin: &str) -> String {
+    pinned_script_line(
+        link,
+        &script_sha256(BATCH_SCRIPT),
+        &format!("\"$L\" {} {}", shell_quote(origin), parts_script_sha256()),
+    )
+}
+
+/// The one line that saves every file of a download batch here, each
+/// verified (`GET <link>/sh`, [`FETCH_SCRIPT`], run only if its SHA-256 is
+/// this release's).
+pub fn fetch_command(link: &str) -> String {
+    pinned_script_line(link, &script_sha256(FETCH_SCRIPT), "\"$L\"")
+}
+
+/// `L=<link>`, then the script `GET $L/sh` answers run with `args` only if
+/// its SHA-256 is `sha256`: whoever answers at the link cannot make the
+/// line run anything else.
+fn pinned_script_line(link: &str, sha256: &str, args: &str) -> String {
     format!(
-        "L={}; s=$(curl -fsS \"$L/sh\") && if [ \"$(printf %s \"$s\" | sha256sum | cut -c1-64)\" = {} ]; \
-         then sh -c \"$s\" sluice {} \"$L\" {} {} {} {}; \
+        "L={}; s=$(curl -fsS \"$L/sh\") && if [ \"$(printf %s \"$s\" | sha256sum | cut -c1-64)\" = {sha256} ]; \
+         then sh -c \"$s\" sluice {args}; \
          else echo \"sluice: $L/sh is not the script this line was issued with: not run\" >&2; false; fi",
         shell_quote(link),
-        parts_script_sha256(),
-        path_arg(local_file),
-        plan.count,
-        plan.size,
-        plan.part_size / MIB,
-        shell_quote(origin),
     )
+}
+
+/// The script a batch's line runs (`batch.sh`).
+pub const BATCH_SCRIPT: &str = include_str!("batch.sh");
+
+/// The script a download batch's line runs (`fetch.sh`).
+pub const FETCH_SCRIPT: &str = include_str!("fetch.sh");
+
+/// The SHA-256 of `script` as the line's shell holds it (command
+/// substitution drops its trailing newlines).
+pub fn script_sha256(script: &str) -> String {
+    crate::sha::Sha256::of(script.trim_end_matches('\n').as_bytes()).to_hex()
 }
 
 /// The POSIX `sh` script an upload in parts runs (`parts.sh`: its
@@ -138,7 +182,7 @@ pub const UPLOAD_INSTEAD: &str = "call request_browser_upload";
 /// substitution drops its trailing newlines): what the line checks before
 /// it runs what `GET <link>/sh` answered.
 pub fn parts_script_sha256() -> String {
-    crate::sha::Sha256::of(PARTS_SCRIPT.trim_end_matches('\n').as_bytes()).to_hex()
+    script_sha256(PARTS_SCRIPT)
 }
 
 /// Where to send a part, as the part protocol answers it (`text/plain`):

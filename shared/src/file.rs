@@ -20,6 +20,7 @@ pub const SMALL_FILE_MAX: usize = 16 * 1024;
 /// ([`crate::token::Short`]) or its owner's bearer token.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
 #[serde(transparent)]
+#[schemars(description = "A file's id: 22 characters of base64url.")]
 pub struct FileId(String);
 
 impl FileId {

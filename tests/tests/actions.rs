@@ -588,3 +588,64 @@ fn the_mcp_function_runs_actions_with_a_catalog_from_s3() {
     assert_eq!(log.len(), 1);
     assert_eq!(log[0]["complete"], true);
 }
+
+/// A batch's handle (`request_uploads`) in a FileList field stands for its
+/// files, in order, alone or among other handles; in a File field it is
+/// refused as not a file.
+#[test]
+fn a_batch_handle_fills_a_file_list() {
+    let upstream = Upstream::start();
+    let (server, _dir) = server(&upstream, &[]);
+    let token = server.token("alice", ALL);
+    let work = tempfile::tempdir().unwrap();
+    let files: Vec<(String, Vec<u8>)> = (0..3)
+        .map(|i| {
+            (
+                format!("part{i}.txt"),
+                format!("page {i} of the contract").into_bytes(),
+            )
+        })
+        .collect();
+    let entries: Vec<Value> = files
+        .iter()
+        .map(|(name, data)| {
+            std::fs::write(work.path().join(name), data).unwrap();
+            json!({"path": name, "size": data.len(), "sha256": sluice::Sha256::of(data).to_hex()})
+        })
+        .collect();
+    let batch = crate::util::tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_uploads",
+        json!({"files": entries}),
+    ));
+    let out = crate::util::sh(batch["command"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", crate::util::out_text(&out));
+    let single = upload(&server, &token, "cover.txt", b"the cover letter");
+    let result = crate::util::tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": single, "extras": [batch["handle"], single]}),
+    ));
+    let extras = result["fields"]["extras"].as_array().unwrap();
+    let names: Vec<&str> = extras
+        .iter()
+        .map(|e| e["file"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["part0.txt", "part1.txt", "part2.txt", "cover.txt"],
+        "{result}"
+    );
+    for ((_, data), got) in files.iter().zip(extras) {
+        assert_eq!(got["file"]["sha256"], sluice::Sha256::of(data).to_hex());
+    }
+    let refused = tool_error(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": batch["handle"]}),
+    ));
+    assert!(refused.starts_with("Field \"document\": "), "{refused}");
+}

@@ -105,6 +105,24 @@ async fn store_contract(store: &dyn ObjectStore) {
         .await
         .unwrap();
     assert_eq!(read(store, &big.object_key()).await.unwrap(), large);
+
+    // A copy inside the store: the same bytes under a new key; each is
+    // removed on its own.
+    let twin = file("alice", "a copy.bin", &data);
+    let copied = store
+        .copy(&key, &twin.object_key(), &info)
+        .await
+        .unwrap()
+        .expect("both stores copy");
+    assert_eq!(copied.size, 5000);
+    assert!(copied.sha256.is_none_or(|d| d == f.sha256));
+    assert_eq!(read(store, &twin.object_key()).await.unwrap(), data);
+    // (Never over an object there: the local store's hard link cannot;
+    // S3 is asked `If-None-Match: *`, which s3s-fs 0.14 ignores on
+    // CopyObject, so it is not checked here. The service copies only to
+    // a new file's key.)
+    store.delete(&key).await.unwrap();
+    assert_eq!(read(store, &twin.object_key()).await.unwrap(), data);
 }
 
 async fn ledger_contract(ledger: Arc<dyn Ledger>) {
@@ -326,6 +344,60 @@ async fn records_contract(records: &dyn RecordStore) {
             .is_none(),
         "another user's bytes are counted apart"
     );
+
+    // A ready file is found by its owner's digest and size, and only so:
+    // not pending, not another size, never another owner's.
+    let mut kept = record("carol", now * 1000 + 7, later);
+    let (size, sha) = (kept.file.size, kept.file.sha256);
+    kept.ready = true;
+    records.put(&kept).await.unwrap();
+    let found = records.find_ready("carol", size, sha, now).await.unwrap();
+    assert_eq!(found.map(|r| r.file.id), Some(kept.file.id.clone()));
+    assert_eq!(
+        records
+            .find_ready("carol", size + 1, sha, now)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        records.find_ready("dave", size, sha, now).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        records
+            .find_ready("carol", size, sha, later + 1)
+            .await
+            .unwrap(),
+        None
+    );
+    let pending = record("erin", now * 1000 + 8, later);
+    records.put(&pending).await.unwrap();
+    let (size, sha) = (pending.file.size, pending.file.sha256);
+    assert_eq!(
+        records.find_ready("erin", size, sha, now).await.unwrap(),
+        None
+    );
+    records.mark_ready("erin", &pending.file.id).await.unwrap();
+    assert!(
+        records
+            .find_ready("erin", size, sha, now)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // A batch reads back as written, once.
+    let batch = sluice::records::Batch {
+        id: Some(FileId::random()),
+        owner: "carol".into(),
+        expires_at: later,
+        files: vec![(kept.file.id.to_string(), "a/b.txt".into())],
+    };
+    records.put_batch(&batch).await.unwrap();
+    let id = batch.id.clone().unwrap();
+    assert_eq!(records.get_batch(&id).await.unwrap(), Some(batch));
+    assert_eq!(records.get_batch(&FileId::random()).await.unwrap(), None);
 }
 
 pub(crate) fn runtime() -> tokio::runtime::Runtime {

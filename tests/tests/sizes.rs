@@ -286,6 +286,9 @@ fn tools_list_stays_within_its_budget() {
     assert!(tools >= 9, "{tools} tools");
     let size = reply.body.len();
     eprintln!("tools/list: {size} bytes, {tools} tools");
-    // 22 KiB since every tool has a title and annotations (20 before).
-    assert!(size <= 22 * 1024, "tools/list is {size} bytes");
+    // 22 KiB since every tool has a title and annotations (20 before); 24
+    // since request_uploads and get_download_urls (23,544 bytes: the other
+    // tools gave back 2 KB when the file id's schema lost its maintainer's
+    // description).
+    assert!(size <= 24 * 1024, "tools/list is {size} bytes");
 }

@@ -417,7 +417,7 @@ fn each_function_is_granted_what_its_code_calls() {
         "resolver: PutItem must be limited to the ledger's items: {spends:?}"
     );
     let reads = has("ResolverFunction", "dynamodb:GetItem");
-    for prefix in ["jti#*", "file#*"] {
+    for prefix in ["jti#*", "file#*", "batch#*"] {
         assert!(
             reads.iter().any(|(_, _, c)| c.contains(prefix)),
             "resolver reads {prefix}: {reads:?}"
@@ -468,10 +468,23 @@ fn each_function_is_granted_what_its_code_calls() {
                 grants
                     .iter()
                     .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")
-                        && (c.contains("file#*") || allowance(c))),
+                        && (c.contains("file#*") || c.contains("batch#*") || allowance(c))),
                 "{fun}: {action} must be limited to record items: {grants:?}"
             );
         }
+        // Batches: the mcp function writes them (request_uploads,
+        // get_download_urls), the issuer only reads them (the batch's line).
+        let batch_grants = |action: &str| {
+            has(fun, action)
+                .iter()
+                .any(|(_, _, c)| c.contains("batch#*"))
+        };
+        assert!(batch_grants("dynamodb:GetItem"), "{fun} reads batches");
+        assert_eq!(
+            batch_grants("dynamodb:PutItem"),
+            fun == "McpFunction",
+            "{fun}: only the mcp function writes batches"
+        );
         let query = has(fun, "dynamodb:Query");
         assert!(
             query.iter().any(|(_, r, _)| r.contains("/index/*")),
@@ -498,7 +511,14 @@ fn each_function_is_granted_what_its_code_calls() {
         .iter()
         .map(|i| key(i, "IndexName").as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(indexes, [sluice_aws::BY_OWNER, sluice_aws::PENDING]);
+    assert_eq!(
+        indexes,
+        [
+            sluice_aws::BY_OWNER,
+            sluice_aws::PENDING,
+            sluice_aws::BY_DIGEST
+        ]
+    );
 }
 
 /// `samconfig.toml`'s dev and prod environments set only parameters the

@@ -11,6 +11,13 @@
 //!   bytes: the attribute is removed when the file is marked ready, so the
 //!   per-user caps read just those.
 //!
+//! - [`BY_DIGEST`] (`digest`): one user's files by SHA-256 and size (the
+//!   attribute is `<owner hash>#<sha256>#<size>`), so that a batch finds
+//!   a file the user stored already without reading their other files.
+//!
+//! A batch of files issued together is the item `pk = batch#<id>`, its
+//! list as JSON, expiring with its files.
+//!
 //! Why one table with indexes rather than a second table: the ledger's
 //! items and the records share the TTL attribute and the access pattern
 //! "by key", a second table would double the IAM grants, alarms and
@@ -23,7 +30,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use sluice::file::owner_hash;
-use sluice::records::{Cursor, FileRecord, Page, RecordStore};
+use sluice::records::{Batch, Cursor, FileRecord, Page, RecordStore};
 use sluice::store::StoreError;
 use sluice::{FileId, LedgerError};
 
@@ -33,6 +40,10 @@ use crate::dynamo::{DynamoLedger, KEY, TTL, condition_held, ledger_error};
 pub const BY_OWNER: &str = "files-by-owner";
 /// The sparse index of one user's pending files by issue time.
 pub const PENDING: &str = "pending-by-owner";
+/// The index of one user's files by digest and size.
+pub const BY_DIGEST: &str = "files-by-digest";
+
+const DIGEST: &str = "digest";
 
 const OWNER: &str = "owner";
 const CREATED: &str = "created";
@@ -55,6 +66,15 @@ pub struct DynamoRecords {
 
 fn key(id: &str) -> String {
     format!("file#{id}")
+}
+
+fn batch_key(id: &str) -> String {
+    format!("batch#{id}")
+}
+
+/// What [`BY_DIGEST`] is keyed by: the owner hash, the digest, the size.
+fn digest(owner_hash: &str, sha256: &sluice::Sha256, size: u64) -> String {
+    format!("{owner_hash}#{}#{size}", sha256.to_hex())
 }
 
 fn store_error(e: LedgerError) -> StoreError {
@@ -153,6 +173,10 @@ impl RecordStore for DynamoRecords {
             .item(CREATED, n(record.created_ms))
             .item(TTL, n(record.expires_at))
             .item(RECORD, s(&record.to_json()))
+            .item(
+                DIGEST,
+                s(&digest(&owner, &record.file.sha256, record.file.size)),
+            )
             .item(READY, AttributeValue::Bool(record.ready));
         if let Some(proof) = &record.proof {
             put = put.item(PROOF, s(proof));
@@ -222,6 +246,86 @@ impl RecordStore for DynamoRecords {
             })
         });
         Ok(Page { records, next })
+    }
+
+    async fn find_ready(
+        &self,
+        owner: &str,
+        size: u64,
+        sha256: sluice::Sha256,
+        now: i64,
+    ) -> Result<Option<FileRecord>, StoreError> {
+        let key = digest(&owner_hash(owner), &sha256, size);
+        let mut best: Option<FileRecord> = None;
+        let mut start: Option<HashMap<String, AttributeValue>> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(BY_DIGEST)
+                .key_condition_expression("#d = :d")
+                .filter_expression("#t > :now AND #r = :t")
+                .expression_attribute_names("#d", DIGEST)
+                .expression_attribute_names("#t", TTL)
+                .expression_attribute_names("#r", READY)
+                .expression_attribute_values(":d", s(&key))
+                .expression_attribute_values(":now", n(now))
+                .expression_attribute_values(":t", AttributeValue::Bool(true))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| store_error(ledger_error(e)))?;
+            for record in out.items().iter().filter_map(record_of) {
+                if best
+                    .as_ref()
+                    .is_none_or(|b| b.expires_at < record.expires_at)
+                {
+                    best = Some(record);
+                }
+            }
+            match out.last_evaluated_key() {
+                Some(k) => start = Some(k.clone()),
+                None => return Ok(best),
+            }
+        }
+    }
+
+    async fn put_batch(&self, batch: &Batch) -> Result<(), StoreError> {
+        let id = batch
+            .id
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(KEY, s(&batch_key(&id)))
+            .item(TTL, n(batch.expires_at))
+            .item(RECORD, s(&batch.to_json()))
+            .condition_expression("attribute_not_exists(#k)")
+            .expression_attribute_names("#k", KEY);
+        match condition_held(put.send().await).map_err(store_error)? {
+            true => Ok(()),
+            false => Err(StoreError::AlreadyExists),
+        }
+    }
+
+    async fn get_batch(&self, id: &FileId) -> Result<Option<Batch>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key(KEY, s(&batch_key(id.as_str())))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| store_error(ledger_error(e)))?;
+        Ok(out
+            .item()
+            .and_then(|item| item.get(RECORD)?.as_s().ok().cloned())
+            .and_then(|json| Batch::from_json(id, &json)))
     }
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {

@@ -20,7 +20,7 @@ use axum::routing::{get, post, put};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use http::{HeaderMap, StatusCode, header};
 use sluice::http::auth::require;
-use sluice::http::{HttpError, JsonBody, Routes, own_body_limits};
+use sluice::http::{HttpError, JsonBody, Routes, own_body_limits, text};
 use sluice::service::browser::{BrowserStart, BrowserTarget};
 use sluice::service::issue::{UploadRequest, UploadTicket};
 use sluice::service::multipart::Completion;
@@ -41,6 +41,12 @@ pub fn routes(state: &Sluice) -> Routes<Sluice> {
         .merge(widget_routes(state))
         .route("/browser/assets/{name}", "GET", get(asset))
         .route("/browser/{token}", "GET", get(show_page))
+        // Many files in one line (`sluice::service::batch`), called by the
+        // line only (no CORS): the files of a batch still to send, the
+        // batch's script, and where a file of a batch goes in one PUT.
+        .route("/b/{token}", "GET", get(batch_to_send))
+        .route("/b/{token}/sh", "GET", get(batch_script))
+        .route("/u/{token}/to", "GET", get(put_target))
 }
 
 /// The routes an upload form calls, from the page (same origin) or the
@@ -187,17 +193,6 @@ async fn upload_short(
 
 /// Plain text that is not to be cached: where an upload's bytes go, and
 /// the answers of an upload in parts.
-fn text(body: String) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-store"),
-        ],
-        body,
-    )
-        .into_response()
-}
-
 /// The script an upload line in parts runs ([`Sluice::parts_script`]).
 async fn parts_script(
     State(sluice): State<Sluice>,
@@ -206,13 +201,39 @@ async fn parts_script(
     Ok(text(sluice.parts_script(&token).await?.to_owned()))
 }
 
+/// The files of a batch still to send, one a line (tab-separated).
+async fn batch_to_send(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+) -> Result<Response, HttpError> {
+    Ok(text(sluice.batch_to_send(&token).await?))
+}
+
+/// The script a batch's line runs, to a live batch link only.
+async fn batch_script(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+) -> Result<Response, HttpError> {
+    Ok(text(sluice.batch_script(&token).await?))
+}
+
+/// Where a file of a batch goes in one PUT: the URL, then its headers.
+async fn put_target(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+) -> Result<Response, HttpError> {
+    Ok(text(sluice.put_target(&token).await?))
+}
+
 /// The parts stored so far, one number a line.
 async fn stored_parts(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
     let parts = sluice.stored_parts(&token).await?;
-    Ok(text(parts.iter().map(|n| format!("{n}\n")).collect()))
+    Ok(text(
+        parts.iter().map(|n| format!("{n}\n")).collect::<String>(),
+    ))
 }
 
 #[derive(Debug, serde::Deserialize)]

@@ -26,6 +26,22 @@ pub struct FileArg {
     pub file: String,
 }
 
+/// Many files to upload.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UploadsArgs {
+    /// Up to 1000 files.
+    pub files: Vec<sluice::service::batch::BatchEntry>,
+}
+
+/// Many files to download.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilesArg {
+    /// Up to 1000 file_ids or handles; a batch's `$uploadedFiles:…` handle stands for its files.
+    pub files: Vec<String>,
+}
+
 /// A small file sent inline.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

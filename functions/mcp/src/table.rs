@@ -8,6 +8,7 @@ use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
 use rmcp::model::{JsonObject, ToolAnnotations};
 use schemars::JsonSchema;
 use sluice::Scope;
+use sluice::service::batch::{BatchTicket, DownloadBatch};
 use sluice::service::browser::{BrowserUpload, UploadStatus};
 use sluice::service::files::FilePage;
 use sluice::service::issue::UploadTicket;
@@ -105,6 +106,20 @@ pub const TOOLS: &[ToolSpec] = &[
         output::<DownloadTicket>,
     ),
     spec(
+        "request_uploads",
+        "Upload many files",
+        Effect::Adds,
+        Scope::FilesWrite,
+        output::<BatchTicket>,
+    ),
+    spec(
+        "get_download_urls",
+        "Download many files",
+        Effect::Reads,
+        Scope::FilesRead,
+        output::<DownloadBatch>,
+    ),
+    spec(
         "list_files",
         "List your files",
         Effect::Reads,
@@ -200,23 +215,38 @@ pub fn input<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     let mut schema =
         (*portable((*schema_for_input::<T>().expect("tool inputs are objects")).clone())).clone();
     schema.remove("$schema");
-    if let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") {
-        for property in properties.values_mut() {
-            let serde_json::Value::Object(p) = property else {
-                continue;
-            };
-            if p.get("default").is_some_and(serde_json::Value::is_null) {
-                p.remove("default");
-            }
-            if let Some(serde_json::Value::Array(types)) = p.get("type") {
-                let plain: Vec<_> = types.iter().filter(|t| *t != "null").cloned().collect();
-                if let [one] = plain.as_slice() {
-                    p.insert("type".into(), one.clone());
-                }
+    plain_optionals(&mut schema);
+    // The same for the objects a list of them names (`request_uploads`' files).
+    if let Some(serde_json::Value::Object(defs)) = schema.get_mut("$defs") {
+        for def in defs.values_mut() {
+            if let serde_json::Value::Object(def) = def {
+                plain_optionals(def);
             }
         }
     }
     Arc::new(schema)
+}
+
+/// The properties of `schema` with an optional field's type plain, its
+/// `default: null` gone.
+fn plain_optionals(schema: &mut JsonObject) {
+    let Some(serde_json::Value::Object(properties)) = schema.get_mut("properties") else {
+        return;
+    };
+    for property in properties.values_mut() {
+        let serde_json::Value::Object(p) = property else {
+            continue;
+        };
+        if p.get("default").is_some_and(serde_json::Value::is_null) {
+            p.remove("default");
+        }
+        if let Some(serde_json::Value::Array(types)) = p.get("type") {
+            let plain: Vec<_> = types.iter().filter(|t| *t != "null").cloned().collect();
+            if let [one] = plain.as_slice() {
+                p.insert("type".into(), one.clone());
+            }
+        }
+    }
 }
 
 /// The output schema of a tool returning `T`.

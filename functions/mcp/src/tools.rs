@@ -26,7 +26,9 @@ use sluice::service::browser::{BrowserUpload, UploadStatus};
 
 use crate::reply::{caller, compact, finish, success};
 use crate::server::SluiceTools;
-use crate::shapes::{FileArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg};
+use crate::shapes::{
+    FileArg, FilesArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg, UploadsArgs,
+};
 use crate::table::input;
 
 /// How often a waiting status call looks again.
@@ -230,6 +232,57 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
                 &["handle", "file_id", "command"],
                 &ticket,
             )
+        }
+        .await)
+    }
+
+    #[tool(
+        description = "Upload many files with one call and one line (a folder: up to 1000). Give each file's `path` (relative to \
+where the line runs), size and sha256. Run the returned `command` there once: it sends every file still missing (a file you \
+already stored is not sent again), a line per file, and resumes when run again. Pass `handle` (`$uploadedFiles:…`) to a FileList \
+field, or each `file_id`.",
+        input_schema = input::<UploadsArgs>()
+    )]
+    async fn request_uploads(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(args): Parameters<UploadsArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(async {
+            let caller = caller(&parts)?;
+            let batch = self.sluice.issue_uploads(&caller.owner, args.files).await?;
+            let summary = match &batch.command {
+                Some(_) => "Run `command` where the files are; then use `handle` or the file_ids (in the order asked).",
+                None => "Nothing to send: every file was stored already or refused. Use `handle` or the file_ids.",
+            };
+            compact(
+                summary.to_owned(),
+                &["handle", "command", "counts", "files"],
+                &batch,
+            )
+        }
+        .await)
+    }
+
+    #[tool(
+        description = "Download many of your files (file_ids, handles, or a batch's `$uploadedFiles:…` handle) with one call \
+and one line. Run `command` where they should go: it saves each under its name (a name taken by another file of the list gets \
+\" (2)\"; a different file already there is never overwritten), checks each sha256, and the line works once.",
+        input_schema = input::<FilesArg>()
+    )]
+    async fn get_download_urls(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(arg): Parameters<FilesArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(async {
+            let caller = caller(&parts)?;
+            let batch = self.sluice.issue_downloads(&caller, arg.files).await?;
+            let summary = match &batch.command {
+                Some(_) => "Run `command` where the files should go (single use; call again for a new line to resume).",
+                None => "None of these files can be downloaded: see each one's error.",
+            };
+            compact(summary.to_owned(), &["command", "files"], &batch)
         }
         .await)
     }

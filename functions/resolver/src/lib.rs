@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use sluice::http::auth::require;
-use sluice::http::{HttpError, JsonBody, Routes, only};
+use sluice::http::{HttpError, JsonBody, Routes, only, text};
 use sluice::service::links::{Delivery, DownloadTicket};
 use sluice::{Caller, FileMeta, Scope, Sluice};
 
@@ -28,6 +28,26 @@ pub fn routes() -> Routes<Sluice> {
         // would spend the link.
         .route("/l/{token}", "GET", get(download).head(|| only("GET")))
         .route("/resolve", "POST", post(resolve))
+        // A download batch's list of links (single-use, like a link; HEAD
+        // must not spend it either), and the script its line runs.
+        .route("/g/{token}", "GET", get(batch_links).head(|| only("GET")))
+        .route("/g/{token}/sh", "GET", get(fetch_script))
+}
+
+/// A download batch's files, each with a fresh single-use link, once.
+async fn batch_links(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+) -> Result<Response, HttpError> {
+    Ok(text(sluice.batch_links(&token).await?))
+}
+
+/// The script a download batch's line runs, to a live list link only.
+async fn fetch_script(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+) -> Result<Response, HttpError> {
+    Ok(text(sluice.fetch_script(&token).await?))
 }
 
 #[derive(Debug, Deserialize)]

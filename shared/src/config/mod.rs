@@ -160,7 +160,7 @@ pub struct Config {
     /// Counted per process: on Lambda, per warm instance.
     pub rates: crate::rate::Rates,
     /// Files one user may have waiting for their bytes
-    /// (`SLUICE_MAX_PENDING_FILES`, default 100) and the bytes they may
+    /// (`SLUICE_MAX_PENDING_FILES`, default 1000, one batch) and the bytes they may
     /// declare in all (`SLUICE_MAX_PENDING_BYTES`, default 50 GiB); more are
     /// answered 429 until some are uploaded or expire. And the bytes all of
     /// one user's files may declare (`SLUICE_MAX_STORED_BYTES_PER_USER`,

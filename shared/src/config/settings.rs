@@ -405,8 +405,8 @@ pub const SETTINGS: &[Setting] = &[
         "SLUICE_MAX_PENDING_FILES",
         Limits,
         Parse::Positive,
-        Value("100"),
-        "files one user may have waiting for their bytes; more get 429 until some are uploaded or expire",
+        Value("1000"),
+        "files one user may have waiting for their bytes (as many as one request_uploads takes); more get 429 until some are uploaded or expire",
     ),
     s(
         "SLUICE_MAX_PENDING_BYTES",

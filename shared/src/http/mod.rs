@@ -228,6 +228,19 @@ pub async fn only(allow: &'static str) -> HttpError {
     HttpError::MethodNotAllowed(allow)
 }
 
+/// A `text/plain` answer that no cache keeps: what the lines' scripts
+/// read (part targets, lists of files, the scripts themselves).
+pub fn text(body: impl Into<String>) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body.into(),
+    )
+        .into_response()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

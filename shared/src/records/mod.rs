@@ -101,6 +101,37 @@ pub struct Cursor {
     pub file_id: String,
 }
 
+/// Files issued together by one call (`request_uploads`): the batch's
+/// handle names it, and it lists its files in the order asked, each with
+/// the path its upload line reads. Written once; it expires with its files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Batch {
+    /// The batch's id (shaped as a file id: the same 16 bytes, in the
+    /// order they were made).
+    #[serde(skip)]
+    pub id: Option<FileId>,
+    /// The `sub` of the user who asked for it.
+    pub owner: String,
+    /// When it expires (its files' expiry).
+    pub expires_at: i64,
+    /// Its files in the order asked: `(file id, path)`.
+    pub files: Vec<(String, String)>,
+}
+
+impl Batch {
+    /// The batch's JSON, as both backends keep it (the id is its key).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a batch serializes")
+    }
+
+    /// Batch `id` from its JSON; `None` if this version cannot read it.
+    pub fn from_json(id: &FileId, json: &str) -> Option<Self> {
+        let mut batch: Self = serde_json::from_str(json).ok()?;
+        batch.id = Some(id.clone());
+        Some(batch)
+    }
+}
+
 /// A record as stored: the same JSON on both backends.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct Stored {
@@ -186,6 +217,25 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
         after: Option<&Cursor>,
         now: i64,
     ) -> Result<Page, StoreError>;
+
+    /// The latest-expiring of `owner`'s files unexpired at `now` that is
+    /// ready and declares `size` bytes of digest `sha256`, if any: found
+    /// through an index by owner and digest, never a walk of the owner's
+    /// files. Only ever the owner's own: whether another user holds the
+    /// same bytes is never asked.
+    async fn find_ready(
+        &self,
+        owner: &str,
+        size: u64,
+        sha256: Sha256,
+        now: i64,
+    ) -> Result<Option<FileRecord>, StoreError>;
+
+    /// Records `batch`, once (its id is fresh).
+    async fn put_batch(&self, batch: &Batch) -> Result<(), StoreError>;
+
+    /// Batch `id`, expired or not; `None` if there is none.
+    async fn get_batch(&self, id: &FileId) -> Result<Option<Batch>, StoreError>;
 
     /// Marks file `id` of `owner` as uploaded.
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError>;

@@ -7,8 +7,9 @@ use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 
-use super::{Cursor, FileRecord, Page, Pending, PendingCaps, RecordStore};
+use super::{Batch, Cursor, FileRecord, Page, Pending, PendingCaps, RecordStore};
 use crate::file::{FileId, owner_hash};
+use crate::sha::Sha256;
 use crate::sqlite::Db;
 use crate::store::StoreError;
 
@@ -42,6 +43,14 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
              CREATE INDEX IF NOT EXISTS files_by_expiry ON files (expires_at);
              CREATE INDEX IF NOT EXISTS files_pending_sizes
                  ON files (owner, created_ms, expires_at, size, ready) WHERE ready = 0;
+             CREATE INDEX IF NOT EXISTS files_by_digest
+                 ON files (owner, json_extract(record, '$.sha256'), size) WHERE ready = 1;
+             CREATE TABLE IF NOT EXISTS batches (
+                 batch_id TEXT PRIMARY KEY,
+                 expires_at INTEGER NOT NULL,
+                 batch TEXT NOT NULL
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS batches_by_expiry ON batches (expires_at);
              CREATE TABLE IF NOT EXISTS usage (
                  owner TEXT PRIMARY KEY,
                  bytes INTEGER NOT NULL
@@ -88,6 +97,14 @@ const PAGE: &str = "SELECT record, ready, proof FROM files
          WHERE owner = ?1 AND expires_at > ?2 AND (created_ms, file_id) < (?3, ?4)
          ORDER BY created_ms DESC, file_id DESC LIMIT ?5";
 
+/// The caller's ready file of a digest and size that expires last, found
+/// by the digest index (an index on the record's own `sha256`, so a data
+/// directory made before it needs no new column).
+const READY_BY_DIGEST: &str = "SELECT record, ready, proof FROM files INDEXED BY files_by_digest
+         WHERE owner = ?1 AND json_extract(record, '$.sha256') = ?2 AND size = ?3
+           AND ready = 1 AND expires_at > ?4
+         ORDER BY expires_at DESC LIMIT 1";
+
 /// The caller's oldest pending files.
 const PENDING: &str = "SELECT record, ready, proof FROM files INDEXED BY files_pending_sizes
          WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
@@ -129,6 +146,7 @@ impl SqliteRecords {
             }
             tx.execute("DELETE FROM usage WHERE bytes = 0", [])?;
             let swept = tx.execute(SWEEP, [before])?;
+            tx.execute("DELETE FROM batches WHERE expires_at < ?1", [before])?;
             tx.commit()?;
             Ok(swept)
         })
@@ -280,6 +298,55 @@ impl RecordStore for SqliteRecords {
             None
         };
         Ok(Page { records, next })
+    }
+
+    async fn find_ready(
+        &self,
+        owner: &str,
+        size: u64,
+        sha256: Sha256,
+        now: i64,
+    ) -> Result<Option<FileRecord>, StoreError> {
+        let (owner, hex, size) = (owner_hash(owner), sha256.to_hex(), size as i64);
+        let mut found = self
+            .db
+            .read(move |c| {
+                let mut stmt = c.prepare_cached(READY_BY_DIGEST)?;
+                rows(&mut stmt, params![owner, hex, size, now])
+            })
+            .await?;
+        Ok(found.pop())
+    }
+
+    async fn put_batch(&self, batch: &Batch) -> Result<(), StoreError> {
+        let id = batch
+            .id
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let (expires, json) = (batch.expires_at, batch.to_json());
+        self.db
+            .write(move |c| {
+                c.prepare_cached(
+                    "INSERT INTO batches (batch_id, expires_at, batch) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![id, expires, json])
+                .map(drop)
+            })
+            .await
+    }
+
+    async fn get_batch(&self, id: &FileId) -> Result<Option<Batch>, StoreError> {
+        let key = id.to_string();
+        let json: Option<String> = self
+            .db
+            .read(move |c| {
+                c.prepare_cached("SELECT batch FROM batches WHERE batch_id = ?1")?
+                    .query_row([key], |r| r.get(0))
+                    .optional()
+            })
+            .await?;
+        Ok(json.and_then(|j| Batch::from_json(id, &j)))
     }
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {

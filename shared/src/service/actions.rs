@@ -64,6 +64,7 @@ impl Sluice {
             .catalog()
             .get(name)
             .ok_or_else(|| Error::UnknownAction(name.to_owned()))?;
+        let fields = self.expand_batches(caller, action, fields).await?;
         let handles = self.redeem_handles(caller, &fields).await?;
         let redeem = |handle: &str| match handles.get(handle) {
             Some(Ok(file)) => Ok(file.clone()),
@@ -125,6 +126,58 @@ impl Sluice {
             result,
             files_linked,
         })
+    }
+
+    /// `fields` with each batch handle (`$uploadedFiles:…`) given to a
+    /// FileList field, alone or among its items, replaced by the handles of
+    /// the batch's files, in order (the same bounds then hold as for a list
+    /// of handles). A batch handle elsewhere is left as it is, and refused
+    /// as not a file by the form's check.
+    async fn expand_batches(
+        &self,
+        caller: &Caller,
+        action: &crate::actions::Action,
+        mut fields: Value,
+    ) -> Result<Value, Error> {
+        let Some(given) = fields.as_object_mut() else {
+            return Ok(fields);
+        };
+        for field in &action.fields {
+            if field.kind != crate::actions::FieldKind::FileList {
+                continue;
+            }
+            let Some(value) = given.get_mut(&field.name) else {
+                continue;
+            };
+            let items = match value {
+                Value::String(s) if super::batch::is_batch_handle(s) => {
+                    vec![Value::String(s.clone())]
+                }
+                Value::Array(items)
+                    if items
+                        .iter()
+                        .any(|i| i.as_str().is_some_and(super::batch::is_batch_handle)) =>
+                {
+                    std::mem::take(items)
+                }
+                _ => continue,
+            };
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                match item.as_str() {
+                    Some(s) if super::batch::is_batch_handle(s) => {
+                        let handles = self
+                            .batch_handles(caller, s)
+                            .await
+                            .map_err(|e| Error::field(&field.name, FieldError::of_handle(&e)))?;
+                        out.extend(handles.into_iter().map(Value::String));
+                    }
+                    _ => out.push(item),
+                }
+            }
+            *value = Value::Array(out);
+        }
+        Ok(fields)
     }
 
     /// Verifies the handles among `fields`' values (top-level strings and

@@ -149,7 +149,10 @@ impl Sluice {
     }
 
     /// [`Sluice::settle`], with the state a listing shows.
-    async fn settle_state(&self, mut record: FileRecord) -> Result<(FileRecord, FileState), Error> {
+    pub(crate) async fn settle_state(
+        &self,
+        mut record: FileRecord,
+    ) -> Result<(FileRecord, FileState), Error> {
         if record.ready {
             return Ok((record, FileState::Ready));
         }

@@ -13,6 +13,7 @@
 //! - [`small`]: the inline (base64) fallback for files of at most 16 KiB.
 //! - [`browser`]: a page for the person, its start, and its status.
 //! - [`actions`]: running an action whose File fields take handles.
+//! - [`batch`]: many files in one call and one line, each way.
 //!
 //! The service speaks the domain: its errors are [`crate::Error`]s, which
 //! the HTTP adapter ([`crate::http`]) and the MCP tools put on the wire.
@@ -20,6 +21,7 @@
 //! [`crate::records`], [`crate::ledger`]), which know nothing of it.
 
 pub mod actions;
+pub mod batch;
 pub mod browser;
 pub mod files;
 pub mod issue;

@@ -63,6 +63,18 @@ pub(crate) fn proves(kept: Option<&str>, etag: Option<&str>) -> bool {
     proof.proven && proof.etag.as_deref() == etag
 }
 
+/// The proof, as a record keeps it, that the object of `etag` is the file:
+/// for a copy made inside the store of an object proven or vouched for.
+pub(crate) fn proven_for(etag: Option<String>) -> String {
+    serde_json::to_string(&Proof {
+        lease: 0,
+        etag,
+        hash: None,
+        proven: true,
+    })
+    .expect("a proof serializes")
+}
+
 /// How far one call of [`Sluice::prove`] went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Proved {

@@ -183,6 +183,21 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// is not an error.
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError>;
 
+    /// Copies the object at `from`, described by `info` (and only while it
+    /// is still the object `info.etag` names, where there is one), to the
+    /// new key `to`, inside the store: no byte passes through sluice. What
+    /// is stored at `to` then, or `None` where this store cannot copy that
+    /// object (the caller has its bytes sent again). By default `None`.
+    async fn copy(
+        &self,
+        from: &ObjectKey,
+        to: &ObjectKey,
+        info: &ObjectInfo,
+    ) -> Result<Option<ObjectInfo>, StoreError> {
+        let _ = (from, to, info);
+        Ok(None)
+    }
+
     /// How clients reach this store's bytes.
     fn access(&self) -> Access<'_>;
 

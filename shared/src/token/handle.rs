@@ -4,3 +4,7 @@
 
 /// The prefix that marks a handle in tool arguments.
 pub const PREFIX: &str = "$uploadedFile:";
+
+/// The prefix that marks a batch's handle (`request_uploads`): a FileList
+/// field takes it for the batch's files.
+pub const BATCH_PREFIX: &str = "$uploadedFiles:";

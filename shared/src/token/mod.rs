@@ -16,7 +16,7 @@ mod sealed;
 mod short;
 
 pub use error::TokenError;
-pub use handle::PREFIX as HANDLE_PREFIX;
+pub use handle::{BATCH_PREFIX, PREFIX as HANDLE_PREFIX};
 pub use link::Method;
 pub use page::PageToken;
 pub use short::{Short, ShortKind};

@@ -39,6 +39,12 @@ pub enum ShortKind {
     Upload,
     /// GET the file's bytes once, until the token expires.
     Download,
+    /// Name a batch of files (`$uploadedFiles:`), until its record expires.
+    BatchHandle,
+    /// Upload a batch's files (its line), until the token expires.
+    BatchUpload,
+    /// Fetch a batch's download links once, until the token expires.
+    BatchDownload,
 }
 
 impl ShortKind {
@@ -47,7 +53,20 @@ impl ShortKind {
             ShortKind::Handle => b'h',
             ShortKind::Upload => b'u',
             ShortKind::Download => b'd',
+            ShortKind::BatchHandle => b'b',
+            ShortKind::BatchUpload => b'B',
+            ShortKind::BatchDownload => b'D',
         }
+    }
+
+    /// Whether the token names without expiring (its record's expiry is its own).
+    fn is_handle(self) -> bool {
+        matches!(self, ShortKind::Handle | ShortKind::BatchHandle)
+    }
+
+    /// Whether the token carries a nonce, spent in the ledger when used.
+    fn single_use(self) -> bool {
+        matches!(self, ShortKind::Download | ShortKind::BatchDownload)
     }
 
     /// The token's length in bytes, tag included.
@@ -55,9 +74,9 @@ impl ShortKind {
         1 + 16
             + TAG
             + match self {
-                ShortKind::Handle => 0,
-                ShortKind::Upload => 4,
-                ShortKind::Download => 4 + NONCE,
+                ShortKind::Handle | ShortKind::BatchHandle => 0,
+                ShortKind::Upload | ShortKind::BatchUpload => 4,
+                ShortKind::Download | ShortKind::BatchDownload => 4 + NONCE,
             }
     }
 }
@@ -109,6 +128,22 @@ impl Short {
         }
     }
 
+    /// A token of `kind` naming batch `id`: a handle, until `expires_at`
+    /// for a link (a download link of a batch gets its own nonce: it is
+    /// single-use like a file's).
+    pub fn batch(kind: ShortKind, id: FileId, expires_at: i64) -> Self {
+        let mut nonce = [0u8; NONCE];
+        if kind.single_use() {
+            getrandom::fill(&mut nonce).expect("the operating system's random source is available");
+        }
+        Self {
+            kind,
+            file_id: id,
+            expires_at: (!kind.is_handle()).then_some(expires_at),
+            nonce,
+        }
+    }
+
     /// What the ledger records when a download link is spent, and what the
     /// logs show of any short token: the file id and the nonce, no tag.
     pub fn jti(&self) -> String {
@@ -127,7 +162,7 @@ impl Short {
         if let Some(exp) = self.expires_at {
             body.extend_from_slice(&u32::try_from(exp).unwrap_or(u32::MAX).to_be_bytes());
         }
-        if self.kind == ShortKind::Download {
+        if self.kind.single_use() {
             body.extend_from_slice(&self.nonce);
         }
         body
@@ -170,7 +205,7 @@ impl Short {
             return Err(TokenError::BadSignature);
         }
         let id: [u8; 16] = body[1..17].try_into().map_err(|_| TokenError::Malformed)?;
-        let expires_at = (kind != ShortKind::Handle).then(|| {
+        let expires_at = (!kind.is_handle()).then(|| {
             i64::from(u32::from_be_bytes(
                 body[17..21].try_into().expect("4 bytes"),
             ))
@@ -179,7 +214,7 @@ impl Short {
             return Err(TokenError::Expired);
         }
         let mut nonce = [0u8; NONCE];
-        if kind == ShortKind::Download {
+        if kind.single_use() {
             nonce.copy_from_slice(&body[21..21 + NONCE]);
         }
         Ok(Self {
@@ -212,6 +247,15 @@ mod tests {
             (Short::handle(id.clone()), 39),
             (Short::upload(id.clone(), now() + 60), 44),
             (Short::download(id.clone(), now() + 60), 52),
+            (Short::batch(ShortKind::BatchHandle, id.clone(), 0), 39),
+            (
+                Short::batch(ShortKind::BatchUpload, id.clone(), now() + 60),
+                44,
+            ),
+            (
+                Short::batch(ShortKind::BatchDownload, id.clone(), now() + 60),
+                52,
+            ),
         ] {
             let t = short.encode(&keys);
             assert_eq!(t.len(), chars, "{t}");

@@ -1,0 +1,749 @@
+//! Many files in one call. Uploads, in this order: check the batch (at
+//! most [`MAX_BATCH_FILES`] entries, each path relative and plain) and each
+//! entry as `request_upload` would (a refused entry does not sink the
+//! others) → take one from the caller's issuing rate → find, among the
+//! caller's own ready files, those with the same size and SHA-256 (an
+//! index by owner and digest: never another user's) → admit the whole
+//! batch under the caps at once, or refuse it whole → record every file →
+//! copy each one already stored inside the store (no byte sent again) and
+//! mark it ready → record the batch, whose handle names every file and
+//! whose link (`/b/{token}`) the one line reads.
+//!
+//! The line fetches the batch's script ([`curl::BATCH_SCRIPT`], run only
+//! if its SHA-256 is this release's), which asks `GET /b/{token}` for the
+//! files still to send (each run asks again, so a rerun sends only what is
+//! missing) and sends each through its own upload link: in one PUT to the
+//! target `GET /u/{token}/to` answers, or in parts by the pinned parts
+//! script.
+//!
+//! Downloads: every file resolved and found stored → the bytes of all
+//! taken from the owner's hourly allowance at once → a batch of names
+//! (collisions resolved in the order asked) → a single-use link to the
+//! list, whose `GET /g/{token}` mints each file's single-use link.
+
+use std::collections::{BTreeMap, HashSet};
+
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use serde::{Deserialize, Serialize};
+
+use super::issue::{Reader, UploadRequest};
+use super::{Sluice, Stored};
+use crate::auth::Caller;
+use crate::curl;
+use crate::error::Error;
+use crate::file::{FileId, FileMeta};
+use crate::ledger::Spend;
+use crate::rate::Kind;
+use crate::records::{Batch, FileRecord, Pending};
+use crate::sha::Sha256;
+use crate::store::Access;
+use crate::time::now_unix;
+use crate::token::{BATCH_PREFIX, Short, ShortKind};
+
+/// The most files one batch takes.
+pub const MAX_BATCH_FILES: usize = 1000;
+
+/// The longest path accepted, in bytes.
+pub const MAX_PATH_BYTES: usize = 1024;
+
+/// How many files of a batch are looked up, recorded or copied at once.
+const AT_ONCE: usize = 16;
+
+/// One file of `request_uploads`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchEntry {
+    /// Where the file is, relative to where the line runs (no `..`, not absolute).
+    pub path: String,
+    /// Exact size in bytes.
+    pub size: u64,
+    /// SHA-256 of the bytes, 64 hex digits.
+    pub sha256: Sha256,
+    /// The name to keep; the path's last component when absent.
+    #[serde(default)]
+    pub filename: Option<String>,
+    /// The media type; guessed from the name when absent.
+    #[serde(default)]
+    pub content_type: Option<String>,
+}
+
+/// `send`: the line sends it; `stored`: you had these bytes stored, not
+/// sent again; `refused`: see `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryState {
+    // No doc comment on a variant: the schema stays a plain enum.
+    Send,
+    Stored,
+    Refused,
+}
+
+/// One file of a batch's answer, in the order asked.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct BatchItem {
+    /// Absent when refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_id: Option<FileId>,
+    pub state: EntryState,
+    /// Why it was refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The answer to `request_uploads`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct BatchTicket {
+    /// `$uploadedFiles:…`: every file issued.
+    pub handle: String,
+    /// Run where the files are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Files per state.
+    pub counts: BTreeMap<&'static str, usize>,
+    /// Each file in the order asked.
+    pub files: Vec<BatchItem>,
+}
+
+/// The answer to `get_download_urls`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct DownloadBatch {
+    /// Run where the files should go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Each file in the order asked.
+    pub files: Vec<DownloadItem>,
+}
+
+/// One file of a download batch.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct DownloadItem {
+    /// The file's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_id: Option<FileId>,
+    /// Saved under this name, not its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Why it is left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// An entry checked: its request, or why it is refused.
+type Checked = Result<UploadRequest, String>;
+
+/// A path as the line reads it: relative to where it runs, `/`-separated,
+/// without `.`/`..` components, control characters, or a leading `-`.
+fn checked_path(path: &str) -> Result<String, String> {
+    let path = path.trim();
+    if path.is_empty() {
+        return Err("path must not be empty".into());
+    }
+    if path.len() > MAX_PATH_BYTES {
+        return Err(format!("path is longer than {MAX_PATH_BYTES} bytes"));
+    }
+    if path.starts_with('/') || path.contains('\\') || path.chars().any(char::is_control) {
+        return Err(
+            "path must be relative to where the line runs, with / between its parts".into(),
+        );
+    }
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.is_empty() || parts.contains(&"..") {
+        return Err("path must name a file below where the line runs, without ..".into());
+    }
+    Ok(parts.join("/"))
+}
+
+impl Sluice {
+    /// Issues every file of `entries` for `owner` at once (see the module's
+    /// order).
+    pub async fn issue_uploads(
+        &self,
+        owner: &str,
+        entries: Vec<BatchEntry>,
+    ) -> Result<BatchTicket, Error> {
+        if entries.is_empty() || entries.len() > MAX_BATCH_FILES {
+            return Err(Error::Invalid(format!(
+                "files must list 1 to {MAX_BATCH_FILES} files, got {}",
+                entries.len()
+            )));
+        }
+        let mut paths = Vec::with_capacity(entries.len());
+        let checked: Vec<Checked> = entries
+            .into_iter()
+            .map(|e| {
+                let path = checked_path(&e.path);
+                paths.push(path.clone().unwrap_or_default());
+                let path = path?;
+                let req = UploadRequest {
+                    filename: e
+                        .filename
+                        .unwrap_or_else(|| curl::local_file_name(&path).to_owned()),
+                    size: e.size,
+                    sha256: e.sha256,
+                    content_type: e.content_type,
+                };
+                self.checked(&req).map_err(|e| e.to_string())?;
+                Ok(req)
+            })
+            .collect();
+        self.check_rate(Kind::Issue, owner)?;
+        let now = now_unix();
+        // The caller's own stored copies, found by digest.
+        let asked: Vec<Option<(u64, Sha256)>> = checked
+            .iter()
+            .map(|c| c.as_ref().ok().map(|r| (r.size, r.sha256)))
+            .collect();
+        let found: Vec<Option<FileMeta>> = futures_util::stream::iter(asked)
+            .map(|asked| async move {
+                let Some((size, sha256)) = asked else {
+                    return Ok(None);
+                };
+                self.stored_copy(owner, size, sha256, now).await
+            })
+            .buffered(AT_ONCE)
+            .try_collect()
+            .await?;
+        let expires_at = now + self.transfers().handle_ttl.as_secs() as i64;
+        let mut files: Vec<Option<FileMeta>> = Vec::with_capacity(checked.len());
+        for c in &checked {
+            files.push(c.as_ref().ok().map(|req| {
+                let (filename, content_type) = self
+                    .checked(req)
+                    .expect("checked above, with nothing stored");
+                FileMeta {
+                    id: FileId::random(),
+                    owner: owner.to_owned(),
+                    filename,
+                    content_type,
+                    size: req.size,
+                    sha256: req.sha256,
+                }
+            }));
+        }
+        self.admit_batch(owner, &files, &found, now).await?;
+        let issued: Vec<FileMeta> = files.iter().flatten().cloned().collect();
+        futures_util::stream::iter(issued.clone())
+            .map(|f| async move {
+                self.records()
+                    .put(&FileRecord::issued(&f, expires_at))
+                    .await
+            })
+            .buffer_unordered(AT_ONCE)
+            .try_collect::<Vec<()>>()
+            .await?;
+        // Copies of what is stored already; a copy the store cannot make
+        // is sent like any other file.
+        let pairs: Vec<(Option<FileMeta>, Option<FileMeta>)> =
+            files.iter().cloned().zip(found.iter().cloned()).collect();
+        let copied: Vec<bool> = futures_util::stream::iter(pairs)
+            .map(|pair| async move {
+                match pair {
+                    (Some(file), Some(old)) => self.copy_stored(&old, &file).await,
+                    _ => Ok(false),
+                }
+            })
+            .buffered(AT_ONCE)
+            .try_collect()
+            .await?;
+        let mut items = Vec::with_capacity(files.len());
+        let mut listed = Vec::new();
+        for (((file, c), copied), path) in files.iter().zip(&checked).zip(copied).zip(paths) {
+            let item = match (file, c) {
+                (Some(file), _) => {
+                    listed.push((file.id.to_string(), path));
+                    BatchItem {
+                        file_id: Some(file.id.clone()),
+                        state: if copied {
+                            EntryState::Stored
+                        } else {
+                            EntryState::Send
+                        },
+                        error: None,
+                    }
+                }
+                (None, Err(why)) => BatchItem {
+                    file_id: None,
+                    state: EntryState::Refused,
+                    error: Some(why.clone()),
+                },
+                (None, Ok(_)) => return Err(Error::bug("an entry checked has a file")),
+            };
+            items.push(item);
+        }
+        // The uploads in parts begun (S3's upload is made when issued).
+        let to_send: Vec<FileMeta> = issued
+            .into_iter()
+            .zip(items_sent(&items))
+            .filter_map(|(f, send)| send.then_some(f))
+            .collect();
+        futures_util::stream::iter(to_send)
+            .map(|f| async move { self.begin_parts(&f).await })
+            .buffer_unordered(AT_ONCE)
+            .try_collect::<Vec<_>>()
+            .await?;
+        let id = FileId::random();
+        self.records()
+            .put_batch(&Batch {
+                id: Some(id.clone()),
+                owner: owner.to_owned(),
+                expires_at,
+                files: listed,
+            })
+            .await?;
+        let count = |s: EntryState| items.iter().filter(|i| i.state == s).count();
+        let counts = BTreeMap::from([
+            ("send", count(EntryState::Send)),
+            ("stored", count(EntryState::Stored)),
+            ("refused", count(EntryState::Refused)),
+        ]);
+        let command = if counts["send"] > 0 {
+            let link = Short::batch(ShortKind::BatchUpload, id.clone(), expires_at);
+            tracing::info!(batch = %id, jti = %link.jti(), files = items.len(), "batch issued");
+            let url = format!("{}/b/{}", self.issuer_base(), link.encode(self.keys()));
+            let line = curl::batch_command(&url, &self.part_origin().await?);
+            Some(curl::or_unreachable(
+                &line,
+                curl::ORIGIN_OF_LINK,
+                curl::UPLOAD_INSTEAD,
+            ))
+        } else {
+            None
+        };
+        Ok(BatchTicket {
+            handle: format!(
+                "{BATCH_PREFIX}{}",
+                Short::batch(ShortKind::BatchHandle, id, 0).encode(self.keys())
+            ),
+            command,
+            counts,
+            files: items,
+        })
+    }
+
+    /// A ready file of `owner`'s with this size and digest whose object is
+    /// there and matches, if any.
+    async fn stored_copy(
+        &self,
+        owner: &str,
+        size: u64,
+        sha256: Sha256,
+        now: i64,
+    ) -> Result<Option<FileMeta>, Error> {
+        let Some(record) = self.records().find_ready(owner, size, sha256, now).await? else {
+            return Ok(None);
+        };
+        Ok(match self.stored(&record.file).await? {
+            Stored::Ready(_) => Some(record.file),
+            _ => None,
+        })
+    }
+
+    /// Copies `old`'s object to `file`'s inside the store and marks `file`
+    /// ready: whether it was copied. The copy is of the object `old` was
+    /// found to be (pinned to its ETag); where the store cannot vouch for
+    /// the copy's digest, its record keeps the proof, for that very copy.
+    async fn copy_stored(&self, old: &FileMeta, file: &FileMeta) -> Result<bool, Error> {
+        let Stored::Ready(info) = self.stored(old).await? else {
+            return Ok(false);
+        };
+        let copy = match self
+            .store()
+            .copy(&old.object_key(), &file.object_key(), &info)
+            .await
+        {
+            Ok(Some(copy)) => copy,
+            Ok(None) => return Ok(false),
+            Err(e) => {
+                tracing::warn!(file_id = %file.id, error = %e, "a stored copy could not be made: sent again");
+                return Ok(false);
+            }
+        };
+        if let Access::Direct(_) = self.store().access()
+            && copy.sha256 != Some(file.sha256)
+        {
+            let proof = super::proof::proven_for(copy.etag.clone());
+            self.records()
+                .swap_proof(&file.owner, &file.id, None, Some(&proof))
+                .await?;
+        }
+        self.file_stored(file).await?;
+        tracing::info!(file_id = %file.id, from = %old.id, "stored copy made");
+        Ok(true)
+    }
+
+    /// Admits every file of a batch under the caller's caps at once: the
+    /// files to send as pending ones, all of them under the cap on all the
+    /// caller's bytes; or refuses the whole batch, saying so.
+    async fn admit_batch(
+        &self,
+        owner: &str,
+        files: &[Option<FileMeta>],
+        found: &[Option<FileMeta>],
+        now: i64,
+    ) -> Result<(), Error> {
+        let (records, caps) = (self.records(), self.pending_caps());
+        let (mut sent, mut sent_bytes, mut all_bytes) = (0u64, 0u64, 0u64);
+        for (file, old) in files.iter().zip(found) {
+            if let Some(file) = file {
+                all_bytes = all_bytes.saturating_add(file.size);
+                if old.is_none() {
+                    sent += 1;
+                    sent_bytes = sent_bytes.saturating_add(file.size);
+                }
+            }
+        }
+        let totals = |mut p: Pending| async move {
+            if caps.stored.is_some() {
+                p.stored = records.stored_bytes(owner, now).await?;
+            }
+            Ok::<_, Error>(p)
+        };
+        let fits = |p: Pending| {
+            p.files.saturating_add(sent) <= caps.files
+                && p.bytes.saturating_add(sent_bytes) <= caps.bytes
+                && caps
+                    .stored
+                    .is_none_or(|cap| p.stored.saturating_add(all_bytes) <= cap)
+        };
+        let first = totals(records.pending_totals(owner, now, caps.files).await?).await?;
+        if fits(first) {
+            return Ok(());
+        }
+        // At a cap: files uploaded straight to the store may still be
+        // marked pending; settle them and count again.
+        let pending = records.pending(owner, now, caps.files).await?;
+        self.refresh(pending).await?;
+        let again = totals(records.pending_totals(owner, now, caps.files).await?).await?;
+        if fits(again) {
+            return Ok(());
+        }
+        Err(Error::Limited {
+            message: format!(
+                "this batch is refused whole, nothing was issued: its {sent} files to send \
+                 ({sent_bytes} bytes) beside your {} pending ({} bytes) pass the limits of {} \
+                 pending files and {} pending bytes{}; send fewer files at once, or wait for \
+                 your pending files to arrive or expire",
+                again.files,
+                again.bytes,
+                caps.files,
+                caps.bytes,
+                caps.stored
+                    .map(|cap| format!(", or {cap} bytes stored per user"))
+                    .unwrap_or_default(),
+            ),
+            retry_after: 60,
+        })
+    }
+
+    /// The batch a token of `kind` names, unexpired: every failure the
+    /// uniform [`Error::NotFound`].
+    async fn batch_of(&self, token: &str, kind: ShortKind) -> Result<(Short, Batch), Error> {
+        let now = now_unix();
+        let short = Short::decode(self.keys(), token, kind, now).map_err(|e| {
+            tracing::debug!(reason = %e, "batch link refused");
+            Error::NotFound
+        })?;
+        let batch = self
+            .records()
+            .get_batch(&short.file_id)
+            .await?
+            .filter(|b| b.expires_at > now)
+            .ok_or(Error::NotFound)?;
+        Ok((short, batch))
+    }
+
+    /// What `GET /b/{token}` answers: one line per file of the batch not
+    /// stored yet, `path`, its upload link, size, number of parts (0: one
+    /// PUT) and part size in MiB, tab-separated. Files found stored are
+    /// marked ready on the way.
+    pub async fn batch_to_send(&self, token: &str) -> Result<String, Error> {
+        let (_, batch) = self.batch_of(token, ShortKind::BatchUpload).await?;
+        let lines: Vec<Option<String>> = futures_util::stream::iter(batch.files)
+            .map(|(id, path)| async move {
+                let Some(id) = FileId::parse(&id) else {
+                    return Ok(None);
+                };
+                let Some(record) = self.records().find(&id).await? else {
+                    return Ok(None);
+                };
+                let expires = record.expires_at;
+                let (record, state) = self.settle_state(record).await?;
+                if state == super::files::FileState::Ready {
+                    return Ok(None);
+                }
+                let file = record.file;
+                let target = self.upload_target(&file, expires, Reader::Model).await?;
+                let (count, mib) = self
+                    .plan_of(&file)
+                    .map_or((0, 0), |p| (p.count, p.part_size / (1024 * 1024)));
+                Ok::<_, Error>(Some(format!(
+                    "{path}\t{}\t{}\t{count}\t{mib}\n",
+                    target.url, file.size
+                )))
+            })
+            .buffered(AT_ONCE)
+            .try_collect()
+            .await?;
+        Ok(lines.into_iter().flatten().collect())
+    }
+
+    /// The script a batch's line runs ([`curl::BATCH_SCRIPT`]), to a live
+    /// batch link only.
+    pub async fn batch_script(&self, token: &str) -> Result<&'static str, Error> {
+        self.batch_of(token, ShortKind::BatchUpload).await?;
+        Ok(curl::BATCH_SCRIPT)
+    }
+
+    /// The script a download batch's line runs ([`curl::FETCH_SCRIPT`]),
+    /// to a live list link only (asking for it does not spend the link).
+    pub async fn fetch_script(&self, token: &str) -> Result<&'static str, Error> {
+        self.batch_of(token, ShortKind::BatchDownload).await?;
+        Ok(curl::FETCH_SCRIPT)
+    }
+
+    /// What `GET /u/{token}/to` answers for a file sent in one PUT: where
+    /// to PUT it and the headers to send ([`curl::part_target`]'s form),
+    /// for the batch script to check and use.
+    pub async fn put_target(&self, token: &str) -> Result<String, Error> {
+        let upload = self.upload_of(token).await?;
+        let target = self
+            .upload_target(&upload.file, upload.expires_at, Reader::Page)
+            .await?;
+        let url = match self.store().access() {
+            Access::Direct(_) => target.url,
+            Access::Proxied => format!("{}/u/{token}", self.issuer_base()),
+        };
+        let headers = target
+            .headers
+            .iter()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+            .map(|(k, v)| (k.as_str(), v.as_str()));
+        Ok(curl::part_target(&url, headers))
+    }
+
+    /// The files of batch handle `handle` for `caller` (its owner, or a
+    /// service with `files:resolve`), in order: each one's handle.
+    pub async fn batch_handles(&self, caller: &Caller, handle: &str) -> Result<Vec<String>, Error> {
+        let token = handle.trim().strip_prefix(BATCH_PREFIX).unwrap_or(handle);
+        let short = Short::decode(self.keys(), token, ShortKind::BatchHandle, now_unix())
+            .map_err(|_| Error::NotAHandle)?;
+        let batch = self
+            .records()
+            .get_batch(&short.file_id)
+            .await?
+            .ok_or(Error::HandleExpired)?;
+        if batch.expires_at <= now_unix() {
+            return Err(Error::HandleExpired);
+        }
+        if batch.owner != caller.owner && !caller.has(crate::auth::Scope::FilesResolve) {
+            return Err(Error::OtherUsersHandle);
+        }
+        Ok(batch
+            .files
+            .iter()
+            .filter_map(|(id, _)| FileId::parse(id))
+            .map(|id| self.handle_of(&id))
+            .collect())
+    }
+
+    /// Issues one line that downloads every file `files` names (file ids,
+    /// handles, or batch handles, in order) for `caller`.
+    pub async fn issue_downloads(
+        &self,
+        caller: &Caller,
+        files: Vec<String>,
+    ) -> Result<DownloadBatch, Error> {
+        let mut wanted = Vec::new();
+        for f in files {
+            if f.trim().starts_with(BATCH_PREFIX) {
+                wanted.extend(self.batch_handles(caller, &f).await?);
+            } else {
+                wanted.push(f);
+            }
+        }
+        if wanted.is_empty() || wanted.len() > MAX_BATCH_FILES {
+            return Err(Error::Invalid(format!(
+                "files must name 1 to {MAX_BATCH_FILES} files, got {}",
+                wanted.len()
+            )));
+        }
+        self.check_rate(Kind::Links, &caller.owner)?;
+        let found: Vec<Result<FileMeta, String>> = futures_util::stream::iter(wanted)
+            .map(|f| async move {
+                let file = match self.resolve_file(caller, &f).await {
+                    Ok(file) => file,
+                    Err(e @ (Error::StoreUnavailable | Error::Internal(_))) => return Err(e),
+                    Err(e) => return Ok(Err(e.to_string())),
+                };
+                Ok(match self.stored(&file).await? {
+                    Stored::Ready(_) => Ok(file),
+                    Stored::Missing => Err(Error::NotUploaded.to_string()),
+                    Stored::Verifying => Err(Error::Verifying.to_string()),
+                    Stored::Mismatch => Err(Error::StoredMismatch.to_string()),
+                })
+            })
+            .buffered(AT_ONCE)
+            .try_collect()
+            .await?;
+        let mut taken = HashSet::new();
+        let mut listed = Vec::new();
+        let mut items = Vec::with_capacity(found.len());
+        for f in &found {
+            items.push(match f {
+                Ok(file) => {
+                    let own = file.safe_name();
+                    let name = unique_name(&own, &mut taken);
+                    listed.push((file.id.to_string(), name.clone()));
+                    DownloadItem {
+                        file_id: Some(file.id.clone()),
+                        name: (name != own).then_some(name),
+                        error: None,
+                    }
+                }
+                Err(why) => DownloadItem {
+                    file_id: None,
+                    name: None,
+                    error: Some(why.clone()),
+                },
+            });
+        }
+        if listed.is_empty() {
+            return Ok(DownloadBatch {
+                command: None,
+                files: items,
+            });
+        }
+        // Each owner's allowance charged once, for all of their files.
+        let mut by_owner: BTreeMap<&str, FileMeta> = BTreeMap::new();
+        for file in found.iter().flatten() {
+            by_owner
+                .entry(file.owner.as_str())
+                .and_modify(|sum| sum.size = sum.size.saturating_add(file.size))
+                .or_insert_with(|| file.clone());
+        }
+        for sum in by_owner.values() {
+            self.charge_download(sum).await?;
+        }
+        let expires_at = now_unix() + self.transfers().link_ttl.as_secs() as i64;
+        let id = FileId::random();
+        self.records()
+            .put_batch(&Batch {
+                id: Some(id.clone()),
+                owner: caller.owner.clone(),
+                expires_at,
+                files: listed,
+            })
+            .await?;
+        let link = Short::batch(ShortKind::BatchDownload, id, expires_at);
+        tracing::info!(jti = %link.jti(), files = items.len(), "download batch issued");
+        let url = format!("{}/g/{}", self.resolver_base(), link.encode(self.keys()));
+        Ok(DownloadBatch {
+            command: Some(curl::fetch_command(&url)),
+            files: items,
+        })
+    }
+
+    /// What `GET /g/{token}` answers, once: one line per file, its SHA-256,
+    /// size, name and a fresh single-use download link, tab-separated.
+    pub async fn batch_links(&self, token: &str) -> Result<String, Error> {
+        let (short, batch) = self.batch_of(token, ShortKind::BatchDownload).await?;
+        let jti = short.jti();
+        if self
+            .ledger()
+            .spend(&jti, short.expires_at.unwrap_or(0))
+            .await?
+            == Spend::AlreadySpent
+        {
+            tracing::info!(%jti, "spent batch link presented again");
+            return Err(Error::NotFound);
+        }
+        let mut out = String::new();
+        for (id, name) in batch.files {
+            let Some(id) = FileId::parse(&id) else {
+                continue;
+            };
+            let Some(record) = self.records().find(&id).await? else {
+                continue;
+            };
+            let ticket = self.download_ticket(&record.file);
+            out.push_str(&format!(
+                "{}\t{}\t{name}\t{}\n",
+                record.file.sha256.to_hex(),
+                record.file.size,
+                ticket.download.url
+            ));
+        }
+        Ok(out)
+    }
+}
+
+/// Which files of `items` the line sends.
+fn items_sent(items: &[BatchItem]) -> Vec<bool> {
+    items
+        .iter()
+        .filter(|i| i.file_id.is_some())
+        .map(|i| i.state == EntryState::Send)
+        .collect()
+}
+
+/// `name`, or `stem (2).ext`, `stem (3).ext`… the first not in `taken`
+/// (which it joins): the same names for the same files in the same order.
+fn unique_name(name: &str, taken: &mut HashSet<String>) -> String {
+    if taken.insert(name.to_owned()) {
+        return name.to_owned();
+    }
+    let (stem, ext) = match name.rfind('.') {
+        Some(i) if i > 0 => name.split_at(i),
+        _ => (name, ""),
+    };
+    (2..)
+        .map(|n| format!("{stem} ({n}){ext}"))
+        .find(|candidate| taken.insert(candidate.clone()))
+        .expect("some number is free")
+}
+
+/// Whether `s` is a batch's handle.
+pub fn is_batch_handle(s: &str) -> bool {
+    s.trim().starts_with(BATCH_PREFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_relative_and_plain() {
+        assert_eq!(checked_path("./a//b/c.txt").unwrap(), "a/b/c.txt");
+        for bad in ["", "/etc/passwd", "a/../b", "..", "a\\b", "a\nb", "./."] {
+            assert!(checked_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn colliding_names_get_the_same_numbers_every_time() {
+        let names = ["a.txt", "a.txt", "b", "a.txt", "b", "a (2).txt"];
+        let run = || {
+            let mut taken = HashSet::new();
+            names
+                .iter()
+                .map(|n| unique_name(n, &mut taken))
+                .collect::<Vec<_>>()
+        };
+        let first = run();
+        assert_eq!(
+            first,
+            [
+                "a.txt",
+                "a (2).txt",
+                "b",
+                "a (3).txt",
+                "b (2)",
+                "a (2) (2).txt"
+            ]
+        );
+        assert_eq!(run(), first);
+    }
+}

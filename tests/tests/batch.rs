@@ -1,0 +1,392 @@
+//! Many files in one call and one line (`request_uploads`,
+//! `get_download_urls`), locally and on s3s-fs + dynalite: 200 files of
+//! mixed sizes (some in parts) go up with one line, which resumes; files
+//! the user stored already are not sent again (they are not even on disk
+//! when the line runs); every file comes back with one line, byte for
+//! byte; another user's identical file is never revealed.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::util::{
+    Emulators, Server, aws_server, aws_token, bytes, call_tool, out_text, provision, tool_error,
+    tool_ok,
+};
+
+const MIB: usize = 1024 * 1024;
+
+/// Files over 1 MiB go in parts of 5 MiB (S3's smallest).
+const PARTS: [(&str, &str); 2] = [
+    ("SLUICE_PART_BYTES", "5242880"),
+    ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+];
+
+/// `n` files under `dir`: paths in a few folders (names repeat across
+/// folders), sizes from a few bytes to 6 MiB (every 40th in parts).
+fn folder(dir: &Path, n: usize, seed: u64) -> Vec<(String, Vec<u8>)> {
+    (0..n)
+        .map(|i| {
+            let size = match i % 40 {
+                0 => 6 * MIB + i,
+                1 => MIB + 7,
+                k => 10 + k * 997 + i,
+            };
+            let path = format!("d{}/f{}.bin", i % 3, i / 3);
+            let data = bytes(size, seed + i as u64);
+            let full = dir.join(&path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(&full, &data).unwrap();
+            (path, data)
+        })
+        .collect()
+}
+
+fn entries(files: &[(String, Vec<u8>)]) -> Value {
+    Value::Array(
+        files
+            .iter()
+            .map(|(path, data)| {
+                json!({"path": path, "size": data.len(), "sha256": sluice::Sha256::of(data).to_hex()})
+            })
+            .collect(),
+    )
+}
+
+/// Runs `line` in `dir` with a `curl` that logs each file it PUTs (`-T`)
+/// to `dir/puts` before running the real one.
+fn run_logging_puts(line: &str, dir: &Path) -> std::process::Output {
+    let bin = dir.join(".bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v curl"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let fake = bin.join("curl");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprev=\nfor a in \"$@\"; do [ \"$prev\" = -T ] && echo \"$a\" >> {}; prev=$a; done\nexec {} \"$@\"\n",
+            dir.join(".puts").display(),
+            real.trim()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _ = std::fs::remove_file(dir.join(".puts"));
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .current_dir(dir)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap()
+}
+
+/// The files the last run of [`run_logging_puts`] in `dir` PUT whole (a
+/// part's PUT reads `-`, stdin).
+fn whole_puts(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join(".puts"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| *l != "-")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The answer's text and `structuredContent` each within 1 KiB and 64 B a file.
+fn within_budget(result: &Value, files: usize) {
+    let budget = 1024 + 64 * files;
+    let text = result["content"][0]["text"].as_str().unwrap();
+    let structured = result["structuredContent"].to_string();
+    assert!(text.len() <= budget, "text {} > {budget}", text.len());
+    assert!(
+        structured.len() <= budget,
+        "structured {} > {budget}",
+        structured.len()
+    );
+}
+
+/// The whole story on one server, with tokens for alice and bob.
+fn many_files_up_and_down(server: &Server, alice: &str, bob: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let files = folder(work.path(), 200, 1);
+    let asked = call_tool(
+        &server.base,
+        alice,
+        "request_uploads",
+        json!({"files": entries(&files)}),
+    );
+    within_budget(&asked, files.len());
+    let ticket = tool_ok(&asked);
+    assert_eq!(
+        ticket["counts"],
+        json!({"send": 200, "stored": 0, "refused": 0})
+    );
+    let ids: Vec<String> = ticket["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file_id"].as_str().unwrap().to_owned())
+        .collect();
+    let line = ticket["command"].as_str().unwrap().to_owned();
+
+    // Interrupted: ten files are not there when the line first runs.
+    let aside = tempfile::tempdir().unwrap();
+    for (path, _) in files.iter().take(10) {
+        std::fs::rename(
+            work.path().join(path),
+            aside.path().join(path.replace('/', "_")),
+        )
+        .unwrap();
+    }
+    let first = run_logging_puts(&line, work.path());
+    assert!(!first.status.success());
+    assert!(
+        out_text(&first).contains("10 of 200 files were not sent: run the same line again"),
+        "{}",
+        out_text(&first)
+    );
+    for (path, _) in files.iter().take(10) {
+        std::fs::rename(
+            aside.path().join(path.replace('/', "_")),
+            work.path().join(path),
+        )
+        .unwrap();
+    }
+    // Run again, it sends only those ten.
+    let second = run_logging_puts(&line, work.path());
+    assert!(second.status.success(), "{}", out_text(&second));
+    let mut resent = whole_puts(work.path());
+    resent.sort();
+    let mut missing: Vec<String> = files
+        .iter()
+        .take(10)
+        .filter(|(_, d)| d.len() <= MIB)
+        .map(|(p, _)| format!("./{p}"))
+        .collect();
+    missing.sort();
+    assert_eq!(resent, missing, "only the files not sent the first time");
+    // A third run has nothing left to send.
+    let third = run_logging_puts(&line, work.path());
+    assert!(third.status.success(), "{}", out_text(&third));
+    assert!(out_text(&third).contains("every file of this batch is stored"));
+
+    // Down again with one call (the batch's handle) and one line, byte for
+    // byte; names that repeat across folders get " (2)", " (3)".
+    let down = call_tool(
+        &server.base,
+        alice,
+        "get_download_urls",
+        json!({"files": [ticket["handle"]]}),
+    );
+    within_budget(&down, files.len());
+    let down = tool_ok(&down);
+    let items = down["files"].as_array().unwrap();
+    assert_eq!(items.len(), 200);
+    let here = tempfile::tempdir().unwrap();
+    let out = crate::util::sh(down["command"].as_str().unwrap(), here.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    for ((path, data), (item, id)) in files.iter().zip(items.iter().zip(&ids)) {
+        assert_eq!(item["file_id"].as_str().unwrap(), id);
+        let own = path.rsplit('/').next().unwrap();
+        let name = item["name"].as_str().unwrap_or(own);
+        assert_eq!(
+            &std::fs::read(here.path().join(name)).unwrap(),
+            data,
+            "{path} as {name}"
+        );
+    }
+    // The line is single-use.
+    let again = crate::util::sh(down["command"].as_str().unwrap(), here.path());
+    assert!(!again.status.success());
+    assert!(
+        out_text(&again).contains("used already or has expired"),
+        "{}",
+        out_text(&again)
+    );
+
+    // Nothing sent twice: the same bytes again, under other paths, with one
+    // new file; the stored ones are not even on disk when the line runs.
+    let next = tempfile::tempdir().unwrap();
+    let mut again_files: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .step_by(50)
+        .map(|(p, d)| (format!("copy/{}", p.replace('/', "-")), d.clone()))
+        .collect();
+    again_files.push(("copy/new.txt".into(), b"a file alice never stored".to_vec()));
+    std::fs::create_dir_all(next.path().join("copy")).unwrap();
+    std::fs::write(
+        next.path().join("copy/new.txt"),
+        &again_files.last().unwrap().1,
+    )
+    .unwrap();
+    let asked = tool_ok(&call_tool(
+        &server.base,
+        alice,
+        "request_uploads",
+        json!({"files": entries(&again_files)}),
+    ));
+    assert_eq!(
+        asked["counts"],
+        json!({"send": 1, "stored": 4, "refused": 0})
+    );
+    let states: Vec<&str> = asked["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["stored", "stored", "stored", "stored", "send"]);
+    let out = run_logging_puts(asked["command"].as_str().unwrap(), next.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert_eq!(whole_puts(next.path()), ["./copy/new.txt"]);
+    // The stored copies are files of their own, under their new names.
+    let down = tool_ok(&call_tool(
+        &server.base,
+        alice,
+        "get_download_urls",
+        json!({"files": [asked["handle"]]}),
+    ));
+    let back = tempfile::tempdir().unwrap();
+    let out = crate::util::sh(down["command"].as_str().unwrap(), back.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    for (path, data) in &again_files {
+        let name = path.rsplit('/').next().unwrap();
+        assert_eq!(
+            &std::fs::read(back.path().join(name)).unwrap(),
+            data,
+            "{name}"
+        );
+    }
+
+    // Bob's answer for a file alice has is that of a new file: send it.
+    let bobs = vec![files[5].clone()];
+    let asked = tool_ok(&call_tool(
+        &server.base,
+        bob,
+        "request_uploads",
+        json!({"files": entries(&bobs)}),
+    ));
+    assert_eq!(
+        asked["counts"],
+        json!({"send": 1, "stored": 0, "refused": 0})
+    );
+    assert!(asked["command"].is_string());
+}
+
+#[test]
+fn two_hundred_files_go_up_and_come_back_with_one_line_each_way_locally() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &PARTS);
+    let (alice, bob) = (server.token("alice", &[]), server.token("bob", &[]));
+    many_files_up_and_down(&server, &alice, &bob);
+}
+
+#[test]
+fn two_hundred_files_go_up_and_come_back_with_one_line_each_way_on_s3() {
+    let emulators = Emulators::start();
+    provision(&emulators, "batches");
+    let (server, _dir) = aws_server(&emulators, "batches", &PARTS);
+    let (alice, bob) = (
+        aws_token(&emulators, "alice", &[]),
+        aws_token(&emulators, "bob", &[]),
+    );
+    many_files_up_and_down(&server, &alice, &bob);
+}
+
+/// A refused entry does not sink the others; a batch beyond the caps is
+/// refused whole; bad batches are refused with what to do.
+#[test]
+fn refusals_are_per_file_or_whole_and_say_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_MAX_PENDING_FILES", "3")]);
+    let alice = server.token("alice", &[]);
+    let sha = sluice::Sha256::of(b"x").to_hex();
+    let result = call_tool(
+        &server.base,
+        &alice,
+        "request_uploads",
+        json!({"files": [
+            {"path": "ok.txt", "size": 1, "sha256": sha},
+            {"path": "../etc/passwd", "size": 1, "sha256": sha},
+            {"path": "/abs.txt", "size": 1, "sha256": sha},
+            {"path": "dir/fine.txt", "size": 1, "sha256": sha, "filename": "renamed.txt"},
+        ]}),
+    );
+    let ticket = tool_ok(&result);
+    assert_eq!(
+        ticket["counts"],
+        json!({"send": 2, "stored": 0, "refused": 2})
+    );
+    let files = ticket["files"].as_array().unwrap();
+    assert!(
+        files[1]["error"].as_str().unwrap().contains(".."),
+        "{files:?}"
+    );
+    assert!(
+        files[2]["error"].as_str().unwrap().contains("relative"),
+        "{files:?}"
+    );
+    // Two pending now; three more would pass the cap of three: refused whole.
+    let three: Vec<Value> = (0..3)
+        .map(|i| json!({"path": format!("f{i}"), "size": 1, "sha256": sha}))
+        .collect();
+    let refused = tool_error(&call_tool(
+        &server.base,
+        &alice,
+        "request_uploads",
+        json!({"files": three}),
+    ));
+    assert!(
+        refused.contains("refused whole, nothing was issued"),
+        "{refused}"
+    );
+    // Nothing of it was recorded: one more still fits.
+    let one = tool_ok(&call_tool(
+        &server.base,
+        &alice,
+        "request_uploads",
+        json!({"files": [three[0]]}),
+    ));
+    assert_eq!(one["counts"]["send"], 1);
+    let empty = tool_error(&call_tool(
+        &server.base,
+        &alice,
+        "request_uploads",
+        json!({"files": []}),
+    ));
+    assert!(empty.contains("1 to 1000"), "{empty}");
+    // A download list of files not uploaded says so for each, with no line.
+    let down = tool_ok(&call_tool(
+        &server.base,
+        &alice,
+        "get_download_urls",
+        json!({"files": [ticket["handle"]]}),
+    ));
+    assert!(down["command"].is_null(), "{down}");
+    assert!(
+        down["files"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not been uploaded"),
+        "{down}"
+    );
+    // Another user's batch handle is not theirs to use.
+    let bob = server.token("bob", &[]);
+    let other = tool_error(&call_tool(
+        &server.base,
+        &bob,
+        "get_download_urls",
+        json!({"files": [ticket["handle"]]}),
+    ));
+    assert!(other.contains("another user"), "{other}");
+}
