@@ -119,7 +119,10 @@ mod tests {
     fn the_template_table_has_the_record_indexes_the_code_queries() {
         let def = super::from_template();
         let names: Vec<&str> = def.indexes.iter().map(|i| i.index_name()).collect();
-        assert_eq!(names, [sluice_aws::BY_OWNER, sluice_aws::PENDING]);
+        assert_eq!(
+            names,
+            [sluice_aws::BY_OWNER, sluice_aws::PENDING, sluice_aws::BY_DIGEST]
+        );
         assert_eq!(def.key[0].attribute_name(), "pk");
     }
 }
