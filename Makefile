@@ -87,7 +87,7 @@ test: clients
 # The shell programs sluice runs or hands out: the upload script in parts
 # (shared/src/parts.sh, which the returned line pins), the dev emulators,
 # CI's entry point.
-SHELL_SCRIPTS := shared/src/parts.sh infra/dev-emulators.sh .ci/run bench/first-run.sh
+SHELL_SCRIPTS := shared/src/parts.sh shared/src/batch.sh shared/src/fetch.sh infra/dev-emulators.sh .ci/run bench/first-run.sh
 
 lint: /usr/bin/shellcheck
 	shellcheck $(SHELL_SCRIPTS)

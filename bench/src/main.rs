@@ -4,6 +4,7 @@
 
 mod actions;
 mod backends;
+mod batch;
 mod browser;
 mod harness;
 mod lambda;
@@ -37,7 +38,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "peer"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "peer", "batch"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -112,6 +113,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("peer") {
         report.push_str(&peer::run(args.runs)?);
+    }
+    if wants("batch") {
+        report.push_str(&batch::run()?);
     }
     if wants("actions") {
         report.push_str(&actions::run(&args)?);

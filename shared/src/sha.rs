@@ -44,6 +44,11 @@ impl Sha256 {
         Self(bytes)
     }
 
+    /// The raw digest bytes.
+    pub fn to_bytes(&self) -> [u8; 32] {
+        self.0
+    }
+
     /// Parses 64 hex digits, upper or lower case.
     pub fn from_hex(s: &str) -> Result<Self, DigestError> {
         if s.len() != 64 {

@@ -121,7 +121,11 @@ mod tests {
         let names: Vec<&str> = def.indexes.iter().map(|i| i.index_name()).collect();
         assert_eq!(
             names,
-            [sluice_aws::BY_OWNER, sluice_aws::PENDING, sluice_aws::BY_DIGEST]
+            [
+                sluice_aws::BY_OWNER,
+                sluice_aws::PENDING,
+                sluice_aws::BY_DIGEST
+            ]
         );
         assert_eq!(def.key[0].attribute_name(), "pk");
     }

@@ -38,7 +38,13 @@ const args = hostArgs({
   keyboard: { type: "boolean", default: false },
   interrupt: { type: "boolean", default: false },
   reload: { type: "boolean", default: false },
+  files: { type: "string", default: "1" },
 });
+// With --files N (N > 1) the page takes N files and --file lists them,
+// comma-separated: all picked at once, each with its own bar, and the host
+// told once.
+const many = Number(args.files) > 1;
+const paths = many ? args.file.split(",") : [args.file];
 const checks = [];
 
 // Every MCP request and response body, as sent and received.
@@ -57,7 +63,7 @@ check(uri && uri.startsWith("ui://"), `the tool names a ui:// resource: ${JSON.s
 check(tool._meta["ui/resourceUri"] === uri, "the flat ui/resourceUri key names the same resource");
 checks.push("tools/list: _meta.ui.resourceUri and ui/resourceUri");
 
-const input = { filename: "notes.bin" };
+const input = many ? { files: Number(args.files) } : { filename: "notes.bin" };
 const result = await client.callTool({ name: "request_browser_upload", arguments: input });
 check(!result.isError, `request_browser_upload answered: ${JSON.stringify(result)}`);
 check(result.content.some((c) => c.type === "text" && c.text.includes(result.structuredContent.page_url)), "the text still gives the page URL");
@@ -104,7 +110,7 @@ try {
   });
   await page.goto(`${hostOrigin}/`);
   const view = page.frameLocator("#app");
-  await view.locator("#wanted").filter({ hasText: /^Choose notes\.bin/ }).waitFor({ timeout: 30000 });
+  await view.locator("#wanted").filter({ hasText: many ? /^Choose up to \d+ files/ : /^Choose notes\.bin/ }).waitFor({ timeout: 30000 });
   let frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
   check(frame, "the widget runs on the sandbox origin");
   const scrollWidth = await frame.evaluate(() => document.documentElement.scrollWidth);
@@ -144,7 +150,7 @@ try {
     await view.locator("#error").waitFor({ state: "visible", timeout: 60000 });
     await page.unrouteAll();
     await page.reload();
-    await view.locator("#wanted").filter({ hasText: /^Choose notes\.bin/ }).waitFor({ timeout: 30000 });
+    await view.locator("#wanted").filter({ hasText: many ? /^Choose up to \d+ files/ : /^Choose notes\.bin/ }).waitFor({ timeout: 30000 });
     frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
     const before = partPuts.length;
     await view.locator("#file").setInputFiles(args.file);
@@ -183,7 +189,7 @@ try {
     await chooser.setFiles(args.file);
     checks.push("keyboard: Tab into the widget, Space, choose");
   } else {
-    await view.locator("#file").setInputFiles(args.file);
+    await view.locator("#file").setInputFiles(paths);
   }
   if (args.interrupt) {
     await view.locator("#error").waitFor({ state: "visible", timeout: 60000 });
@@ -215,14 +221,23 @@ try {
   check(message.params.content[0].text.includes(result.structuredContent.upload_id), "ui/message names the upload_id");
   // The file's name is the person's disk's, not the person's words: it
   // never enters a user-role message or the model's context.
-  const picked = args.file.split("/").pop();
-  check(!JSON.stringify(message.params).includes(picked) && !JSON.stringify(context.params).includes(picked), `the file's name (${picked}) is not in ui/message or the model context`);
+  for (const path of paths) {
+    const picked = path.split("/").pop();
+    check(!JSON.stringify(message.params).includes(picked) && !JSON.stringify(context.params).includes(picked), `the file's name (${picked}) is not in ui/message or the model context`);
+  }
+  if (many) {
+    check(log.filter((m) => m.method === "ui/message").length === 1, "one ui/message for every file");
+    check(message.params.content[0].text.includes(`${paths.length} files`), `ui/message says how many: ${message.params.content[0].text}`);
+    const states = await view.locator("#files li .state").allInnerTexts();
+    check(states.length === paths.length && states.every((t) => t === "done"), `each file has its own row, done: ${states}`);
+    checks.push(`${paths.length} files, each with its own bar, the host told once`);
+  }
   check(!log.some((m) => m.method === "tools/call"), "the widget called no tool through the host");
   checks.push("the host was told: ui/update-model-context and ui/message");
   uploadId = context.params.structuredContent.upload_id;
 
   // No byte of the file in anything MCP carried or the view posted.
-  const data = readFileSync(args.file);
+  const data = readFileSync(paths[0]);
   const marks = [data.subarray(0, 32).toString("latin1"), data.subarray(0, 48).toString("base64"), data.subarray(1, 49).toString("base64"), data.subarray(2, 50).toString("base64")];
   const posted = await page.evaluate(() => window.posted);
   for (const text of [...traffic, ...posted]) {

@@ -7,7 +7,10 @@
 //
 // Modes: upload (pick, upload, done), used (a page already used refuses a
 // second file), expired (the page says so), network (the PUT fails, the page
-// says so, "Try again" then succeeds), keyboard (the same upload without a mouse).
+// says so, "Try again" then succeeds), keyboard (the same upload without a mouse),
+// several (--file is a comma-separated list: all picked at once, each with
+// its own bar), one-at-a-time (the same on a picker that gives nothing for a
+// multiple pick, as on the Claude mobile app: one file, then the next).
 
 import { parseArgs } from "node:util";
 
@@ -71,6 +74,25 @@ try {
       const [chooser] = await Promise.all([page.waitForEvent("filechooser"), page.keyboard.press("Space")]);
       await chooser.setFiles(args.file);
       checks.push("keyboard: Tab, Space, choose");
+    } else if (args.mode === "several") {
+      await page.setInputFiles("#file", args.file.split(","));
+    } else if (args.mode === "one-at-a-time") {
+      // The picker gives nothing for a multiple pick: the form takes one file at a time.
+      await page.setInputFiles("#file", []);
+      const title = await page.locator(".zone-title").innerText();
+      check(/one file at a time/i.test(title), `the form asks for one file at a time: ${title}`);
+      check(!(await page.evaluate(() => document.getElementById("file").multiple)), "the picker is no longer multiple");
+      const files = args.file.split(",");
+      for (const [i, file] of files.entries()) {
+        await page.setInputFiles("#file", file);
+        await page.waitForFunction((n) => document.querySelectorAll("#files li .state").length === n
+          && [...document.querySelectorAll("#files li .state")].every((s) => s.textContent === "done"), i + 1, { timeout: 60000 });
+        if (i + 1 < files.length) {
+          const again = await page.locator(".zone-title").innerText();
+          check(new RegExp(`${i + 1} of`).test(again), `the form offers another file: ${again}`);
+        }
+      }
+      checks.push("one file at a time");
     } else {
       await page.setInputFiles("#file", args.file);
     }
@@ -108,6 +130,19 @@ try {
       await page.locator("#done").waitFor({ state: "visible", timeout: 120000 });
     }
 
+    if (args.mode === "several" || args.mode === "one-at-a-time") {
+      const n = args.file.split(",").length;
+      await page.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+      const states = await page.locator("#files li .state").allInnerTexts();
+      check(states.length === n && states.every((t) => t === "done"), `each file has its own row, done: ${states}`);
+      const bars = await page.locator("#files li progress").evaluateAll((b) => b.map((x) => x.value));
+      check(bars.every((v) => v === 100), `each file's bar is full: ${bars}`);
+      if (args.mode === "several") {
+        const text = await page.locator("#done").innerText();
+        check(new RegExp(`${n} files`).test(text), `the page says how many: ${text}`);
+        checks.push(`${n} files uploaded, each with its own bar`);
+      }
+    }
     if (args.mode !== "used") {
       const text = await page.locator("#done").innerText();
       check(/go back to the conversation/i.test(text), `the page says what to do next: ${text}`);

@@ -223,6 +223,7 @@ fn an_expired_page_says_so() {
         filename: None,
         content_type: None,
         max_size: 1024,
+        files: 1,
         expires_at: 1,
     }
     .encode(&keys);
@@ -237,7 +238,7 @@ fn an_expired_page_says_so() {
     );
     // The upload_id of an expired page, never used, is `expired`.
     let token = server.token("alice", &[]);
-    let id = sluice::service::browser::upload_id(&keys, "alice", &sluice::FileId::random(), 1);
+    let id = sluice::service::browser::upload_id(&keys, "alice", &sluice::FileId::random(), 1, 1);
     assert_eq!(status(&server, &token, &id)["state"], "expired");
 }
 
@@ -506,4 +507,117 @@ fn a_client_with_url_elicitation_shows_the_page_and_gets_the_handle() {
         checks[2].contains("the handle, bytes identical"),
         "{checks:?}"
     );
+}
+
+/// A page for three files: picked at once, each with its own bar (one of
+/// them in parts), and the model gets every file's handle in one status;
+/// then a picker that gives nothing for a multiple pick (the Claude mobile
+/// app's) takes them one at a time.
+#[test]
+fn a_person_uploads_three_files_through_one_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+        ],
+    );
+    let token = server.token("alice", &[]);
+    let work = tempfile::tempdir().unwrap();
+    let files: Vec<(PathBuf, Vec<u8>)> = [
+        ("a.txt", 1000),
+        ("b report.pdf", 6 << 20),
+        ("c.bin", 70_000),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (name, size))| {
+        let path = work.path().join(name);
+        let data = bytes(*size, 40 + i as u64);
+        std::fs::write(&path, &data).unwrap();
+        (path, data)
+    })
+    .collect();
+    let list = files
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    for mode in ["several", "one-at-a-time"] {
+        let page = tool_ok(&call_tool(
+            &server.base,
+            &token,
+            "request_browser_upload",
+            json!({"files": 3}),
+        ));
+        assert_eq!(page["files"], 3);
+        let upload_id = page["upload_id"].as_str().unwrap();
+        let checks = browse(
+            page["page_url"].as_str().unwrap(),
+            Path::new(&list),
+            mode,
+            &format!("{mode}-"),
+            900,
+        );
+        assert!(
+            checks.iter().any(|c| c == "upload done"),
+            "{mode}: {checks:?}"
+        );
+        let ready = status(&server, &token, upload_id);
+        assert_eq!(ready["state"], "ready", "{ready}");
+        let picked = ready["files"].as_array().unwrap();
+        assert_eq!(picked.len(), 3, "{ready}");
+        for ((path, data), got) in files.iter().zip(picked) {
+            let name = path.file_name().unwrap().to_str().unwrap();
+            assert_eq!(got["filename"], name);
+            let link = server.download_ticket(&token, got["handle"].as_str().unwrap())["download"]
+                ["url"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            assert!(
+                request("GET", &link, &[], None).body == *data,
+                "{name} byte for byte"
+            );
+        }
+    }
+    // A fourth file is not taken by a page for three, in words.
+    let page = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_browser_upload",
+        json!({"files": 3}),
+    ));
+    let start =
+        json!({"filename": "d.txt", "size": 1, "sha256": sluice::Sha256::of(b"d").to_hex()});
+    let fourth = request(
+        "POST",
+        &format!("{}/start?file=3", page["page_url"].as_str().unwrap()),
+        &[("content-type", "application/json")],
+        Some(start.to_string().as_bytes()),
+    );
+    assert_eq!(fourth.status, 409, "{}", fourth.text());
+    assert!(
+        fourth.text().contains("takes no more files"),
+        "{}",
+        fourth.text()
+    );
+    let one = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_browser_upload",
+        json!({}),
+    ));
+    assert!(
+        one.get("files").is_none(),
+        "a page for one says nothing of files"
+    );
+    let refused = crate::util::tool_error(&call_tool(
+        &server.base,
+        &token,
+        "request_browser_upload",
+        json!({"files": 21}),
+    ));
+    assert!(refused.contains("between 1 and 20"), "{refused}");
 }

@@ -334,19 +334,22 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
     let first = page(());
     // Invalid starts take nothing from any rate.
     for _ in 0..3 {
-        let bad = local.sluice.start_browser_upload(&first, start("")).await;
+        let bad = local
+            .sluice
+            .start_browser_upload(&first, 0, start(""))
+            .await;
         assert!(matches!(bad, Err(Error::Invalid(_))), "{bad:?}");
     }
     for _ in 0..2 {
         local
             .sluice
-            .start_browser_upload(&first, start("scan.pdf"))
+            .start_browser_upload(&first, 0, start("scan.pdf"))
             .await
             .unwrap();
     }
     match local
         .sluice
-        .start_browser_upload(&first, start("scan.pdf"))
+        .start_browser_upload(&first, 0, start("scan.pdf"))
         .await
     {
         Err(Error::Limited { message, .. }) => {
@@ -358,7 +361,7 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
     let second = page(());
     local
         .sluice
-        .start_browser_upload(&second, start("scan.pdf"))
+        .start_browser_upload(&second, 0, start("scan.pdf"))
         .await
         .unwrap();
     assert!(
@@ -446,10 +449,10 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
         let (a, b) = tokio::join!(
             local
                 .sluice
-                .start_browser_upload(&opened, start(b"first file")),
+                .start_browser_upload(&opened, 0, start(b"first file")),
             local
                 .sluice
-                .start_browser_upload(&opened, start(b"second, other file")),
+                .start_browser_upload(&opened, 0, start(b"second, other file")),
         );
         let (won, lost) = match (a, b) {
             (Ok(t), Err(e)) => (t, e),
@@ -464,6 +467,7 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
             .sluice
             .start_browser_upload(
                 &opened,
+                0,
                 start(if recorded.size == 10 {
                     b"first file"
                 } else {

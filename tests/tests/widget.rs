@@ -393,3 +393,79 @@ fn a_person_saves_a_file_from_the_download_view() {
         );
     }
 }
+
+/// Three files picked at once in the widget, one of them in parts: each
+/// with its own bar, the host told once (`ui/message`), and the model gets
+/// every file's handle from one `get_upload_status`.
+#[test]
+fn a_person_uploads_three_files_in_the_widget() {
+    let sandbox = free_port();
+    let origin = format!("http://localhost:{sandbox}");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_WIDGET_ORIGINS", &origin),
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
+        ],
+    );
+    let token = server.token("alice", &[]);
+    let mcp = format!("{}/mcp", server.base);
+    let work = tempfile::tempdir().unwrap();
+    let files: Vec<(std::path::PathBuf, Vec<u8>)> = [
+        ("one.txt", 900),
+        ("two.bin", 6 << 20),
+        ("three.csv", 40_000),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (name, size))| {
+        let path = work.path().join(name);
+        let data = bytes(*size, 60 + i as u64);
+        std::fs::write(&path, &data).unwrap();
+        (path, data)
+    })
+    .collect();
+    let list = files
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let (checks, upload_id) = host(
+        &mcp,
+        &token,
+        Path::new(&list),
+        sandbox,
+        "three-",
+        &["--files", "3"],
+    );
+    every_check(&checks);
+    assert!(
+        checks
+            .iter()
+            .any(|c| c == "3 files, each with its own bar, the host told once"),
+        "{checks:?}"
+    );
+    let ready = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "get_upload_status",
+        json!({"upload_id": upload_id}),
+    ));
+    assert_eq!(ready["state"], "ready", "{ready}");
+    let picked = ready["files"].as_array().unwrap();
+    assert_eq!(picked.len(), 3);
+    for ((path, data), got) in files.iter().zip(picked) {
+        assert_eq!(got["filename"], path.file_name().unwrap().to_str().unwrap());
+        let link =
+            server.download_ticket(&token, got["handle"].as_str().unwrap())["download"]["url"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        assert!(
+            request("GET", &link, &[], None).body == *data,
+            "byte for byte"
+        );
+    }
+}

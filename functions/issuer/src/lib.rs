@@ -14,7 +14,7 @@ use std::io;
 use axum::Json;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use futures_util::{StreamExt as _, TryStreamExt as _};
@@ -134,9 +134,18 @@ const MAX_START_BYTES: usize = 8 * 1024;
 /// The page, having hashed the file, asks for its signed PUT. The page
 /// token is checked before any byte of the body is read, and the body is
 /// read only up to [`MAX_START_BYTES`].
+/// Which file of a page a start is for (`?file=n`, 0 for the first).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StartQuery {
+    #[serde(default)]
+    file: u32,
+}
+
 async fn start_browser(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
+    Query(which): Query<StartQuery>,
     body: Body,
 ) -> Result<Json<BrowserTarget>, HttpError> {
     let page = sluice.page_for_start(&token)?;
@@ -150,7 +159,11 @@ async fn start_browser(
         status: StatusCode::BAD_REQUEST,
         message: format!("the request is not the JSON a page sends: {e}"),
     })?;
-    Ok(Json(sluice.start_browser_upload(&page, start).await?))
+    Ok(Json(
+        sluice
+            .start_browser_upload(&page, which.file, start)
+            .await?,
+    ))
 }
 
 /// Where the bytes of an upload link go ([`Sluice::upload_location`]), as

@@ -79,22 +79,26 @@ pub fn headers(store_origin: Option<&str>) -> HeaderMap {
 pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
     let (status, body) = match page {
         Ok(p) => {
-            let wanted = match &p.filename {
-                Some(f) => format!(
+            let wanted = match (&p.filename, p.files) {
+                (Some(f), 1) => format!(
                     "<p id=\"wanted\">Choose <strong>{}</strong> from your computer.</p>",
                     escape(f)
                 ),
-                None => "<p id=\"wanted\">Choose the file from your computer.</p>".to_owned(),
+                (None, 1) => "<p id=\"wanted\">Choose the file from your computer.</p>".to_owned(),
+                (_, n) => {
+                    format!("<p id=\"wanted\">Choose up to {n} files from your computer.</p>")
+                }
             };
             let intro = format!(
-                "<h1>Upload a file</h1>\n{wanted}\n<p class=\"hint\">It goes straight to secure storage for this conversation; files up to {max_h}. The link works once and expires at <time datetime=\"{exp_iso}\">{exp_iso}</time>.</p>",
+                "<h1>Upload {what}</h1>\n{wanted}\n<p class=\"hint\">It goes straight to secure storage for this conversation; files up to {max_h}. The link works once and expires at <time datetime=\"{exp_iso}\">{exp_iso}</time>.</p>",
+                what = if p.files > 1 { "files" } else { "a file" },
                 max_h = human_size(p.max_size),
                 exp_iso = sluice::time::rfc3339(p.expires_at),
             );
             let body = web::form(
                 &format!(
-                    " data-max-size=\"{}\" data-expires-at=\"{}\"",
-                    p.max_size, p.expires_at
+                    " data-max-size=\"{}\" data-expires-at=\"{}\" data-files=\"{}\"",
+                    p.max_size, p.expires_at, p.files
                 ),
                 &intro,
             );
@@ -136,6 +140,7 @@ mod tests {
             filename: Some("<img src=x onerror=alert(1)>.pdf".into()),
             content_type: None,
             max_size: 10,
+            files: 1,
             expires_at: sluice::time::now_unix() + 60,
         });
         let (status, html) = render(&page);

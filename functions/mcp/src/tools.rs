@@ -49,6 +49,11 @@ impl SluiceTools {
         page.state = Some(status.state);
         page.handle = status.handle.clone();
         let summary = match (&status.state, &status.filename, status.size) {
+            (UploadState::Ready, _, _) if status.files.is_some() => format!(
+                "The person uploaded {} file(s). Call get_upload_status with upload_id {} for their handles.",
+                status.files.as_ref().map_or(0, Vec::len),
+                page.upload_id
+            ),
             (UploadState::Ready, Some(name), Some(size)) => {
                 format!("The person uploaded {name} ({size} bytes). Use the handle.")
             }
@@ -109,7 +114,7 @@ impl SluiceTools {
         description = "Let the PERSON upload a file from their own computer through a web page: when the file is on their machine, \
 or your shell cannot reach the upload host (\"Host not in allowlist\"). Show them the returned `page_url` as a link (\"Open this link \
 to upload the file; tell me when it is done.\"), wait until they say so, then call get_upload_status once (never in a loop). \
-No bytes pass through the conversation. Where the host shows MCP Apps, the same form appears in the conversation and reports the upload itself.",
+Hosts with MCP Apps show the same form in the chat; it reports the upload itself.",
         input_schema = input::<BrowserUploadRequest>()
     )]
     async fn request_browser_upload(
@@ -188,6 +193,10 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
                 .wait_for_upload(&caller.owner, &arg.upload_id, wait, meta.get_progress_token(), &peer)
                 .await?;
             let summary = match (&status.state, &status.filename, status.size) {
+                (UploadState::Ready, _, _) if status.files.is_some() => format!(
+                    "Uploaded {} file(s): use each one's handle (`files`).",
+                    status.files.as_ref().map_or(0, Vec::len)
+                ),
                 (UploadState::Ready, Some(name), Some(size)) => {
                     format!("Uploaded: {name} ({size} bytes). Use the handle.")
                 }

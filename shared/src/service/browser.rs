@@ -7,10 +7,11 @@
 //! straight to the store → once the person says they are done, the model
 //! asks for the result, which settles the file's record against the store.
 //!
-//! The page token is the whole capability: one file, for the user who asked,
-//! until it expires; it holds no bearer token. The file's id is chosen when
-//! the page is made, so the status is a lookup of that file's record: no
-//! other state.
+//! The page token is the whole capability: one file (or up to
+//! [`MAX_PAGE_FILES`], each started on its own), for the user who asked,
+//! until it expires; it holds no bearer token. The files' ids are chosen
+//! when the page is made (the first, and the others derived from it), so
+//! the status is a lookup of those files' records: no other state.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,16 +30,22 @@ use crate::token::{PageToken, TokenError};
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BrowserUploadRequest {
-    /// The file the person should pick, if known (shown on the page).
+    /// The file to pick, if known (shown on the page).
     #[serde(default)]
     pub filename: Option<String>,
-    /// The media type, if it must be one; else the file's own.
+    /// The media type it must be, if any.
     #[serde(default)]
     pub content_type: Option<String>,
     /// The largest file to accept, in bytes.
     #[serde(default)]
     pub max_size: Option<u64>,
+    /// Files the person may pick: 1-20 (default 1).
+    #[serde(default)]
+    pub files: Option<u32>,
 }
+
+/// The most files one page takes.
+pub const MAX_PAGE_FILES: u32 = 20;
 
 /// The answer to `request_browser_upload`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -49,6 +56,9 @@ pub struct BrowserUpload {
     pub page_url: String,
     /// When the page stops accepting an upload (RFC 3339).
     pub expires_at: String,
+    /// How many files the page takes, when more than one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<u32>,
     /// After the person was shown the page by the client itself (URL
     /// elicitation): where the upload stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,30 +144,66 @@ pub struct UploadStatus {
     /// When ready: its SHA-256.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sha256: Option<Sha256>,
+    /// A page for several files: each one uploaded so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<PickedFile>>,
 }
 
-/// An upload id: the file's id and the page's expiry, so that the status
-/// can say `expired` without any state of its own, and a keyed tag of both
-/// and the owner, so that only a page's upload has one (a caller cannot
-/// make one up for another of their files to get its handle).
-pub fn upload_id(keys: &Keyring, owner: &str, file_id: &FileId, expires_at: i64) -> String {
-    let tag = keys.tag(
-        Purpose::UploadId,
-        tagged(owner, file_id, expires_at).as_bytes(),
-    );
-    format!("{file_id}.{expires_at}.{tag}")
+/// One file the person uploaded on a page for several.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct PickedFile {
+    /// What to pass to actions.
+    pub handle: String,
+    /// The file's id.
+    pub file_id: FileId,
+    /// The name the person's file had.
+    pub filename: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its SHA-256.
+    pub sha256: Sha256,
 }
 
-fn tagged(owner: &str, file_id: &FileId, expires_at: i64) -> String {
-    format!("{file_id}.{expires_at}.{owner}")
+/// An upload id: the page's first file id, its expiry and (for a page of
+/// several) how many files it takes, so that the status can say `expired`
+/// and find every file without any state of its own, and a keyed tag of
+/// these and the owner, so that only a page's upload has one (a caller
+/// cannot make one up for another of their files to get its handle).
+pub fn upload_id(
+    keys: &Keyring,
+    owner: &str,
+    file_id: &FileId,
+    expires_at: i64,
+    files: u32,
+) -> String {
+    let what = described(file_id, expires_at, files);
+    let tag = keys.tag(Purpose::UploadId, format!("{what}.{owner}").as_bytes());
+    format!("{what}.{tag}")
 }
 
-pub(crate) fn parse_upload_id(keys: &Keyring, owner: &str, s: &str) -> Option<(FileId, i64)> {
-    let mut parts = s.trim().splitn(3, '.');
-    let (id, exp, tag) = (parts.next()?, parts.next()?, parts.next()?);
+/// What an upload id names: `file_id.expiry`, and `.files` for a page of
+/// several.
+fn described(file_id: &FileId, expires_at: i64, files: u32) -> String {
+    if files > 1 {
+        format!("{file_id}.{expires_at}.{files}")
+    } else {
+        format!("{file_id}.{expires_at}")
+    }
+}
+
+/// The page an upload id names, for `owner`: its first file id, expiry and
+/// number of files.
+pub(crate) fn parse_upload_id(keys: &Keyring, owner: &str, s: &str) -> Option<(FileId, i64, u32)> {
+    let parts: Vec<&str> = s.trim().split('.').collect();
+    let (id, exp, files, tag) = match parts.as_slice() {
+        [id, exp, tag] => (*id, *exp, 1, *tag),
+        [id, exp, files, tag] => (*id, *exp, files.parse().ok().filter(|n| *n > 1)?, *tag),
+        _ => return None,
+    };
     let (id, exp) = (FileId::parse(id)?, exp.parse().ok()?);
-    keys.tag_matches(Purpose::UploadId, tagged(owner, &id, exp).as_bytes(), tag)
-        .then_some((id, exp))
+    let what = described(&id, exp, files);
+    keys.tag_matches(Purpose::UploadId, format!("{what}.{owner}").as_bytes(), tag)
+        .then_some((id, exp, files))
 }
 
 /// Why a page cannot be used, in words for the person in front of it.
@@ -197,6 +243,12 @@ impl Sluice {
         {
             return Err(Error::Invalid("filename is too long".into()));
         }
+        let files = req.files.unwrap_or(1);
+        if !(1..=MAX_PAGE_FILES).contains(&files) {
+            return Err(Error::Invalid(format!(
+                "files must be between 1 and {MAX_PAGE_FILES}"
+            )));
+        }
         let expires_at = now_unix() + self.transfers().handle_ttl.as_secs() as i64;
         let page = PageToken {
             owner: owner.to_owned(),
@@ -207,13 +259,15 @@ impl Sluice {
                 .map(|c| c.trim().to_owned())
                 .filter(|c| !c.is_empty()),
             max_size,
+            files,
             expires_at,
         };
-        tracing::info!(file_id = %page.file_id, "browser upload page issued");
+        tracing::info!(file_id = %page.file_id, files, "browser upload page issued");
         Ok(BrowserUpload {
             state: None,
             handle: None,
-            upload_id: upload_id(self.keys(), owner, &page.file_id, expires_at),
+            files: (files > 1).then_some(files),
+            upload_id: upload_id(self.keys(), owner, &page.file_id, expires_at, files),
             page_url: format!(
                 "{}/browser/{}",
                 self.issuer_base(),
@@ -258,13 +312,23 @@ impl Sluice {
     }
 
     /// The signed PUT for the file the person picked on `page` (opened by
-    /// [`Sluice::page_for_start`]): the file is issued (once per page) with
-    /// the page's id, for exactly the size and digest the browser computed.
+    /// [`Sluice::page_for_start`]) as its file `n` (0 for the first): the
+    /// file is issued (once per page and number) with that file's id, for
+    /// exactly the size and digest the browser computed.
     pub async fn start_browser_upload(
         &self,
         page: &PageToken,
+        n: u32,
         start: BrowserStart,
     ) -> Result<BrowserTarget, Error> {
+        if n >= page.files {
+            return Err(Error::PageConflict(if page.files == 1 {
+                "This link takes one file. Go back to the conversation and ask for a link for more."
+            } else {
+                "This link takes no more files. Go back to the conversation and ask for a new link for more."
+            }));
+        }
+        let file_id = page.file_id_of(n);
         if start.size > page.max_size {
             return Err(Error::TooLarge(format!(
                 "This file is {} bytes; this link accepts files up to {} bytes.",
@@ -281,21 +345,18 @@ impl Sluice {
         // Everything checked first; then the page's own rate, so whoever
         // holds its URL cannot drain its owner's issuing rate with starts.
         self.checked(&req)?;
-        self.check_rate(Kind::PageStarts, page.file_id.as_str())?;
-        let (file, expires_at) = match self.records().get(&page.owner, &page.file_id).await? {
+        self.check_rate(Kind::PageStarts, file_id.as_str())?;
+        let (file, expires_at) = match self.records().get(&page.owner, &file_id).await? {
             Some(record) => self.page_file_again(record, size, sha256).await?,
             None => {
-                match self
-                    .issue_file(&page.owner, req, page.file_id.clone())
-                    .await
-                {
+                match self.issue_file(&page.owner, req, file_id.clone()).await {
                     Ok((file, _, expires_at)) => (file, expires_at),
                     // Another start of this page recorded its file first:
                     // the record is written once, so that one stands.
                     Err(Error::AlreadyUploaded) => {
                         let record = self
                             .records()
-                            .get(&page.owner, &page.file_id)
+                            .get(&page.owner, &file_id)
                             .await?
                             .ok_or_else(|| Error::bug("a record refused as existing is there"))?;
                         self.page_file_again(record, size, sha256).await?
@@ -350,10 +411,73 @@ impl Sluice {
         Ok((record.file, record.expires_at))
     }
 
-    /// Where the browser upload `upload_id` of `owner` stands.
+    /// Where the browser upload `upload_id` of `owner` stands: for a page
+    /// of several files, `ready` once a file is ready and none is still on
+    /// its way, with every file uploaded so far.
     pub async fn upload_status(&self, owner: &str, upload_id: &str) -> Result<UploadStatus, Error> {
-        let (file_id, page_expires) =
+        let (file_id, page_expires, files) =
             parse_upload_id(self.keys(), owner, upload_id).ok_or(Error::NotAnUploadId)?;
+        if files == 1 {
+            return self.file_status(owner, &file_id, page_expires).await;
+        }
+        let page = PageToken {
+            owner: owner.to_owned(),
+            file_id,
+            filename: None,
+            content_type: None,
+            max_size: 0,
+            files,
+            expires_at: page_expires,
+        };
+        let (mut picked, mut arriving) = (Vec::new(), None::<(u64, u64)>);
+        for n in 0..files {
+            let status = self
+                .file_status(owner, &page.file_id_of(n), page_expires)
+                .await?;
+            match (status.state, status.handle, status.file_id, status.filename) {
+                (UploadState::Ready, Some(handle), Some(id), Some(filename)) => {
+                    picked.push(PickedFile {
+                        handle,
+                        file_id: FileId::parse(&id).ok_or_else(|| Error::bug("a file id"))?,
+                        filename,
+                        size: status.size.unwrap_or(0),
+                        sha256: status.sha256.unwrap_or_else(|| Sha256::of(b"")),
+                    });
+                }
+                (UploadState::Pending, ..) => {
+                    if let (Some(size), Some(received)) = (status.size, status.received) {
+                        let (s, r) = arriving.unwrap_or((0, 0));
+                        arriving = Some((s + size, r + received));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let state = match (picked.is_empty(), arriving.is_some()) {
+            (false, false) => UploadState::Ready,
+            (_, true) => UploadState::Pending,
+            (true, false) if now_unix() >= page_expires => UploadState::Expired,
+            (true, false) => UploadState::Pending,
+        };
+        Ok(UploadStatus {
+            state,
+            handle: None,
+            file_id: None,
+            filename: None,
+            size: arriving.map(|(s, _)| s),
+            received: arriving.map(|(_, r)| r),
+            sha256: None,
+            files: Some(picked),
+        })
+    }
+
+    /// Where one file of a page stands.
+    async fn file_status(
+        &self,
+        owner: &str,
+        file_id: &FileId,
+        page_expires: i64,
+    ) -> Result<UploadStatus, Error> {
         let status = |state| UploadStatus {
             state,
             handle: None,
@@ -362,9 +486,10 @@ impl Sluice {
             size: None,
             received: None,
             sha256: None,
+            files: None,
         };
         let now = now_unix();
-        let Some(record) = self.records().get(owner, &file_id).await? else {
+        let Some(record) = self.records().get(owner, file_id).await? else {
             return Ok(status(if now >= page_expires {
                 UploadState::Expired
             } else {
@@ -396,6 +521,7 @@ impl Sluice {
             size: Some(record.file.size),
             received: None,
             sha256: Some(record.file.sha256),
+            files: None,
         })
     }
 }
@@ -408,11 +534,19 @@ mod tests {
     fn an_upload_id_round_trips_for_its_owner_and_cannot_be_made_up() {
         let keys = crate::token::tests::ring("k1", 1);
         let id = FileId::random();
-        let made = upload_id(&keys, "alice", &id, 1_700_000_000);
+        let made = upload_id(&keys, "alice", &id, 1_700_000_000, 1);
         assert_eq!(
             parse_upload_id(&keys, "alice", &made),
-            Some((id.clone(), 1_700_000_000))
+            Some((id.clone(), 1_700_000_000, 1))
         );
+        let several = upload_id(&keys, "alice", &id, 1_700_000_000, 3);
+        assert_eq!(
+            parse_upload_id(&keys, "alice", &several),
+            Some((id.clone(), 1_700_000_000, 3))
+        );
+        // The number of files is under the tag: it cannot be raised.
+        let raised = several.replacen(".3.", ".9.", 1);
+        assert_eq!(parse_upload_id(&keys, "alice", &raised), None);
         assert_eq!(parse_upload_id(&keys, "bob", &made), None);
         // The id of a file that no page made: its owner knows the file id.
         assert_eq!(

@@ -23,8 +23,29 @@ pub struct PageToken {
     pub content_type: Option<String>,
     /// The largest file the page accepts.
     pub max_size: u64,
+    /// How many files the person may pick (1: one file, as before).
+    pub files: u32,
     /// Expiry, seconds since the Unix epoch.
     pub expires_at: i64,
+}
+
+impl PageToken {
+    /// The id of the page's file `n` (0 to `files - 1`): the page's own id
+    /// for the first, and for the others its first 48 bits (when it was
+    /// made) followed by 80 bits derived from it and `n`, so each file's
+    /// record is found from the page alone.
+    pub fn file_id_of(&self, n: u32) -> FileId {
+        if n == 0 {
+            return self.file_id.clone();
+        }
+        let mut bytes = self.file_id.to_bytes().unwrap_or_default();
+        let mut input = b"sluice/v1/page-file:".to_vec();
+        input.extend_from_slice(&bytes);
+        input.extend_from_slice(&n.to_be_bytes());
+        let derived = crate::sha::Sha256::of(&input).to_bytes();
+        bytes[6..].copy_from_slice(&derived[..10]);
+        FileId::from_bytes(bytes)
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -36,6 +57,16 @@ struct Claims {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ct: Option<String>,
     mx: u64,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    n: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl PageToken {
@@ -47,6 +78,7 @@ impl PageToken {
             filename: self.filename.clone(),
             ct: self.content_type.clone(),
             mx: self.max_size,
+            n: self.files,
         };
         sealed::seal(keys, Purpose::Page, PAGE, claims, self.expires_at)
     }
@@ -60,6 +92,7 @@ impl PageToken {
             filename: c.filename,
             content_type: c.ct,
             max_size: c.mx,
+            files: c.n.max(1),
             expires_at: exp,
         })
     }
@@ -80,11 +113,18 @@ mod tests {
             filename: Some("rapport final;v2 (été).pdf".into()),
             content_type: None,
             max_size: 1 << 30,
+            files: 3,
             expires_at: crate::time::now_unix() + 60,
         };
         let t = page.encode(&keys);
-        assert_eq!(PageToken::decode(&keys, &t), Ok(page));
+        assert_eq!(PageToken::decode(&keys, &t), Ok(page.clone()));
         assert!(!t.contains("alice") && !t.contains("rapport"));
+        // Each file of the page has its own id, the same every time.
+        let ids: Vec<FileId> = (0..3).map(|n| page.file_id_of(n)).collect();
+        assert_eq!(ids[0], page.file_id);
+        assert!(ids[1] != ids[0] && ids[2] != ids[1]);
+        assert_eq!(page.file_id_of(2), ids[2]);
+        assert_eq!(ids[2].sequence(), page.file_id.sequence());
         // A page token is never taken for a handle or a link.
         let now = crate::time::now_unix();
         for kind in [ShortKind::Handle, ShortKind::Upload, ShortKind::Download] {

@@ -70,16 +70,33 @@ function partTarget(answer) {
 
 class Refused extends Error {}
 
+// A failure with what the person may do next (`how`: may the same file go
+// again, may another be picked).
+class Stop extends Error {
+  constructor(message, how) {
+    super(message);
+    this.how = how;
+  }
+}
+
 // The form in the document (ids: page, file, zone, progress-box, phase, bar,
-// figures, done, error, retry, live). `how`:
-//   startUrl(): where the hashed file's start goes (null: not yet known);
+// figures, done, error, retry, live; and the list of files it adds). `how`:
+//   startUrl(n): where the start of the page's file n goes (null: not yet known);
 //   maxSize(): the largest file accepted, or null (the start says);
-//   done(file, sha256): a promise of the words shown after "Done.".
+//   maxFiles(): how many files the page takes;
+//   done(results): [{file, sha256}] of every file stored so far: a promise
+//   of the words shown after "Done.".
 function sluiceForm(how) {
   const $ = (id) => document.getElementById(id);
   const input = $("file");
   const zone = $("zone");
   let busy = false;
+  // The files of this pick (each with its number on the page, and its
+  // sha256 once stored), the numbers given so far, the files stored.
+  let queue = [];
+  let taken = 0;
+  const results = [];
+  let oneAtATime = false;
 
   function phase(text) {
     $("progress-box").hidden = false;
@@ -114,13 +131,19 @@ function sluiceForm(how) {
     else $("error").setAttribute("tabindex", "-1"), $("error").focus();
   }
 
-  function finished(file, words) {
-    $("progress-box").hidden = true;
+  function finished(files, words) {
+    // A page for several keeps its list of files in view.
+    $("progress-box").hidden = how.maxFiles() < 2;
     const box = $("done");
     box.textContent = "";
     const strong = document.createElement("strong");
     strong.textContent = "Done.";
-    box.append(strong, ` ${file.name} (${size(file.size)}) was uploaded. ${words}`);
+    const what =
+      files.length === 1
+        ? `${files[0].name} (${size(files[0].size)}) was uploaded.`
+        : `${files.length} files (${size(files.reduce((sum, f) => sum + f.size, 0))}) were uploaded.`;
+    box.append(strong, ` ${what} ${words}`);
+    if (files.length > 1) phase("All files uploaded.");
     box.hidden = false;
     zone.hidden = true;
     $("live").textContent = "Upload complete.";
@@ -150,7 +173,7 @@ function sluiceForm(how) {
   // WebCrypto, its URL asked for and PUT with progress (one request alone
   // does not reach the browser's ceiling: it sends a body 16 KiB at a time);
   // then the completion, asked again while the server proves the file (202).
-  async function putParts(parts, file, started) {
+  async function putParts(parts, file, started, showProgress) {
     const listed = await fetch(`${parts.link}/parts`);
     if (!listed.ok) throw new Refused(await messageOf(listed));
     const stored = new Set((await listed.text()).split("\n").filter(Boolean).map(Number));
@@ -165,7 +188,7 @@ function sluiceForm(how) {
     const show = () => {
       let sent = kept;
       for (const bytes of sending.values()) sent += bytes;
-      progress(sent, file.size, started);
+      showProgress(sent, started);
     };
     let partsSent = parts.count - missing.length;
     phase(`Uploading ${file.name}: ${partsSent} of ${parts.count} parts sent…`);
@@ -208,64 +231,149 @@ function sluiceForm(how) {
     }
   }
 
-  async function upload(file) {
-    if (busy) return;
+  // One file of the pick (`item`: the file and its number on the page):
+  // hashed, started, sent; its sha256, or a thrown failure (`Stop` when the
+  // link allows no retry).
+  async function send(item, showProgress) {
+    const { file, n } = item;
+    const max = how.maxSize();
+    if (max !== null && file.size > max) {
+      throw new Stop(`${file.name} is ${size(file.size)}, larger than this link accepts (${size(max)}).`, { retry: false });
+    }
+    const startUrl = how.startUrl(n);
+    if (!startUrl) throw new Stop("The upload is not ready yet: wait a moment, then try again.", {});
+    phase(`Checking ${file.name}…`);
+    let started = performance.now();
+    const sha256 = await sha256Hex(file, (done) => showProgress(done, started));
+    // Timings, for the benchmarks (nothing leaves the page).
+    window.sluiceTimings = { hashMs: performance.now() - started };
+    const start = await fetch(startUrl, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ filename: file.name, size: file.size, sha256, content_type: file.type || undefined }),
+    });
+    if (!start.ok) {
+      // 403: the link expired or is not valid; 409: it was used; 413: too
+      // large (another file may do).
+      const final = start.status === 403 || start.status === 409;
+      throw new Stop(await messageOf(start), { retry: false, pick: !final });
+    }
+    const target = await start.json();
+    phase(`Uploading ${file.name}…`);
+    started = performance.now();
+    showProgress(0, started);
+    if (target.parts) {
+      await putParts(target.parts, file, started, showProgress);
+    } else {
+      const xhr = await put(target.upload, file, (bytes) => showProgress(bytes, started));
+      if (xhr.status < 200 || xhr.status >= 300) {
+        let message = `The storage refused the file (${xhr.status}).`;
+        try {
+          const body = JSON.parse(xhr.responseText);
+          if (body.message) message = body.message;
+        } catch (_) {
+          // S3 answers XML
+        }
+        throw new Stop(`${message} Try again, or ask for a new link.`, {});
+      }
+    }
+    window.sluiceTimings.uploadMs = performance.now() - started;
+    return sha256;
+  }
+
+  // A row of the list of files (a page for several): its name, its own
+  // bar, and where it stands.
+  function row(file) {
+    let list = $("files");
+    if (!list) {
+      list = document.createElement("ol");
+      list.id = "files";
+      list.className = "files";
+      $("progress-box").append(list);
+    }
+    const li = document.createElement("li");
+    const name = document.createElement("span");
+    name.textContent = `${file.name} (${size(file.size)})`;
+    const bar = document.createElement("progress");
+    bar.max = 100;
+    bar.value = 0;
+    bar.setAttribute("aria-label", file.name);
+    const state = document.createElement("span");
+    state.className = "state";
+    state.textContent = "waiting";
+    li.append(name, bar, state);
+    list.append(li);
+    return { bar, state };
+  }
+
+  // The files picked, one after another: each with its own bar (a page for
+  // several) and the total on the main bar; the words of `how.done` once
+  // all are stored. A failure stops the rest; "Try again" goes on from
+  // the file that failed (each keeps its number, so its start finds it).
+  async function upload(picked) {
+    if (busy || picked.length === 0) return;
+    const left = how.maxFiles() - taken;
+    if (picked.length > left) {
+      fail(
+        left > 0
+          ? `This link takes ${how.maxFiles()} files: choose at most ${left} more.`
+          : "This link takes no more files. Go back to the conversation and ask for a new link for more.",
+        { retry: false, pick: left > 0 },
+      );
+      return;
+    }
+    queue = picked.map((file, i) => ({ file, n: taken + i }));
+    taken += picked.length;
+    await sendQueue();
+  }
+
+  async function sendQueue() {
     busy = true;
     $("error").hidden = true;
     $("retry").hidden = true;
     zone.classList.add("busy");
     input.disabled = true;
-    const max = how.maxSize();
-    if (max !== null && file.size > max) {
-      fail(`${file.name} is ${size(file.size)}, larger than this link accepts (${size(max)}).`, { retry: false });
-      return;
-    }
-    const startUrl = how.startUrl();
-    if (!startUrl) {
-      fail("The upload is not ready yet: wait a moment, then try again.");
-      return;
-    }
+    const several = how.maxFiles() > 1;
+    const total = queue.reduce((sum, item) => sum + item.file.size, 0);
+    for (const item of queue) if (several && !item.row) item.row = row(item.file);
     try {
-      phase(`Checking ${file.name}…`);
-      let started = performance.now();
-      const sha256 = await sha256Hex(file, (done) => progress(done, file.size, started));
-      // Timings, for the benchmarks (nothing leaves the page).
-      window.sluiceTimings = { hashMs: performance.now() - started };
-      const start = await fetch(startUrl, {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ filename: file.name, size: file.size, sha256, content_type: file.type || undefined }),
-      });
-      if (!start.ok) {
-        // 403: the link expired or is not valid; 409: it was used; 413: too
-        // large (another file may do).
-        const final = start.status === 403 || start.status === 409;
-        fail(await messageOf(start), { retry: false, pick: !final });
+      for (const item of queue) {
+        if (item.sha256) continue;
+        const before = queue.filter((q) => q.sha256).reduce((sum, q) => sum + q.file.size, 0);
+        if (item.row) item.row.state.textContent = "uploading";
+        const showProgress = (done, started) => {
+          if (item.row) item.row.bar.value = item.file.size === 0 ? 100 : Math.floor((done / item.file.size) * 100);
+          if (several) progress(before + done, total, started);
+          else progress(done, item.file.size, started);
+        };
+        item.sha256 = await send(item, showProgress);
+        if (item.row) {
+          item.row.bar.value = 100;
+          item.row.state.textContent = "done";
+        }
+        results.push({ file: item.file, sha256: item.sha256 });
+      }
+      busy = false;
+      finished(queue.map((q) => q.file), await how.done(results));
+      if (several && taken < how.maxFiles() && oneAtATime) {
+        zone.hidden = false;
+        zone.classList.remove("busy");
+        input.disabled = false;
+        zone.querySelector(".zone-title").textContent = `Add another file (${taken} of ${how.maxFiles()} sent)`;
+      }
+    } catch (e) {
+      const failed = queue.find((q) => !q.sha256);
+      if (failed && failed.row) failed.row.state.textContent = "not sent";
+      if (e instanceof Stop && !e.how.retry && e.how.pick !== false && failed) {
+        // Another file may be picked instead: the numbers from the failed
+        // one on were never started, and are free again.
+        taken = failed.n;
+        queue = [];
+      }
+      if (e instanceof Stop) {
+        fail(e.message, e.how);
         return;
       }
-      const target = await start.json();
-      phase(`Uploading ${file.name}…`);
-      started = performance.now();
-      progress(0, file.size, started);
-      if (target.parts) {
-        await putParts(target.parts, file, started);
-      } else {
-        const xhr = await put(target.upload, file, (bytes) => progress(bytes, file.size, started));
-        if (xhr.status < 200 || xhr.status >= 300) {
-          let message = `The storage refused the file (${xhr.status}).`;
-          try {
-            const body = JSON.parse(xhr.responseText);
-            if (body.message) message = body.message;
-          } catch (_) {
-            // S3 answers XML
-          }
-          fail(`${message} Try again, or ask for a new link.`);
-          return;
-        }
-      }
-      window.sluiceTimings.uploadMs = performance.now() - started;
-      finished(file, await how.done(file, sha256));
-    } catch (e) {
       if (e instanceof Refused) {
         fail(`${e.message} Try again: the parts already sent are kept.`);
         return;
@@ -278,9 +386,31 @@ function sluiceForm(how) {
     }
   }
 
-  input.addEventListener("change", () => {
-    if (input.files && input.files[0]) upload(input.files[0]);
-  });
+  // What was picked: several files where the page takes several. A host
+  // whose picker gives nothing for a multiple picker (reported for the
+  // Claude mobile app) gets one file at a time.
+  function picked(list) {
+    const files = Array.from(list || []);
+    if (files.length === 0 && input.multiple) {
+      input.multiple = false;
+      oneAtATime = true;
+      zone.querySelector(".zone-title").textContent = "Choose one file at a time";
+      return;
+    }
+    upload(files);
+  }
+
+  // A page for several files takes several at once (the widget learns how
+  // many from the tool's result, after the form is made: it calls this again).
+  function takeMaxFiles() {
+    if (how.maxFiles() > 1 && !oneAtATime) {
+      input.multiple = true;
+      zone.querySelector(".zone-title").textContent = "Drop the files here";
+      zone.querySelector(".button").textContent = "Choose files…";
+    }
+  }
+  takeMaxFiles();
+  input.addEventListener("change", () => picked(input.files));
   for (const name of ["dragenter", "dragover"]) {
     zone.addEventListener(name, (e) => {
       e.preventDefault();
@@ -291,13 +421,14 @@ function sluiceForm(how) {
   zone.addEventListener("drop", (e) => {
     e.preventDefault();
     zone.classList.remove("over");
-    const file = e.dataTransfer && e.dataTransfer.files[0];
-    if (file) upload(file);
+    const files = e.dataTransfer ? Array.from(e.dataTransfer.files) : [];
+    upload(how.maxFiles() > 1 ? files : files.slice(0, 1));
   });
   $("retry").addEventListener("click", () => {
     $("retry").hidden = true;
     $("error").hidden = true;
-    if (input.files && input.files[0]) upload(input.files[0]);
+    if (queue.length > 0) sendQueue();
     else input.click();
   });
+  return { takeMaxFiles };
 }

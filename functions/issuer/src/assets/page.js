@@ -7,8 +7,9 @@ const main = document.getElementById("page");
 
 if (main && document.getElementById("file")) {
   sluiceForm({
-    startUrl: () => `${location.pathname}/start`,
+    startUrl: (n) => `${location.pathname}/start?file=${n}`,
     maxSize: () => Number(main.dataset.maxSize),
+    maxFiles: () => Number(main.dataset.files || 1),
     done: async () => "You can go back to the conversation and say it is done.",
   });
 }

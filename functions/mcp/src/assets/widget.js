@@ -14,7 +14,12 @@ let wanted = null; // the tool's argument `filename`, if the model named one
 
 // What to pick, and, once the upload is known, until when.
 function describe() {
-  let text = wanted ? `Choose ${wanted} from your device.` : "Choose the file from your device.";
+  const several = upload && upload.files > 1;
+  let text = several
+    ? `Choose up to ${upload.files} files from your device.`
+    : wanted
+      ? `Choose ${wanted} from your device.`
+      : "Choose the file from your device.";
   if (upload && upload.expires_at) {
     const at = new Date(upload.expires_at);
     text += ` This works once, until ${at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}.`;
@@ -36,6 +41,7 @@ function onToolResult(result) {
   }
   if (!data || !data.page_url || !data.upload_id) return;
   upload = data;
+  form.takeMaxFiles();
   ready();
 }
 
@@ -53,11 +59,18 @@ sluiceApp.on.toolCancelled = () => {
 // takes. Never the file's name: it is whatever the person's disk calls the
 // file, and in a user-role message a crafted name would speak as the
 // person. get_upload_status gives the name back, as data.
-async function tell(file, sha256) {
-  const facts = { upload_id: upload.upload_id, size: file.size, sha256 };
+async function tell(results) {
+  const bytes = results.reduce((sum, r) => sum + r.file.size, 0);
+  const facts =
+    results.length === 1
+      ? { upload_id: upload.upload_id, size: bytes, sha256: results[0].sha256 }
+      : { upload_id: upload.upload_id, files: results.map((r) => ({ size: r.file.size, sha256: r.sha256 })) };
   const words =
-    `I uploaded a file (${file.size} bytes, sha256 ${sha256}) in the upload form. ` +
-    `Call get_upload_status with upload_id ${upload.upload_id} for its name and handle.`;
+    results.length === 1
+      ? `I uploaded a file (${bytes} bytes, sha256 ${results[0].sha256}) in the upload form. ` +
+        `Call get_upload_status with upload_id ${upload.upload_id} for its name and handle.`
+      : `I uploaded ${results.length} files (${bytes} bytes in all) in the upload form. ` +
+        `Call get_upload_status with upload_id ${upload.upload_id} for their names and handles.`;
   const caps = sluiceApp.capabilities;
   let told = false;
   if (caps.updateModelContext) {
@@ -75,9 +88,10 @@ async function tell(file, sha256) {
 
 $("file").disabled = true;
 $("zone").classList.add("busy");
-sluiceForm({
-  startUrl: () => (upload ? `${upload.page_url}/start` : null),
+const form = sluiceForm({
+  startUrl: (n) => (upload ? `${upload.page_url}/start?file=${n}` : null),
   maxSize: () => null,
+  maxFiles: () => (upload && upload.files) || 1,
   done: tell,
 });
 
