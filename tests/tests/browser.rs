@@ -509,6 +509,58 @@ fn a_client_with_url_elicitation_shows_the_page_and_gets_the_handle() {
     );
 }
 
+/// Three files in `dir`, named `names` (the second, of 6 MiB, in parts
+/// where parts are 5 MiB), and their paths as one comma-separated list.
+pub(crate) fn three_files(
+    dir: &Path,
+    names: [&str; 3],
+    seed: u64,
+) -> (Vec<(PathBuf, Vec<u8>)>, String) {
+    let files: Vec<(PathBuf, Vec<u8>)> = names
+        .iter()
+        .zip([1000, 6 << 20, 70_000])
+        .enumerate()
+        .map(|(i, (name, size))| {
+            let path = dir.join(name);
+            let data = bytes(size, seed + i as u64);
+            std::fs::write(&path, &data).unwrap();
+            (path, data)
+        })
+        .collect();
+    let list = files
+        .iter()
+        .map(|(p, _)| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    (files, list)
+}
+
+/// `ready` (a page's status) has every one of `files`, in order, each
+/// downloading byte for byte through its handle.
+pub(crate) fn all_picked(
+    server: &Server,
+    token: &str,
+    ready: &Value,
+    files: &[(PathBuf, Vec<u8>)],
+) {
+    assert_eq!(ready["state"], "ready", "{ready}");
+    let picked = ready["files"].as_array().unwrap();
+    assert_eq!(picked.len(), files.len(), "{ready}");
+    for ((path, data), got) in files.iter().zip(picked) {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        assert_eq!(got["filename"], name);
+        let link =
+            server.download_ticket(token, got["handle"].as_str().unwrap())["download"]["url"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        assert!(
+            request("GET", &link, &[], None).body == *data,
+            "{name} byte for byte"
+        );
+    }
+}
+
 /// A page for three files: picked at once, each with its own bar (one of
 /// them in parts), and the model gets every file's handle in one status;
 /// then a picker that gives nothing for a multiple pick (the Claude mobile
@@ -525,25 +577,7 @@ fn a_person_uploads_three_files_through_one_page() {
     );
     let token = server.token("alice", &[]);
     let work = tempfile::tempdir().unwrap();
-    let files: Vec<(PathBuf, Vec<u8>)> = [
-        ("a.txt", 1000),
-        ("b report.pdf", 6 << 20),
-        ("c.bin", 70_000),
-    ]
-    .iter()
-    .enumerate()
-    .map(|(i, (name, size))| {
-        let path = work.path().join(name);
-        let data = bytes(*size, 40 + i as u64);
-        std::fs::write(&path, &data).unwrap();
-        (path, data)
-    })
-    .collect();
-    let list = files
-        .iter()
-        .map(|(p, _)| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let (files, list) = three_files(work.path(), ["a.txt", "b report.pdf", "c.bin"], 40);
     for mode in ["several", "one-at-a-time"] {
         let page = tool_ok(&call_tool(
             &server.base,
@@ -564,23 +598,7 @@ fn a_person_uploads_three_files_through_one_page() {
             checks.iter().any(|c| c == "upload done"),
             "{mode}: {checks:?}"
         );
-        let ready = status(&server, &token, upload_id);
-        assert_eq!(ready["state"], "ready", "{ready}");
-        let picked = ready["files"].as_array().unwrap();
-        assert_eq!(picked.len(), 3, "{ready}");
-        for ((path, data), got) in files.iter().zip(picked) {
-            let name = path.file_name().unwrap().to_str().unwrap();
-            assert_eq!(got["filename"], name);
-            let link = server.download_ticket(&token, got["handle"].as_str().unwrap())["download"]
-                ["url"]
-                .as_str()
-                .unwrap()
-                .to_owned();
-            assert!(
-                request("GET", &link, &[], None).body == *data,
-                "{name} byte for byte"
-            );
-        }
+        all_picked(&server, &token, &status(&server, &token, upload_id), &files);
     }
     // A fourth file is not taken by a page for three, in words.
     let page = tool_ok(&call_tool(

@@ -413,25 +413,8 @@ fn a_person_uploads_three_files_in_the_widget() {
     let token = server.token("alice", &[]);
     let mcp = format!("{}/mcp", server.base);
     let work = tempfile::tempdir().unwrap();
-    let files: Vec<(std::path::PathBuf, Vec<u8>)> = [
-        ("one.txt", 900),
-        ("two.bin", 6 << 20),
-        ("three.csv", 40_000),
-    ]
-    .iter()
-    .enumerate()
-    .map(|(i, (name, size))| {
-        let path = work.path().join(name);
-        let data = bytes(*size, 60 + i as u64);
-        std::fs::write(&path, &data).unwrap();
-        (path, data)
-    })
-    .collect();
-    let list = files
-        .iter()
-        .map(|(p, _)| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
+    let (files, list) =
+        crate::browser::three_files(work.path(), ["one.txt", "two.bin", "three.csv"], 60);
     let (checks, upload_id) = host(
         &mcp,
         &token,
@@ -453,19 +436,5 @@ fn a_person_uploads_three_files_in_the_widget() {
         "get_upload_status",
         json!({"upload_id": upload_id}),
     ));
-    assert_eq!(ready["state"], "ready", "{ready}");
-    let picked = ready["files"].as_array().unwrap();
-    assert_eq!(picked.len(), 3);
-    for ((path, data), got) in files.iter().zip(picked) {
-        assert_eq!(got["filename"], path.file_name().unwrap().to_str().unwrap());
-        let link =
-            server.download_ticket(&token, got["handle"].as_str().unwrap())["download"]["url"]
-                .as_str()
-                .unwrap()
-                .to_owned();
-        assert!(
-            request("GET", &link, &[], None).body == *data,
-            "byte for byte"
-        );
-    }
+    crate::browser::all_picked(&server, &token, &ready, &files);
 }

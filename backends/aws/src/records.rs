@@ -100,8 +100,11 @@ fn record_of(item: &HashMap<String, AttributeValue>) -> Option<FileRecord> {
 }
 
 impl DynamoRecords {
-    /// The record under `pk`, read strongly consistent.
-    async fn read(&self, pk: String) -> Result<Option<FileRecord>, StoreError> {
+    /// The item under `pk`, read strongly consistent.
+    async fn item(
+        &self,
+        pk: String,
+    ) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
         let out = self
             .client
             .get_item()
@@ -111,7 +114,12 @@ impl DynamoRecords {
             .send()
             .await
             .map_err(|e| store_error(ledger_error(e)))?;
-        Ok(out.item().and_then(record_of))
+        Ok(out.item)
+    }
+
+    /// The record under `pk`, read strongly consistent.
+    async fn read(&self, pk: String) -> Result<Option<FileRecord>, StoreError> {
+        Ok(self.item(pk).await?.as_ref().and_then(record_of))
     }
 
     /// Marks the record under `pk` ready if it is there and `owner_hash`'s;
@@ -313,17 +321,9 @@ impl RecordStore for DynamoRecords {
     }
 
     async fn get_batch(&self, id: &FileId) -> Result<Option<Batch>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key(KEY, s(&batch_key(id.as_str())))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| store_error(ledger_error(e)))?;
-        Ok(out
-            .item()
+        Ok(self
+            .item(batch_key(id.as_str()))
+            .await?
             .and_then(|item| item.get(RECORD)?.as_s().ok().cloned())
             .and_then(|json| Batch::from_json(id, &json)))
     }
