@@ -36,7 +36,7 @@ use crate::ledger::Spend;
 use crate::rate::Kind;
 use crate::records::{Batch, FileRecord, Pending};
 use crate::sha::Sha256;
-use crate::store::Access;
+use crate::store::{Access, ObjectInfo};
 use crate::time::now_unix;
 use crate::token::{BATCH_PREFIX, Short, ShortKind};
 
@@ -128,8 +128,11 @@ pub struct DownloadItem {
     pub error: Option<String>,
 }
 
-/// An entry checked: its request, or why it is refused.
-type Checked = Result<UploadRequest, String>;
+/// An entry checked: its path and the file it issues, or why it is refused.
+type Checked = Result<(String, FileMeta), String>;
+
+/// A file of the caller's already stored, and what the store said of it.
+type StoredCopy = (FileMeta, ObjectInfo);
 
 /// A path as the line reads it: relative to where it runs, `/`-separated,
 /// without `.`/`..` components, control characters, or a leading `-`.
@@ -170,33 +173,20 @@ impl Sluice {
                 entries.len()
             )));
         }
-        let mut paths = Vec::with_capacity(entries.len());
+        // Each entry checked once: its path and the file it would issue,
+        // or why it is refused.
         let checked: Vec<Checked> = entries
             .into_iter()
-            .map(|e| {
-                let path = checked_path(&e.path);
-                paths.push(path.clone().unwrap_or_default());
-                let path = path?;
-                let req = UploadRequest {
-                    filename: e
-                        .filename
-                        .unwrap_or_else(|| curl::local_file_name(&path).to_owned()),
-                    size: e.size,
-                    sha256: e.sha256,
-                    content_type: e.content_type,
-                };
-                self.checked(&req).map_err(|e| e.to_string())?;
-                Ok(req)
-            })
+            .map(|e| self.checked_entry(owner, e))
             .collect();
         self.check_rate(Kind::Issue, owner)?;
         let now = now_unix();
         // The caller's own stored copies, found by digest.
         let asked: Vec<Option<(u64, Sha256)>> = checked
             .iter()
-            .map(|c| c.as_ref().ok().map(|r| (r.size, r.sha256)))
+            .map(|c| c.as_ref().ok().map(|(_, f)| (f.size, f.sha256)))
             .collect();
-        let found: Vec<Option<FileMeta>> = futures_util::stream::iter(asked)
+        let found: Vec<Option<StoredCopy>> = futures_util::stream::iter(asked)
             .map(|asked| async move {
                 let Some((size, sha256)) = asked else {
                     return Ok(None);
@@ -207,25 +197,14 @@ impl Sluice {
             .try_collect()
             .await?;
         let expires_at = now + self.transfers().handle_ttl.as_secs() as i64;
-        let mut files: Vec<Option<FileMeta>> = Vec::with_capacity(checked.len());
-        for c in &checked {
-            files.push(c.as_ref().ok().map(|req| {
-                let (filename, content_type) = self
-                    .checked(req)
-                    .expect("checked above, with nothing stored");
-                FileMeta {
-                    id: FileId::random(),
-                    owner: owner.to_owned(),
-                    filename,
-                    content_type,
-                    size: req.size,
-                    sha256: req.sha256,
-                }
-            }));
-        }
-        self.admit_batch(owner, &files, &found, now).await?;
+        let files: Vec<Option<FileMeta>> = checked
+            .iter()
+            .map(|c| c.as_ref().ok().map(|(_, f)| f.clone()))
+            .collect();
+        let stored: Vec<bool> = found.iter().map(Option::is_some).collect();
+        self.admit_batch(owner, &files, &stored, now).await?;
         let issued: Vec<FileMeta> = files.iter().flatten().cloned().collect();
-        futures_util::stream::iter(issued.clone())
+        futures_util::stream::iter(issued)
             .map(|f| async move {
                 self.records()
                     .put(&FileRecord::issued(&f, expires_at))
@@ -236,49 +215,46 @@ impl Sluice {
             .await?;
         // Copies of what is stored already; a copy the store cannot make
         // is sent like any other file.
-        let pairs: Vec<(Option<FileMeta>, Option<FileMeta>)> =
-            files.iter().cloned().zip(found.iter().cloned()).collect();
+        let pairs: Vec<(Option<FileMeta>, Option<StoredCopy>)> =
+            files.into_iter().zip(found).collect();
         let copied: Vec<bool> = futures_util::stream::iter(pairs)
             .map(|pair| async move {
                 match pair {
-                    (Some(file), Some(old)) => self.copy_stored(&old, &file).await,
+                    (Some(file), Some((old, info))) => self.copy_stored(&old, &info, &file).await,
                     _ => Ok(false),
                 }
             })
             .buffered(AT_ONCE)
             .try_collect()
             .await?;
-        let mut items = Vec::with_capacity(files.len());
-        let mut listed = Vec::new();
-        for (((file, c), copied), path) in files.iter().zip(&checked).zip(copied).zip(paths) {
-            let item = match (file, c) {
-                (Some(file), _) => {
+        let (mut items, mut listed, mut to_send) = (Vec::new(), Vec::new(), Vec::new());
+        for (c, copied) in checked.into_iter().zip(copied) {
+            items.push(match c {
+                Ok((path, file)) => {
                     listed.push((file.id.to_string(), path));
+                    let state = if copied {
+                        EntryState::Stored
+                    } else {
+                        EntryState::Send
+                    };
+                    let file_id = Some(file.id.clone());
+                    if !copied {
+                        to_send.push(file);
+                    }
                     BatchItem {
-                        file_id: Some(file.id.clone()),
-                        state: if copied {
-                            EntryState::Stored
-                        } else {
-                            EntryState::Send
-                        },
+                        file_id,
+                        state,
                         error: None,
                     }
                 }
-                (None, Err(why)) => BatchItem {
+                Err(why) => BatchItem {
                     file_id: None,
                     state: EntryState::Refused,
-                    error: Some(why.clone()),
+                    error: Some(why),
                 },
-                (None, Ok(_)) => return Err(Error::bug("an entry checked has a file")),
-            };
-            items.push(item);
+            });
         }
         // The uploads in parts begun (S3's upload is made when issued).
-        let to_send: Vec<FileMeta> = issued
-            .into_iter()
-            .zip(items_sent(&items))
-            .filter_map(|(f, send)| send.then_some(f))
-            .collect();
         futures_util::stream::iter(to_send)
             .map(|f| async move { self.begin_parts(&f).await })
             .buffer_unordered(AT_ONCE)
@@ -324,34 +300,61 @@ impl Sluice {
     }
 
     /// A ready file of `owner`'s with this size and digest whose object is
-    /// there and matches, if any.
+    /// there and matches, if any, with what the store said of its object.
     async fn stored_copy(
         &self,
         owner: &str,
         size: u64,
         sha256: Sha256,
         now: i64,
-    ) -> Result<Option<FileMeta>, Error> {
+    ) -> Result<Option<StoredCopy>, Error> {
         let Some(record) = self.records().find_ready(owner, size, sha256, now).await? else {
             return Ok(None);
         };
         Ok(match self.stored(&record.file).await? {
-            Stored::Ready(_) => Some(record.file),
+            Stored::Ready(info) => Some((record.file, info)),
             _ => None,
         })
     }
 
-    /// Copies `old`'s object to `file`'s inside the store and marks `file`
-    /// ready: whether it was copied. The copy is of the object `old` was
-    /// found to be (pinned to its ETag); where the store cannot vouch for
-    /// the copy's digest, its record keeps the proof, for that very copy.
-    async fn copy_stored(&self, old: &FileMeta, file: &FileMeta) -> Result<bool, Error> {
-        let Stored::Ready(info) = self.stored(old).await? else {
-            return Ok(false);
+    /// An entry of `request_uploads` checked as `request_upload` checks a
+    /// file: its path and the file it issues, or why it is refused.
+    fn checked_entry(&self, owner: &str, e: BatchEntry) -> Checked {
+        let path = checked_path(&e.path)?;
+        let req = UploadRequest {
+            filename: e
+                .filename
+                .unwrap_or_else(|| curl::local_file_name(&path).to_owned()),
+            size: e.size,
+            sha256: e.sha256,
+            content_type: e.content_type,
         };
+        let (filename, content_type) = self.checked(&req).map_err(|e| e.to_string())?;
+        let file = FileMeta {
+            id: FileId::random(),
+            owner: owner.to_owned(),
+            filename,
+            content_type,
+            size: req.size,
+            sha256: req.sha256,
+        };
+        Ok((path, file))
+    }
+
+    /// Copies `old`'s object (`info`: what the store said of it when it was
+    /// found) to `file`'s inside the store and marks `file` ready: whether it
+    /// was copied. The copy is of that very object (pinned to its ETag);
+    /// where the store cannot vouch for the copy's digest, its record keeps
+    /// the proof, for that very copy.
+    async fn copy_stored(
+        &self,
+        old: &FileMeta,
+        info: &ObjectInfo,
+        file: &FileMeta,
+    ) -> Result<bool, Error> {
         let copy = match self
             .store()
-            .copy(&old.object_key(), &file.object_key(), &info)
+            .copy(&old.object_key(), &file.object_key(), info)
             .await
         {
             Ok(Some(copy)) => copy,
@@ -381,15 +384,15 @@ impl Sluice {
         &self,
         owner: &str,
         files: &[Option<FileMeta>],
-        found: &[Option<FileMeta>],
+        stored: &[bool],
         now: i64,
     ) -> Result<(), Error> {
         let (records, caps) = (self.records(), self.pending_caps());
         let (mut sent, mut sent_bytes, mut all_bytes) = (0u64, 0u64, 0u64);
-        for (file, old) in files.iter().zip(found) {
+        for (file, stored) in files.iter().zip(stored) {
             if let Some(file) = file {
                 all_bytes = all_bytes.saturating_add(file.size);
-                if old.is_none() {
+                if !stored {
                     sent += 1;
                     sent_bytes = sent_bytes.saturating_add(file.size);
                 }
@@ -678,15 +681,6 @@ impl Sluice {
         }
         Ok(out)
     }
-}
-
-/// Which files of `items` the line sends.
-fn items_sent(items: &[BatchItem]) -> Vec<bool> {
-    items
-        .iter()
-        .filter(|i| i.file_id.is_some())
-        .map(|i| i.state == EntryState::Send)
-        .collect()
 }
 
 /// `name`, or `stem (2).ext`, `stem (3).ext`… the first not in `taken`
