@@ -663,22 +663,27 @@ impl Sluice {
             tracing::info!(%jti, "spent batch link presented again");
             return Err(Error::NotFound);
         }
-        let mut out = String::new();
-        for (id, name) in batch.files {
-            let Some(id) = FileId::parse(&id) else {
-                continue;
-            };
-            let Some(record) = self.records().find(&id).await? else {
-                continue;
-            };
-            let ticket = self.download_ticket(&record.file);
-            out.push_str(&format!(
-                "{}\t{}\t{name}\t{}\n",
-                record.file.sha256.to_hex(),
-                record.file.size,
-                ticket.download.url
-            ));
-        }
+        // The records read a few at once, as `batch_to_send` reads them.
+        let lines: Vec<Option<String>> = futures_util::stream::iter(batch.files)
+            .map(|(id, name)| async move {
+                let Some(id) = FileId::parse(&id) else {
+                    return Ok(None);
+                };
+                let Some(record) = self.records().find(&id).await? else {
+                    return Ok(None);
+                };
+                let ticket = self.download_ticket(&record.file);
+                Ok::<_, Error>(Some(format!(
+                    "{}\t{}\t{name}\t{}\n",
+                    record.file.sha256.to_hex(),
+                    record.file.size,
+                    ticket.download.url
+                )))
+            })
+            .buffered(AT_ONCE)
+            .try_collect()
+            .await?;
+        let out: String = lines.into_iter().flatten().collect();
         Ok(out)
     }
 }
