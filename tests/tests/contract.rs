@@ -387,6 +387,48 @@ async fn records_contract(records: &dyn RecordStore) {
             .is_some()
     );
 
+    // Deleting: only the owner's record goes, once, and leaves a tombstone
+    // that keeps its id from being written again; the owner's pending files
+    // and bytes no longer count it; another owner's delete writes nothing.
+    let gone = record("frank", now * 1000 + 9, later);
+    records.put(&gone).await.unwrap();
+    let before = records.stored_bytes("frank", now).await.unwrap();
+    assert_eq!(records.delete("grace", &gone.file.id).await.unwrap(), None);
+    assert!(records.find(&gone.file.id).await.unwrap().is_some());
+    assert_eq!(records.deleted(&gone.file.id).await.unwrap(), None);
+    let deleted = records.delete("frank", &gone.file.id).await.unwrap();
+    assert_eq!(deleted.map(|r| r.file), Some(gone.file.clone()));
+    assert_eq!(records.find(&gone.file.id).await.unwrap(), None);
+    assert_eq!(records.get("frank", &gone.file.id).await.unwrap(), None);
+    assert_eq!(
+        records
+            .deleted(&gone.file.id)
+            .await
+            .unwrap()
+            .map(|r| r.file),
+        Some(gone.file.clone())
+    );
+    assert_eq!(records.delete("frank", &gone.file.id).await.unwrap(), None);
+    assert!(matches!(
+        records.put(&gone).await,
+        Err(sluice::StoreError::AlreadyExists)
+    ));
+    assert_eq!(records.find(&gone.file.id).await.unwrap(), None, "not back");
+    assert_eq!(records.pending("frank", now, 10).await.unwrap().len(), 0);
+    assert_eq!(
+        records.stored_bytes("frank", now).await.unwrap(),
+        before - gone.file.size
+    );
+    assert!(
+        records
+            .page("frank", 10, None, now)
+            .await
+            .unwrap()
+            .records
+            .is_empty()
+    );
+    assert_eq!(records.deleted(&FileId::random()).await.unwrap(), None);
+
     // A batch reads back as written, once.
     let batch = sluice::records::Batch {
         id: Some(FileId::random()),

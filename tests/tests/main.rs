@@ -14,6 +14,7 @@ mod claude;
 mod cli;
 mod concurrency;
 mod contract;
+mod delete;
 mod deployed;
 mod download;
 mod faults;

@@ -549,6 +549,8 @@ fn every_tool_has_a_title_and_hints_true_to_what_it_does() {
     ] {
         assert_eq!(hints(adds), (false, false, false, false), "{adds}");
     }
+    // Deleting removes for good, and a second delete changes nothing more.
+    assert_eq!(hints("delete_file"), (false, true, true, false));
     // An action is the team's backend's to say: the host asks first.
     let action = tools
         .iter()

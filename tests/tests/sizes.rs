@@ -289,6 +289,7 @@ fn tools_list_stays_within_its_budget() {
     // 22 KiB since every tool has a title and annotations (20 before); 24
     // since request_uploads and get_download_urls (23,544 bytes: the other
     // tools gave back 2 KB when the file id's schema lost its maintainer's
-    // description).
-    assert!(size <= 24 * 1024, "tools/list is {size} bytes");
+    // description); 25 since delete_file (25,363 bytes: its entry is ~900,
+    // most of it the title, annotations and schemas every tool has).
+    assert!(size <= 25 * 1024, "tools/list is {size} bytes");
 }

@@ -491,6 +491,22 @@ fn each_function_is_granted_what_its_code_calls() {
             "{fun} queries the indexes"
         );
     }
+    // Deleting a file (delete_file, DELETE /files/{file}): the object, the
+    // version a download link was pinned to, and an upload in parts.
+    for fun in ["McpFunction", "IssuerFunction"] {
+        for action in [
+            "s3:DeleteObject",
+            "s3:DeleteObjectVersion",
+            "s3:AbortMultipartUpload",
+        ] {
+            let grants = has(fun, action);
+            assert!(
+                !grants.is_empty() && grants.iter().all(|(_, r, _)| r.contains("/files/*")),
+                "{fun}: {action} on files/ only: {grants:?}"
+            );
+        }
+    }
+    assert!(has("ResolverFunction", "s3:DeleteObject").is_empty());
     assert!(!has("ResolverFunction", "s3:GetObjectVersion").is_empty());
     for fun in ["McpFunction", "IssuerFunction", "ResolverFunction"] {
         assert!(

@@ -15,6 +15,10 @@
 //!   attribute is `<owner hash>#<sha256>#<size>`), so that a batch finds
 //!   a file the user stored already without reading their other files.
 //!
+//! A deleted file's item is replaced by its tombstone: the same key, the
+//! record kept as `gone`, no other attribute, expiring when the record
+//! would have (so `put`'s condition keeps any record from its id).
+//!
 //! A batch of files issued together is the item `pk = batch#<id>`, its
 //! list as JSON, expiring with its files.
 //!
@@ -28,6 +32,7 @@
 
 use std::collections::HashMap;
 
+use aws_sdk_dynamodb::error::ProvideErrorMetadata as _;
 use aws_sdk_dynamodb::types::AttributeValue;
 use sluice::file::owner_hash;
 use sluice::records::{Batch, Cursor, FileRecord, Page, RecordStore};
@@ -51,6 +56,9 @@ const PENDING_OWNER: &str = "pending";
 const RECORD: &str = "rec";
 const READY: &str = "ready";
 const PROOF: &str = "proof";
+/// A deleted file's record, in its tombstone (an item with no `rec`, so
+/// no read takes it for a record, and out of every index).
+const GONE: &str = "gone";
 
 /// File records in the ledger's DynamoDB table.
 #[derive(Debug, Clone)]
@@ -326,6 +334,46 @@ impl RecordStore for DynamoRecords {
             .await?
             .and_then(|item| item.get(RECORD)?.as_s().ok().cloned())
             .and_then(|json| Batch::from_json(id, &json)))
+    }
+
+    async fn delete(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+        let Some(record) = self.get(owner, id).await? else {
+            return Ok(None);
+        };
+        // One conditional write replaces the record by its tombstone: only
+        // if it is still the owner's record (not a tombstone already).
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(KEY, s(&key(id.as_str())))
+            .item(GONE, s(&record.to_json()))
+            .item(TTL, n(record.expires_at))
+            .condition_expression("#o = :o")
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_values(":o", s(&owner_hash(owner)))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::AllOld)
+            .send()
+            .await;
+        match result {
+            // The record as it was when it went (marked ready meanwhile, say).
+            Ok(out) => Ok(out.attributes.as_ref().and_then(record_of).or(Some(record))),
+            Err(e)
+                if e.as_service_error().and_then(|e| e.code())
+                    == Some("ConditionalCheckFailedException") =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(store_error(ledger_error(e))),
+        }
+    }
+
+    async fn deleted(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+        let item = self.item(key(id.as_str())).await?;
+        Ok(item
+            .as_ref()
+            .and_then(|item| item.get(GONE)?.as_s().ok())
+            .and_then(|json| FileRecord::from_json(json, false, None)))
     }
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {

@@ -5,7 +5,8 @@
 //! presigned PUT is minted behind: `GET /u/{token}` answers it, a `PUT`
 //! is redirected to it). Each handler
 //! translates HTTP to one service call and back; the steps of each live in
-//! the service (`sluice::service::uploads` for an upload's).
+//! the service (`sluice::service::uploads` for an upload's). It also
+//! deletes a file (`DELETE /files/{file}`).
 
 mod page;
 
@@ -16,12 +17,13 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use http::{HeaderMap, StatusCode, header};
 use sluice::http::auth::require;
 use sluice::http::{HttpError, JsonBody, Routes, own_body_limits, text};
 use sluice::service::browser::{BrowserStart, BrowserTarget};
+use sluice::service::delete::DeletedFile;
 use sluice::service::issue::{UploadRequest, UploadTicket};
 use sluice::service::multipart::Completion;
 use sluice::service::uploads::Uploaded;
@@ -38,6 +40,7 @@ pub fn router(state: Sluice) -> Router {
 pub fn routes(state: &Sluice) -> Routes<Sluice> {
     Routes::new()
         .route("/uploads", "POST", post(request_upload))
+        .route("/files/{file}", "DELETE", delete(delete_file))
         .merge(widget_routes(state))
         .route("/browser/assets/{name}", "GET", get(asset))
         .route("/browser/{token}", "GET", get(show_page))
@@ -97,6 +100,20 @@ async fn request_upload(
 ) -> Result<Json<UploadTicket>, HttpError> {
     require(&sluice, &caller, Scope::FilesWrite)?;
     Ok(Json(sluice.issue_upload(&caller.owner, req).await?))
+}
+
+/// `DELETE /files/{file}` (a file id or a handle): the caller's own file
+/// (`files:write`), or, by its handle, one a backend resolves
+/// (`files:resolve`). A second delete answers the same.
+async fn delete_file(
+    State(sluice): State<Sluice>,
+    caller: Caller,
+    Path(file): Path<String>,
+) -> Result<Json<DeletedFile>, HttpError> {
+    if !caller.has(Scope::FilesResolve) {
+        require(&sluice, &caller, Scope::FilesWrite)?;
+    }
+    Ok(Json(sluice.delete_file(&caller, &file).await?))
 }
 
 /// The upload page for `token`, or a page saying why it cannot be used.

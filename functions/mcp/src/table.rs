@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use sluice::Scope;
 use sluice::service::batch::{BatchTicket, DownloadBatch};
 use sluice::service::browser::{BrowserUpload, UploadStatus};
+use sluice::service::delete::DeletedFile;
 use sluice::service::files::FilePage;
 use sluice::service::issue::UploadTicket;
 use sluice::service::links::DownloadTicket;
@@ -47,6 +48,9 @@ pub enum Effect {
     /// Adds something new (an upload, a file) on each call and never
     /// changes or removes what is there.
     Adds,
+    /// Removes one of the caller's things for good; doing it again changes
+    /// nothing more.
+    Deletes,
     /// Runs an operation of the team's backend, which may change or remove
     /// anything there: what it does is the backend's to say.
     RunsUpstream,
@@ -58,6 +62,7 @@ impl Effect {
         let (read_only, destructive, idempotent, open_world) = match self {
             Effect::Reads => (true, false, true, false),
             Effect::Adds => (false, false, false, false),
+            Effect::Deletes => (false, true, true, false),
             Effect::RunsUpstream => (false, true, false, true),
         };
         ToolAnnotations::with_title(title)
@@ -118,6 +123,13 @@ pub const TOOLS: &[ToolSpec] = &[
         Effect::Reads,
         Scope::FilesRead,
         output::<DownloadBatch>,
+    ),
+    spec(
+        "delete_file",
+        "Delete a file",
+        Effect::Deletes,
+        Scope::FilesWrite,
+        output::<DeletedFile>,
     ),
     spec(
         "list_files",

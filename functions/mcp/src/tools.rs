@@ -328,6 +328,29 @@ The bytes never pass through the conversation.",
     }
 
     #[tool(
+        description = "Delete one of your files (by file_id or handle) before it expires: its bytes go, and its handle and \
+links stop working. Deleting it again answers the same.",
+        input_schema = input::<FileArg>()
+    )]
+    async fn delete_file(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(arg): Parameters<FileArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(
+            async {
+                let caller = caller(&parts)?;
+                let gone = self.sluice.delete_file(&caller, &arg.file).await?;
+                success(
+                    format!("Deleted {} ({} bytes).", shown(&gone.filename), gone.size),
+                    &gone,
+                )
+            }
+            .await,
+        )
+    }
+
+    #[tool(
         description = "List your files, newest first, 50 a page (`limit`: up to 100): file_id, name, size, sha256, content type, \
 state (`pending`, `verifying`, `ready`) and expiry. Pass `next_cursor` as `cursor` only if you need older files.",
         input_schema = input::<ListArgs>()

@@ -237,6 +237,19 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
     /// Batch `id`, expired or not; `None` if there is none.
     async fn get_batch(&self, id: &FileId) -> Result<Option<Batch>, StoreError>;
 
+    /// Deletes file `id` of `owner`: its record is replaced, in one write,
+    /// by a tombstone kept until the record would have expired, so that no
+    /// record is ever written under its id again (a page's start answers
+    /// [`StoreError::AlreadyExists`]) and a second delete finds what the
+    /// first deleted ([`RecordStore::deleted`]). What it declared comes off
+    /// the owner's usage. The record deleted; `None`, and nothing written,
+    /// if `owner` has no record `id` (another's, none, or deleted already).
+    async fn delete(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError>;
+
+    /// The record of file `id` as it was when it was deleted, whoever owns
+    /// it, until it would have expired; `None` if it was not deleted.
+    async fn deleted(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError>;
+
     /// Marks file `id` of `owner` as uploaded.
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError>;
 

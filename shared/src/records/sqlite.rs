@@ -25,7 +25,10 @@ use crate::store::StoreError;
 /// which made SQLite walk every record of the owner, ready ones included.
 /// The queries on it name it (`INDEXED BY`): without statistics SQLite
 /// preferred the time index for the oldest pending files, which walks the
-/// ready ones too. NORMAL: a commit survives a process crash, and may be
+/// ready ones too. A deleted file's record moves to `deleted` until it
+/// would have expired, and a trigger refuses a record under its id (as a
+/// constraint, which the store answers as [`StoreError::AlreadyExists`]).
+/// NORMAL: a commit survives a process crash, and may be
 /// lost only to a power cut, where the upload it describes is lost as well.
 const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
                  seq INTEGER NOT NULL,
@@ -51,6 +54,15 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
                  batch TEXT NOT NULL
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS batches_by_expiry ON batches (expires_at);
+             CREATE TABLE IF NOT EXISTS deleted (
+                 file_id TEXT PRIMARY KEY,
+                 expires_at INTEGER NOT NULL,
+                 record TEXT NOT NULL
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS deleted_by_expiry ON deleted (expires_at);
+             CREATE TRIGGER IF NOT EXISTS deleted_stays_deleted BEFORE INSERT ON files
+                 WHEN EXISTS (SELECT 1 FROM deleted WHERE file_id = NEW.file_id)
+                 BEGIN SELECT RAISE(ABORT, 'this file was deleted'); END;
              CREATE TABLE IF NOT EXISTS usage (
                  owner TEXT PRIMARY KEY,
                  bytes INTEGER NOT NULL
@@ -147,6 +159,7 @@ impl SqliteRecords {
             tx.execute("DELETE FROM usage WHERE bytes = 0", [])?;
             let swept = tx.execute(SWEEP, [before])?;
             tx.execute("DELETE FROM batches WHERE expires_at < ?1", [before])?;
+            tx.execute("DELETE FROM deleted WHERE expires_at < ?1", [before])?;
             tx.commit()?;
             Ok(swept)
         })
@@ -316,6 +329,50 @@ impl RecordStore for SqliteRecords {
             })
             .await?;
         Ok(found.pop())
+    }
+
+    async fn delete(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+        let (hash, seq, id) = (owner_hash(owner), id.sequence(), id.to_string());
+        let found = self
+            .db
+            .write(move |c| {
+                let found = c
+                    .prepare_cached(
+                        "SELECT record, ready, proof, expires_at, size FROM files
+                         WHERE seq = ?1 AND file_id = ?2 AND owner = ?3",
+                    )?
+                    .query_row(params![seq, id, hash], |r| {
+                        Ok((row(r)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?))
+                    })
+                    .optional()?;
+                let Some(((json, ready, proof), expires_at, size)) = found else {
+                    return Ok(None);
+                };
+                c.prepare_cached("DELETE FROM files WHERE seq = ?1 AND file_id = ?2")?
+                    .execute(params![seq, id])?;
+                c.prepare_cached("UPDATE usage SET bytes = MAX(bytes - ?2, 0) WHERE owner = ?1")?
+                    .execute(params![hash, size])?;
+                c.prepare_cached(
+                    "INSERT OR REPLACE INTO deleted (file_id, expires_at, record) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![id, expires_at, json])?;
+                Ok(Some((json, ready, proof)))
+            })
+            .await?;
+        Ok(found.and_then(|(json, ready, proof)| FileRecord::from_json(&json, ready, proof)))
+    }
+
+    async fn deleted(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+        let id = id.to_string();
+        let found: Option<String> = self
+            .db
+            .read(move |c| {
+                c.prepare_cached("SELECT record FROM deleted WHERE file_id = ?1")?
+                    .query_row([id], |r| r.get(0))
+                    .optional()
+            })
+            .await?;
+        Ok(found.and_then(|json| FileRecord::from_json(&json, false, None)))
     }
 
     async fn put_batch(&self, batch: &Batch) -> Result<(), StoreError> {

@@ -358,7 +358,11 @@ impl Sluice {
                             .records()
                             .get(&page.owner, &file_id)
                             .await?
-                            .ok_or_else(|| Error::bug("a record refused as existing is there"))?;
+                            // Refused, and not there: the page's file was
+                            // deleted, and stays so.
+                            .ok_or(Error::PageConflict(
+                                "this page's file was deleted; ask for a new page",
+                            ))?;
                         self.page_file_again(record, size, sha256).await?
                     }
                     Err(e) => return Err(e),

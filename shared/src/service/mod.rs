@@ -14,6 +14,7 @@
 //! - [`browser`]: a page for the person, its start, and its status.
 //! - [`actions`]: running an action whose File fields take handles.
 //! - [`batch`]: many files in one call and one line, each way.
+//! - [`delete`]: a file deleted before it expires, its bytes with it.
 //!
 //! The service speaks the domain: its errors are [`crate::Error`]s, which
 //! the HTTP adapter ([`crate::http`]) and the MCP tools put on the wire.
@@ -23,6 +24,7 @@
 pub mod actions;
 pub mod batch;
 pub mod browser;
+pub mod delete;
 pub mod files;
 pub mod issue;
 pub mod limits;

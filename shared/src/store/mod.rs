@@ -183,6 +183,13 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     /// is not an error.
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError>;
 
+    /// Removes the object at `key` for good (a file deleted): on a store
+    /// that keeps versions, the version a download link could have been
+    /// given as well. By default [`ObjectStore::delete`].
+    async fn purge(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.delete(key).await
+    }
+
     /// Copies the object at `from`, described by `info` (and only while it
     /// is still the object `info.etag` names, where there is one), to the
     /// new key `to`, inside the store: no byte passes through sluice. What

@@ -350,6 +350,27 @@ impl ObjectStore for S3Store {
         Ok(())
     }
 
+    /// The bucket keeps versions, and a download link redirects to a GET
+    /// pinned to the version it checked: that version is deleted by its
+    /// id, after a plain delete puts a marker over whatever else is there
+    /// (a noncurrent version of bytes that failed their proof, which the
+    /// bucket's rule expires).
+    async fn purge(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        let version = self.head(key).await?.and_then(|info| info.version);
+        self.delete(key).await?;
+        if let Some(version) = version {
+            self.client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .version_id(version)
+                .send()
+                .await
+                .map_err(|e| s3_error(e, key.as_str()))?;
+        }
+        Ok(())
+    }
+
     fn access(&self) -> Access<'_> {
         Access::Direct(self)
     }

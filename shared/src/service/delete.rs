@@ -1,0 +1,107 @@
+//! Deleting a file, in this order: which file (a handle, verified, or one
+//! of the caller's file ids, as everywhere) → its record replaced by a
+//! tombstone in one write of the record store (from then on its handle
+//! answers expired and its links the uniform 404, on every replica, and no
+//! start of a page can write its record again) → its upload in parts
+//! aborted and its bytes purged → the answer. A second delete finds the
+//! tombstone, purges again (so a purge that failed the first time is done
+//! by the next) and answers the same.
+
+use serde::Serialize;
+
+use super::Sluice;
+use crate::auth::{Caller, Scope};
+use crate::error::Error;
+use crate::file::{FileId, FileMeta};
+use crate::records::FileRecord;
+use crate::token::{HANDLE_PREFIX, Short, ShortKind};
+
+/// What `delete_file` answers, the first time and every time after (the
+/// fields say what they are: each description costs every conversation
+/// the bytes of `tools/list`).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct DeletedFile {
+    #[allow(missing_docs)]
+    pub file_id: String,
+    #[allow(missing_docs)]
+    pub filename: String,
+    #[allow(missing_docs)]
+    pub size: u64,
+    /// Always true: its bytes, handle and links are gone.
+    pub deleted: bool,
+}
+
+impl Sluice {
+    /// Deletes `file` (a handle, or one of the caller's file ids): the
+    /// caller's own, or any a `files:resolve` caller resolves.
+    pub async fn delete_file(&self, caller: &Caller, file: &str) -> Result<DeletedFile, Error> {
+        let file = file.trim();
+        let gone = match FileId::parse(file) {
+            Some(id) => self.delete_id(&caller.owner, &id).await?,
+            None => self.delete_handle(caller, file).await?,
+        };
+        self.purge(&gone.file).await?;
+        tracing::info!(file_id = %gone.file.id, "deleted");
+        Ok(DeletedFile {
+            file_id: gone.file.id.to_string(),
+            filename: gone.file.filename,
+            size: gone.file.size,
+            deleted: true,
+        })
+    }
+
+    /// File `id` of `owner`'s, deleted now or before.
+    async fn delete_id(&self, owner: &str, id: &FileId) -> Result<FileRecord, Error> {
+        if let Some(record) = self.records().delete(owner, id).await? {
+            return Ok(record);
+        }
+        self.records()
+            .deleted(id)
+            .await?
+            .filter(|r| r.file.owner == owner)
+            .ok_or_else(|| Error::UnknownFile(id.clone()))
+    }
+
+    /// The file of handle `handle`, deleted now or before, if `caller` may
+    /// delete it: its owner, or a caller that resolves for others.
+    async fn delete_handle(&self, caller: &Caller, handle: &str) -> Result<FileRecord, Error> {
+        let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
+        let id = Short::decode(
+            self.keys(),
+            token,
+            ShortKind::Handle,
+            crate::time::now_unix(),
+        )
+        .map_err(|_| Error::NotAHandle)?
+        .file_id;
+        let may = |r: &FileRecord| r.file.owner == caller.owner || caller.has(Scope::FilesResolve);
+        if let Some(record) = self.records().find(&id).await? {
+            if !may(&record) {
+                return Err(Error::OtherUsersHandle);
+            }
+            if let Some(record) = self.records().delete(&record.file.owner, &id).await? {
+                return Ok(record);
+            }
+        }
+        match self.records().deleted(&id).await? {
+            Some(record) if may(&record) => Ok(record),
+            Some(_) => Err(Error::OtherUsersHandle),
+            None => Err(Error::HandleExpired),
+        }
+    }
+
+    /// Removes every byte of `file`: an upload in parts under way (S3's
+    /// multipart upload, the local parts) and the object, every version
+    /// a download could be given.
+    async fn purge(&self, file: &FileMeta) -> Result<(), Error> {
+        let key = file.object_key();
+        if let (Some(parts), Some(plan)) = (self.store().parts(), self.plan_of(file))
+            && let Err(e) = parts.abort(&key, &plan).await
+        {
+            // A part arriving now holds it; the purge below takes the rest.
+            tracing::warn!(file_id = %file.id, error = %e, "could not abort the upload in parts");
+        }
+        self.store().purge(&key).await?;
+        Ok(())
+    }
+}
