@@ -35,6 +35,7 @@ pub mod config;
 pub mod curl;
 pub mod datauri;
 pub mod error;
+pub mod events;
 pub mod file;
 pub mod filename;
 pub mod http;
@@ -52,6 +53,7 @@ pub mod store;
 pub mod time;
 pub mod token;
 pub mod web;
+pub mod webhooks;
 
 #[cfg(test)]
 mod layers;

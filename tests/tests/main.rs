@@ -40,4 +40,5 @@ mod template;
 mod tools;
 mod upload;
 mod watch;
+mod webhooks;
 mod widget;

@@ -125,6 +125,10 @@ fn serve(config: Config) -> Result<(), StartError> {
         let local = backends.local();
         let sluice = backends.sluice(&config, url);
         announce(&config, &sluice, addr);
+        // Checked before anything is served: a bad secret stops the start.
+        if let (Some(webhooks), Some(local)) = (runtime::webhooks(&config)?, local.as_ref()) {
+            tokio::spawn(webhooks.run(std::sync::Arc::new(local.records.clone())));
+        }
         if let Some(local) = local {
             tokio::spawn(crate::sweep_forever(
                 local,

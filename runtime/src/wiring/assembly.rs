@@ -157,11 +157,15 @@ pub fn local_backends(config: &Config) -> Result<LocalBackends, StartError> {
         })?
         .with_user_share(config.max_transfers_per_user);
     let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
-    let records = sluice::records::SqliteRecords::open(&config.data_dir.join("files.sqlite3"))
+    let mut records = sluice::records::SqliteRecords::open(&config.data_dir.join("files.sqlite3"))
         .map_err(|e| StartError::Io {
             what: format!("opening the file records in {}", config.data_dir.display()),
             source: io::Error::other(e),
         })?;
+    // Events are kept only for a worker to deliver them.
+    if config.webhooks.is_some() {
+        records = records.with_events();
+    }
     Ok(LocalBackends {
         store,
         ledger: Arc::new(ledger),
@@ -187,4 +191,33 @@ pub fn local_sluice(
         Catalog::default(),
     );
     Ok((sluice, local))
+}
+
+/// The webhook endpoints `config` names (checked: each secret, each entry
+/// of a file), with the retry schedule; `None` without webhooks.
+pub fn webhooks(config: &Config) -> Result<Option<sluice::webhooks::Webhooks>, StartError> {
+    use sluice::config::WebhookSource;
+    use sluice::webhooks::{Endpoint, Webhooks};
+    let endpoints = match &config.webhooks {
+        None => return Ok(None),
+        Some(WebhookSource::One { url, secrets }) => {
+            vec![
+                Endpoint::new(url.as_str(), url.clone(), secrets, None).map_err(|reason| {
+                    StartError::Webhooks {
+                        origin: "SLUICE_WEBHOOK_URL".into(),
+                        reason,
+                    }
+                })?,
+            ]
+        }
+        Some(WebhookSource::File(path)) => {
+            let origin = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| StartError::Webhooks {
+                origin: origin.clone(),
+                reason: format!("could not be read: {e}"),
+            })?;
+            Endpoint::from_toml(&text).map_err(|reason| StartError::Webhooks { origin, reason })?
+        }
+    };
+    Ok(Some(Webhooks::new(endpoints, config.webhook_retry.clone())))
 }

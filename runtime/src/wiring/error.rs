@@ -32,6 +32,14 @@ pub enum StartError {
         /// What is wrong with it.
         error: sluice::actions::CatalogError,
     },
+    /// The webhook endpoints were refused (a secret, a file's entry).
+    #[error("webhooks {origin}: {reason}")]
+    Webhooks {
+        /// Where the endpoints came from (SLUICE_WEBHOOK_URL, a path).
+        origin: String,
+        /// What is wrong, never a secret.
+        reason: String,
+    },
     /// The config names the local backends, which this binary was built without.
     #[error(
         "SLUICE_BACKEND=local, but this binary was built for AWS without the local backends: \

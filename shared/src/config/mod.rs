@@ -173,6 +173,12 @@ pub struct Config {
     /// (`SLUICE_EXAMPLE_ACTIONS`); unset: on in local mode when no catalog
     /// is configured.
     pub example_actions: Option<bool>,
+    /// Where events go (`SLUICE_WEBHOOK_URL` with `SLUICE_WEBHOOK_SECRET`,
+    /// or `SLUICE_WEBHOOKS_FILE`); `None`: no webhooks.
+    pub webhooks: Option<WebhookSource>,
+    /// The waits before each retry of a webhook delivery
+    /// (`SLUICE_WEBHOOK_RETRY_SECS`).
+    pub webhook_retry: Vec<Duration>,
     /// How actions run (`SLUICE_ACTION_MAX_CONCURRENT_READS`, default 4;
     /// `SLUICE_ACTION_READ_TIMEOUT_SECS`, default 15;
     /// `SLUICE_ACTION_MAX_BYTES`, default 64 MiB).
@@ -180,6 +186,34 @@ pub struct Config {
     /// How files move: lifetimes, sizes and time limits of transfers
     /// (the service holds this group as it is).
     pub transfers: Transfers,
+}
+
+/// Where the webhook endpoints come from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum WebhookSource {
+    /// One endpoint and its secrets (`SLUICE_WEBHOOK_URL`,
+    /// `SLUICE_WEBHOOK_SECRET`), checked when the worker starts.
+    One {
+        /// Where events are POSTed.
+        url: Url,
+        /// Its secrets, the new first while one rotates.
+        secrets: Vec<String>,
+    },
+    /// A TOML file of endpoints (`SLUICE_WEBHOOKS_FILE`), read at start.
+    File(PathBuf),
+}
+
+impl std::fmt::Debug for WebhookSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WebhookSource::One { url, secrets } => f
+                .debug_struct("One")
+                .field("url", &url.as_str())
+                .field("secrets", &secrets.len())
+                .finish(),
+            WebhookSource::File(path) => f.debug_tuple("File").field(path).finish(),
+        }
+    }
 }
 
 /// Where the actions catalog (TOML) is read from, once, at start.
@@ -248,6 +282,8 @@ impl Config {
             dev_token_ttl: vars.secs("SLUICE_DEV_TOKEN_TTL_SECS")?,
             log: log_filter(&vars)?,
             actions: actions_source(&vars),
+            webhooks: webhook_source(&vars)?,
+            webhook_retry: webhook_retry(&vars)?,
             example_actions: vars.flag("SLUICE_EXAMPLE_ACTIONS")?,
             action_limits: action_limits(&vars)?,
             max_transfers: vars.count("SLUICE_MAX_TRANSFERS")?,
@@ -456,6 +492,7 @@ fn rules(vars: &Vars) -> Result<(), ConfigError> {
     let aws = vars.value("SLUICE_BACKEND") == Some("aws");
     key_rules(vars, aws)?;
     actions_rules(vars, aws)?;
+    webhook_rules(vars, aws)?;
     auth_rules(vars, aws)?;
     public_url_rules(vars)?;
     lifetime_rules(vars)
@@ -499,6 +536,79 @@ fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
         );
     }
     Ok(())
+}
+
+/// Where webhooks go: one endpoint (a URL and its secret together) or a
+/// file, not both; for now in local mode only (on AWS the outbox and its
+/// delivery function are still to come).
+fn webhook_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
+    let set = |var| vars.is_set(var);
+    let any = ["SLUICE_WEBHOOK_URL", "SLUICE_WEBHOOKS_FILE"]
+        .into_iter()
+        .find(|v| set(v));
+    if let Some(var) = any
+        && aws
+    {
+        return refuse(
+            var,
+            "webhooks run in local mode only for now (SLUICE_BACKEND=local)",
+        );
+    }
+    match (
+        set("SLUICE_WEBHOOK_URL"),
+        set("SLUICE_WEBHOOK_SECRET"),
+        set("SLUICE_WEBHOOKS_FILE"),
+    ) {
+        (true, _, true) => refuse(
+            "SLUICE_WEBHOOKS_FILE",
+            "set SLUICE_WEBHOOK_URL or SLUICE_WEBHOOKS_FILE, not both",
+        ),
+        (true, false, _) => refuse(
+            "SLUICE_WEBHOOK_SECRET",
+            "required with SLUICE_WEBHOOK_URL: whsec_ and the base64 of 24 to 64 random bytes",
+        ),
+        (false, true, _) => refuse(
+            "SLUICE_WEBHOOK_SECRET",
+            "set without SLUICE_WEBHOOK_URL (a file's endpoints carry their own secrets)",
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The webhook endpoints' source ([`rules`] has checked the combination).
+fn webhook_source(vars: &Vars) -> Result<Option<WebhookSource>, ConfigError> {
+    if let Some(path) = vars.raw("SLUICE_WEBHOOKS_FILE") {
+        return Ok(Some(WebhookSource::File(PathBuf::from(path))));
+    }
+    let Some(url) = vars.url("SLUICE_WEBHOOK_URL")? else {
+        return Ok(None);
+    };
+    let secrets = vars
+        .raw("SLUICE_WEBHOOK_SECRET")
+        .unwrap_or_default()
+        .split([' ', ','])
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    Ok(Some(WebhookSource::One { url, secrets }))
+}
+
+/// `SLUICE_WEBHOOK_RETRY_SECS`: seconds, comma-separated.
+fn webhook_retry(vars: &Vars) -> Result<Vec<Duration>, ConfigError> {
+    const VAR: &str = "SLUICE_WEBHOOK_RETRY_SECS";
+    vars.value(VAR)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<u64>()
+                .ok()
+                .filter(|n| (1..=7 * 24 * 3600).contains(n))
+                .map(Duration::from_secs)
+                .ok_or_else(|| invalid(VAR, "must be seconds (1 to a week each), comma-separated"))
+        })
+        .collect()
 }
 
 /// Where the actions catalog comes from.

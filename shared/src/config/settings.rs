@@ -17,16 +17,19 @@ pub enum Group {
     Aws,
     /// Actions and their upstreams.
     Actions,
+    /// Events to the team's backend.
+    Webhooks,
 }
 
 impl Group {
     /// Every group, in the configuration page's order.
-    pub const ALL: [Group; 5] = [
+    pub const ALL: [Group; 6] = [
         Group::Core,
         Group::Limits,
         Group::Auth,
         Group::Aws,
         Group::Actions,
+        Group::Webhooks,
     ];
 
     fn title(self) -> &'static str {
@@ -36,6 +39,7 @@ impl Group {
             Group::Auth => "Auth",
             Group::Aws => "AWS",
             Group::Actions => "Actions",
+            Group::Webhooks => "Webhooks",
         }
     }
 }
@@ -113,7 +117,7 @@ const fn s(
 }
 
 use self::Default::{Unset, Value};
-use Group::{Actions, Auth, Aws, Core, Limits};
+use Group::{Actions, Auth, Aws, Core, Limits, Webhooks};
 
 /// Every setting, by group.
 pub const SETTINGS: &[Setting] = &[
@@ -542,6 +546,34 @@ pub const SETTINGS: &[Setting] = &[
         Parse::Seconds,
         Value("10"),
         "lifetime of the presigned GET a link redirects to (at most 60): the client follows the redirect at once, and until it expires whoever holds the URL can fetch the file again",
+    ),
+    s(
+        "SLUICE_WEBHOOK_URL",
+        Webhooks,
+        Parse::Url,
+        Unset("—"),
+        "local: where every event (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`, `file.rejected`) is POSTed, signed as Standard Webhooks says ([operations](operations.md)); needs `SLUICE_WEBHOOK_SECRET`",
+    ),
+    s(
+        "SLUICE_WEBHOOK_SECRET",
+        Webhooks,
+        Parse::Text,
+        Unset("—"),
+        "its secret, `whsec_` and the base64 of 24 to 64 random bytes; while one rotates, the new and the old, space-separated (each signs)",
+    ),
+    s(
+        "SLUICE_WEBHOOKS_FILE",
+        Webhooks,
+        Parse::Text,
+        Unset("—"),
+        "local: several endpoints, each with its own secret and events (TOML `[[endpoint]]`: `url`, `secret` or `secrets`, `name`, `events`), read at start; instead of `SLUICE_WEBHOOK_URL`",
+    ),
+    s(
+        "SLUICE_WEBHOOK_RETRY_SECS",
+        Webhooks,
+        Parse::Text,
+        Value("5,300,1800,7200,18000,36000,36000"),
+        "the waits before each retry of a delivery that failed (comma-separated seconds); past the last, the event is given up, logged",
     ),
     s(
         "SLUICE_ACTIONS_FILE",

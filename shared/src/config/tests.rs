@@ -322,3 +322,62 @@ fn the_readme_lists_exactly_the_settings_with_their_defaults() {
         assert_eq!(rows, 1, "{}", s.name);
     }
 }
+
+#[test]
+fn webhooks_come_from_one_endpoint_or_a_file() {
+    let c = config(&[]).unwrap();
+    assert!(c.webhooks.is_none());
+    assert_eq!(c.webhook_retry.len(), 7);
+    assert_eq!(c.webhook_retry[1], Duration::from_secs(300));
+    let c = config(&[
+        ("SLUICE_WEBHOOK_URL", "http://127.0.0.1:9000/hooks"),
+        ("SLUICE_WEBHOOK_SECRET", "whsec_new whsec_old"),
+        ("SLUICE_WEBHOOK_RETRY_SECS", "1, 2"),
+    ])
+    .unwrap();
+    match c.webhooks {
+        Some(crate::config::WebhookSource::One { url, secrets }) => {
+            assert_eq!(url.as_str(), "http://127.0.0.1:9000/hooks");
+            assert_eq!(secrets, ["whsec_new", "whsec_old"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        c.webhook_retry,
+        [Duration::from_secs(1), Duration::from_secs(2)]
+    );
+    // The secret never shows in the config's debug form.
+    let debug = format!(
+        "{:?}",
+        config(&[
+            ("SLUICE_WEBHOOK_URL", "http://127.0.0.1:9000/"),
+            ("SLUICE_WEBHOOK_SECRET", "whsec_TOPSECRET"),
+        ])
+        .unwrap()
+    );
+    assert!(!debug.contains("TOPSECRET"), "{debug}");
+    for (bad, var) in [
+        (
+            &[("SLUICE_WEBHOOK_URL", "http://h/")][..],
+            "SLUICE_WEBHOOK_SECRET",
+        ),
+        (
+            &[("SLUICE_WEBHOOK_SECRET", "whsec_x")],
+            "SLUICE_WEBHOOK_SECRET",
+        ),
+        (
+            &[
+                ("SLUICE_WEBHOOK_URL", "http://h/"),
+                ("SLUICE_WEBHOOK_SECRET", "whsec_x"),
+                ("SLUICE_WEBHOOKS_FILE", "w.toml"),
+            ],
+            "SLUICE_WEBHOOKS_FILE",
+        ),
+        (
+            &[("SLUICE_WEBHOOK_RETRY_SECS", "5,soon")],
+            "SLUICE_WEBHOOK_RETRY_SECS",
+        ),
+    ] {
+        assert_eq!(config(bad).unwrap_err().var, var, "{bad:?}");
+    }
+}

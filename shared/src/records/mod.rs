@@ -196,6 +196,14 @@ impl FileRecord {
 /// Where file records live.
 #[async_trait::async_trait]
 pub trait RecordStore: Send + Sync + std::fmt::Debug {
+    /// The outbox of events this store keeps, if it keeps one (webhooks
+    /// are on): it then writes `file.ready`, `file.deleted` and
+    /// `file.expired` in the transaction of the change each reports, and
+    /// takes the service's other events ([`crate::events::Outbox::append`]).
+    fn outbox(&self) -> Option<&dyn crate::events::Outbox> {
+        None
+    }
+
     /// Records a newly issued (pending) file, once: a record already there
     /// under its id is kept, and the answer is [`StoreError::AlreadyExists`].
     async fn put(&self, record: &FileRecord) -> Result<(), StoreError>;

@@ -8,6 +8,7 @@ use std::path::Path;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
 use super::{Batch, Cursor, FileRecord, Page, Pending, PendingCaps, RecordStore};
+use crate::events::{Delivery, Event, EventType, Outbox, Subscriber};
 use crate::file::{FileId, owner_hash};
 use crate::sha::Sha256;
 use crate::sqlite::Db;
@@ -28,6 +29,9 @@ use crate::store::StoreError;
 /// ready ones too. A deleted file's record moves to `deleted` until it
 /// would have expired, and a trigger refuses a record under its id (as a
 /// constraint, which the store answers as [`StoreError::AlreadyExists`]).
+/// With webhooks on, `outbox` takes each event in the transaction of its
+/// change, `deliveries` one row per event and endpoint still to send, and
+/// `fanned_out` how far each endpoint's deliveries were made.
 /// NORMAL: a commit survives a process crash, and may be
 /// lost only to a power cut, where the upload it describes is lost as well.
 const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
@@ -63,6 +67,25 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
              CREATE TRIGGER IF NOT EXISTS deleted_stays_deleted BEFORE INSERT ON files
                  WHEN EXISTS (SELECT 1 FROM deleted WHERE file_id = NEW.file_id)
                  BEGIN SELECT RAISE(ABORT, 'this file was deleted'); END;
+             CREATE TABLE IF NOT EXISTS outbox (
+                 seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                 event_id TEXT NOT NULL,
+                 type TEXT NOT NULL,
+                 body TEXT NOT NULL,
+                 created_ms INTEGER NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS deliveries (
+                 seq INTEGER NOT NULL,
+                 endpoint TEXT NOT NULL,
+                 attempts INTEGER NOT NULL DEFAULT 0,
+                 next_ms INTEGER NOT NULL,
+                 PRIMARY KEY (seq, endpoint)
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS deliveries_due ON deliveries (next_ms);
+             CREATE TABLE IF NOT EXISTS fanned_out (
+                 endpoint TEXT PRIMARY KEY,
+                 seq INTEGER NOT NULL
+             ) WITHOUT ROWID;
              CREATE TABLE IF NOT EXISTS usage (
                  owner TEXT PRIMARY KEY,
                  bytes INTEGER NOT NULL
@@ -127,6 +150,8 @@ const PENDING: &str = "SELECT record, ready, proof FROM files INDEXED BY files_p
 pub struct SqliteRecords {
     /// One write on every issue, committed in batches by the writer thread.
     db: Db,
+    /// Whether changes write their events to the outbox (webhooks are on).
+    events: bool,
 }
 
 impl SqliteRecords {
@@ -138,16 +163,41 @@ impl SqliteRecords {
                 &format!("PRAGMA synchronous = NORMAL; {TABLES} {REBUILD_USAGE}"),
                 "sluice-records",
             )?,
+            events: false,
         })
+    }
+
+    /// These records writing an event to the outbox with each change it
+    /// reports, for the webhooks' worker ([`crate::events::Outbox`]).
+    pub fn with_events(mut self) -> Self {
+        self.events = true;
+        self
     }
 
     /// Deletes records that expired before `before`, and takes what they
     /// declared off their owners' usage in the same transaction, then
     /// truncates the write-ahead log (see [`Db::sweep`]); returns how many.
     pub fn sweep(&self, before: i64) -> Result<usize, StoreError> {
+        let events = self.events;
         self.db.sweep(|c| {
             let tx =
                 rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
+            if events {
+                let expired: Vec<String> = tx
+                    .prepare_cached("SELECT record FROM files WHERE expires_at < ?1")?
+                    .query_map([before], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                for json in expired {
+                    report(&tx, EventType::Expired, &json)?;
+                }
+                // Events every endpoint has been given and no delivery
+                // still needs (sent, or given up).
+                tx.execute(
+                    "DELETE FROM outbox WHERE seq <= (SELECT COALESCE(MIN(seq), 0) FROM fanned_out)
+                       AND seq NOT IN (SELECT seq FROM deliveries)",
+                    [],
+                )?;
+            }
             let freed: Vec<(String, i64)> = tx
                 .prepare_cached(FREED)?
                 .query_map([before], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -164,6 +214,28 @@ impl SqliteRecords {
             Ok(swept)
         })
     }
+}
+
+/// Writes event `kind` about the record `json` to the outbox, in the
+/// caller's transaction.
+fn report(c: &Connection, kind: EventType, json: &str) -> rusqlite::Result<()> {
+    match FileRecord::from_json(json, false, None) {
+        Some(record) => append(c, &Event::about(kind, &record.file, None)),
+        None => Ok(()),
+    }
+}
+
+fn append(c: &Connection, event: &Event) -> rusqlite::Result<()> {
+    c.prepare_cached(
+        "INSERT INTO outbox (event_id, type, body, created_ms) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        event.id,
+        event.kind.as_str(),
+        event.body(),
+        crate::time::now_millis()
+    ])
+    .map(|_| ())
 }
 
 fn insert(c: &Connection, record: &FileRecord) -> rusqlite::Result<()> {
@@ -230,7 +302,111 @@ fn rows(
 }
 
 #[async_trait::async_trait]
+impl Outbox for SqliteRecords {
+    async fn append(&self, event: &Event) -> Result<(), StoreError> {
+        let event = event.clone();
+        self.db.write(move |c| append(c, &event)).await
+    }
+
+    async fn due(
+        &self,
+        subscribers: &[Subscriber],
+        endpoint: &str,
+        now_ms: i64,
+        lease_until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let (subscribers, endpoint) = (subscribers.to_vec(), endpoint.to_owned());
+        self.db
+            .write(move |c| {
+                for sub in &subscribers {
+                    let from: i64 = c
+                        .prepare_cached("SELECT COALESCE((SELECT seq FROM fanned_out WHERE endpoint = ?1), 0)")?
+                        .query_row([&sub.name], |r| r.get(0))?;
+                    let new: Vec<(i64, String)> = c
+                        .prepare_cached("SELECT seq, type FROM outbox WHERE seq > ?1 ORDER BY seq")?
+                        .query_map([from], |r| Ok((r.get(0)?, r.get(1)?)))?
+                        .collect::<rusqlite::Result<_>>()?;
+                    let Some(last) = new.last().map(|(seq, _)| *seq) else {
+                        continue;
+                    };
+                    for (seq, kind) in new {
+                        if EventType::parse(&kind).is_some_and(|k| sub.takes(k)) {
+                            c.prepare_cached(
+                                "INSERT OR IGNORE INTO deliveries (seq, endpoint, next_ms) VALUES (?1, ?2, ?3)",
+                            )?
+                            .execute(params![seq, sub.name, now_ms])?;
+                        }
+                    }
+                    c.prepare_cached(
+                        "INSERT INTO fanned_out (endpoint, seq) VALUES (?1, ?2)
+                         ON CONFLICT (endpoint) DO UPDATE SET seq = excluded.seq",
+                    )?
+                    .execute(params![sub.name, last])?;
+                }
+                let due: Vec<Delivery> = c
+                    .prepare_cached(
+                        "SELECT d.seq, d.endpoint, d.attempts, o.event_id, o.body
+                         FROM deliveries d JOIN outbox o ON o.seq = d.seq
+                         WHERE d.next_ms <= ?1 AND d.endpoint = ?3
+                         ORDER BY d.next_ms, d.seq LIMIT ?2",
+                    )?
+                    .query_map(params![now_ms, limit as i64, endpoint], |r| {
+                        Ok(Delivery {
+                            seq: r.get(0)?,
+                            endpoint: r.get(1)?,
+                            attempts: r.get(2)?,
+                            event_id: r.get(3)?,
+                            body: r.get(4)?,
+                        })
+                    })?
+                    .collect::<rusqlite::Result<_>>()?;
+                for d in &due {
+                    c.prepare_cached("UPDATE deliveries SET next_ms = ?3 WHERE seq = ?1 AND endpoint = ?2")?
+                        .execute(params![d.seq, d.endpoint, lease_until_ms])?;
+                }
+                Ok(due)
+            })
+            .await
+    }
+
+    async fn finish(&self, seq: i64, endpoint: &str) -> Result<(), StoreError> {
+        let endpoint = endpoint.to_owned();
+        self.db
+            .write(move |c| {
+                c.prepare_cached("DELETE FROM deliveries WHERE seq = ?1 AND endpoint = ?2")?
+                    .execute(params![seq, endpoint])
+                    .map(|_| ())
+            })
+            .await
+    }
+
+    async fn retry(
+        &self,
+        seq: i64,
+        endpoint: &str,
+        attempts: u32,
+        next_ms: i64,
+    ) -> Result<(), StoreError> {
+        let endpoint = endpoint.to_owned();
+        self.db
+            .write(move |c| {
+                c.prepare_cached(
+                    "UPDATE deliveries SET attempts = ?3, next_ms = ?4 WHERE seq = ?1 AND endpoint = ?2",
+                )?
+                .execute(params![seq, endpoint, attempts, next_ms])
+                .map(|_| ())
+            })
+            .await
+    }
+}
+
+#[async_trait::async_trait]
 impl RecordStore for SqliteRecords {
+    fn outbox(&self) -> Option<&dyn Outbox> {
+        self.events.then_some(self as &dyn Outbox)
+    }
+
     async fn put(&self, record: &FileRecord) -> Result<(), StoreError> {
         let record = record.clone();
         self.db.write(move |c| insert(c, &record)).await
@@ -333,6 +509,7 @@ impl RecordStore for SqliteRecords {
 
     async fn delete(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
         let (hash, seq, id) = (owner_hash(owner), id.sequence(), id.to_string());
+        let events = self.events;
         let found = self
             .db
             .write(move |c| {
@@ -356,6 +533,9 @@ impl RecordStore for SqliteRecords {
                     "INSERT OR REPLACE INTO deleted (file_id, expires_at, record) VALUES (?1, ?2, ?3)",
                 )?
                 .execute(params![id, expires_at, json])?;
+                if events {
+                    report(c, EventType::Deleted, &json)?;
+                }
                 Ok(Some((json, ready, proof)))
             })
             .await?;
@@ -408,13 +588,22 @@ impl RecordStore for SqliteRecords {
 
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
         let (owner, seq, id) = (owner_hash(owner), id.sequence(), id.to_string());
+        let events = self.events;
         self.db
             .write(move |c| {
-                c.prepare_cached(
-                    "UPDATE files SET ready = 1 WHERE seq = ?1 AND file_id = ?2 AND owner = ?3",
-                )?
-                .execute(params![seq, id, owner])
-                .map(|_| ())
+                // Only a file turning ready now: one event per file.
+                let turned: Option<String> = c
+                    .prepare_cached(
+                        "UPDATE files SET ready = 1
+                         WHERE seq = ?1 AND file_id = ?2 AND owner = ?3 AND ready = 0
+                         RETURNING record",
+                    )?
+                    .query_row(params![seq, id, owner], |r| r.get(0))
+                    .optional()?;
+                match turned {
+                    Some(json) if events => report(c, EventType::Ready, &json),
+                    _ => Ok(()),
+                }
             })
             .await
     }
@@ -589,6 +778,86 @@ mod tests {
             ready: false,
             proof: None,
         }
+    }
+
+    /// The sweep writes a file.expired event for each record it removes, in
+    /// its own transaction; each endpoint that takes the type gets one
+    /// delivery, leased while it is out, retried when due, and the event
+    /// leaves the outbox once every delivery of it has ended.
+    #[tokio::test]
+    async fn the_sweep_reports_each_expired_file_once_to_each_endpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = SqliteRecords::open(&dir.path().join("files.sqlite3"))
+            .unwrap()
+            .with_events();
+        let now = crate::time::now_unix();
+        let mut gone = record("alice", 10, now);
+        gone.expires_at = now - 5;
+        let kept = record("alice", 10, now);
+        records.put(&gone).await.unwrap();
+        records.put(&kept).await.unwrap();
+        assert_eq!(records.sweep(now).unwrap(), 1);
+
+        let subs = [
+            Subscriber {
+                name: "all".into(),
+                events: None,
+            },
+            Subscriber {
+                name: "ready-only".into(),
+                events: Some(vec![EventType::Ready]),
+            },
+        ];
+        let ms = now * 1000;
+        let due = records
+            .due(&subs, "all", ms, ms + 30_000, 10)
+            .await
+            .unwrap();
+        assert_eq!(due.len(), 1, "{due:?}");
+        let body: serde_json::Value = serde_json::from_str(&due[0].body).unwrap();
+        assert_eq!(body["type"], "file.expired");
+        assert_eq!(body["data"]["file_id"], gone.file.id.to_string());
+        assert!(
+            records
+                .due(&subs, "ready-only", ms, ms + 30_000, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // Leased: not due again until the lease ends.
+        assert!(
+            records
+                .due(&subs, "all", ms + 1, ms + 30_000, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        records
+            .retry(due[0].seq, "all", 1, ms + 5_000)
+            .await
+            .unwrap();
+        let again = records
+            .due(&subs, "all", ms + 5_000, ms + 35_000, 10)
+            .await
+            .unwrap();
+        assert_eq!(
+            (again.len(), again[0].attempts, &again[0].event_id),
+            (1, 1, &due[0].event_id)
+        );
+        records.finish(again[0].seq, "all").await.unwrap();
+        assert!(
+            records
+                .due(&subs, "all", ms + 99_000, ms + 99_000, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        records.sweep(now).unwrap();
+        let left: i64 = Connection::open(dir.path().join("files.sqlite3"))
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM outbox", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0, "a delivered event stays in the outbox");
     }
 
     /// Forty issues at once against a cap of five files: five recorded,

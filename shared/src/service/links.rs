@@ -15,6 +15,7 @@ use super::{Sluice, Stored};
 use crate::auth::Caller;
 use crate::curl;
 use crate::error::Error;
+use crate::events::EventType;
 use crate::file::{FileId, FileMeta};
 use crate::ledger::Spend;
 use crate::rate::Kind;
@@ -267,9 +268,14 @@ impl Sluice {
                 return Err(Error::StoredMismatch);
             }
         };
+        let downloaded = file.clone();
         let spend = || async {
             match self.ledger().spend(&jti, expires_at).await? {
-                Spend::Fresh => Ok(()),
+                Spend::Fresh => {
+                    self.report(EventType::Downloaded, &downloaded, Some(&jti))
+                        .await;
+                    Ok(())
+                }
                 Spend::AlreadySpent => Err(replayed()),
             }
         };

@@ -242,6 +242,8 @@ impl Sluice {
                 tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
                 // The link stays usable: a fresh upload in parts under it,
                 // so a part someone else sent costs a rerun, not the file.
+                self.report(crate::events::EventType::Rejected, file, Some(&parted.jti))
+                    .await;
                 self.begin_parts(file).await?;
                 return Err(Error::PartsNotTheFile(m));
             }

@@ -140,6 +140,10 @@ impl Sluice {
         };
         if let Err(e) = stored {
             tracing::info!(file_id = %file.id, %jti, error = %e, "upload refused");
+            if matches!(e, crate::store::StoreError::Mismatch(_)) {
+                self.report(crate::events::EventType::Rejected, &file, Some(&jti))
+                    .await;
+            }
             return Err(e.into());
         }
         tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
