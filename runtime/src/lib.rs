@@ -295,6 +295,24 @@ fn url_of(req: &lambda_http::Request) -> Option<Url> {
     }
 }
 
+/// The process's metrics recorder under Lambda: each invocation's counts
+/// are written as CloudWatch Embedded Metric Format documents, in the
+/// namespace `namespace` (`SLUICE_METRICS_NAMESPACE`) with the
+/// dimension `Function` (the function's name), plus each metric's labels.
+#[cfg(feature = "lambda")]
+fn emf_collector(
+    namespace: &str,
+) -> Result<&'static metrics_cloudwatch_embedded::Collector, String> {
+    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "sluice".into());
+    let collector = metrics_cloudwatch_embedded::Builder::new()
+        .cloudwatch_namespace(namespace.to_owned())
+        .with_dimension("Function", function)
+        .init()
+        .map_err(|e| format!("metrics: {e}"))?;
+    sluice::telemetry::describe();
+    Ok(collector)
+}
+
 /// Serves `router` under the Lambda runtime. The public URL is
 /// `SLUICE_PUBLIC_URL` when set (a custom domain), otherwise the API's own
 /// URL, taken from the first request: the deployment template cannot pass
@@ -303,6 +321,7 @@ fn url_of(req: &lambda_http::Request) -> Option<Url> {
 async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), String> {
     use tower::ServiceExt as _;
     let backends = open_backends(&config).await.map_err(|e| e.to_string())?;
+    let emf = emf_collector(&config.metrics_namespace)?;
     let app: Arc<tokio::sync::OnceCell<Router>> = Arc::new(tokio::sync::OnceCell::new());
     let (config, backends) = (Arc::new(config), Arc::new(backends));
     let handler = lambda_http::service_fn(move |req: lambda_http::Request| {
@@ -318,10 +337,17 @@ async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), 
                 })
                 .await?
                 .clone();
-            router
+            let response = router
                 .oneshot(req)
                 .await
-                .map_err(|e: std::convert::Infallible| -> lambda_http::Error { match e {} })
+                .map_err(|e: std::convert::Infallible| -> lambda_http::Error { match e {} });
+            // What this invocation counted, as CloudWatch Embedded Metric
+            // Format lines on stdout: CloudWatch Logs makes them metrics,
+            // with no agent and no call of ours.
+            if let Err(e) = emf.flush(std::io::stdout().lock()) {
+                tracing::warn!(error = %e, "metrics not written");
+            }
+            response
         }
     });
     lambda_http::run(handler)

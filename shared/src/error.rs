@@ -176,6 +176,48 @@ impl Error {
         Error::internal(std::io::Error::other(what))
     }
 
+    /// The error's name, for a metric's label: one of a fixed set, never
+    /// anything a caller sent.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Error::Invalid(_) => "invalid",
+            Error::TooLarge(_) => "too_large",
+            Error::HandleExpired => "handle_expired",
+            Error::NotAHandle => "not_a_handle",
+            Error::OtherUsersHandle => "other_users_handle",
+            Error::UnknownFile(_) => "unknown_file",
+            Error::FileExpired(_) => "file_expired",
+            Error::NotUploaded => "not_uploaded",
+            Error::Verifying => "verifying",
+            Error::StoredMismatch => "stored_mismatch",
+            Error::TooLargeInline { .. } => "too_large_inline",
+            Error::NotFound => "not_found",
+            Error::PageRefused(_) => "page_refused",
+            Error::PageConflict(_) => "page_conflict",
+            Error::UploadExpired => "upload_expired",
+            Error::AlreadyUploaded => "already_uploaded",
+            Error::UploadInProgress => "upload_in_progress",
+            Error::Completing => "completing",
+            Error::BodyMismatch(_) => "body_mismatch",
+            Error::BodyStalled => "body_stalled",
+            Error::BodyBroken(_) => "body_broken",
+            Error::Limited { .. } => "limited",
+            Error::Busy(_) => "busy",
+            Error::StoreUnavailable => "store_unavailable",
+            Error::LedgerUnavailable => "ledger_unavailable",
+            Error::StoreFull => "store_full",
+            Error::DiskFull => "disk_full",
+            Error::UnknownAction(_) => "unknown_action",
+            Error::Field { .. } => "field",
+            Error::FormNotAnObject => "form_not_an_object",
+            Error::NotAnUploadId => "not_an_upload_id",
+            Error::ForeignCursor => "foreign_cursor",
+            Error::PartsNotTheFile(_) => "parts_not_the_file",
+            Error::Upstream(_) => "upstream",
+            Error::Internal(_) => "internal",
+        }
+    }
+
     /// A refusal of one of an action's fields.
     pub fn field(field: &str, reason: FieldError) -> Self {
         Error::Field {

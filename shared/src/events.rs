@@ -183,6 +183,11 @@ pub trait Outbox: Send + Sync + std::fmt::Debug {
         limit: usize,
     ) -> Result<Vec<Delivery>, StoreError>;
 
+    /// Forgets every endpoint but `endpoints` (one removed from the
+    /// configuration): its deliveries still due, and where it had got to,
+    /// so that the events it held back can leave the outbox.
+    async fn retain(&self, endpoints: &[String]) -> Result<(), StoreError>;
+
     /// Ends a delivery: sent, or given up.
     async fn finish(&self, seq: i64, endpoint: &str) -> Result<(), StoreError>;
 

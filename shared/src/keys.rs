@@ -42,6 +42,12 @@ impl MasterSecret {
         Ok(Self(bytes))
     }
 
+    /// Whether `presented` is this secret, compared in constant time (a
+    /// secret used as a bearer token: `SLUICE_METRICS_TOKEN`).
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        aws_lc_rs::constant_time::verify_slices_are_equal(&self.0, presented).is_ok()
+    }
+
     /// The secret's bytes, for derivation only.
     fn bytes(&self) -> &[u8] {
         &self.0

@@ -245,8 +245,21 @@ fn the_layers_below_the_service_import_nothing_above_them() {
         "service", "http", "config", "actions", "auth", "rate", "webhooks",
     ];
     let below = [
-        "store", "records", "ledger", "sqlite", "sha", "keys", "token", "file", "filename",
-        "datauri", "curl", "time", "web", "events",
+        "store",
+        "records",
+        "ledger",
+        "sqlite",
+        "sha",
+        "keys",
+        "token",
+        "file",
+        "filename",
+        "datauri",
+        "curl",
+        "time",
+        "web",
+        "events",
+        "telemetry",
     ];
     let mut wrong = Vec::new();
     for (module, targets) in &edges {

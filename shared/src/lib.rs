@@ -50,6 +50,7 @@ pub mod sha;
 #[cfg(feature = "local")]
 mod sqlite;
 pub mod store;
+pub mod telemetry;
 pub mod time;
 pub mod token;
 pub mod web;

@@ -45,8 +45,8 @@ const AT_ONCE: usize = 8;
 
 /// One endpoint: where, signed with what, and which events it takes.
 pub struct Endpoint {
-    /// Its name in the outbox and the logs (its URL, or the name the
-    /// endpoints file gives it).
+    /// Its name in the outbox, the logs and the metrics: the name the
+    /// endpoints file gives it, or [`Endpoint::name_of`] its URL.
     pub name: String,
     /// Where events are POSTed.
     pub url: Url,
@@ -55,6 +55,16 @@ pub struct Endpoint {
     secrets: Vec<standardwebhooks::Webhook>,
     /// The types it takes; all when `None`.
     pub events: Option<Vec<EventType>>,
+}
+
+impl Endpoint {
+    /// The name of an endpoint the configuration does not name: its host
+    /// and a digest of its URL, stable across restarts and never the URL
+    /// itself (a receiver's URL often carries its own secret).
+    pub fn name_of(url: &Url) -> String {
+        let digest = crate::sha::Sha256::of(url.as_str().as_bytes()).to_hex();
+        format!("{}#{}", url.host_str().unwrap_or("endpoint"), &digest[..8])
+    }
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -135,7 +145,7 @@ impl Endpoint {
                     .ok()
                     .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
                     .ok_or_else(|| at("url must be an http(s) URL".into()))?;
-                let name = e.name.unwrap_or_else(|| url.to_string());
+                let name = e.name.unwrap_or_else(|| Endpoint::name_of(&url));
                 if !names.insert(name.clone()) {
                     return Err(at(format!("the name {name} is taken")));
                 }
@@ -209,6 +219,10 @@ impl Webhooks {
     pub async fn run(self, outbox: Arc<dyn Outbox>) {
         let subscribers: Arc<Vec<Subscriber>> =
             Arc::new(self.endpoints.iter().map(Endpoint::subscriber).collect());
+        let names: Vec<String> = self.endpoints.iter().map(|e| e.name.clone()).collect();
+        if let Err(e) = outbox.retain(&names).await {
+            tracing::warn!(error = %e, "could not forget the endpoints no longer configured");
+        }
         let mut each = tokio::task::JoinSet::new();
         for i in 0..self.endpoints.len() {
             let (this, outbox, subscribers) = (self.clone(), outbox.clone(), subscribers.clone());
@@ -269,20 +283,24 @@ impl Webhooks {
         match outcome {
             Outcome::Sent => {
                 tracing::debug!(endpoint = %d.endpoint, event_id = %d.event_id, attempts, "webhook delivered");
+                crate::telemetry::delivery(&d.endpoint, "delivered");
                 outbox.finish(d.seq, &d.endpoint).await
             }
             Outcome::Refused(status) => {
                 tracing::warn!(endpoint = %d.endpoint, event_id = %d.event_id, status, "webhook refused by its receiver; not retried");
+                crate::telemetry::delivery(&d.endpoint, "dropped");
                 outbox.finish(d.seq, &d.endpoint).await
             }
             Outcome::Failed(why) => match self.schedule.get(d.attempts as usize) {
                 Some(wait) => {
                     tracing::info!(endpoint = %d.endpoint, event_id = %d.event_id, attempts, error = %why, retry_in_secs = wait.as_secs_f64(), "webhook not delivered; retrying");
+                    crate::telemetry::delivery(&d.endpoint, "retried");
                     let next = now_millis() + wait.as_millis() as i64;
                     outbox.retry(d.seq, &d.endpoint, attempts, next).await
                 }
                 None => {
                     tracing::error!(endpoint = %d.endpoint, event_id = %d.event_id, attempts, error = %why, "webhook given up after its last retry");
+                    crate::telemetry::delivery(&d.endpoint, "given_up");
                     outbox.finish(d.seq, &d.endpoint).await
                 }
             },
@@ -382,7 +400,12 @@ mod tests {
         );
         let endpoints = Endpoint::from_toml(&file).unwrap();
         assert_eq!(endpoints.len(), 2);
-        assert_eq!(endpoints[0].name, "http://127.0.0.1:9/a");
+        assert!(
+            endpoints[0].name.starts_with("127.0.0.1#"),
+            "{}",
+            endpoints[0].name
+        );
+        assert!(!endpoints[0].name.contains("/a"), "{}", endpoints[0].name);
         assert_eq!(endpoints[1].events, Some(vec![EventType::Ready]));
         let wrong = file.replace("file.ready", "file.readied");
         let e = Endpoint::from_toml(&wrong).unwrap_err();
@@ -390,9 +413,10 @@ mod tests {
             e.contains("endpoint 2") && e.contains("file.readied"),
             "{e}"
         );
-        let e =
-            Endpoint::from_toml(&file.replace("name = \"b\"", "name = \"http://127.0.0.1:9/a\""))
-                .unwrap_err();
+        let e = Endpoint::from_toml(
+            &file.replace("name = \"b\"", &format!("name = \"{}\"", endpoints[0].name)),
+        )
+        .unwrap_err();
         assert!(e.contains("taken"), "{e}");
     }
 }

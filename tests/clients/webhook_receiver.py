@@ -5,7 +5,8 @@ Each request is logged to --log as one JSON line: `{"phase": "start"}` when it
 arrives, then `{"phase": "end", "id", "type", "file_id", "status"}` once it is
 answered, or `{"phase": "bad", "error"}` for a message that does not verify.
 --status sets the answer (204 by default), --delay holds each answer that
-many seconds (a slow receiver), --port reuses a port (a receiver restarted).
+many seconds (a slow receiver), --port reuses a port (a receiver restarted),
+--raw keeps the first message verified (its body and headers) in a file.
 """
 
 import argparse
@@ -26,6 +27,7 @@ def main():
     parser.add_argument("--log", required=True)
     parser.add_argument("--status", type=int, default=204)
     parser.add_argument("--delay", type=float, default=0)
+    parser.add_argument("--raw", help="keep the first message verified here, as received")
     args = parser.parse_args()
     webhook = Webhook(args.secret)
 
@@ -47,6 +49,16 @@ def main():
                 self.send_response(400)
                 self.end_headers()
                 return
+            if args.raw:
+                with LOCK:
+                    try:
+                        with open(args.raw, "x") as f:
+                            json.dump({
+                                "body": body.decode(),
+                                "headers": dict(self.headers.items()),
+                            }, f)
+                    except FileExistsError:
+                        pass
             time.sleep(args.delay)
             self.send_response(args.status)
             self.end_headers()

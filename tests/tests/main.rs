@@ -25,6 +25,7 @@ mod jwks;
 mod lambda;
 mod mcp_clients;
 mod mcp_http;
+mod metrics;
 mod oauth;
 mod parts;
 mod parts_hardening;

@@ -605,3 +605,50 @@ fn the_log_level_of_a_deployment_never_reaches_trace() {
     );
     assert!(!allowed.iter().any(|v| v.contains("trace")), "{allowed:?}");
 }
+
+/// The alarms on sluice's own metrics name metrics the functions write,
+/// with the dimensions they write them with: an alarm on a name or a
+/// dimension nobody writes would never fire.
+#[test]
+fn the_alarms_on_sluices_metrics_read_what_the_functions_write() {
+    let t = template();
+    let resources = key(&t, "Resources");
+    let mut checked = 0;
+    for (name, resource) in resources.as_hash().unwrap() {
+        let props = key(resource, "Properties");
+        if key(resource, "Type").as_str() != Some("AWS::CloudWatch::Alarm")
+            || key(&props, "Namespace").as_str() != Some("sluice")
+        {
+            continue;
+        }
+        let name = name.as_str().unwrap();
+        assert_eq!(
+            key(&props, "MetricName").as_str(),
+            Some(sluice::telemetry::REFUSALS),
+            "{name}"
+        );
+        let dimensions: Vec<(String, Yaml)> = key(&props, "Dimensions")
+            .as_vec()
+            .unwrap()
+            .iter()
+            .map(|d| (key(d, "Name").as_str().unwrap().to_owned(), key(d, "Value")))
+            .collect();
+        assert_eq!(
+            dimensions
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>(),
+            ["Function", "reason"],
+            "{name}: the dimensions of every document the functions write"
+        );
+        let reason = dimensions[1].1.as_str().unwrap();
+        let written = [
+            sluice::Error::bug("x").reason(),
+            sluice::Error::LedgerUnavailable.reason(),
+            sluice::Error::StoreUnavailable.reason(),
+        ];
+        assert!(written.contains(&reason), "{name}: {reason}");
+        checked += 1;
+    }
+    assert!(checked >= 4, "{checked} alarms on sluice's metrics");
+}

@@ -31,6 +31,21 @@ impl Server {
 
     /// Starts a server on `data_dir` with extra environment variables.
     pub fn start_in(data_dir: &Path, env: &[(&str, &str)]) -> Server {
+        Self::start_with(data_dir, env, Stdio::inherit())
+    }
+
+    /// [`Server::start_in`], its log (at `SLUICE_LOG=info` unless `env`
+    /// says otherwise) written to `log`.
+    pub fn start_logging(data_dir: &Path, env: &[(&str, &str)], log: &Path) -> Server {
+        let mut env = env.to_vec();
+        if !env.iter().any(|(k, _)| *k == "SLUICE_LOG") {
+            env.push(("SLUICE_LOG", "info"));
+        }
+        let file = std::fs::File::create(log).unwrap();
+        Self::start_with(data_dir, &env, Stdio::from(file))
+    }
+
+    fn start_with(data_dir: &Path, env: &[(&str, &str)], stderr: Stdio) -> Server {
         let mut command = Command::new(BIN);
         command
             .env_clear()
@@ -38,7 +53,7 @@ impl Server {
             .env("SLUICE_DATA_DIR", data_dir)
             .env("SLUICE_LOG", "warn")
             .envs(env.iter().copied())
-            .stderr(Stdio::inherit());
+            .stderr(stderr);
         let process =
             sluice_testkit::process::Spawned::sluice(command).expect("the sluice binary starts");
         Server {

@@ -427,6 +427,141 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
         "{page_url}"
     );
     assert_eq!(request("GET", &page_url, &[], None).status, 200);
+
+    // What the functions counted, as Embedded Metric Format lines in their
+    // output (CloudWatch Logs reads them there), each checked as CloudWatch
+    // checks a document; their sums cover what this test did.
+    let mut output = std::fs::read_to_string(&stack.log).unwrap();
+    output += &std::fs::read_to_string(stack.log.with_extension("err")).unwrap();
+    let docs = emf_documents(&output);
+    let sum = |metric: &str, dims: &[(&str, &str)]| -> f64 {
+        docs.iter()
+            .filter(|d| dims.iter().all(|(k, v)| d[*k] == *v))
+            .filter_map(|d| match &d[metric] {
+                serde_json::Value::Number(n) => n.as_f64(),
+                serde_json::Value::Array(a) => Some(a.len() as f64),
+                _ => None,
+            })
+            .sum()
+    };
+    let files = |change| sum("sluice_files_total", &[("change", change)]);
+    assert!(files("issued") >= 2.0, "{docs:#?}");
+    assert!(files("downloaded") >= 2.0, "{docs:#?}");
+    assert!(
+        sum("sluice_file_bytes_total", &[("direction", "down")]) >= data.len() as f64,
+        "{docs:#?}"
+    );
+    assert!(
+        sum(
+            "sluice_tool_calls_total",
+            &[("tool", "request_upload"), ("outcome", "ok")]
+        ) >= 1.0,
+        "{docs:#?}"
+    );
+    assert!(
+        sum("sluice_tool_call_seconds", &[("tool", "request_upload")]) >= 1.0,
+        "{docs:#?}"
+    );
+    let downloads = docs.iter().find(|d| d["change"] == "downloaded").unwrap();
+    assert!(
+        downloads["Function"]
+            .as_str()
+            .is_some_and(|f| f.contains("resolver")),
+        "the resolver counts downloads, under its own name: {downloads}"
+    );
+}
+
+/// The Embedded Metric Format documents in `output`, each checked as
+/// CloudWatch Logs checks one before it makes metrics of it (the EMF
+/// specification): `_aws.Timestamp` in milliseconds; each directive's
+/// namespace, dimension sets (each name a string member of the document,
+/// at most 30) and metrics (each a member holding a number or at most 100
+/// numbers, a unit CloudWatch knows).
+fn emf_documents(output: &str) -> Vec<serde_json::Value> {
+    const UNITS: &[&str] = &[
+        "Seconds",
+        "Microseconds",
+        "Milliseconds",
+        "Bytes",
+        "Kilobytes",
+        "Megabytes",
+        "Gigabytes",
+        "Terabytes",
+        "Bits",
+        "Kilobits",
+        "Megabits",
+        "Gigabits",
+        "Terabits",
+        "Percent",
+        "Count",
+        "Bytes/Second",
+        "Kilobytes/Second",
+        "Megabytes/Second",
+        "Gigabytes/Second",
+        "Terabytes/Second",
+        "Bits/Second",
+        "Kilobits/Second",
+        "Megabits/Second",
+        "Gigabits/Second",
+        "Terabits/Second",
+        "Count/Second",
+        "None",
+    ];
+    let mut docs = Vec::new();
+    for line in output.lines().filter(|l| l.starts_with("{\"_aws\"")) {
+        let doc: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let aws = &doc["_aws"];
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let at = aws["Timestamp"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("Timestamp: {line}"));
+        assert!(
+            at <= now && now - at < 3_600_000,
+            "a Timestamp in ms: {line}"
+        );
+        let directives = aws["CloudWatchMetrics"].as_array().unwrap();
+        assert!(!directives.is_empty(), "{line}");
+        for d in directives {
+            let ns = d["Namespace"].as_str().unwrap();
+            assert!(!ns.is_empty() && ns.len() <= 1024, "{line}");
+            for set in d["Dimensions"].as_array().unwrap() {
+                let set = set.as_array().unwrap();
+                assert!(set.len() <= 30, "{line}");
+                for name in set {
+                    assert!(
+                        doc[name.as_str().unwrap()].is_string(),
+                        "dimension {name}: {line}"
+                    );
+                }
+            }
+            let metrics = d["Metrics"].as_array().unwrap();
+            assert!(!metrics.is_empty() && metrics.len() <= 100, "{line}");
+            for m in metrics {
+                let name = m["Name"].as_str().unwrap();
+                match &doc[name] {
+                    serde_json::Value::Number(_) => {}
+                    serde_json::Value::Array(values) => assert!(
+                        values.len() <= 100 && values.iter().all(|v| v.is_number()),
+                        "{name}: {line}"
+                    ),
+                    other => panic!("metric {name} holds {other}: {line}"),
+                }
+                if let Some(unit) = m.get("Unit") {
+                    assert!(UNITS.contains(&unit.as_str().unwrap()), "{unit}: {line}");
+                }
+            }
+        }
+        docs.push(doc);
+    }
+    assert!(
+        !docs.is_empty(),
+        "no EMF line in the functions' output:\n{output}"
+    );
+    docs
 }
 
 /// With an authorization server instead of development tokens: the Python

@@ -128,7 +128,8 @@ fn every_event_arrives_signed_once_through_a_receiver_outage_and_a_restart() {
     let secret = secret(1);
     let data_dir = dir.path().join("data");
     std::fs::create_dir(&data_dir).unwrap();
-    let receiver = Receiver::start(&secret, &log, 0, &[]);
+    let raw = dir.path().join("raw.json");
+    let receiver = Receiver::start(&secret, &log, 0, &["--raw", raw.to_str().unwrap()]);
     let port = receiver.port;
     let sluice = server(&data_dir, &receiver.url(), &secret);
     let alice = sluice.token("alice", &[]);
@@ -181,6 +182,7 @@ fn every_event_arrives_signed_once_through_a_receiver_outage_and_a_restart() {
     assert_eq!(ready["size"], 5);
     assert_eq!(ready["sha256"], sluice::Sha256::of(b"hello").to_hex());
     once_per_id(&ended);
+    the_documented_lines_verify(&raw, &secret);
 
     // The receiver goes down; a file arrives; sluice stops while the event
     // is still undelivered, and starts again before the receiver is back.
@@ -287,4 +289,59 @@ fn a_slow_or_refusing_receiver_never_holds_a_transfer_and_4xx_stops_retries() {
     );
     once_per_id(&refused);
     assert!(first["handle"].is_string());
+}
+
+/// The code block of `lang` under "Verify a signature" in docs/operations.md.
+fn documented(lang: &str) -> String {
+    let doc = std::fs::read_to_string(root().join("docs/operations.md")).unwrap();
+    let section = &doc[doc.find("### Verify a signature").unwrap()..];
+    let open = format!("```{lang}\n");
+    let from = section.find(&open).unwrap() + open.len();
+    let to = from + section[from..].find("```").unwrap();
+    section[from..to].to_owned()
+}
+
+/// The operations page's three lines of Python and of Node verify a message
+/// as sluice sent it, with the endpoint's secret, and refuse it once its
+/// body is changed by one byte.
+fn the_documented_lines_verify(raw: &Path, secret: &str) {
+    let message: Value = serde_json::from_str(&std::fs::read_to_string(raw).unwrap()).unwrap();
+    let (python, node) = (documented("python"), documented("js"));
+    assert_eq!((python.lines().count(), node.lines().count()), (3, 3));
+    let body = message["body"].as_str().unwrap();
+    for (body, verifies) in [(body.to_owned(), true), (body.replacen('e', "f", 1), false)] {
+        let message = json!({"body": body, "headers": message["headers"]}).to_string();
+        let py = Command::new(root().join(".venv/bin/python"))
+            .arg("-c")
+            .arg(format!(
+                "import json, sys\nm = json.loads(sys.argv[1])\nbody, headers = m['body'].encode(), m['headers']\n{python}\nprint(event['type'])"
+            ))
+            .arg(&message)
+            .env("SLUICE_WEBHOOK_SECRET", secret)
+            .output()
+            .unwrap();
+        let js = Command::new("node")
+            .args(["--input-type=module", "-e"])
+            .arg(format!(
+                "const m = JSON.parse(process.argv[1]);\nconst body = m.body, headers = m.headers;\n{node}\nconsole.log(event.type);"
+            ))
+            .arg(&message)
+            .env("SLUICE_WEBHOOK_SECRET", secret)
+            .current_dir(root().join("tests/clients"))
+            .output()
+            .unwrap();
+        for (lang, out) in [("python", py), ("node", js)] {
+            let said = String::from_utf8_lossy(&out.stdout);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.success(), verifies, "{lang}: {said}{err}");
+            if verifies {
+                assert!(said.trim().starts_with("file."), "{lang}: {said}");
+            } else {
+                assert!(
+                    err.contains("ignature"),
+                    "{lang} refuses for the signature: {err}"
+                );
+            }
+        }
+    }
 }

@@ -5,6 +5,7 @@
 
 mod cli;
 pub mod example;
+pub mod metrics;
 
 pub use cli::main;
 

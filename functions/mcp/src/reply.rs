@@ -123,6 +123,7 @@ fn field_step(reason: &FieldError) -> Option<&'static str> {
 
 /// A tool error the model can act on.
 pub(crate) fn failure(error: Error) -> CallToolResult {
+    sluice::telemetry::refused(error.reason());
     let message = match &error {
         Error::Internal(e) => {
             tracing::error!(error = %e, "internal error in a tool");

@@ -169,10 +169,25 @@ impl ServerHandler for SluiceTools {
                 "tool call"
             );
         }
+        // Labelled by the tool's name only when it is one of ours: a
+        // metric's labels never take what a caller makes up.
+        let tool = if self.tool_router.has_route(&request.name) {
+            request.name.to_string()
+        } else {
+            "unknown".to_owned()
+        };
+        let began = std::time::Instant::now();
         let response = self
             .tool_router
             .call(ToolCallContext::new(self, request, context))
-            .await?;
+            .await;
+        let outcome = match &response {
+            Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => "refused",
+            Ok(_) => "ok",
+            Err(_) => "error",
+        };
+        sluice::telemetry::tool_call(tool, outcome, began.elapsed());
+        let response = response?;
         Ok(match response {
             CallToolResponse::Complete(result) if legacy => {
                 CallToolResponse::Complete(reply::as_text(result))

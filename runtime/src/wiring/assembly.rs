@@ -202,12 +202,12 @@ pub fn webhooks(config: &Config) -> Result<Option<sluice::webhooks::Webhooks>, S
         None => return Ok(None),
         Some(WebhookSource::One { url, secrets }) => {
             vec![
-                Endpoint::new(url.as_str(), url.clone(), secrets, None).map_err(|reason| {
-                    StartError::Webhooks {
+                Endpoint::new(&Endpoint::name_of(url), url.clone(), secrets, None).map_err(
+                    |reason| StartError::Webhooks {
                         origin: "SLUICE_WEBHOOK_URL".into(),
                         reason,
-                    }
-                })?,
+                    },
+                )?,
             ]
         }
         Some(WebhookSource::File(path)) => {

@@ -101,9 +101,23 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
+        // Who is asking, for the routes that answer loopback peers only
+        // (`/metrics`); axum's `ConnectInfo` extractor reads it.
+        let peer = stream.peer_addr().ok();
         let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
         stream.set_write_timeout(Some(limits.write_timeout));
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let service = tower::ServiceExt::map_request(
+            app.clone(),
+            move |mut request: http::Request<hyper::body::Incoming>| {
+                if let Some(peer) = peer {
+                    request
+                        .extensions_mut()
+                        .insert(axum::extract::ConnectInfo(peer));
+                }
+                request
+            },
+        );
+        let service = hyper_util::service::TowerToHyperService::new(service);
         let connection =
             graceful.watch(http.serve_connection(TokioIo::new(Box::pin(stream)), service));
         tokio::spawn(async move {

@@ -176,6 +176,12 @@ pub struct Config {
     /// Where events go (`SLUICE_WEBHOOK_URL` with `SLUICE_WEBHOOK_SECRET`,
     /// or `SLUICE_WEBHOOKS_FILE`); `None`: no webhooks.
     pub webhooks: Option<WebhookSource>,
+    /// The bearer token `GET /metrics` asks for (`SLUICE_METRICS_TOKEN`);
+    /// `None`: it answers loopback peers only.
+    pub metrics_token: Option<MasterSecret>,
+    /// The CloudWatch namespace of the functions' metrics
+    /// (`SLUICE_METRICS_NAMESPACE`, default `sluice`).
+    pub metrics_namespace: String,
     /// The waits before each retry of a webhook delivery
     /// (`SLUICE_WEBHOOK_RETRY_SECS`).
     pub webhook_retry: Vec<Duration>,
@@ -284,6 +290,11 @@ impl Config {
             actions: actions_source(&vars),
             webhooks: webhook_source(&vars)?,
             webhook_retry: webhook_retry(&vars)?,
+            metrics_token: vars.secret("SLUICE_METRICS_TOKEN")?,
+            metrics_namespace: vars
+                .value("SLUICE_METRICS_NAMESPACE")
+                .unwrap_or_default()
+                .to_owned(),
             example_actions: vars.flag("SLUICE_EXAMPLE_ACTIONS")?,
             action_limits: action_limits(&vars)?,
             max_transfers: vars.count("SLUICE_MAX_TRANSFERS")?,

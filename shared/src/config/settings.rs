@@ -17,8 +17,8 @@ pub enum Group {
     Aws,
     /// Actions and their upstreams.
     Actions,
-    /// Events to the team's backend.
-    Webhooks,
+    /// Events to the team's backend, and metrics.
+    Operations,
 }
 
 impl Group {
@@ -29,7 +29,7 @@ impl Group {
         Group::Auth,
         Group::Aws,
         Group::Actions,
-        Group::Webhooks,
+        Group::Operations,
     ];
 
     fn title(self) -> &'static str {
@@ -39,7 +39,7 @@ impl Group {
             Group::Auth => "Auth",
             Group::Aws => "AWS",
             Group::Actions => "Actions",
-            Group::Webhooks => "Webhooks",
+            Group::Operations => "Webhooks and metrics",
         }
     }
 }
@@ -117,7 +117,7 @@ const fn s(
 }
 
 use self::Default::{Unset, Value};
-use Group::{Actions, Auth, Aws, Core, Limits, Webhooks};
+use Group::{Actions, Auth, Aws, Core, Limits, Operations};
 
 /// Every setting, by group.
 pub const SETTINGS: &[Setting] = &[
@@ -549,31 +549,45 @@ pub const SETTINGS: &[Setting] = &[
     ),
     s(
         "SLUICE_WEBHOOK_URL",
-        Webhooks,
+        Operations,
         Parse::Url,
         Unset("—"),
         "local: where every event (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`, `file.rejected`) is POSTed, signed as Standard Webhooks says ([operations](operations.md)); needs `SLUICE_WEBHOOK_SECRET`",
     ),
     s(
         "SLUICE_WEBHOOK_SECRET",
-        Webhooks,
+        Operations,
         Parse::Text,
         Unset("—"),
         "its secret, `whsec_` and the base64 of 24 to 64 random bytes; while one rotates, the new and the old, space-separated (each signs)",
     ),
     s(
         "SLUICE_WEBHOOKS_FILE",
-        Webhooks,
+        Operations,
         Parse::Text,
         Unset("—"),
         "local: several endpoints, each with its own secret and events (TOML `[[endpoint]]`: `url`, `secret` or `secrets`, `name`, `events`), read at start; instead of `SLUICE_WEBHOOK_URL`",
     ),
     s(
         "SLUICE_WEBHOOK_RETRY_SECS",
-        Webhooks,
+        Operations,
         Parse::Text,
         Value("5,300,1800,7200,18000,36000,36000"),
         "the waits before each retry of a delivery that failed (comma-separated seconds); past the last, the event is given up, logged",
+    ),
+    s(
+        "SLUICE_METRICS_TOKEN",
+        Operations,
+        Parse::Secret,
+        Unset("—"),
+        "local: the bearer token `GET /metrics` asks for (at least 32 bytes); unset, it answers loopback peers only ([operations](operations.md))",
+    ),
+    s(
+        "SLUICE_METRICS_NAMESPACE",
+        Operations,
+        Parse::Text,
+        Value("sluice"),
+        "aws: the CloudWatch namespace of the functions' metrics (Embedded Metric Format lines in their logs; the template's alarms read them)",
     ),
     s(
         "SLUICE_ACTIONS_FILE",

@@ -158,6 +158,12 @@ impl IntoResponse for Error {
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let status = self.status();
+        crate::telemetry::refused(match &self {
+            HttpError::Service(e) => e.reason(),
+            HttpError::Challenge { .. } => "unauthorized",
+            HttpError::Body { .. } => "bad_body",
+            HttpError::MethodNotAllowed(_) => "method_not_allowed",
+        });
         let body = match &self {
             // The challenge in the body too, for gateways that rename the header.
             HttpError::Challenge {

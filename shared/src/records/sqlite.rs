@@ -182,13 +182,17 @@ impl SqliteRecords {
         self.db.sweep(|c| {
             let tx =
                 rusqlite::Transaction::new_unchecked(c, rusqlite::TransactionBehavior::Immediate)?;
+            let expired: Vec<String> = tx
+                .prepare_cached("SELECT record FROM files WHERE expires_at < ?1")?
+                .query_map([before], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let expired: Vec<FileRecord> = expired
+                .iter()
+                .filter_map(|json| FileRecord::from_json(json, false, None))
+                .collect();
             if events {
-                let expired: Vec<String> = tx
-                    .prepare_cached("SELECT record FROM files WHERE expires_at < ?1")?
-                    .query_map([before], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()?;
-                for json in expired {
-                    report(&tx, EventType::Expired, &json)?;
+                for record in &expired {
+                    append(&tx, &Event::about(EventType::Expired, &record.file, None))?;
                 }
                 // Events every endpoint has been given and no delivery
                 // still needs (sent, or given up).
@@ -211,6 +215,9 @@ impl SqliteRecords {
             tx.execute("DELETE FROM batches WHERE expires_at < ?1", [before])?;
             tx.execute("DELETE FROM deleted WHERE expires_at < ?1", [before])?;
             tx.commit()?;
+            for record in &expired {
+                crate::telemetry::audit(crate::telemetry::Change::Expired, &record.file, None);
+            }
             Ok(swept)
         })
     }
@@ -366,6 +373,23 @@ impl Outbox for SqliteRecords {
                         .execute(params![d.seq, d.endpoint, lease_until_ms])?;
                 }
                 Ok(due)
+            })
+            .await
+    }
+
+    async fn retain(&self, endpoints: &[String]) -> Result<(), StoreError> {
+        let keep = serde_json::to_string(endpoints).expect("names serialize");
+        self.db
+            .write(move |c| {
+                for table in ["deliveries", "fanned_out"] {
+                    c.execute(
+                        &format!(
+                            "DELETE FROM {table} WHERE endpoint NOT IN (SELECT value FROM json_each(?1))"
+                        ),
+                        [&keep],
+                    )?;
+                }
+                Ok(())
             })
             .await
     }
@@ -853,11 +877,23 @@ mod tests {
                 .is_empty()
         );
         records.sweep(now).unwrap();
-        let left: i64 = Connection::open(dir.path().join("files.sqlite3"))
-            .unwrap()
-            .query_row("SELECT COUNT(*) FROM outbox", [], |r| r.get(0))
-            .unwrap();
-        assert_eq!(left, 0, "a delivered event stays in the outbox");
+        let c = Connection::open(dir.path().join("files.sqlite3")).unwrap();
+        let count = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+        assert_eq!(
+            count("SELECT COUNT(*) FROM outbox"),
+            0,
+            "a delivered event stays in the outbox"
+        );
+        // An endpoint no longer configured is forgotten: it holds nothing back.
+        records.retain(&["all".to_owned()]).await.unwrap();
+        assert_eq!(
+            count("SELECT COUNT(*) FROM fanned_out WHERE endpoint <> 'all'"),
+            0
+        );
+        assert_eq!(
+            count("SELECT COUNT(*) FROM fanned_out WHERE endpoint = 'all'"),
+            1
+        );
     }
 
     /// Forty issues at once against a cap of five files: five recorded,

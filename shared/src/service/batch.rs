@@ -372,7 +372,7 @@ impl Sluice {
                 .swap_proof(&file.owner, &file.id, None, Some(&proof))
                 .await?;
         }
-        self.file_stored(file).await?;
+        self.file_stored(file, None).await?;
         tracing::info!(file_id = %file.id, from = %old.id, "stored copy made");
         Ok(true)
     }

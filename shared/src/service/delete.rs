@@ -41,7 +41,6 @@ impl Sluice {
             None => self.delete_handle(caller, file).await?,
         };
         self.purge(&gone.file).await?;
-        tracing::info!(file_id = %gone.file.id, "deleted");
         Ok(DeletedFile {
             file_id: gone.file.id.to_string(),
             filename: gone.file.filename,
@@ -53,6 +52,7 @@ impl Sluice {
     /// File `id` of `owner`'s, deleted now or before.
     async fn delete_id(&self, owner: &str, id: &FileId) -> Result<FileRecord, Error> {
         if let Some(record) = self.records().delete(owner, id).await? {
+            crate::telemetry::audit(crate::telemetry::Change::Deleted, &record.file, None);
             return Ok(record);
         }
         self.records()
@@ -80,6 +80,7 @@ impl Sluice {
                 return Err(Error::OtherUsersHandle);
             }
             if let Some(record) = self.records().delete(&record.file.owner, &id).await? {
+                crate::telemetry::audit(crate::telemetry::Change::Deleted, &record.file, None);
                 return Ok(record);
             }
         }

@@ -135,9 +135,11 @@ impl Sluice {
         Ok(record.file)
     }
 
-    /// Notes that a file's bytes have arrived (uploads through sluice).
-    pub async fn file_stored(&self, file: &FileMeta) -> Result<(), Error> {
+    /// Notes that a file's bytes have arrived, through the upload link
+    /// `jti` when one is known.
+    pub async fn file_stored(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
         self.records().mark_ready(&file.owner, &file.id).await?;
+        crate::telemetry::audit(crate::telemetry::Change::Ready, file, jti);
         Ok(())
     }
 
@@ -158,7 +160,7 @@ impl Sluice {
         }
         let state = match self.stored(&record.file).await? {
             Stored::Ready(_) => {
-                self.file_stored(&record.file).await?;
+                self.file_stored(&record.file, None).await?;
                 record.ready = true;
                 FileState::Ready
             }

@@ -175,6 +175,7 @@ impl Sluice {
             Counted::Yes => self.admit(&file, expires_at).await?,
             Counted::No => self.record_uncounted(&file, expires_at).await?,
         }
+        crate::telemetry::audit(crate::telemetry::Change::Issued, &file, None);
         let handle = self.handle_of(&file.id);
         Ok((file, handle, expires_at))
     }
@@ -290,7 +291,7 @@ impl Sluice {
         self.store()
             .put(&file.object_key(), file.size, file.sha256, body)
             .await?;
-        self.file_stored(&file).await?;
+        self.file_stored(&file, None).await?;
         tracing::info!(file_id = %file.id, size = file.size, "inline file stored");
         Ok((file, handle))
     }

@@ -272,6 +272,11 @@ impl Sluice {
         let spend = || async {
             match self.ledger().spend(&jti, expires_at).await? {
                 Spend::Fresh => {
+                    crate::telemetry::audit(
+                        crate::telemetry::Change::Downloaded,
+                        &downloaded,
+                        Some(&jti),
+                    );
                     self.report(EventType::Downloaded, &downloaded, Some(&jti))
                         .await;
                     Ok(())

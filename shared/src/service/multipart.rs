@@ -242,6 +242,11 @@ impl Sluice {
                 tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
                 // The link stays usable: a fresh upload in parts under it,
                 // so a part someone else sent costs a rerun, not the file.
+                crate::telemetry::audit(
+                    crate::telemetry::Change::Rejected,
+                    file,
+                    Some(&parted.jti),
+                );
                 self.report(crate::events::EventType::Rejected, file, Some(&parted.jti))
                     .await;
                 self.begin_parts(file).await?;
@@ -250,7 +255,7 @@ impl Sluice {
             Err(e) => return Err(e.into()),
         }
         tracing::info!(file_id = %file.id, jti = %parted.jti, size = file.size, "parts joined and proven");
-        if let Err(e) = self.file_stored(file).await {
+        if let Err(e) = self.file_stored(file, Some(&parted.jti)).await {
             tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
         }
         Ok(Completion::Ready(Uploaded {

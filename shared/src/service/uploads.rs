@@ -141,6 +141,7 @@ impl Sluice {
         if let Err(e) = stored {
             tracing::info!(file_id = %file.id, %jti, error = %e, "upload refused");
             if matches!(e, crate::store::StoreError::Mismatch(_)) {
+                crate::telemetry::audit(crate::telemetry::Change::Rejected, &file, Some(&jti));
                 self.report(crate::events::EventType::Rejected, &file, Some(&jti))
                     .await;
             }
@@ -149,7 +150,7 @@ impl Sluice {
         tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
         // The bytes are stored whatever happens here; a record left pending
         // is found ready by the next listing.
-        if let Err(e) = self.file_stored(&file).await {
+        if let Err(e) = self.file_stored(&file, Some(&jti)).await {
             tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
         }
         Ok(Uploaded {

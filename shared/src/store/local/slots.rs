@@ -16,6 +16,7 @@ use crate::store::StoreError;
 pub(super) struct Slot {
     _owner: OwnerCount,
     _global: OwnedSemaphorePermit,
+    _open: crate::telemetry::Open,
 }
 
 /// One transfer counted against its owner's share, until dropped.
@@ -88,6 +89,7 @@ impl LocalStore {
         Ok(Slot {
             _owner: counted,
             _global: global,
+            _open: crate::telemetry::Open::begin(),
         })
     }
 
