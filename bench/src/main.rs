@@ -9,6 +9,7 @@ mod browser;
 mod harness;
 mod lambda;
 mod load;
+mod ops;
 mod parts;
 mod peer;
 mod refs;
@@ -38,7 +39,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "peer", "batch"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "peer", "batch", "ops"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -116,6 +117,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("batch") {
         report.push_str(&batch::run()?);
+    }
+    if wants("ops") {
+        report.push_str(&ops::run(&args)?);
     }
     if wants("actions") {
         report.push_str(&actions::run(&args)?);

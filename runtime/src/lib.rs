@@ -321,7 +321,10 @@ fn emf_collector(
 async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), String> {
     use tower::ServiceExt as _;
     let backends = open_backends(&config).await.map_err(|e| e.to_string())?;
-    let emf = emf_collector(&config.metrics_namespace)?;
+    let emf = match config.metrics {
+        true => Some(emf_collector(&config.metrics_namespace)?),
+        false => None,
+    };
     let app: Arc<tokio::sync::OnceCell<Router>> = Arc::new(tokio::sync::OnceCell::new());
     let (config, backends) = (Arc::new(config), Arc::new(backends));
     let handler = lambda_http::service_fn(move |req: lambda_http::Request| {
@@ -344,7 +347,7 @@ async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), 
             // What this invocation counted, as CloudWatch Embedded Metric
             // Format lines on stdout: CloudWatch Logs makes them metrics,
             // with no agent and no call of ours.
-            if let Err(e) = emf.flush(std::io::stdout().lock()) {
+            if let Some(Err(e)) = emf.map(|emf| emf.flush(std::io::stdout().lock())) {
                 tracing::warn!(error = %e, "metrics not written");
             }
             response

@@ -37,7 +37,8 @@ pub const TIMEOUT: Duration = Duration::from_secs(15);
 /// 10 h, 10 h; a day and a few hours in all).
 pub const DEFAULT_SCHEDULE: [u64; 7] = [5, 300, 1_800, 7_200, 18_000, 36_000, 36_000];
 
-/// How often the worker looks for deliveries due.
+/// How often the worker looks for deliveries due while none are (a backlog
+/// is taken without waiting).
 const POLL: Duration = Duration::from_millis(250);
 
 /// Deliveries in flight at once.
@@ -238,14 +239,14 @@ impl Webhooks {
         subscribers: Arc<Vec<Subscriber>>,
     ) {
         let slots = Arc::new(tokio::sync::Semaphore::new(AT_ONCE));
-        let mut tick = tokio::time::interval(POLL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tick.tick().await;
-            let free = slots.available_permits();
-            if free == 0 {
-                continue;
-            }
+            // A slot first (waiting while every one is out), then as many
+            // due deliveries as there are slots free: a backlog drains at
+            // the receiver's pace; an empty outbox is looked at every POLL.
+            let Ok(first) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let free = slots.available_permits() + 1;
             let name = &self.endpoints[i].name;
             let now = now_millis();
             let lease = now + (TIMEOUT.as_millis() as i64) * 2;
@@ -253,12 +254,22 @@ impl Webhooks {
                 Ok(due) => due,
                 Err(e) => {
                     tracing::warn!(error = %e, "webhooks: the outbox could not be read");
-                    continue;
+                    Vec::new()
                 }
             };
+            if due.is_empty() {
+                drop(first);
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
+            let mut first = Some(first);
             for d in due {
-                let Ok(slot) = slots.clone().acquire_owned().await else {
-                    return;
+                let slot = match first.take() {
+                    Some(slot) => slot,
+                    None => match slots.clone().acquire_owned().await {
+                        Ok(slot) => slot,
+                        Err(_) => return,
+                    },
                 };
                 let (this, outbox) = (self.clone(), outbox.clone());
                 tokio::spawn(async move {

@@ -190,3 +190,10 @@ fn with_a_token_only_its_bearer_is_answered() {
     assert_eq!(right.status, 200, "{}", right.text());
     parsed(&right.text());
 }
+
+#[test]
+fn metrics_turned_off_are_not_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_METRICS", "false")]);
+    assert_eq!(scrape(&server, &[]).status, 404);
+}

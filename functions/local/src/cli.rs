@@ -137,11 +137,13 @@ fn serve(config: Config) -> Result<(), StartError> {
             ));
         }
         let mut app = crate::app(sluice);
-        match crate::metrics::install() {
-            Ok(handle) => {
-                app = app.merge(crate::metrics::router(handle, config.metrics_token.clone()));
+        if config.metrics {
+            match crate::metrics::install() {
+                Ok(handle) => {
+                    app = app.merge(crate::metrics::router(handle, config.metrics_token.clone()));
+                }
+                Err(e) => tracing::warn!(error = %e, "metrics are off"),
             }
-            Err(e) => tracing::warn!(error = %e, "metrics are off"),
         }
         if examples {
             app = app.merge(crate::example::router(example_key));

@@ -176,6 +176,9 @@ pub struct Config {
     /// Where events go (`SLUICE_WEBHOOK_URL` with `SLUICE_WEBHOOK_SECRET`,
     /// or `SLUICE_WEBHOOKS_FILE`); `None`: no webhooks.
     pub webhooks: Option<WebhookSource>,
+    /// Whether metrics are counted and served (`SLUICE_METRICS`, default
+    /// on).
+    pub metrics: bool,
     /// The bearer token `GET /metrics` asks for (`SLUICE_METRICS_TOKEN`);
     /// `None`: it answers loopback peers only.
     pub metrics_token: Option<MasterSecret>,
@@ -290,6 +293,7 @@ impl Config {
             actions: actions_source(&vars),
             webhooks: webhook_source(&vars)?,
             webhook_retry: webhook_retry(&vars)?,
+            metrics: vars.flag("SLUICE_METRICS")?.unwrap_or(true),
             metrics_token: vars.secret("SLUICE_METRICS_TOKEN")?,
             metrics_namespace: vars
                 .value("SLUICE_METRICS_NAMESPACE")

@@ -576,6 +576,13 @@ pub const SETTINGS: &[Setting] = &[
         "the waits before each retry of a delivery that failed (comma-separated seconds); past the last, the event is given up, logged",
     ),
     s(
+        "SLUICE_METRICS",
+        Operations,
+        Parse::Flag,
+        Value("true"),
+        "`true`/`false`: count metrics (locally `GET /metrics`; on Lambda EMF lines in the log)",
+    ),
+    s(
         "SLUICE_METRICS_TOKEN",
         Operations,
         Parse::Secret,
