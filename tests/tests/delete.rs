@@ -55,19 +55,10 @@ fn upload_one_part(ticket: &Value, data: &[u8], name: &str) {
 
 /// Every regular file under `dir` whose path contains `needle`.
 fn files_named(dir: &Path, needle: &str) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.to_string_lossy().contains(needle) {
-                out.push(path);
-            }
-        }
-    }
-    out
+    sluice_testkit::files_under(dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(needle))
+        .collect()
 }
 
 /// After a delete, on `server`: the handle answers expired (REST and the

@@ -62,14 +62,7 @@ fn each_counter_matches_what_was_done_and_each_change_has_its_audit_line() {
     let alice = server.token("alice", &[]);
     // Two files issued: one arrives, one gets other bytes (rejected).
     let a = server.upload(&alice, "a.txt", b"hello");
-    let ticket = server.request_upload(&alice, "b.bin", &bytes(1000, 1));
-    let refused = request(
-        "PUT",
-        ticket["upload"]["url"].as_str().unwrap(),
-        &[],
-        Some(&bytes(1000, 2)),
-    );
-    assert_eq!(refused.status, 400, "{}", refused.text());
+    server.refused_upload(&alice, "b.bin", &bytes(1000, 1));
     // One download, and its link presented again.
     let handle = a["handle"].as_str().unwrap();
     let link = server.download_ticket(&alice, handle)["download"]["url"]

@@ -111,6 +111,21 @@ impl Server {
         ticket
     }
 
+    /// Issues `filename` for `declared` bytes and sends other bytes of the
+    /// same size to its link, which refuses them (400); the ticket.
+    pub fn refused_upload(&self, token: &str, filename: &str, declared: &[u8]) -> Value {
+        let ticket = self.request_upload(token, filename, declared);
+        let other: Vec<u8> = declared.iter().map(|b| b ^ 1).collect();
+        let refused = request(
+            "PUT",
+            ticket["upload"]["url"].as_str().unwrap(),
+            &[],
+            Some(&other),
+        );
+        assert_eq!(refused.status, 400, "{}", refused.text());
+        ticket
+    }
+
     /// `POST /resolve` for a handle: the JSON reply with its status.
     pub fn resolve(&self, token: &str, handle: &str) -> Reply {
         post_json(
