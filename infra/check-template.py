@@ -12,7 +12,9 @@
   configuration: the API's own, PublicUrl, a custom domain;
 - operations: every function logs to a group with retention, the stage is
   throttled, alarms exist (with AlarmEmail) for API 5xx, each function's
-  errors and throttles and the table's throttles, and the bucket, table and
+  errors and throttles, the table's throttles, each function's internal
+  errors and the resolver's unreachable ledger (sluice's own EMF metric,
+  sluice_refusals_total), and the bucket, table and
   secret carry deletion and replacement policies.
 Exits non-zero naming what is wrong.
 """
@@ -174,7 +176,8 @@ def check_operations(resources):
         fail(f"the API stage is not throttled: {settings}")
     alarms = [n for n, r in resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"]
     metrics = sorted({resources[a]["Properties"]["MetricName"] for a in alarms})
-    if metrics != ["5xx", "Errors", "ReadThrottleEvents", "Throttles", "WriteThrottleEvents"] or len(alarms) != 9:
+    expected = ["5xx", "Errors", "ReadThrottleEvents", "Throttles", "WriteThrottleEvents", "sluice_refusals_total"]
+    if metrics != expected or len(alarms) != 13:
         fail(f"alarms: {alarms} on {metrics}")
     if any(resources[a].get("Condition") != "HasAlarms" for a in alarms + ["AlarmTopic"]):
         fail("alarms exist only with AlarmEmail")
