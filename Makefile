@@ -79,7 +79,7 @@ $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-l
 # alone, without the `local` feature the rest of the workspace turns on.
 test: clients
 	$(CARGO) test --workspace
-	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver
+	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events
 	$(CARGO) test -p sluice-runtime --no-default-features --features local
 
 # The second clippy checks the functions as `sam build` builds them: alone,
@@ -93,7 +93,7 @@ lint: /usr/bin/shellcheck
 	shellcheck $(SHELL_SCRIPTS)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver --all-targets -- -D warnings
+	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events --all-targets -- -D warnings
 	$(CARGO) clippy -p sluice-local -p sluice-runtime --no-default-features --features sluice-runtime/local --all-targets -- -D warnings
 
 # The SAM template, checked offline by cfn-lint, `sam validate --lint`, and

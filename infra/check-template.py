@@ -53,7 +53,10 @@ class Policies:
     """The managed policies the template names, without asking IAM."""
 
     def load(self):
-        return {"AWSLambdaBasicExecutionRole": "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"}
+        return {
+            "AWSLambdaBasicExecutionRole": "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+            "AWSLambdaDynamoDBExecutionRole": "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole",
+        }
 
 
 def fail(message):
@@ -163,13 +166,25 @@ def check_outputs():
 
 
 def check_operations(resources):
-    for fn in ("McpFunction", "IssuerFunction", "ResolverFunction"):
+    for fn in ("McpFunction", "IssuerFunction", "ResolverFunction", "EventsFunction"):
         props = resources[fn]["Properties"]
         group = props.get("LoggingConfig", {}).get("LogGroup", {}).get("Ref")
         if not group or "RetentionInDays" not in resources[group]["Properties"]:
             fail(f"{fn} logs to no group with retention: {props.get('LoggingConfig')}")
-        if "ReservedConcurrentExecutions" not in props:
+        if fn != "EventsFunction" and "ReservedConcurrentExecutions" not in props:
             fail(f"{fn} has no (optional) reserved concurrency")
+    # The events function: the table's stream, file items only, a failed
+    # delivery retried from its own record, what is given up kept.
+    mapping = resources["EventsFunctionChanges"]["Properties"]
+    if mapping["EventSourceArn"] != {"Fn::GetAtt": ["SpentTokens", "StreamArn"]}:
+        fail(f"the events function does not read the table's stream: {mapping}")
+    if mapping.get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
+        fail("the events function's failures are not reported per record")
+    if "file#" not in json.dumps(mapping.get("FilterCriteria")) or "OnFailure" not in mapping.get("DestinationConfig", {}):
+        fail(f"the events function takes more than file items, or drops what it gives up: {mapping}")
+    for name in ("EventsFunction", "EventsGivenUp", "EventsLogs", "EventsFunctionChanges"):
+        if resources[name].get("Condition") != "HasWebhooks":
+            fail(f"{name} exists only with WebhookUrl")
     stages = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
     settings = [s["Properties"].get("DefaultRouteSettings", {}) for s in stages]
     if not any("ThrottlingRateLimit" in s and "ThrottlingBurstLimit" in s for s in settings):
@@ -201,5 +216,6 @@ if "SLUICE_AUTH_CLIENT_IDS" not in json.dumps(env):
     fail("the functions are not given the Cognito app client id")
 print(
     "template check: POST /mcp routed once with the WWW-Authenticate mapping; Cognito resources wired; "
-    "outputs right with the API URL, PublicUrl and a custom domain; logs, throttling, alarms and policies in place"
+    "outputs right with the API URL, PublicUrl and a custom domain; logs, throttling, alarms and policies in place; "
+    "the events function on the table's stream"
 )

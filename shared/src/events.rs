@@ -122,12 +122,19 @@ impl Event {
 
 /// Now, RFC 3339 with milliseconds.
 fn timestamp_now() -> String {
-    use time::format_description::well_known::Rfc3339;
-    let now = time::OffsetDateTime::now_utc();
-    let now = now
-        .replace_nanosecond(now.millisecond() as u32 * 1_000_000)
-        .unwrap_or(now);
-    now.format(&Rfc3339).unwrap_or_default()
+    rfc3339_millis(crate::time::now_millis())
+}
+
+/// `ms` since the epoch as an event's `timestamp`: RFC 3339, UTC, always
+/// with three digits of milliseconds (`2026-12-03T06:11:41.000Z`).
+pub fn rfc3339_millis(ms: i64) -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
+    );
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_default()
 }
 
 /// An event waiting to be delivered to one endpoint.

@@ -26,7 +26,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use url::Url;
 
-use crate::events::{Delivery, EventType, Outbox, Subscriber};
+use crate::events::{Delivery, Event, EventType, Outbox, Subscriber};
 use crate::time::now_millis;
 
 /// How long a receiver has to answer one delivery.
@@ -230,6 +230,42 @@ impl Webhooks {
             each.spawn(async move { this.run_endpoint(i, outbox, subscribers).await });
         }
         while each.join_next().await.is_some() {}
+    }
+
+    /// Sends `event` once to every endpoint that takes its type, now: what
+    /// the events function does with each change the table's stream
+    /// carries (the stream is the outbox there, and Lambda retries it).
+    /// An endpoint that refuses it for good (a 4xx other than 408 and 429)
+    /// is logged and counted, as the worker does; any other failure is
+    /// the error, so the caller has the change tried again (each endpoint
+    /// then dedupes by `webhook-id`).
+    pub async fn deliver_now(&self, event: &Event) -> Result<(), String> {
+        let body = event.body();
+        for endpoint in self
+            .endpoints
+            .iter()
+            .filter(|e| e.subscriber().takes(event.kind))
+        {
+            let d = Delivery {
+                seq: 0,
+                endpoint: endpoint.name.clone(),
+                attempts: 0,
+                event_id: event.id.clone(),
+                body: body.clone(),
+            };
+            match self.send(endpoint, &d).await {
+                Outcome::Sent => crate::telemetry::delivery(&endpoint.name, "delivered"),
+                Outcome::Refused(status) => {
+                    tracing::warn!(endpoint = %endpoint.name, event_id = %event.id, status, "webhook refused by its receiver; not retried");
+                    crate::telemetry::delivery(&endpoint.name, "dropped");
+                }
+                Outcome::Failed(why) => {
+                    crate::telemetry::delivery(&endpoint.name, "retried");
+                    return Err(format!("{}: {why}", endpoint.name));
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn run_endpoint(

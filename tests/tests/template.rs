@@ -50,25 +50,33 @@ fn the_template_sets_only_variables_the_config_reads() {
         );
     }
     assert_eq!(vars["SLUICE_BACKEND"].as_str(), Some("aws"));
-    // Only the mcp function sets anything of its own (the actions catalog,
-    // which the other functions never read), and that is checked too.
+    // Only the mcp function (the actions catalog, which the other
+    // functions never read) and the events function (its endpoint) set
+    // anything of their own, and that is checked too: each a setting the
+    // config reads.
     for (name, resource) in t["Resources"].as_hash().unwrap() {
         let own = &resource["Properties"]["Environment"]["Variables"];
         if own.is_badvalue() {
             continue;
         }
-        assert_eq!(
-            name.as_str(),
-            Some("McpFunction"),
-            "per-function environment"
-        );
         let own: Vec<&str> = own
             .as_hash()
             .unwrap()
             .keys()
             .map(|k| k.as_str().unwrap())
             .collect();
-        assert_eq!(own, ["SLUICE_ACTIONS_S3_KEY"]);
+        let expected: &[&str] = match name.as_str() {
+            Some("McpFunction") => &["SLUICE_ACTIONS_S3_KEY"],
+            Some("EventsFunction") => &["SLUICE_WEBHOOK_URL", "SLUICE_WEBHOOK_SECRET"],
+            other => panic!("per-function environment: {other:?}"),
+        };
+        assert_eq!(own, expected);
+        for var in own {
+            assert!(
+                sluice::config::settings::setting(var).is_some(),
+                "{var} is no setting"
+            );
+        }
     }
 }
 
@@ -132,6 +140,11 @@ pub fn api_routes() -> Vec<ApiRoute> {
             continue;
         };
         for (_, event) in events {
+            if function == "EventsFunction" {
+                // The events function is invoked by the table's stream only.
+                assert_eq!(event["Type"].as_str(), Some("DynamoDB"));
+                continue;
+            }
             assert_eq!(event["Type"].as_str(), Some("HttpApi"));
             let p = &event["Properties"];
             routes.push(ApiRoute {
@@ -298,6 +311,7 @@ fn each_function_is_built_from_its_own_crate_for_arm64() {
         ("McpFunction", "functions/mcp", "sluice-mcp"),
         ("IssuerFunction", "functions/issuer", "sluice-issuer"),
         ("ResolverFunction", "functions/resolver", "sluice-resolver"),
+        ("EventsFunction", "functions/events", "sluice-events"),
     ] {
         let f = &t["Resources"][name];
         assert_eq!(

@@ -337,3 +337,174 @@ fn the_documented_lines_verify(raw: &Path, secret: &str) {
         }
     }
 }
+
+/// On AWS the records table is the outbox and its stream the delivery
+/// queue: each change DynamoRecords really makes on dynalite (a record
+/// written, marked ready, replaced by its tombstone; another removed by
+/// the TTL; a ledger item) is given to the events function's handler as
+/// the stream record Lambda would pass, built from the item before and
+/// after; the receiver verifies each event with the reference library.
+/// dynalite has no streams, so the stream records are made here from the
+/// items as read back: what DynamoDB would put in NEW_AND_OLD_IMAGES.
+mod on_aws {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use sluice::ledger::Ledger as _;
+    use sluice::records::RecordStore as _;
+    use sluice_aws::{DynamoRecords, Item};
+    use sluice_testkit::emulators::Emulators;
+
+    use super::*;
+
+    /// A stream record of the change from `old` to `new` (`by_ttl`: the
+    /// DynamoDB service removed it), as Lambda passes it.
+    fn change(seq: u64, old: Option<&Item>, new: Option<&Item>, by_ttl: bool) -> Value {
+        let image = |i: Option<&Item>| {
+            i.map(|i| serde_json::to_value(serde_dynamo::Item::from(i.clone())).unwrap())
+                .unwrap_or(json!({}))
+        };
+        let key = new.or(old).unwrap()["pk"].clone();
+        let name = match (old, new) {
+            (None, _) => "INSERT",
+            (_, None) => "REMOVE",
+            _ => "MODIFY",
+        };
+        let mut record = json!({
+            "eventID": format!("e{seq:08}"),
+            "eventName": name,
+            "eventSource": "aws:dynamodb",
+            "eventVersion": "1.1",
+            "awsRegion": "us-east-1",
+            "dynamodb": {
+                "ApproximateCreationDateTime": sluice::time::now_unix() as f64,
+                "Keys": {"pk": serde_json::to_value(serde_dynamo::AttributeValue::from(key)).unwrap()},
+                "NewImage": image(new),
+                "OldImage": image(old),
+                "SequenceNumber": format!("{seq:021}"),
+                "SizeBytes": 100,
+                "StreamViewType": "NEW_AND_OLD_IMAGES",
+            },
+            "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/2026-12-03T00:00:00.000",
+        });
+        if by_ttl {
+            record["userIdentity"] =
+                json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"});
+        }
+        record
+    }
+
+    fn file_record(name: &str, seed: u64) -> sluice::records::FileRecord {
+        let data = bytes(100, seed);
+        let now = sluice::time::now_unix();
+        sluice::records::FileRecord {
+            file: sluice::file::FileMeta {
+                id: sluice::FileId::random(),
+                owner: "alice".into(),
+                filename: name.into(),
+                content_type: "application/octet-stream".into(),
+                size: data.len() as u64,
+                sha256: sluice::Sha256::of(&data),
+            },
+            created_ms: now * 1000,
+            expires_at: now + 600,
+            ready: false,
+            proof: None,
+        }
+    }
+
+    #[test]
+    fn each_change_the_table_stream_carries_reaches_the_receiver_signed() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("received.jsonl");
+        let secret = secret(3);
+        let receiver = Receiver::start(&secret, &log, 0, &[]);
+        let port = receiver.port;
+        let webhooks = sluice::webhooks::Webhooks::new(
+            vec![
+                sluice::webhooks::Endpoint::new(
+                    "receiver",
+                    url::Url::parse(&receiver.url()).unwrap(),
+                    std::slice::from_ref(&secret),
+                    None,
+                )
+                .unwrap(),
+            ],
+            vec![Duration::from_secs(1)],
+        );
+        let emulators = Emulators::start();
+        let rt = crate::contract::runtime();
+        let (batch, ids) = rt.block_on(async {
+            let (_, ledger) = emulators.provision("events").await;
+            let records = DynamoRecords::beside(&ledger);
+            let item = |id: &sluice::FileId| records.item(format!("file#{id}"));
+            let (a, c) = (file_record("a.bin", 1), file_record("c.bin", 2));
+            let (a_id, c_id) = (a.file.id.clone(), c.file.id.clone());
+            records.put(&a).await.unwrap();
+            let a0 = item(&a_id).await.unwrap().unwrap();
+            records.mark_ready("alice", &a_id).await.unwrap();
+            let a1 = item(&a_id).await.unwrap().unwrap();
+            records.delete("alice", &a_id).await.unwrap().unwrap();
+            let a2 = item(&a_id).await.unwrap().unwrap();
+            records.put(&c).await.unwrap();
+            let c0 = item(&c_id).await.unwrap().unwrap();
+            // A ledger item: no event.
+            ledger
+                .spend("some-jti", sluice::time::now_unix() + 60)
+                .await
+                .unwrap();
+            let spent = records
+                .item(sluice_aws::DynamoLedger::key_of("some-jti"))
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(matches!(a2.get("gone"), Some(AttributeValue::S(_))));
+            let batch = json!({"Records": [
+                change(1, None, Some(&a0), false),
+                change(2, Some(&a0), Some(&a1), false),
+                change(3, Some(&a1), Some(&a2), false),
+                change(4, None, Some(&c0), false),
+                change(5, None, Some(&spent), false),
+                change(6, Some(&c0), None, true),
+            ]});
+            (batch, (a_id.to_string(), c_id.to_string()))
+        });
+        let batch: aws_lambda_events::event::dynamodb::Event =
+            serde_json::from_value(batch).unwrap();
+
+        // The receiver down: the first record with an event is the batch's
+        // failure, so Lambda retries from it; nothing is lost.
+        drop(receiver);
+        let failed = rt.block_on(sluice_events::handle(&webhooks, batch.clone()));
+        let failures: Vec<_> = failed
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.clone().unwrap())
+            .collect();
+        assert_eq!(failures, [format!("{:021}", 2)]);
+
+        let _back = Receiver::start(&secret, &log, port, &[]);
+        for _ in 0..2 {
+            // Delivered; and a retried batch repeats the same ids.
+            let done = rt.block_on(sluice_events::handle(&webhooks, batch.clone()));
+            assert!(done.batch_item_failures.is_empty());
+        }
+        let ended = received(&log, 6, Duration::from_secs(20));
+        let by_file = kinds(&ended);
+        assert_eq!(
+            by_file[&ids.0],
+            ["file.deleted", "file.deleted", "file.ready", "file.ready"]
+        );
+        assert_eq!(by_file[&ids.1], ["file.expired", "file.expired"]);
+        assert_eq!(ended.len(), 6, "{ended:?}");
+        let distinct: BTreeSet<&str> = ended.iter().map(|e| e["id"].as_str().unwrap()).collect();
+        assert_eq!(
+            distinct.len(),
+            3,
+            "each change one id, the same when retried: {ended:?}"
+        );
+        let ready = ended.iter().find(|e| e["type"] == "file.ready").unwrap();
+        assert_eq!(
+            (ready["owner"].as_str(), ready["size"].as_u64()),
+            (Some("alice"), Some(100))
+        );
+    }
+}

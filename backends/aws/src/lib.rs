@@ -7,7 +7,7 @@ mod records;
 mod s3;
 
 pub use dynamo::DynamoLedger;
-pub use records::{BY_DIGEST, BY_OWNER, DynamoRecords, PENDING};
+pub use records::{BY_DIGEST, BY_OWNER, DynamoRecords, Item, PENDING, change_event};
 pub use s3::S3Store;
 
 use std::time::Duration;

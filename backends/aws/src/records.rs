@@ -107,9 +107,59 @@ fn record_of(item: &HashMap<String, AttributeValue>) -> Option<FileRecord> {
     FileRecord::from_json(json, ready, proof)
 }
 
+/// An item of the table, as DynamoDB gives it (a read, or a stream
+/// record's image).
+pub type Item = HashMap<String, AttributeValue>;
+
+/// The event a change of one of the table's items reports, from its image
+/// before (`old`) and after (`new`), as a DynamoDB stream record carries
+/// them; `by_ttl` when DynamoDB's TTL removed it. The table is the outbox:
+/// each change below is one conditional write of one item, so its event is
+/// recorded with it, atomically, and the stream delivers it.
+///
+/// - a record that becomes ready (or is written ready): `file.ready`;
+/// - a record replaced by its tombstone ([`RecordStore::delete`]):
+///   `file.deleted`;
+/// - a record TTL removed: `file.expired` (a tombstone's removal is not
+///   an event: its file's was `file.deleted`).
+///
+/// Every other change (a proof swapped, a ledger item, a batch) is none.
+pub fn change_event(
+    old: Option<&Item>,
+    new: Option<&Item>,
+    by_ttl: bool,
+) -> Option<(sluice::events::EventType, FileRecord)> {
+    use sluice::events::EventType;
+    let is_file = |i: &Item| {
+        i.get(KEY)
+            .and_then(|k| k.as_s().ok())
+            .is_some_and(|k| k.starts_with("file#"))
+    };
+    let ready = |i: Option<&Item>| i.and_then(record_of).is_some_and(|r| r.ready);
+    match new {
+        Some(new) if !is_file(new) => None,
+        Some(new) => {
+            if let Some(json) = new.get(GONE).and_then(|g| g.as_s().ok()) {
+                let was_record = old.is_some_and(|o| o.contains_key(RECORD));
+                let record = old
+                    .and_then(record_of)
+                    .or_else(|| FileRecord::from_json(json, false, None))?;
+                return was_record.then_some((EventType::Deleted, record));
+            }
+            let record = record_of(new)?;
+            (record.ready && !ready(old)).then_some((EventType::Ready, record))
+        }
+        None => {
+            let old = old.filter(|o| is_file(o))?;
+            let record = record_of(old)?;
+            by_ttl.then_some((EventType::Expired, record))
+        }
+    }
+}
+
 impl DynamoRecords {
     /// The item under `pk`, read strongly consistent.
-    async fn item(
+    pub async fn item(
         &self,
         pk: String,
     ) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {

@@ -126,8 +126,14 @@ fn serve(config: Config) -> Result<(), StartError> {
         let sluice = backends.sluice(&config, url);
         announce(&config, &sluice, addr);
         // Checked before anything is served: a bad secret stops the start.
-        if let (Some(webhooks), Some(local)) = (runtime::webhooks(&config)?, local.as_ref()) {
-            tokio::spawn(webhooks.run(std::sync::Arc::new(local.records.clone())));
+        match (runtime::webhooks(&config)?, local.as_ref()) {
+            (Some(webhooks), Some(local)) => {
+                tokio::spawn(webhooks.run(std::sync::Arc::new(local.records.clone())));
+            }
+            (Some(_), None) => tracing::warn!(
+                "webhooks: with the aws backend the events function delivers them, from the table's stream; this server does not"
+            ),
+            (None, _) => {}
         }
         if let Some(local) = local {
             tokio::spawn(crate::sweep_forever(

@@ -507,7 +507,7 @@ fn rules(vars: &Vars) -> Result<(), ConfigError> {
     let aws = vars.value("SLUICE_BACKEND") == Some("aws");
     key_rules(vars, aws)?;
     actions_rules(vars, aws)?;
-    webhook_rules(vars, aws)?;
+    webhook_rules(vars)?;
     auth_rules(vars, aws)?;
     public_url_rules(vars)?;
     lifetime_rules(vars)
@@ -554,21 +554,10 @@ fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
 }
 
 /// Where webhooks go: one endpoint (a URL and its secret together) or a
-/// file, not both; for now in local mode only (on AWS the outbox and its
-/// delivery function are still to come).
-fn webhook_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
+/// file, not both. Locally the server's worker delivers them; on AWS the
+/// events function, from the records table's stream.
+fn webhook_rules(vars: &Vars) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
-    let any = ["SLUICE_WEBHOOK_URL", "SLUICE_WEBHOOKS_FILE"]
-        .into_iter()
-        .find(|v| set(v));
-    if let Some(var) = any
-        && aws
-    {
-        return refuse(
-            var,
-            "webhooks run in local mode only for now (SLUICE_BACKEND=local)",
-        );
-    }
     match (
         set("SLUICE_WEBHOOK_URL"),
         set("SLUICE_WEBHOOK_SECRET"),

@@ -552,7 +552,7 @@ pub const SETTINGS: &[Setting] = &[
         Operations,
         Parse::Url,
         Unset("—"),
-        "local: where every event (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`, `file.rejected`) is POSTed, signed as Standard Webhooks says ([operations](operations.md)); needs `SLUICE_WEBHOOK_SECRET`",
+        "where every event (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`, `file.rejected`) is POSTed, signed as Standard Webhooks says ([operations](operations.md)); needs `SLUICE_WEBHOOK_SECRET`. Locally the server delivers them; on AWS the events function, from the table's stream (the template's `WebhookUrl`)",
     ),
     s(
         "SLUICE_WEBHOOK_SECRET",
@@ -566,7 +566,7 @@ pub const SETTINGS: &[Setting] = &[
         Operations,
         Parse::Text,
         Unset("—"),
-        "local: several endpoints, each with its own secret and events (TOML `[[endpoint]]`: `url`, `secret` or `secrets`, `name`, `events`), read at start; instead of `SLUICE_WEBHOOK_URL`",
+        "several endpoints, each with its own secret and events (TOML `[[endpoint]]`: `url`, `secret` or `secrets`, `name`, `events`), read at start; instead of `SLUICE_WEBHOOK_URL`",
     ),
     s(
         "SLUICE_WEBHOOK_RETRY_SECS",

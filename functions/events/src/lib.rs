@@ -1,0 +1,209 @@
+//! The `events` function: on AWS the records table is the outbox. Each
+//! change of a file is one conditional write of one item (marked ready,
+//! replaced by its tombstone, removed by DynamoDB's TTL), so the table's
+//! stream carries every change exactly as it was stored, and this function,
+//! which Lambda invokes with the stream's records in order, turns each into
+//! its event ([`sluice_aws::change_event`]) and delivers it, signed, to the
+//! configured endpoints ([`Webhooks::deliver_now`]). No request pays for a
+//! delivery. A delivery that fails reports its record as the batch's first
+//! failure: Lambda retries from there (the template bounds how long, and
+//! keeps what it gives up on in a queue), and receivers dedupe by
+//! `webhook-id`, which is derived from the stream record's id and so the
+//! same on every retry.
+
+use std::process::ExitCode;
+
+use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use sluice::events::Event;
+use sluice::webhooks::Webhooks;
+use sluice::{Config, Sha256};
+
+/// The event a stream record reports, if any, under an id of its own that
+/// every retry of the record repeats.
+pub fn event_of(record: &EventRecord) -> Option<Event> {
+    let image = |item: &serde_dynamo::Item| -> Option<sluice_aws::Item> {
+        let item: std::collections::HashMap<String, serde_dynamo::AttributeValue> =
+            item.clone().into();
+        (!item.is_empty()).then(|| item.into_iter().map(|(k, v)| (k, v.into())).collect())
+    };
+    let (old, new) = (
+        image(&record.change.old_image),
+        image(&record.change.new_image),
+    );
+    // A TTL deletion is the DynamoDB service's, as the stream says.
+    let by_ttl = record
+        .user_identity
+        .as_ref()
+        .is_some_and(|u| u.type_ == "Service" && u.principal_id == "dynamodb.amazonaws.com");
+    let (kind, changed) = sluice_aws::change_event(old.as_ref(), new.as_ref(), by_ttl)?;
+    let mut event = Event::about(kind, &changed.file, None);
+    event.id = format!(
+        "evt_{}",
+        &Sha256::of(record.event_id.as_bytes()).to_hex()[..32]
+    );
+    // When the change was made, as the stream records it.
+    let at = record
+        .change
+        .approximate_creation_date_time
+        .timestamp_millis();
+    event.timestamp = sluice::events::rfc3339_millis(at);
+    Some(event)
+}
+
+/// Delivers the events of `batch`'s records in order; the first record
+/// whose event could not be delivered is the batch's failure (Lambda
+/// retries it and every record after it).
+pub async fn handle(webhooks: &Webhooks, batch: StreamEvent) -> DynamoDbEventResponse {
+    let mut response = DynamoDbEventResponse::default();
+    for record in &batch.records {
+        let Some(event) = event_of(record) else {
+            continue;
+        };
+        if event.kind == sluice::events::EventType::Expired {
+            // The one change no function of ours makes, so its audit line
+            // is written here.
+            let file = sluice::file::FileMeta {
+                id: match sluice::FileId::parse(&event.data.file_id) {
+                    Some(id) => id,
+                    None => continue,
+                },
+                owner: event.data.owner.clone(),
+                filename: event.data.filename.clone(),
+                content_type: event.data.content_type.clone(),
+                size: event.data.size,
+                sha256: event.data.sha256,
+            };
+            sluice::telemetry::audit(sluice::telemetry::Change::Expired, &file, None);
+        }
+        if let Err(why) = webhooks.deliver_now(&event).await {
+            tracing::warn!(event_id = %event.id, error = %why, "event not delivered; the stream retries it");
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = record.change.sequence_number.clone();
+            response.batch_item_failures.push(failure);
+            break;
+        }
+    }
+    response
+}
+
+/// `main` for the function: the webhooks from the configuration, then
+/// the Lambda runtime.
+pub fn main() -> ExitCode {
+    let config = match Config::from_env() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sluice-events: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    sluice_runtime::init_tracing(&config);
+    let webhooks = match sluice_runtime::webhooks(&config) {
+        Ok(Some(w)) => w,
+        Ok(None) => {
+            eprintln!(
+                "sluice-events: no endpoint: set SLUICE_WEBHOOK_URL and SLUICE_WEBHOOK_SECRET, or SLUICE_WEBHOOKS_FILE"
+            );
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("sluice-events: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sluice-events: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let webhooks = &webhooks;
+    let run = rt.block_on(lambda_runtime::run(lambda_runtime::service_fn(
+        move |event: lambda_runtime::LambdaEvent<StreamEvent>| async move {
+            Ok::<_, lambda_runtime::Error>(handle(webhooks, event.payload).await)
+        },
+    )));
+    match run {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sluice-events: lambda runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream record as Lambda passes it (the shape of AWS's own example),
+    /// of the item `key` removed, by DynamoDB's TTL when `by_ttl`.
+    fn removed(key: &str, record: &str, by_ttl: bool) -> EventRecord {
+        let mut r = serde_json::json!({
+            "eventID": "c4ca4238a0b923820dcc509a6f75849b",
+            "eventName": "REMOVE",
+            "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb",
+            "awsRegion": "us-east-1",
+            "dynamodb": {
+                "ApproximateCreationDateTime": 1796270000.0,
+                "Keys": {"pk": {"S": key}},
+                "OldImage": {"pk": {"S": key}, "rec": {"S": record}, "ready": {"BOOL": true}},
+                "SequenceNumber": "111",
+                "SizeBytes": 26,
+                "StreamViewType": "NEW_AND_OLD_IMAGES"
+            },
+            "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/t/stream/2026-12-03T00:00:00.000"
+        });
+        if by_ttl {
+            r["userIdentity"] =
+                serde_json::json!({"type": "Service", "principalId": "dynamodb.amazonaws.com"});
+        }
+        serde_json::from_value(r).unwrap()
+    }
+
+    fn a_record() -> (sluice::FileId, String) {
+        let record = sluice::records::FileRecord {
+            file: sluice::file::FileMeta {
+                id: sluice::FileId::random(),
+                owner: "alice".into(),
+                filename: "a.txt".into(),
+                content_type: "text/plain".into(),
+                size: 5,
+                sha256: Sha256::of(b"hello"),
+            },
+            created_ms: 0,
+            expires_at: 1,
+            ready: true,
+            proof: None,
+        };
+        (record.file.id.clone(), record.to_json())
+    }
+
+    #[test]
+    fn a_ttl_removal_of_a_file_is_its_expiry_under_the_stream_records_id() {
+        let (id, json) = a_record();
+        let key = format!("file#{id}");
+        let event = event_of(&removed(&key, &json, true)).unwrap();
+        assert_eq!(event.kind, sluice::events::EventType::Expired);
+        assert_eq!(event.data.file_id, id.to_string());
+        assert_eq!(event.timestamp, "2026-12-03T03:53:20.000Z");
+        // A retry of the same record: the same id, for the receiver's dedupe.
+        assert_eq!(event_of(&removed(&key, &json, true)).unwrap().id, event.id);
+        assert!(
+            event.id.starts_with("evt_") && event.id.len() == 36,
+            "{}",
+            event.id
+        );
+    }
+
+    #[test]
+    fn other_removals_and_other_items_are_no_event() {
+        let (id, json) = a_record();
+        // Removed by someone else (not the TTL): not an expiry.
+        assert!(event_of(&removed(&format!("file#{id}"), &json, false)).is_none());
+        // Not a file's item.
+        assert!(event_of(&removed("jti#x", &json, true)).is_none());
+    }
+}
