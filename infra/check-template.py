@@ -180,7 +180,8 @@ def check_operations(resources):
         fail(f"the events function does not read the table's stream: {mapping}")
     if mapping.get("FunctionResponseTypes") != ["ReportBatchItemFailures"]:
         fail("the events function's failures are not reported per record")
-    if "file#" not in json.dumps(mapping.get("FilterCriteria")) or "OnFailure" not in mapping.get("DestinationConfig", {}):
+    filters = json.dumps(mapping.get("FilterCriteria"))
+    if "file#" not in filters or '\\"ev\\"' not in filters or "OnFailure" not in mapping.get("DestinationConfig", {}):
         fail(f"the events function takes more than file items, or drops what it gives up: {mapping}")
     for name in ("EventsFunction", "EventsGivenUp", "EventsLogs", "EventsFunctionChanges"):
         if resources[name].get("Condition") != "HasWebhooks":

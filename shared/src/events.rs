@@ -118,6 +118,12 @@ impl Event {
     pub fn body(&self) -> String {
         serde_json::to_string(self).expect("an event serializes")
     }
+
+    /// The event whose body is `body` (an id is not in a body: the
+    /// caller gives it one).
+    pub fn from_body(body: &str) -> Option<Self> {
+        serde_json::from_str(body).ok()
+    }
 }
 
 /// Now, RFC 3339 with milliseconds.

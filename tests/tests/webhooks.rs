@@ -339,9 +339,9 @@ fn the_documented_lines_verify(raw: &Path, secret: &str) {
 }
 
 /// On AWS the records table is the outbox and its stream the delivery
-/// queue: each change DynamoRecords really makes on dynalite (a record
-/// written, marked ready, replaced by its tombstone; another removed by
-/// the TTL; a ledger item) is given to the events function's handler as
+/// queue: each change DynamoRecords and DynamoLedger really make on
+/// dynalite (a record written, marked ready, replaced by its tombstone;
+/// another downloaded, then removed by the TTL; a ledger item) is given to the events function's handler as
 /// the stream record Lambda would pass, built from the item before and
 /// after; the receiver verifies each event with the reference library.
 /// dynalite has no streams, so the stream records are made here from the
@@ -456,6 +456,25 @@ mod on_aws {
                 .await
                 .unwrap()
                 .unwrap();
+            // A download of c: the spent link's item carries its event.
+            let downloaded = sluice::events::Event::about(
+                sluice::events::EventType::Downloaded,
+                &c.file,
+                Some("link-of-c"),
+            );
+            ledger
+                .spend_reporting(
+                    "link-of-c",
+                    sluice::time::now_unix() + 60,
+                    &downloaded.body(),
+                )
+                .await
+                .unwrap();
+            let spent_c = records
+                .item(sluice_aws::DynamoLedger::key_of("link-of-c"))
+                .await
+                .unwrap()
+                .unwrap();
             assert!(matches!(a2.get("gone"), Some(AttributeValue::S(_))));
             let batch = json!({"Records": [
                 change(1, None, Some(&a0), false),
@@ -463,7 +482,8 @@ mod on_aws {
                 change(3, Some(&a1), Some(&a2), false),
                 change(4, None, Some(&c0), false),
                 change(5, None, Some(&spent), false),
-                change(6, Some(&c0), None, true),
+                change(6, None, Some(&spent_c), false),
+                change(7, Some(&c0), None, true),
             ]});
             (batch, (a_id.to_string(), c_id.to_string()))
         });
@@ -487,18 +507,26 @@ mod on_aws {
             let done = rt.block_on(sluice_events::handle(&webhooks, batch.clone()));
             assert!(done.batch_item_failures.is_empty());
         }
-        let ended = received(&log, 6, Duration::from_secs(20));
+        let ended = received(&log, 8, Duration::from_secs(20));
         let by_file = kinds(&ended);
         assert_eq!(
             by_file[&ids.0],
             ["file.deleted", "file.deleted", "file.ready", "file.ready"]
         );
-        assert_eq!(by_file[&ids.1], ["file.expired", "file.expired"]);
-        assert_eq!(ended.len(), 6, "{ended:?}");
+        assert_eq!(
+            by_file[&ids.1],
+            [
+                "file.downloaded",
+                "file.downloaded",
+                "file.expired",
+                "file.expired"
+            ]
+        );
+        assert_eq!(ended.len(), 8, "{ended:?}");
         let distinct: BTreeSet<&str> = ended.iter().map(|e| e["id"].as_str().unwrap()).collect();
         assert_eq!(
             distinct.len(),
-            3,
+            4,
             "each change one id, the same when retried: {ended:?}"
         );
         let ready = ended.iter().find(|e| e["type"] == "file.ready").unwrap();

@@ -109,15 +109,25 @@ impl DynamoLedger {
     }
 }
 
-#[async_trait::async_trait]
-impl Ledger for DynamoLedger {
-    async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError> {
-        let result = self
+impl DynamoLedger {
+    /// Spends `jti` in one conditional put, the item carrying `event` (see
+    /// [`Ledger::spend_reporting`]) when there is one.
+    async fn put_spent(
+        &self,
+        jti: &str,
+        expires_at: i64,
+        event: Option<&str>,
+    ) -> Result<Spend, LedgerError> {
+        let mut put = self
             .client
             .put_item()
             .table_name(&self.table)
             .item(KEY, AttributeValue::S(Self::key_of(jti)))
-            .item(TTL, AttributeValue::N(expires_at.to_string()))
+            .item(TTL, AttributeValue::N(expires_at.to_string()));
+        if let Some(event) = event {
+            put = put.item(EVENT, AttributeValue::S(event.to_owned()));
+        }
+        let result = put
             .condition_expression("attribute_not_exists(#pk)")
             .expression_attribute_names("#pk", KEY)
             .send()
@@ -127,6 +137,26 @@ impl Ledger for DynamoLedger {
         } else {
             Spend::AlreadySpent
         })
+    }
+}
+
+/// The attribute of a spent token's item that holds the event its spend
+/// reports (`file.downloaded`), for the table's stream.
+pub const EVENT: &str = "ev";
+
+#[async_trait::async_trait]
+impl Ledger for DynamoLedger {
+    async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError> {
+        self.put_spent(jti, expires_at, None).await
+    }
+
+    async fn spend_reporting(
+        &self,
+        jti: &str,
+        expires_at: i64,
+        event: &str,
+    ) -> Result<Spend, LedgerError> {
+        self.put_spent(jti, expires_at, Some(event)).await
     }
 
     async fn charge(

@@ -121,22 +121,29 @@ pub type Item = HashMap<String, AttributeValue>;
 /// - a record replaced by its tombstone ([`RecordStore::delete`]):
 ///   `file.deleted`;
 /// - a record TTL removed: `file.expired` (a tombstone's removal is not
-///   an event: its file's was `file.deleted`).
+///   an event: its file's was `file.deleted`);
+/// - a spent link's item written with the event its spend reports
+///   ([`sluice::ledger::Ledger::spend_reporting`]): that event,
+///   `file.downloaded`, as the resolver made it.
 ///
 /// Every other change (a proof swapped, a ledger item, a batch) is none.
+/// The event's id and, but for a download, its time are the caller's to
+/// set from the stream record.
 pub fn change_event(
     old: Option<&Item>,
     new: Option<&Item>,
     by_ttl: bool,
-) -> Option<(sluice::events::EventType, FileRecord)> {
-    use sluice::events::EventType;
-    let is_file = |i: &Item| {
-        i.get(KEY)
-            .and_then(|k| k.as_s().ok())
-            .is_some_and(|k| k.starts_with("file#"))
-    };
+) -> Option<sluice::events::Event> {
+    use sluice::events::{Event, EventType};
+    let key = |i: &Item| i.get(KEY).and_then(|k| k.as_s().ok()).cloned();
+    let is_file = |i: &Item| key(i).is_some_and(|k| k.starts_with("file#"));
     let ready = |i: Option<&Item>| i.and_then(record_of).is_some_and(|r| r.ready);
+    let about = |kind, r: FileRecord| Some(Event::about(kind, &r.file, None));
     match new {
+        Some(new) if old.is_none() && new.contains_key(crate::dynamo::EVENT) => {
+            let body = new.get(crate::dynamo::EVENT)?.as_s().ok()?;
+            Event::from_body(body)
+        }
         Some(new) if !is_file(new) => None,
         Some(new) => {
             if let Some(json) = new.get(GONE).and_then(|g| g.as_s().ok()) {
@@ -144,15 +151,27 @@ pub fn change_event(
                 let record = old
                     .and_then(record_of)
                     .or_else(|| FileRecord::from_json(json, false, None))?;
-                return was_record.then_some((EventType::Deleted, record));
+                return if was_record {
+                    about(EventType::Deleted, record)
+                } else {
+                    None
+                };
             }
             let record = record_of(new)?;
-            (record.ready && !ready(old)).then_some((EventType::Ready, record))
+            if record.ready && !ready(old) {
+                about(EventType::Ready, record)
+            } else {
+                None
+            }
         }
         None => {
             let old = old.filter(|o| is_file(o))?;
             let record = record_of(old)?;
-            by_ttl.then_some((EventType::Expired, record))
+            if by_ttl {
+                about(EventType::Expired, record)
+            } else {
+                None
+            }
         }
     }
 }

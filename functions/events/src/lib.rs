@@ -36,18 +36,20 @@ pub fn event_of(record: &EventRecord) -> Option<Event> {
         .user_identity
         .as_ref()
         .is_some_and(|u| u.type_ == "Service" && u.principal_id == "dynamodb.amazonaws.com");
-    let (kind, changed) = sluice_aws::change_event(old.as_ref(), new.as_ref(), by_ttl)?;
-    let mut event = Event::about(kind, &changed.file, None);
+    let mut event = sluice_aws::change_event(old.as_ref(), new.as_ref(), by_ttl)?;
     event.id = format!(
         "evt_{}",
         &Sha256::of(record.event_id.as_bytes()).to_hex()[..32]
     );
-    // When the change was made, as the stream records it.
-    let at = record
-        .change
-        .approximate_creation_date_time
-        .timestamp_millis();
-    event.timestamp = sluice::events::rfc3339_millis(at);
+    // When the change was made, as the stream records it (a download's
+    // event says when the link was spent already).
+    if event.kind != sluice::events::EventType::Downloaded {
+        let at = record
+            .change
+            .approximate_creation_date_time
+            .timestamp_millis();
+        event.timestamp = sluice::events::rfc3339_millis(at);
+    }
     Some(event)
 }
 

@@ -46,6 +46,20 @@ pub trait Ledger: Send + Sync + fmt::Debug {
     /// seconds). Atomic: exactly one caller ever gets [`Spend::Fresh`].
     async fn spend(&self, jti: &str, expires_at: i64) -> Result<Spend, LedgerError>;
 
+    /// [`Ledger::spend`], the spent record carrying `event` (the body of
+    /// the event the spend reports, `file.downloaded`): a ledger whose
+    /// records are an outbox (DynamoDB's, through the table's stream)
+    /// keeps it in the same write; the others ignore it.
+    async fn spend_reporting(
+        &self,
+        jti: &str,
+        expires_at: i64,
+        event: &str,
+    ) -> Result<Spend, LedgerError> {
+        let _ = event;
+        self.spend(jti, expires_at).await
+    }
+
     /// Whether `jti` is already spent: a read, to refuse a replayed link
     /// before anything is read for it. Only [`Ledger::spend`] decides.
     async fn is_spent(&self, jti: &str) -> Result<bool, LedgerError>;

@@ -270,7 +270,12 @@ impl Sluice {
         };
         let downloaded = file.clone();
         let spend = || async {
-            match self.ledger().spend(&jti, expires_at).await? {
+            let event = crate::events::Event::about(EventType::Downloaded, &downloaded, Some(&jti));
+            match self
+                .ledger()
+                .spend_reporting(&jti, expires_at, &event.body())
+                .await?
+            {
                 Spend::Fresh => {
                     crate::telemetry::audit(
                         crate::telemetry::Change::Downloaded,
