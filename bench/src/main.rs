@@ -562,38 +562,54 @@ async fn mcp(args: &Args) -> anyhow::Result<String> {
 /// default cap is 100).
 const MCP_PENDING_PER_USER: usize = 64;
 
-async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Result<String> {
-    let common = [
+/// The headers of every MCP request the load sends.
+fn mcp_common_headers() -> Vec<(String, String)> {
+    [
         ("Content-Type", "application/json"),
         ("Accept", "application/json, text/event-stream"),
         ("MCP-Protocol-Version", "2025-06-18"),
     ]
-    .map(|(k, v)| (k.to_owned(), v.to_owned()));
-    // Each request_upload leaves a pending file, and a user may have 100
-    // (the default cap): the load comes from enough users that none reaches
-    // it, each with its own token, as a real population would.
-    let total = 1000 + args.runs * args.requests;
-    let users = total.div_ceil(MCP_PENDING_PER_USER);
-    eprintln!("mcp: minting tokens for {users} users…");
-    let mut sluice_headers = Vec::with_capacity(users);
-    for user in 0..users {
-        let mut headers = common.to_vec();
-        let token = sluice.token_for(&format!("user-{user}"))?;
-        headers.push(("Authorization".into(), format!("Bearer {token}")));
-        sluice_headers.push(headers);
-    }
-    let common = [common.to_vec()];
-    let call = |name: &str, arguments: serde_json::Value| {
-        bytes::Bytes::from(
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
-                .to_string(),
-        )
-    };
-    let upload = call(
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .to_vec()
+}
+
+/// One header set per user for `requests` calls of a tool that leaves a
+/// pending file each (a user may have 100, the default cap): enough users
+/// that none reaches it, each with its own token from `sluice`, as a real
+/// population would.
+pub(crate) fn mcp_user_headers(
+    sluice: &Sluice,
+    requests: usize,
+) -> anyhow::Result<Vec<Vec<(String, String)>>> {
+    let users = requests.div_ceil(MCP_PENDING_PER_USER);
+    eprintln!("minting tokens for {users} users…");
+    (0..users)
+        .map(|user| {
+            let token = sluice.token_for(&format!("user-{user}"))?;
+            let mut headers = mcp_common_headers();
+            headers.push(("Authorization".into(), format!("Bearer {token}")));
+            Ok(headers)
+        })
+        .collect()
+}
+
+/// The body of a `tools/call` of `name` with `arguments`.
+pub(crate) fn tool_call(name: &str, arguments: serde_json::Value) -> bytes::Bytes {
+    bytes::Bytes::from(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+            .to_string(),
+    )
+}
+
+async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Result<String> {
+    let sluice_headers = mcp_user_headers(sluice, 1000 + args.runs * args.requests)?;
+    let users = sluice_headers.len();
+    let common = [mcp_common_headers()];
+    let upload = tool_call(
         "request_upload",
         serde_json::json!({"filename": "report.pdf", "size": 5_000_000, "sha256": sluice::Sha256::of(b"report").to_hex()}),
     );
-    let noop = call("noop", serde_json::json!({}));
+    let noop = tool_call("noop", serde_json::json!({}));
     let sluice_url = format!("{}/mcp", sluice.base);
     let c = args.concurrency;
 

@@ -8,10 +8,10 @@ use std::fmt::Write as _;
 use anyhow::Context as _;
 
 use crate::harness::{self, median};
-use crate::{Args, load, make_file, post, start_refs, start_sluice_with, timed_curl};
-
-/// How many files each user of the load leaves pending, at most.
-const PENDING_PER_USER: usize = 64;
+use crate::{
+    Args, load, make_file, mcp_user_headers, post, start_refs, start_sluice_with, timed_curl,
+    tool_call,
+};
 
 /// The section: MCP calls (one that writes a pending record, one that
 /// stores a file and so emits `file.ready`) and a file up and down.
@@ -112,33 +112,14 @@ async fn measure(
     sha: &sluice::Sha256,
     file: &str,
 ) -> anyhow::Result<Vec<Row>> {
-    let common = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2025-06-18"),
-    ]
-    .map(|(k, v)| (k.to_owned(), v.to_owned()));
-    let users = (1000 + args.runs * requests).div_ceil(PENDING_PER_USER);
-    eprintln!("ops: minting tokens for {users} users…");
-    let mut headers = Vec::with_capacity(users);
-    for user in 0..users {
-        let mut h = common.to_vec();
-        let token = servers[0].token_for(&format!("user-{user}"))?;
-        h.push(("Authorization".into(), format!("Bearer {token}")));
-        headers.push(h);
-    }
-    let call = |name: &str, arguments: serde_json::Value| {
-        bytes::Bytes::from(
-            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
-                .to_string(),
-        )
-    };
-    let issue = call(
+    // One master secret: the tokens minted by one work on both.
+    let headers = mcp_user_headers(servers[0], 1000 + args.runs * requests)?;
+    let issue = tool_call(
         "request_upload",
         serde_json::json!({"filename": "report.pdf", "size": 5_000_000, "sha256": sluice::Sha256::of(b"report").to_hex()}),
     );
     let small = vec![7u8; 1024];
-    let store = call(
+    let store = tool_call(
         "upload_small_file",
         serde_json::json!({
             "filename": "note.bin",

@@ -79,6 +79,20 @@ pub struct EventData {
     pub token_id: Option<String>,
 }
 
+impl EventData {
+    /// The file it describes; `None` for an id that is not one.
+    pub fn file(&self) -> Option<FileMeta> {
+        Some(FileMeta {
+            id: crate::FileId::parse(&self.file_id)?,
+            owner: self.owner.clone(),
+            filename: self.filename.clone(),
+            content_type: self.content_type.clone(),
+            size: self.size,
+            sha256: self.sha256,
+        })
+    }
+}
+
 /// One event: its id and the message's body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
@@ -182,15 +196,13 @@ pub trait Outbox: Send + Sync + std::fmt::Debug {
     /// link redeemed, bytes refused).
     async fn append(&self, event: &Event) -> Result<(), StoreError>;
 
-    /// Gives each event appended since the last call one delivery per
-    /// subscriber that takes it, then leases up to `limit` of `endpoint`'s
-    /// deliveries due at `now_ms` until `lease_until_ms` (a worker that
-    /// dies holding one leaves it to be tried again then), and answers
-    /// them, oldest first.
+    /// Gives `subscriber` a delivery of each event appended since its last
+    /// call that it takes, then leases up to `limit` of its deliveries due
+    /// at `now_ms` until `lease_until_ms` (a worker that dies holding one
+    /// leaves it to be tried again then), and answers them, oldest first.
     async fn due(
         &self,
-        subscribers: &[Subscriber],
-        endpoint: &str,
+        subscriber: &Subscriber,
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,

@@ -58,16 +58,6 @@ pub struct Endpoint {
     pub events: Option<Vec<EventType>>,
 }
 
-impl Endpoint {
-    /// The name of an endpoint the configuration does not name: its host
-    /// and a digest of its URL, stable across restarts and never the URL
-    /// itself (a receiver's URL often carries its own secret).
-    pub fn name_of(url: &Url) -> String {
-        let digest = crate::sha::Sha256::of(url.as_str().as_bytes()).to_hex();
-        format!("{}#{}", url.host_str().unwrap_or("endpoint"), &digest[..8])
-    }
-}
-
 impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Endpoint")
@@ -80,6 +70,14 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
+    /// The name of an endpoint the configuration does not name: its host
+    /// and a digest of its URL, stable across restarts and never the URL
+    /// itself (a receiver's URL often carries its own secret).
+    pub fn name_of(url: &Url) -> String {
+        let digest = crate::sha::Sha256::of(url.as_str().as_bytes()).to_hex();
+        format!("{}#{}", url.host_str().unwrap_or("endpoint"), &digest[..8])
+    }
+
     /// An endpoint at `url` signing with each of `secrets` (`whsec_` and
     /// the base64 of 24 to 64 random bytes, as the specification has
     /// them); the words of what is wrong otherwise, never the secret.
@@ -218,16 +216,14 @@ impl Webhooks {
     /// one slow or down receiver holds back no other, with up to
     /// [`AT_ONCE`] of its deliveries in flight.
     pub async fn run(self, outbox: Arc<dyn Outbox>) {
-        let subscribers: Arc<Vec<Subscriber>> =
-            Arc::new(self.endpoints.iter().map(Endpoint::subscriber).collect());
         let names: Vec<String> = self.endpoints.iter().map(|e| e.name.clone()).collect();
         if let Err(e) = outbox.retain(&names).await {
             tracing::warn!(error = %e, "could not forget the endpoints no longer configured");
         }
         let mut each = tokio::task::JoinSet::new();
         for i in 0..self.endpoints.len() {
-            let (this, outbox, subscribers) = (self.clone(), outbox.clone(), subscribers.clone());
-            each.spawn(async move { this.run_endpoint(i, outbox, subscribers).await });
+            let (this, outbox) = (self.clone(), outbox.clone());
+            each.spawn(async move { this.run_endpoint(i, outbox).await });
         }
         while each.join_next().await.is_some() {}
     }
@@ -246,19 +242,9 @@ impl Webhooks {
             .iter()
             .filter(|e| e.subscriber().takes(event.kind))
         {
-            let d = Delivery {
-                seq: 0,
-                endpoint: endpoint.name.clone(),
-                attempts: 0,
-                event_id: event.id.clone(),
-                body: body.clone(),
-            };
-            match self.send(endpoint, &d).await {
+            match self.send(endpoint, &event.id, &body).await {
                 Outcome::Sent => crate::telemetry::delivery(&endpoint.name, "delivered"),
-                Outcome::Refused(status) => {
-                    tracing::warn!(endpoint = %endpoint.name, event_id = %event.id, status, "webhook refused by its receiver; not retried");
-                    crate::telemetry::delivery(&endpoint.name, "dropped");
-                }
+                Outcome::Refused(status) => refused(&endpoint.name, &event.id, status),
                 Outcome::Failed(why) => {
                     crate::telemetry::delivery(&endpoint.name, "retried");
                     return Err(format!("{}: {why}", endpoint.name));
@@ -268,12 +254,8 @@ impl Webhooks {
         Ok(())
     }
 
-    async fn run_endpoint(
-        self,
-        i: usize,
-        outbox: Arc<dyn Outbox>,
-        subscribers: Arc<Vec<Subscriber>>,
-    ) {
+    async fn run_endpoint(self, i: usize, outbox: Arc<dyn Outbox>) {
+        let subscriber = self.endpoints[i].subscriber();
         let slots = Arc::new(tokio::sync::Semaphore::new(AT_ONCE));
         loop {
             // A slot first (waiting while every one is out), then as many
@@ -283,10 +265,9 @@ impl Webhooks {
                 return;
             };
             let free = slots.available_permits() + 1;
-            let name = &self.endpoints[i].name;
             let now = now_millis();
             let lease = now + (TIMEOUT.as_millis() as i64) * 2;
-            let due = match outbox.due(&subscribers, name, now, lease, free).await {
+            let due = match outbox.due(&subscriber, now, lease, free).await {
                 Ok(due) => due,
                 Err(e) => {
                     tracing::warn!(error = %e, "webhooks: the outbox could not be read");
@@ -309,7 +290,7 @@ impl Webhooks {
                 };
                 let (this, outbox) = (self.clone(), outbox.clone());
                 tokio::spawn(async move {
-                    let outcome = this.send(&this.endpoints[i], &d).await;
+                    let outcome = this.send(&this.endpoints[i], &d.event_id, &d.body).await;
                     if let Err(e) = this.end(&*outbox, &d, outcome).await {
                         tracing::warn!(error = %e, event_id = %d.event_id, "webhooks: a delivery's state was not saved; it is sent again");
                     }
@@ -334,8 +315,7 @@ impl Webhooks {
                 outbox.finish(d.seq, &d.endpoint).await
             }
             Outcome::Refused(status) => {
-                tracing::warn!(endpoint = %d.endpoint, event_id = %d.event_id, status, "webhook refused by its receiver; not retried");
-                crate::telemetry::delivery(&d.endpoint, "dropped");
+                refused(&d.endpoint, &d.event_id, status);
                 outbox.finish(d.seq, &d.endpoint).await
             }
             Outcome::Failed(why) => match self.schedule.get(d.attempts as usize) {
@@ -354,8 +334,8 @@ impl Webhooks {
         }
     }
 
-    /// One attempt of `d` to `endpoint`.
-    async fn send(&self, endpoint: &Endpoint, d: &Delivery) -> Outcome {
+    /// One attempt of event `event_id`, `body`, to `endpoint`.
+    async fn send(&self, endpoint: &Endpoint, event_id: &str, body: &str) -> Outcome {
         let timestamp = crate::time::now_unix();
         let request = http::Request::post(endpoint.url.as_str())
             .header(http::header::CONTENT_TYPE, "application/json")
@@ -363,13 +343,13 @@ impl Webhooks {
                 http::header::USER_AGENT,
                 concat!("sluice/", env!("CARGO_PKG_VERSION")),
             )
-            .header(standardwebhooks::HEADER_WEBHOOK_ID, &d.event_id)
+            .header(standardwebhooks::HEADER_WEBHOOK_ID, event_id)
             .header(standardwebhooks::HEADER_WEBHOOK_TIMESTAMP, timestamp)
             .header(
                 standardwebhooks::HEADER_WEBHOOK_SIGNATURE,
-                endpoint.signature(&d.event_id, timestamp, &d.body),
+                endpoint.signature(event_id, timestamp, body),
             )
-            .body(Full::new(Bytes::from(d.body.clone())));
+            .body(Full::new(Bytes::from(body.to_owned())));
         let request = match request {
             Ok(r) => r,
             Err(e) => return Outcome::Failed(e.to_string()),
@@ -380,6 +360,18 @@ impl Webhooks {
             Ok(Ok(answer)) => outcome_of(answer.status().as_u16()),
         }
     }
+}
+
+/// A delivery the receiver refused for good: logged and counted, not
+/// tried again.
+fn refused(endpoint: &str, event_id: &str, status: u16) {
+    tracing::warn!(
+        endpoint,
+        event_id,
+        status,
+        "webhook refused by its receiver; not retried"
+    );
+    crate::telemetry::delivery(endpoint, "dropped");
 }
 
 /// What a receiver's status means for the delivery.

@@ -62,20 +62,11 @@ pub async fn handle(webhooks: &Webhooks, batch: StreamEvent) -> DynamoDbEventRes
         let Some(event) = event_of(record) else {
             continue;
         };
-        if event.kind == sluice::events::EventType::Expired {
-            // The one change no function of ours makes, so its audit line
-            // is written here.
-            let file = sluice::file::FileMeta {
-                id: match sluice::FileId::parse(&event.data.file_id) {
-                    Some(id) => id,
-                    None => continue,
-                },
-                owner: event.data.owner.clone(),
-                filename: event.data.filename.clone(),
-                content_type: event.data.content_type.clone(),
-                size: event.data.size,
-                sha256: event.data.sha256,
-            };
+        // The one change no function of ours makes, so its audit line
+        // is written here.
+        if event.kind == sluice::events::EventType::Expired
+            && let Some(file) = event.data.file()
+        {
             sluice::telemetry::audit(sluice::telemetry::Change::Expired, &file, None);
         }
         if let Err(why) = webhooks.deliver_now(&event).await {

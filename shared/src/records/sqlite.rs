@@ -324,26 +324,22 @@ impl Outbox for SqliteRecords {
 
     async fn due(
         &self,
-        subscribers: &[Subscriber],
-        endpoint: &str,
+        subscriber: &Subscriber,
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
     ) -> Result<Vec<Delivery>, StoreError> {
-        let (subscribers, endpoint) = (subscribers.to_vec(), endpoint.to_owned());
+        let sub = subscriber.clone();
         self.db
             .write(move |c| {
-                for sub in &subscribers {
-                    let from: i64 = c
-                        .prepare_cached("SELECT COALESCE((SELECT seq FROM fanned_out WHERE endpoint = ?1), 0)")?
-                        .query_row([&sub.name], |r| r.get(0))?;
-                    let new: Vec<(i64, String)> = c
-                        .prepare_cached("SELECT seq, type FROM outbox WHERE seq > ?1 ORDER BY seq")?
-                        .query_map([from], |r| Ok((r.get(0)?, r.get(1)?)))?
-                        .collect::<rusqlite::Result<_>>()?;
-                    let Some(last) = new.last().map(|(seq, _)| *seq) else {
-                        continue;
-                    };
+                let from: i64 = c
+                    .prepare_cached("SELECT COALESCE((SELECT seq FROM fanned_out WHERE endpoint = ?1), 0)")?
+                    .query_row([&sub.name], |r| r.get(0))?;
+                let new: Vec<(i64, String)> = c
+                    .prepare_cached("SELECT seq, type FROM outbox WHERE seq > ?1 ORDER BY seq")?
+                    .query_map([from], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<rusqlite::Result<_>>()?;
+                if let Some(last) = new.last().map(|(seq, _)| *seq) {
                     for (seq, kind) in new {
                         if EventType::parse(&kind).is_some_and(|k| sub.takes(k)) {
                             c.prepare_cached(
@@ -360,7 +356,7 @@ impl Outbox for SqliteRecords {
                 }
                 let due: Vec<Delivery> = c
                     .prepare_cached(DUE)?
-                    .query_map(params![now_ms, limit as i64, endpoint], |r| {
+                    .query_map(params![now_ms, limit as i64, sub.name], |r| {
                         Ok(Delivery {
                             seq: r.get(0)?,
                             endpoint: r.get(1)?,
@@ -845,17 +841,14 @@ mod tests {
             },
         ];
         let ms = now * 1000;
-        let due = records
-            .due(&subs, "all", ms, ms + 30_000, 10)
-            .await
-            .unwrap();
+        let due = records.due(&subs[0], ms, ms + 30_000, 10).await.unwrap();
         assert_eq!(due.len(), 1, "{due:?}");
         let body: serde_json::Value = serde_json::from_str(&due[0].body).unwrap();
         assert_eq!(body["type"], "file.expired");
         assert_eq!(body["data"]["file_id"], gone.file.id.to_string());
         assert!(
             records
-                .due(&subs, "ready-only", ms, ms + 30_000, 10)
+                .due(&subs[1], ms, ms + 30_000, 10)
                 .await
                 .unwrap()
                 .is_empty()
@@ -863,7 +856,7 @@ mod tests {
         // Leased: not due again until the lease ends.
         assert!(
             records
-                .due(&subs, "all", ms + 1, ms + 30_000, 10)
+                .due(&subs[0], ms + 1, ms + 30_000, 10)
                 .await
                 .unwrap()
                 .is_empty()
@@ -873,7 +866,7 @@ mod tests {
             .await
             .unwrap();
         let again = records
-            .due(&subs, "all", ms + 5_000, ms + 35_000, 10)
+            .due(&subs[0], ms + 5_000, ms + 35_000, 10)
             .await
             .unwrap();
         assert_eq!(
@@ -883,7 +876,7 @@ mod tests {
         records.finish(again[0].seq, "all").await.unwrap();
         assert!(
             records
-                .due(&subs, "all", ms + 99_000, ms + 99_000, 10)
+                .due(&subs[0], ms + 99_000, ms + 99_000, 10)
                 .await
                 .unwrap()
                 .is_empty()

@@ -15,7 +15,7 @@ use super::{Sluice, Stored};
 use crate::auth::Caller;
 use crate::curl;
 use crate::error::Error;
-use crate::events::EventType;
+use crate::events::{Event, EventType};
 use crate::file::{FileId, FileMeta};
 use crate::ledger::Spend;
 use crate::rate::Kind;
@@ -270,20 +270,16 @@ impl Sluice {
         };
         let downloaded = file.clone();
         let spend = || async {
-            let event = crate::events::Event::about(EventType::Downloaded, &downloaded, Some(&jti));
+            // One event: in the spent link's record where the ledger keeps
+            // it (DynamoDB's stream), and in the outbox where there is one.
+            let event = Event::about(EventType::Downloaded, &downloaded, Some(&jti));
             match self
                 .ledger()
                 .spend_reporting(&jti, expires_at, &event.body())
                 .await?
             {
                 Spend::Fresh => {
-                    crate::telemetry::audit(
-                        crate::telemetry::Change::Downloaded,
-                        &downloaded,
-                        Some(&jti),
-                    );
-                    self.report(EventType::Downloaded, &downloaded, Some(&jti))
-                        .await;
+                    self.report(&event, &downloaded).await;
                     Ok(())
                 }
                 Spend::AlreadySpent => Err(replayed()),

@@ -190,20 +190,16 @@ impl Sluice {
         &self.0.access
     }
 
-    /// Writes event `kind` about `file` (with the id of the link concerned)
-    /// to the outbox, when webhooks are on; a failure is logged, and never
-    /// fails the request that made the change.
-    pub(crate) async fn report(
-        &self,
-        kind: crate::events::EventType,
-        file: &FileMeta,
-        jti: Option<&str>,
-    ) {
-        if let Some(outbox) = self.records().outbox() {
-            let event = crate::events::Event::about(kind, file, jti);
-            if let Err(e) = outbox.append(&event).await {
-                tracing::warn!(file_id = %file.id, kind = kind.as_str(), error = %e, "event not recorded");
-            }
+    /// A change the record store does not make (a link spent, bytes
+    /// refused): its audit line, and `event` about `file` appended to the
+    /// outbox when webhooks are on; a failure is logged, and never fails
+    /// the request that made the change.
+    pub(crate) async fn report(&self, event: &crate::events::Event, file: &FileMeta) {
+        crate::telemetry::audit(event.kind.into(), file, event.data.token_id.as_deref());
+        if let Some(outbox) = self.records().outbox()
+            && let Err(e) = outbox.append(event).await
+        {
+            tracing::warn!(file_id = %file.id, kind = event.kind.as_str(), error = %e, "event not recorded");
         }
     }
 

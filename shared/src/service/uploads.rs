@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::Sluice;
 use crate::error::Error;
+use crate::events::{Event, EventType};
 use crate::file::{FileId, FileMeta};
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, idle_timeout};
@@ -141,9 +142,8 @@ impl Sluice {
         if let Err(e) = stored {
             tracing::info!(file_id = %file.id, %jti, error = %e, "upload refused");
             if matches!(e, crate::store::StoreError::Mismatch(_)) {
-                crate::telemetry::audit(crate::telemetry::Change::Rejected, &file, Some(&jti));
-                self.report(crate::events::EventType::Rejected, &file, Some(&jti))
-                    .await;
+                let event = Event::about(EventType::Rejected, &file, Some(&jti));
+                self.report(&event, &file).await;
             }
             return Err(e.into());
         }
