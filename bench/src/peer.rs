@@ -9,10 +9,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 
 use crate::harness::{median, rate_ratio, rounds};
-use crate::{make_file, memory_kib, post, start_sluice_with};
+use crate::{make_file, memory_kib, post, start_sluice_with, timed_sh};
 
 /// The peer's venv, made by `make bench` (`bench/peer/requirements.txt`).
 const PEER_PYTHON: &str = ".venv-peer/bin/python";
@@ -45,21 +45,6 @@ fn reset_peak(pid: u32) -> anyhow::Result<()> {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "5").context("resetting VmHWM")
 }
 
-/// Runs `line` in `dir`, timed; fails if it fails.
-fn timed_sh(line: &str, dir: &Path) -> anyhow::Result<f64> {
-    Command::new("sync").status()?;
-    let start = Instant::now();
-    let out = Command::new("sh")
-        .args(["-c", line])
-        .current_dir(dir)
-        .output()?;
-    let secs = start.elapsed().as_secs_f64();
-    if !out.status.success() {
-        bail!("{line}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(secs)
-}
-
 pub fn run(runs: usize) -> anyhow::Result<String> {
     let size: u64 = 1 << 30;
     let work = tempfile::tempdir()?;
@@ -81,6 +66,8 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
         let (peak, _) = memory_kib(pid)?;
         Ok(peak as f64 / 1024.0)
     };
+    // sluice's last file, deleted just before the next upload to it.
+    let mut ours_stored: Option<String> = None;
     let results = rounds(runs, "peer: 1 GiB", |_| {
         // sluice: request_upload's line, where the file is.
         let (_, rest) = memory_kib(sluice.process.id())?;
@@ -90,6 +77,11 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
             &sluice.token,
             &serde_json::json!({"filename": "payload.bin", "size": size, "sha256": sha}),
         )?;
+        if let Some(id) =
+            ours_stored.replace(ticket["file_id"].as_str().context("file_id")?.to_owned())
+        {
+            crate::delete_file(&sluice.base, &sluice.token, &id)?;
+        }
         let ours = timed_sh(ticket["command"].as_str().context("command")?, &up)?;
         let ours_rss = growth(sluice.process.id())? - rest as f64 / 1024.0;
         // The peer: a ticket, then its documented curl line.
@@ -110,11 +102,21 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
                 .stdout,
         )?;
         let url = issued["upload"]["url"].as_str().context("peer url")?;
+        // The peer's last file goes too, as sluice's did.
+        for entry in std::fs::read_dir(&peer_dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(path)?;
+            } else {
+                std::fs::remove_file(path)?;
+            }
+        }
         let theirs = timed_sh(
             &format!("curl -sS --fail -o /dev/null -F file=@payload.bin '{url}'"),
             &up,
         )?;
         let theirs_rss = growth(peer.id())? - rest as f64 / 1024.0;
+        eprintln!("  sluice {ours:.2} s, the peer {theirs:.2} s");
         Ok((ours, theirs, ours_rss, theirs_rss))
     })?;
     let _ = peer.kill();
@@ -134,7 +136,8 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
          **sluice**: `POST /uploads` (what `request_upload` does), then its `command` line where the file is \
          (in parts, the default above 64 MiB, so that a rerun resumes). **mcp-upload 1.1.2** \
          (`bench/peer/`, on uvicorn with httptools and uvloop): a ticket for its filesystem sink, then its \
-         documented `curl -F file=@payload.bin <url>`. Peak RSS growth is each server's `VmHWM` over its \
+         documented `curl -F file=@payload.bin <url>`. Each server's last file is deleted just before \
+         its next upload (sluice's by `DELETE /files/{{id}}`), so that each writes into page cache just freed. Peak RSS growth is each server's `VmHWM` over its \
          resting RSS, reset before each upload.\n\n\
          | | MiB/s | peak RSS growth |\n|---|---|---|\n\
          | sluice, the returned line | {:.0} | {ours_rss:.1} MiB |\n\

@@ -10,8 +10,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::util::{
-    Emulators, Server, aws_server, aws_token, bytes, call_tool, out_text, provision, tool_error,
-    tool_ok,
+    Emulators, Server, aws_server, aws_token, bytes, call_tool, is_part_body, noted_puts, out_text,
+    provision, run_noting_puts, tool_error, tool_ok,
 };
 
 const MIB: usize = 1024 * 1024;
@@ -53,52 +53,17 @@ fn entries(files: &[(String, Vec<u8>)]) -> Value {
     )
 }
 
-/// Runs `line` in `dir` with a `curl` that logs each file it PUTs (`-T`)
-/// to `dir/puts` before running the real one.
+/// Runs `line` in `dir`, noting what each PUT sends ([`run_noting_puts`]).
 fn run_logging_puts(line: &str, dir: &Path) -> std::process::Output {
-    let bin = dir.join(".bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v curl"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let fake = bin.join("curl");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\nprev=\nfor a in \"$@\"; do [ \"$prev\" = -T ] && echo \"$a\" >> {}; prev=$a; done\nexec {} \"$@\"\n",
-            dir.join(".puts").display(),
-            real.trim()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let _ = std::fs::remove_file(dir.join(".puts"));
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(line)
-        .current_dir(dir)
-        .env(
-            "PATH",
-            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
-        )
-        .output()
-        .unwrap()
+    run_noting_puts(line, dir, None).0
 }
 
-/// The files the last run of [`run_logging_puts`] in `dir` PUT whole (a
-/// part's PUT reads `-`, stdin).
+/// The files the last run of [`run_logging_puts`] in `dir` PUT whole (not
+/// a part's body: the copy of its slot, or stdin).
 fn whole_puts(dir: &Path) -> Vec<String> {
-    std::fs::read_to_string(dir.join(".puts"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| *l != "-")
-        .map(str::to_owned)
+    noted_puts(dir)
+        .into_iter()
+        .filter(|body| !is_part_body(body))
         .collect()
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{Server, bytes, out_text, post_json, request, sh};
+use crate::util::{Server, bytes, is_part_body, out_text, post_json, request, run_noting_puts, sh};
 
 const MIB: usize = 1024 * 1024;
 
@@ -124,6 +124,44 @@ fn a_large_file_goes_in_parts_and_one_line_resumes_it_after_an_interruption() {
     let parts = dir.path().join("objects/parts");
     let left: Vec<_> = walk(&parts);
     assert!(left.is_empty(), "parts left: {left:?}");
+}
+
+/// The line copies each part once into a file of its own and sends that
+/// copy (hashed where it was sent from); a client with no room for the
+/// copies (here a limit on the size of the files it writes, below one
+/// part) sends its parts through pipes instead, and the file arrives all
+/// the same.
+#[test]
+fn parts_go_from_a_copy_and_through_pipes_where_there_is_no_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let token = server.token("alice", &[]);
+    for (name, limit) in [("roomy.bin", None), ("cramped.bin", Some(2048))] {
+        let data = bytes(12 * MIB + 3, 5);
+        let ticket = server.request_upload(&token, name, &data);
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join(name), &data).unwrap();
+        let (out, bodies) =
+            run_noting_puts(ticket["command"].as_str().unwrap(), work.path(), limit);
+        assert!(out.status.success(), "{name}: {}", out_text(&out));
+        assert_eq!(bodies.len(), 3, "{name}: one PUT a part: {bodies:?}");
+        assert!(bodies.iter().all(|b| is_part_body(b)), "{bodies:?}");
+        let piped = bodies.iter().filter(|b| *b == "-").count();
+        if limit.is_some() {
+            assert_eq!(piped, 3, "no room: every part piped: {bodies:?}");
+        } else {
+            assert_eq!(piped, 0, "every part from its copy: {bodies:?}");
+        }
+        let handle = ticket["handle"].as_str().unwrap();
+        let url = server.download_ticket(&token, handle)["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            request("GET", &url, &[], None).body == data,
+            "{name}: the file sent"
+        );
+    }
 }
 
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {

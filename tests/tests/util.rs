@@ -176,6 +176,64 @@ pub fn sh(line: &str, dir: &Path) -> Output {
         .unwrap()
 }
 
+/// Runs `line` in `dir` under `limit` (sh's `ulimit -f`, in its blocks),
+/// with a `curl` first on the PATH that notes what each PUT sends (`-T`'s
+/// argument) in `dir/.puts` before running the real one; the run, and
+/// those notes ([`noted_puts`]).
+pub fn run_noting_puts(line: &str, dir: &Path, limit: Option<u32>) -> (Output, Vec<String>) {
+    let bin = dir.join(".bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let real = String::from_utf8(sh("command -v curl", dir).stdout).unwrap();
+    let fake = bin.join("curl");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nprev=\nfor a in \"$@\"; do [ \"$prev\" = -T ] && echo \"$a\" >> '{}'; prev=$a; done\nexec {} \"$@\"\n",
+            dir.join(".puts").display(),
+            real.trim()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let _ = std::fs::remove_file(dir.join(".puts"));
+    let limited = match limit {
+        Some(blocks) => format!("ulimit -f {blocks}; {line}"),
+        None => line.to_owned(),
+    };
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(limited)
+        .current_dir(dir)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap();
+    (out, noted_puts(dir))
+}
+
+/// What the PUTs of the last [`run_noting_puts`] in `dir` sent, in order.
+pub fn noted_puts(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join(".puts"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether a PUT's body (`-T`'s argument) is a part's: its copy in the
+/// part script's slot file (`s0`, `s1`, …), or stdin where it is piped.
+pub fn is_part_body(body: &str) -> bool {
+    body == "-"
+        || Path::new(body)
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(|name| name.strip_prefix('s'))
+            .is_some_and(|slot| slot.parse::<u32>().is_ok())
+}
+
 /// stdout and stderr of a finished command, for assertion messages.
 pub fn out_text(out: &Output) -> String {
     format!(

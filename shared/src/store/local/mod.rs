@@ -72,6 +72,9 @@ pub struct LocalStore {
     /// The whole file's SHA-256 of each upload in parts, run over its
     /// parts in order as they are stored ([`parts`]).
     running: Arc<Mutex<std::collections::HashMap<String, parts::Running>>>,
+    /// Writers of parts take turns on a staging file, by a lock of this
+    /// set chosen by the file's key ([`parts`]).
+    part_writers: Arc<[Mutex<()>]>,
 }
 
 impl LocalStore {
@@ -94,6 +97,7 @@ impl LocalStore {
             transfers: Arc::new(Semaphore::new(max_transfers.max(1))),
             per_owner: Arc::new(Mutex::new(std::collections::HashMap::new())),
             running: Arc::new(Mutex::new(std::collections::HashMap::new())),
+            part_writers: (0..parts::WRITER_LOCKS).map(|_| Mutex::new(())).collect(),
             share: max_transfers.max(1),
         })
     }

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Seek as _};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use super::files::{join_error, refuse_if_there, write_verified};
 use super::slots::release;
@@ -64,7 +65,12 @@ impl PartStore for LocalStore {
         })
         .await
         .map_err(join_error)??;
-        let file = write_verified(file, size, sha256, body).await?;
+        let file = TakingTurns {
+            file,
+            locks: Arc::clone(&self.part_writers),
+            at: writer_lock(key),
+        };
+        let file = write_verified(file, size, sha256, body).await?.file;
         tokio::task::spawn_blocking(move || -> io::Result<()> {
             file.sync_data()?;
             File::create(&marker)?;
@@ -167,6 +173,51 @@ impl PartStore for LocalStore {
         let _claim = self.begin_join(key)?;
         drop(self.take_running(key));
         crate::store::ObjectStore::delete(self, key).await
+    }
+}
+
+/// How many locks the writers of parts share ([`TakingTurns`]).
+pub(super) const WRITER_LOCKS: usize = 64;
+
+/// A staging file that one writer at a time writes to. The file system
+/// lets one write into a file at a time anyway (ext4 holds the inode's
+/// lock for it), but a writer that waits there spins on the CPU: with four
+/// parts arriving at once, a tenth of the machine's time went to that
+/// spinning. Waiting here, a writer sleeps.
+struct TakingTurns {
+    file: File,
+    locks: Arc<[Mutex<()>]>,
+    at: usize,
+}
+
+impl TakingTurns {
+    fn turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.locks[self.at]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The lock of [`LocalStore::part_writers`] for `key`'s staging file.
+fn writer_lock(key: &ObjectKey) -> usize {
+    use std::hash::{BuildHasher as _, BuildHasherDefault, DefaultHasher};
+    let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key.parts_prefix());
+    usize::try_from(hash % WRITER_LOCKS as u64).expect("below WRITER_LOCKS")
+}
+
+impl io::Write for TakingTurns {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let _turn = self.turn();
+        (&self.file).write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let _turn = self.turn();
+        (&self.file).write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
     }
 }
 
