@@ -391,30 +391,46 @@ pub(crate) fn timed_sh(line: &str, dir: &Path) -> anyhow::Result<f64> {
     Ok(secs)
 }
 
-/// Deletes a file sluice stored (`DELETE /files/{id}`), so that the next
-/// transfer writes into the page cache this one's bytes held, as on a
-/// server that has run for a while. On this VM, writing into memory the
-/// guest never touched costs the writer about three seconds of system
-/// time a GiB (the hypervisor backs each new page), which made a
-/// transfer's rate depend on how much memory the ones before it used.
-pub(crate) fn delete_file(base: &str, token: &str, file_id: &str) -> anyhow::Result<()> {
-    let out = Command::new("curl")
-        .args([
-            "-sS",
-            "--fail-with-body",
-            "-o",
-            "/dev/null",
-            "-X",
-            "DELETE",
-            "-H",
-        ])
-        .arg(format!("Authorization: Bearer {token}"))
-        .arg(format!("{base}/files/{file_id}"))
-        .output()?;
-    if !out.status.success() {
-        bail!("DELETE {file_id}: {}", String::from_utf8_lossy(&out.stderr));
+/// The file sluice stored last, deleted just before the next transfer to
+/// it ([`LastStored::replace`]), so that each transfer writes into the page
+/// cache the one before it held, as on a server that has run for a while.
+/// On this VM, writing into memory the guest never touched costs the writer
+/// about three seconds of system time a GiB (the hypervisor backs each new
+/// page), which made a transfer's rate depend on how much memory the ones
+/// before it used.
+#[derive(Default)]
+pub(crate) struct LastStored(Option<String>);
+
+impl LastStored {
+    /// Deletes the file stored last (`DELETE /files/{id}`), and keeps
+    /// `ticket`'s file as the next one to delete.
+    pub(crate) fn replace(
+        &mut self,
+        sluice: &Sluice,
+        ticket: &serde_json::Value,
+    ) -> anyhow::Result<()> {
+        let next = ticket["file_id"].as_str().context("file_id")?.to_owned();
+        let Some(last) = self.0.replace(next) else {
+            return Ok(());
+        };
+        let out = Command::new("curl")
+            .args([
+                "-sS",
+                "--fail-with-body",
+                "-o",
+                "/dev/null",
+                "-X",
+                "DELETE",
+                "-H",
+            ])
+            .arg(format!("Authorization: Bearer {}", sluice.token))
+            .arg(format!("{}/files/{last}", sluice.base))
+            .output()?;
+        if !out.status.success() {
+            bail!("DELETE {last}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The reference servers as a child process serving `file` (`size`

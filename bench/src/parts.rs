@@ -287,24 +287,16 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
     let (mut refs, _discard, reference) = start_refs(&work.path().join("ref.bin"), size)?;
     let sluice = start_sluice_with(&work.path().join("sluice"), &[])?;
     let token = sluice.token.clone();
-    // The file the last transfer to sluice stored, deleted just before
-    // the next one starts ([`crate::delete_file`] says why).
-    let mut stored: Option<String> = None;
-    let mut forget = |next: &serde_json::Value| -> anyhow::Result<()> {
-        if let Some(id) = stored.replace(next["file_id"].as_str().context("file_id")?.to_owned()) {
-            crate::delete_file(&sluice.base, &token, &id)?;
-        }
-        Ok(())
-    };
+    let mut stored = crate::LastStored::default();
     let results = rounds(runs, "parts beside one PUT", |_| {
         let hash_file = timed_curl(&["-T", &file_arg, &format!("http://{reference}/object")])?;
         let ticket = issue(&sluice, &token, size, &sha)?;
         let url = ticket["upload"]["url"].as_str().context("url")?;
-        forget(&ticket)?;
+        stored.replace(&sluice, &ticket)?;
         let one_put = timed_curl(&["-T", &file_arg, url])?;
         let ticket = issue(&sluice, &token, size, &sha)?;
         let line = ticket["command"].as_str().context("command")?;
-        forget(&ticket)?;
+        stored.replace(&sluice, &ticket)?;
         let parts = crate::timed_sh(line, &up_dir)?;
         eprintln!("  hash+file {hash_file:.2} s, one PUT {one_put:.2} s, in parts {parts:.2} s");
         Ok((hash_file, one_put, parts))

@@ -66,8 +66,7 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
         let (peak, _) = memory_kib(pid)?;
         Ok(peak as f64 / 1024.0)
     };
-    // sluice's last file, deleted just before the next upload to it.
-    let mut ours_stored: Option<String> = None;
+    let mut ours_stored = crate::LastStored::default();
     let results = rounds(runs, "peer: 1 GiB", |_| {
         // sluice: request_upload's line, where the file is.
         let (_, rest) = memory_kib(sluice.process.id())?;
@@ -77,11 +76,7 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
             &sluice.token,
             &serde_json::json!({"filename": "payload.bin", "size": size, "sha256": sha}),
         )?;
-        if let Some(id) =
-            ours_stored.replace(ticket["file_id"].as_str().context("file_id")?.to_owned())
-        {
-            crate::delete_file(&sluice.base, &sluice.token, &id)?;
-        }
+        ours_stored.replace(&sluice, &ticket)?;
         let ours = timed_sh(ticket["command"].as_str().context("command")?, &up)?;
         let ours_rss = growth(sluice.process.id())? - rest as f64 / 1024.0;
         // The peer: a ticket, then its documented curl line.
