@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test check lint fmt bench fuzz soak deny clean clients template vendor first-run
+.PHONY: all build run test test-installs test-builds check lint fmt bench fuzz soak deny clean clients template vendor first-run
 
 all: build
 
@@ -77,10 +77,28 @@ $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-l
 
 # The second run tests the function crates as `sam build` builds them:
 # alone, without the `local` feature the rest of the workspace turns on.
-test: clients
+# Everything the tests build is built while the clients install (the builds
+# wait on the CPU, the installs mostly on the network): a cold `make test`
+# then runs no compiler while the tests run.
+test:
+	$(MAKE) --no-print-directory -j2 test-installs test-builds
 	$(CARGO) test --workspace
 	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events
 	$(CARGO) test -p sluice-runtime --no-default-features --features local
+
+# One at a time: two apt-gets must not run at once.
+test-installs:
+	$(MAKE) --no-print-directory -j1 clients
+
+# The three test runs' builds; the functions as `cargo lambda watch` builds
+# them (`cargo run --bin <function>`, the watch and deployed tests); the
+# emulators' provisioning as `infra/dev-emulators.sh` runs it.
+test-builds:
+	$(CARGO) test --workspace --no-run
+	$(CARGO) build --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver --bin sluice-events
+	$(CARGO) build -p sluice-testkit --bin sluice-provision
+	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events --no-run
+	$(CARGO) test -p sluice-runtime --no-default-features --features local --no-run
 
 # The second clippy checks the functions as `sam build` builds them: alone,
 # without the `local` feature the rest of the workspace turns on.
