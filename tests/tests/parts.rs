@@ -590,6 +590,36 @@ mod on_s3 {
             crate::util::call_tool(&server.base, &token, "list_files", serde_json::json!({}));
         let files = &list["structuredContent"]["files"];
         assert_eq!(files[0]["state"], "pending", "{list}");
+        // `file.rejected`, for the table's stream: an item of its own,
+        // which the events function's filter takes (an INSERT with `ev`).
+        let events = tokio::runtime::Runtime::new().unwrap().block_on(async {
+            let (_, ledger) = sluice_aws::backends(
+                &sluice_testkit::emulators::sdk_config(),
+                &emulators.settings("liar"),
+            );
+            let items = ledger
+                .client()
+                .scan()
+                .table_name("liar")
+                .send()
+                .await
+                .unwrap();
+            items
+                .items()
+                .iter()
+                .filter(|i| i["pk"].as_s().unwrap().starts_with("ev#"))
+                .map(|i| {
+                    let body = i[sluice_aws::EVENT].as_s().unwrap();
+                    serde_json::from_str::<Value>(body).unwrap()
+                })
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0]["type"], "file.rejected", "{events:?}");
+        assert_eq!(
+            events[0]["data"]["file_id"], files[0]["file_id"],
+            "{events:?} {list}"
+        );
     }
 }
 

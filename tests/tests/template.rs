@@ -462,6 +462,7 @@ fn each_function_is_granted_what_its_code_calls() {
         "resolver: UpdateItem only on allowances"
     );
     assert_eq!(sluice_aws::DynamoLedger::allowance_key("x"), "allow#x");
+    assert_eq!(sluice_aws::DynamoLedger::event_key("x"), "ev#x");
     assert_eq!(
         sluice_aws::DynamoLedger::key_of("x"),
         "jti#x",
@@ -478,13 +479,37 @@ fn each_function_is_granted_what_its_code_calls() {
             let allowance = |c: &str| {
                 fun == "McpFunction" && action == "dynamodb:UpdateItem" && c.contains("allow#*")
             };
+            // The issuer's completions write the event of parts refused.
+            let event = |c: &str| {
+                fun == "IssuerFunction" && action == "dynamodb:PutItem" && c.contains("ev#*")
+            };
             assert!(
                 grants
                     .iter()
                     .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")
-                        && (c.contains("file#*") || c.contains("batch#*") || allowance(c))),
+                        && (c.contains("file#*")
+                            || c.contains("batch#*")
+                            || allowance(c)
+                            || event(c))),
                 "{fun}: {action} must be limited to record items: {grants:?}"
             );
+        }
+        // Events no record's change carries (`file.rejected`): the
+        // issuer puts them, nothing else touches them.
+        let events: Vec<_> = statements(&t, fun)
+            .into_iter()
+            .filter(|(_, _, c)| c.contains("ev#*"))
+            .collect();
+        if fun == "IssuerFunction" {
+            assert!(
+                !events.is_empty()
+                    && events
+                        .iter()
+                        .all(|(a, _, c)| a == &["dynamodb:PutItem"] && !c.contains("file#")),
+                "the issuer puts event items only: {events:?}"
+            );
+        } else {
+            assert!(events.is_empty(), "{fun}: {events:?}");
         }
         // Batches: the mcp function writes them (request_uploads,
         // get_download_urls), the issuer only reads them (the batch's line).

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -27,7 +28,14 @@ fn read_env(path: &Path) -> BTreeMap<String, String> {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        // A quoted value is what is inside the quotes, as cargo lambda reads it.
+        .map(|(k, v)| {
+            let v = v
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(v);
+            (k.to_owned(), v.to_owned())
+        })
         .collect()
 }
 
@@ -52,7 +60,7 @@ impl Drop for Group {
 
 /// `PATH` with the venv's `bin` first: where `pip install cargo-lambda`
 /// put `cargo-lambda`, so that `cargo lambda` finds it.
-fn venv_path() -> String {
+pub(crate) fn venv_path() -> String {
     let venv = root().join(".venv/bin");
     assert!(
         venv.join("cargo-lambda").exists(),
@@ -67,9 +75,16 @@ fn venv_path() -> String {
 
 /// Waits until `url` answers `status` (the first request to a function
 /// compiles it: minutes on a cold machine).
-fn wait_for_status(url: &str, status: u16, within: Duration, log: &Path) {
+fn wait_for_status(url: &str, status: u16, within: Duration, log: &Path, watch: &Mutex<Child>) {
     let deadline = Instant::now() + within;
     loop {
+        // A watch that ended (its env file refused, say) will never answer.
+        if let Some(ended) = watch.lock().unwrap().try_wait().unwrap() {
+            panic!(
+                "cargo lambda watch ended ({ended}) before {url} answered; it said:\n{}",
+                std::fs::read_to_string(log.with_extension("err")).unwrap_or_default()
+            );
+        }
         let reply = Command::new("curl")
             .args([
                 "-s",
@@ -150,7 +165,7 @@ pub(crate) struct Stack {
     /// The env file's variables.
     pub env: BTreeMap<String, String>,
     log: PathBuf,
-    watch: Child,
+    watch: Mutex<Child>,
     _emulators: Group,
     pub work: tempfile::TempDir,
     /// The template's API in front of the functions, when there is one:
@@ -234,7 +249,7 @@ impl Stack {
             base,
             env: read_env(&env_path),
             log,
-            watch,
+            watch: Mutex::new(watch),
             _emulators: emulators,
             work,
             api: front.map(|f| f.base),
@@ -258,7 +273,13 @@ impl Stack {
     /// Waits for `url` to answer `status`: the first request to each
     /// function compiles it.
     pub(crate) fn compiled(&self, url: &str, status: u16) {
-        wait_for_status(url, status, Duration::from_secs(900), &self.log);
+        wait_for_status(
+            url,
+            status,
+            Duration::from_secs(900),
+            &self.log,
+            &self.watch,
+        );
     }
 }
 
@@ -278,8 +299,9 @@ pub(crate) fn token(env: &BTreeMap<String, String>, user: &str, scopes: &[&str])
 impl Drop for Stack {
     /// The watch and the functions it started go first, then the emulators.
     fn drop(&mut self) {
-        drop(Group(vec![self.watch.id() as i32]));
-        let _ = self.watch.wait();
+        let watch = self.watch.get_mut().unwrap();
+        drop(Group(vec![watch.id() as i32]));
+        let _ = watch.wait();
     }
 }
 

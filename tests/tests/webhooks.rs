@@ -357,7 +357,7 @@ mod on_aws {
 
     /// A stream record of the change from `old` to `new` (`by_ttl`: the
     /// DynamoDB service removed it), as Lambda passes it.
-    fn change(seq: u64, old: Option<&Item>, new: Option<&Item>, by_ttl: bool) -> Value {
+    pub(super) fn change(seq: u64, old: Option<&Item>, new: Option<&Item>, by_ttl: bool) -> Value {
         let image = |i: Option<&Item>| {
             i.map(|i| serde_json::to_value(serde_dynamo::Item::from(i.clone())).unwrap())
                 .unwrap_or(json!({}))
@@ -475,6 +475,28 @@ mod on_aws {
                 .await
                 .unwrap()
                 .unwrap();
+            // Parts of c whose whole was another file: the event's own item.
+            let rejected = sluice::events::Event::about(
+                sluice::events::EventType::Rejected,
+                &c.file,
+                Some("upload-of-c"),
+            );
+            for _ in 0..2 {
+                // Kept once, however often it is kept.
+                ledger
+                    .keep_event(
+                        &rejected.id,
+                        &rejected.body(),
+                        sluice::time::now_unix() + 60,
+                    )
+                    .await
+                    .unwrap();
+            }
+            let kept = records
+                .item(sluice_aws::DynamoLedger::event_key(&rejected.id))
+                .await
+                .unwrap()
+                .unwrap();
             assert!(matches!(a2.get("gone"), Some(AttributeValue::S(_))));
             let batch = json!({"Records": [
                 change(1, None, Some(&a0), false),
@@ -483,7 +505,8 @@ mod on_aws {
                 change(4, None, Some(&c0), false),
                 change(5, None, Some(&spent), false),
                 change(6, None, Some(&spent_c), false),
-                change(7, Some(&c0), None, true),
+                change(7, None, Some(&kept), false),
+                change(8, Some(&c0), None, true),
             ]});
             (batch, (a_id.to_string(), c_id.to_string()))
         });
@@ -507,7 +530,7 @@ mod on_aws {
             let done = rt.block_on(sluice_events::handle(&webhooks, batch.clone()));
             assert!(done.batch_item_failures.is_empty());
         }
-        let ended = received(&log, 8, Duration::from_secs(20));
+        let ended = received(&log, 10, Duration::from_secs(20));
         let by_file = kinds(&ended);
         assert_eq!(
             by_file[&ids.0],
@@ -519,14 +542,16 @@ mod on_aws {
                 "file.downloaded",
                 "file.downloaded",
                 "file.expired",
-                "file.expired"
+                "file.expired",
+                "file.rejected",
+                "file.rejected"
             ]
         );
-        assert_eq!(ended.len(), 8, "{ended:?}");
+        assert_eq!(ended.len(), 10, "{ended:?}");
         let distinct: BTreeSet<&str> = ended.iter().map(|e| e["id"].as_str().unwrap()).collect();
         assert_eq!(
             distinct.len(),
-            4,
+            5,
             "each change one id, the same when retried: {ended:?}"
         );
         let ready = ended.iter().find(|e| e["type"] == "file.ready").unwrap();
@@ -535,4 +560,150 @@ mod on_aws {
             (Some("alice"), Some(100))
         );
     }
+}
+
+/// The events function as `cargo lambda watch` runs it (the README's
+/// stack, the webhook's URL and secret in its env file): the issuer and
+/// the resolver under the same watch upload, download and delete a file on
+/// the emulators; the items they wrote, as the table's stream would carry
+/// them (dynalite has no streams), are the batch the watch's invoke API
+/// hands to `sluice-events`, which delivers `file.downloaded` and
+/// `file.deleted`, signed, to the receiver; the same batch again repeats
+/// the same ids.
+#[test]
+fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
+    use crate::util::{post_json, sh};
+    use crate::watch::{Reached, Stack, token};
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let secret = secret(5);
+    let receiver = Receiver::start(&secret, &log, 0, &[]);
+    let stack = Stack::reached(
+        Reached::ByPrefix,
+        &[],
+        &[
+            ("SLUICE_WEBHOOK_URL", receiver.url()),
+            // Quoted, as docs/aws.md says: cargo lambda's env file refuses
+            // an unquoted value that ends in `=`, as base64 often does.
+            ("SLUICE_WEBHOOK_SECRET", format!("\"{secret}\"")),
+        ],
+    );
+    let env = &stack.env;
+    let carol = token(env, "carol", &["files:read", "files:write"]);
+
+    // An upload, a download, a delete, by the functions under the watch.
+    let work = stack.work.path().join("files");
+    std::fs::create_dir(&work).unwrap();
+    let data = bytes(50_000, 9);
+    std::fs::write(work.join("e.bin"), &data).unwrap();
+    let uploads = stack.url("sluice-issuer", "/uploads");
+    stack.compiled(&uploads, 401);
+    let ticket = post_json(
+        &uploads,
+        Some(&carol),
+        &json!({"filename": "e.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}),
+    );
+    assert_eq!(ticket.status, 200, "{}", ticket.text());
+    let file_id = ticket.json()["file_id"].as_str().unwrap().to_owned();
+    let up = sh(ticket.json()["command"].as_str().unwrap(), &work);
+    assert!(up.status.success(), "{}", crate::util::out_text(&up));
+    let resolve = stack.url("sluice-resolver", "/resolve");
+    stack.compiled(&resolve, 401);
+    let resolved = post_json(
+        &resolve,
+        Some(&carol),
+        &json!({"handle": ticket.json()["handle"]}),
+    );
+    assert_eq!(resolved.status, 200, "{}", resolved.text());
+    let down = sh(resolved.json()["command"].as_str().unwrap(), &work);
+    assert!(down.status.success(), "{}", crate::util::out_text(&down));
+
+    let rt = crate::contract::runtime();
+    let settings = sluice::AwsConfig {
+        bucket: env["SLUICE_S3_BUCKET"].clone(),
+        table: env["SLUICE_DYNAMODB_TABLE"].clone(),
+        region: Some(env["SLUICE_AWS_REGION"].clone()),
+        s3_endpoint: Some(env["SLUICE_S3_ENDPOINT_URL"].parse().unwrap()),
+        dynamodb_endpoint: Some(env["SLUICE_DYNAMODB_ENDPOINT_URL"].parse().unwrap()),
+        master_secret_id: None,
+    };
+    let (_, ledger) = sluice_aws::backends(&sluice_testkit::emulators::sdk_config(), &settings);
+    let records = sluice_aws::DynamoRecords::beside(&ledger);
+    let record_key = format!("file#{file_id}");
+    let before = rt
+        .block_on(records.item(record_key.clone()))
+        .unwrap()
+        .unwrap();
+    let deleted = request(
+        "DELETE",
+        &stack.url("sluice-issuer", &format!("/files/{file_id}")),
+        &[("Authorization", &format!("Bearer {carol}"))],
+        None,
+    );
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    let after = rt.block_on(records.item(record_key)).unwrap().unwrap();
+    let spent: Vec<sluice_aws::Item> = rt.block_on(async {
+        let all = ledger
+            .client()
+            .scan()
+            .table_name(&settings.table)
+            .send()
+            .await
+            .unwrap();
+        all.items()
+            .iter()
+            .filter(|i| i.contains_key(sluice_aws::EVENT))
+            .cloned()
+            .collect()
+    });
+    assert_eq!(spent.len(), 1, "the download's spent link: {spent:?}");
+    let batch = json!({"Records": [
+        on_aws::change(1, None, Some(&spent[0]), false),
+        on_aws::change(2, Some(&before), Some(&after), false),
+    ]});
+
+    // Invoked as docs/aws.md says, on this watch's port.
+    let batch_file = stack.work.path().join("stream-batch.json");
+    std::fs::write(&batch_file, batch.to_string()).unwrap();
+    let port = stack
+        .base
+        .trim_end_matches("/lambda-url")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    for _ in 0..2 {
+        let out = Command::new("cargo")
+            .args(["lambda", "invoke", "sluice-events", "--data-file"])
+            .arg(&batch_file)
+            .args(["--invoke-address", "127.0.0.1", "--invoke-port", &port])
+            .env("PATH", crate::watch::venv_path())
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let said = crate::util::out_text(&out);
+        assert!(out.status.success(), "{said}");
+        let answer: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {said}"));
+        assert_eq!(answer, json!({"batchItemFailures": []}), "{said}");
+    }
+    let ended = received(&log, 4, Duration::from_secs(60));
+    assert_eq!(
+        kinds(&ended)[&file_id],
+        [
+            "file.deleted",
+            "file.deleted",
+            "file.downloaded",
+            "file.downloaded"
+        ],
+        "{ended:?}"
+    );
+    let ids: BTreeSet<&str> = ended.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids.len(),
+        2,
+        "each change one id, the same when sent again: {ended:?}"
+    );
+    assert!(ended.iter().all(|e| e["owner"] == "carol"), "{ended:?}");
 }

@@ -102,6 +102,12 @@ impl DynamoLedger {
         format!("jti#{jti}")
     }
 
+    /// The item key of an event no record's change carries (`ev#…`,
+    /// [`Ledger::keep_event`]), the prefix the issuer is granted.
+    pub fn event_key(id: &str) -> String {
+        format!("ev#{id}")
+    }
+
     /// The item key of allowance `key`: `allow#…`, the prefix the
     /// functions that charge one are granted (template.yaml).
     pub fn allowance_key(key: &str) -> String {
@@ -140,8 +146,9 @@ impl DynamoLedger {
     }
 }
 
-/// The attribute of a spent token's item that holds the event its spend
-/// reports (`file.downloaded`), for the table's stream.
+/// The attribute of an item that holds the event it reports, for the
+/// table's stream: a spent token's (`file.downloaded`, the spend's event)
+/// or an event's own item (`file.rejected`, [`Ledger::keep_event`]).
 pub const EVENT: &str = "ev";
 
 #[async_trait::async_trait]
@@ -184,6 +191,22 @@ impl Ledger for DynamoLedger {
             .send()
             .await;
         condition_held(result)
+    }
+
+    async fn keep_event(&self, id: &str, body: &str, expires_at: i64) -> Result<(), LedgerError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item(KEY, AttributeValue::S(Self::event_key(id)))
+            .item(TTL, AttributeValue::N(expires_at.to_string()))
+            .item(EVENT, AttributeValue::S(body.to_owned()))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", KEY)
+            .send()
+            .await;
+        // Kept before, under the same id: once is what the stream needs.
+        condition_held(result).map(|_| ())
     }
 
     async fn is_spent(&self, jti: &str) -> Result<bool, LedgerError> {

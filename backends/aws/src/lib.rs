@@ -6,7 +6,7 @@ mod dynamo;
 mod records;
 mod s3;
 
-pub use dynamo::DynamoLedger;
+pub use dynamo::{DynamoLedger, EVENT};
 pub use records::{BY_DIGEST, BY_OWNER, DynamoRecords, Item, PENDING, change_event};
 pub use s3::S3Store;
 

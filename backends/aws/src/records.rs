@@ -140,8 +140,8 @@ pub fn change_event(
     let ready = |i: Option<&Item>| i.and_then(record_of).is_some_and(|r| r.ready);
     let about = |kind, r: FileRecord| Some(Event::about(kind, &r.file, None));
     match new {
-        Some(new) if old.is_none() && new.contains_key(crate::dynamo::EVENT) => {
-            let body = new.get(crate::dynamo::EVENT)?.as_s().ok()?;
+        Some(new) if old.is_none() && new.contains_key(crate::EVENT) => {
+            let body = new.get(crate::EVENT)?.as_s().ok()?;
             Event::from_body(body)
         }
         Some(new) if !is_file(new) => None,

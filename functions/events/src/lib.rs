@@ -1,6 +1,8 @@
 //! The `events` function: on AWS the records table is the outbox. Each
 //! change of a file is one conditional write of one item (marked ready,
-//! replaced by its tombstone, removed by DynamoDB's TTL), so the table's
+//! replaced by its tombstone, removed by DynamoDB's TTL), and an event no
+//! record's change carries is in an item of its own (a spent link's
+//! `file.downloaded`, a refusal's `file.rejected`), so the table's
 //! stream carries every change exactly as it was stored, and this function,
 //! which Lambda invokes with the stream's records in order, turns each into
 //! its event ([`sluice_aws::change_event`]) and delivers it, signed, to the
@@ -41,9 +43,12 @@ pub fn event_of(record: &EventRecord) -> Option<Event> {
         "evt_{}",
         &Sha256::of(record.event_id.as_bytes()).to_hex()[..32]
     );
-    // When the change was made, as the stream records it (a download's
-    // event says when the link was spent already).
-    if event.kind != sluice::events::EventType::Downloaded {
+    // When the change was made, as the stream records it; an event an
+    // item carries (a download's, bytes refused) says its own time.
+    let carried = new
+        .as_ref()
+        .is_some_and(|n| n.contains_key(sluice_aws::EVENT));
+    if !carried {
         let at = record
             .change
             .approximate_creation_date_time

@@ -60,6 +60,16 @@ pub trait Ledger: Send + Sync + fmt::Debug {
         self.spend(jti, expires_at).await
     }
 
+    /// Keeps `event` (its id and body), which no change of a record
+    /// carries (`file.rejected`: bytes refused, nothing stored), until
+    /// `expires_at`: a ledger whose records are an outbox (DynamoDB's,
+    /// through the table's stream) writes it as an item of its own, once
+    /// per id; the others ignore it (locally the outbox has it).
+    async fn keep_event(&self, id: &str, body: &str, expires_at: i64) -> Result<(), LedgerError> {
+        let _ = (id, body, expires_at);
+        Ok(())
+    }
+
     /// Whether `jti` is already spent: a read, to refuse a replayed link
     /// before anything is read for it. Only [`Ledger::spend`] decides.
     async fn is_spent(&self, jti: &str) -> Result<bool, LedgerError>;

@@ -190,6 +190,24 @@ impl Sluice {
         &self.0.access
     }
 
+    /// Bytes that were not `file`, sent under the link `jti`, refused
+    /// (`file.rejected`): no record changes, so the ledger keeps the event
+    /// where its records are the outbox (DynamoDB's stream, for a day, as
+    /// long as the stream keeps a record), and it is [`Sluice::report`]ed.
+    pub(crate) async fn reject(&self, file: &FileMeta, jti: &str) {
+        use crate::events::{Event, EventType};
+        let event = Event::about(EventType::Rejected, file, Some(jti));
+        let until = crate::time::now_unix() + 24 * 3600;
+        if let Err(e) = self
+            .ledger()
+            .keep_event(&event.id, &event.body(), until)
+            .await
+        {
+            tracing::warn!(file_id = %file.id, kind = event.kind.as_str(), error = %e, "event not recorded");
+        }
+        self.report(&event, file).await;
+    }
+
     /// A change the record store does not make (a link spent, bytes
     /// refused): its audit line, and `event` about `file` appended to the
     /// outbox when webhooks are on; a failure is logged, and never fails

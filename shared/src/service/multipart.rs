@@ -19,7 +19,6 @@ use super::proof::{Held, PROOF_SLICE, Proved};
 use super::uploads::{Uploaded, until_expiry};
 use crate::curl;
 use crate::error::Error;
-use crate::events::{Event, EventType};
 use crate::file::FileMeta;
 use crate::multipart::Plan;
 use crate::sha::Sha256;
@@ -243,8 +242,7 @@ impl Sluice {
                 tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
                 // The link stays usable: a fresh upload in parts under it,
                 // so a part someone else sent costs a rerun, not the file.
-                let event = Event::about(EventType::Rejected, file, Some(&parted.jti));
-                self.report(&event, file).await;
+                self.reject(file, &parted.jti).await;
                 self.begin_parts(file).await?;
                 return Err(Error::PartsNotTheFile(m));
             }

@@ -12,7 +12,6 @@ use serde::Serialize;
 
 use super::Sluice;
 use crate::error::Error;
-use crate::events::{Event, EventType};
 use crate::file::{FileId, FileMeta};
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, idle_timeout};
@@ -142,8 +141,7 @@ impl Sluice {
         if let Err(e) = stored {
             tracing::info!(file_id = %file.id, %jti, error = %e, "upload refused");
             if matches!(e, crate::store::StoreError::Mismatch(_)) {
-                let event = Event::about(EventType::Rejected, &file, Some(&jti));
-                self.report(&event, &file).await;
+                self.reject(&file, &jti).await;
             }
             return Err(e.into());
         }
