@@ -15,7 +15,9 @@
   errors and throttles, the table's throttles, each function's internal
   errors and the resolver's unreachable ledger (sluice's own EMF metric,
   sluice_refusals_total), and the bucket, table and
-  secret carry deletion and replacement policies.
+  secret carry deletion and replacement policies;
+- the events function exists with WebhookUrl or EventBusName, and only it
+  may put events, only on the bus EventBusName names.
 Exits non-zero naming what is wrong.
 """
 
@@ -62,6 +64,11 @@ class Policies:
 def fail(message):
     print(f"template check failed: {message}", file=sys.stderr)
     sys.exit(1)
+
+
+def template_conditions():
+    with open("template.yaml") as f:
+        return yaml.load(f, Loader=Loader)["Conditions"]
 
 
 def translated(parameters):
@@ -183,9 +190,28 @@ def check_operations(resources):
     filters = json.dumps(mapping.get("FilterCriteria"))
     if "file#" not in filters or '\\"ev\\"' not in filters or "OnFailure" not in mapping.get("DestinationConfig", {}):
         fail(f"the events function takes more than file items, or drops what it gives up: {mapping}")
-    for name in ("EventsFunction", "EventsGivenUp", "EventsLogs", "EventsFunctionChanges"):
-        if resources[name].get("Condition") != "HasWebhooks":
-            fail(f"{name} exists only with WebhookUrl")
+    for name in ("EventsFunction", "EventsGivenUp", "EventsLogs", "EventsFunctionChanges", "EventsFunctionRole"):
+        if resources[name].get("Condition") != "HasEvents":
+            fail(f"{name} exists only with WebhookUrl or EventBusName")
+    conditions = json.dumps(template_conditions())
+    if '"HasEvents": {"Fn::Or": [{"Condition": "HasWebhooks"}, {"Condition": "HasEventBus"}]}' not in conditions:
+        fail(f"HasEvents is not WebhookUrl or EventBusName: {conditions}")
+    # The bus: the events function may put events on the one bus named,
+    # with EventBusName only; no other function may put events anywhere.
+    puts = {
+        name: json.dumps(r["Properties"].get("Policies", []))
+        for name, r in resources.items()
+        if r["Type"] == "AWS::IAM::Role" and "events:PutEvents" in json.dumps(r["Properties"].get("Policies", []))
+    }
+    if list(puts) != ["EventsFunctionRole"]:
+        fail(f"events:PutEvents granted to {list(puts)}")
+    bus = next(p for p in resources["EventsFunctionRole"]["Properties"]["Policies"] if "events:PutEvents" in json.dumps(p))
+    if (
+        bus.get("Fn::If", [None])[0] != "HasEventBus"
+        or ':event-bus/${eventBusName}"' not in json.dumps(bus)
+        or '{"eventBusName": {"Ref": "EventBusName"}}' not in json.dumps(bus)
+    ):
+        fail(f"the events function's PutEvents is not limited to EventBusName's bus: {bus}")
     stages = [r for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
     settings = [s["Properties"].get("DefaultRouteSettings", {}) for s in stages]
     if not any("ThrottlingRateLimit" in s and "ThrottlingBurstLimit" in s for s in settings):
@@ -218,5 +244,5 @@ if "SLUICE_AUTH_CLIENT_IDS" not in json.dumps(env):
 print(
     "template check: POST /mcp routed once with the WWW-Authenticate mapping; Cognito resources wired; "
     "outputs right with the API URL, PublicUrl and a custom domain; logs, throttling, alarms and policies in place; "
-    "the events function on the table's stream"
+    "the events function on the table's stream, with WebhookUrl or EventBusName, putting only on that bus"
 )

@@ -146,6 +146,8 @@ impl Emulators {
             s3_endpoint: Some(self.s3_url.parse().unwrap()),
             dynamodb_endpoint: Some(self.dynamodb_url.parse().unwrap()),
             master_secret_id: None,
+            event_bus: None,
+            eventbridge_endpoint: None,
         }
     }
 

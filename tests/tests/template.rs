@@ -51,7 +51,7 @@ fn the_template_sets_only_variables_the_config_reads() {
     }
     assert_eq!(vars["SLUICE_BACKEND"].as_str(), Some("aws"));
     // Only the mcp function (the actions catalog, which the other
-    // functions never read) and the events function (its endpoint) set
+    // functions never read) and the events function (its endpoint and bus) set
     // anything of their own, and that is checked too: each a setting the
     // config reads.
     for (name, resource) in t["Resources"].as_hash().unwrap() {
@@ -67,7 +67,11 @@ fn the_template_sets_only_variables_the_config_reads() {
             .collect();
         let expected: &[&str] = match name.as_str() {
             Some("McpFunction") => &["SLUICE_ACTIONS_S3_KEY"],
-            Some("EventsFunction") => &["SLUICE_WEBHOOK_URL", "SLUICE_WEBHOOK_SECRET"],
+            Some("EventsFunction") => &[
+                "SLUICE_WEBHOOK_URL",
+                "SLUICE_WEBHOOK_SECRET",
+                "SLUICE_EVENT_BUS",
+            ],
             other => panic!("per-function environment: {other:?}"),
         };
         assert_eq!(own, expected);

@@ -44,6 +44,23 @@ impl Receiver {
         }
     }
 
+    /// EventBridge and SQS as moto emulates them, on `port` (0: any), with
+    /// bus `bus` and a consumer logging what its rule routes to `log`, in
+    /// the receiver's shape (`tests/clients/event_bus.py`).
+    fn event_bus(bus: &str, log: &Path, port: u16) -> Self {
+        let mut command = Command::new(root().join(".venv/bin/python"));
+        command
+            .arg(root().join("tests/clients/event_bus.py"))
+            .args(["--bus", bus, "--port", &port.to_string()])
+            .arg("--log")
+            .arg(log);
+        let (child, announced) = spawn_announcing(command);
+        Receiver {
+            child,
+            port: announced.parse().unwrap(),
+        }
+    }
+
     fn url(&self) -> String {
         format!("http://127.0.0.1:{}/hooks", self.port)
     }
@@ -411,127 +428,93 @@ mod on_aws {
         }
     }
 
-    #[test]
-    fn each_change_the_table_stream_carries_reaches_the_receiver_signed() {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("received.jsonl");
-        let secret = secret(3);
-        let receiver = Receiver::start(&secret, &log, 0, &[]);
-        let port = receiver.port;
-        let webhooks = sluice::webhooks::Webhooks::new(
-            vec![
-                sluice::webhooks::Endpoint::new(
-                    "receiver",
-                    url::Url::parse(&receiver.url()).unwrap(),
-                    std::slice::from_ref(&secret),
-                    None,
-                )
-                .unwrap(),
-            ],
-            vec![Duration::from_secs(1)],
+    /// Every change the stream carries, made for real on table `name`:
+    /// file a written, marked ready, deleted; file c written, downloaded,
+    /// its parts refused, removed by the TTL; a ledger item between. The
+    /// batch Lambda would pass, and the ids of a and c.
+    async fn every_change(emulators: &Emulators, name: &str) -> (Value, (String, String)) {
+        let (_, ledger) = emulators.provision(name).await;
+        let records = DynamoRecords::beside(&ledger);
+        let item = |id: &sluice::FileId| records.item(format!("file#{id}"));
+        let (a, c) = (file_record("a.bin", 1), file_record("c.bin", 2));
+        let (a_id, c_id) = (a.file.id.clone(), c.file.id.clone());
+        records.put(&a).await.unwrap();
+        let a0 = item(&a_id).await.unwrap().unwrap();
+        records.mark_ready("alice", &a_id).await.unwrap();
+        let a1 = item(&a_id).await.unwrap().unwrap();
+        records.delete("alice", &a_id).await.unwrap().unwrap();
+        let a2 = item(&a_id).await.unwrap().unwrap();
+        records.put(&c).await.unwrap();
+        let c0 = item(&c_id).await.unwrap().unwrap();
+        // A ledger item: no event.
+        ledger
+            .spend("some-jti", sluice::time::now_unix() + 60)
+            .await
+            .unwrap();
+        let spent = records
+            .item(sluice_aws::DynamoLedger::key_of("some-jti"))
+            .await
+            .unwrap()
+            .unwrap();
+        // A download of c: the spent link's item carries its event.
+        let downloaded = sluice::events::Event::about(
+            sluice::events::EventType::Downloaded,
+            &c.file,
+            Some("link-of-c"),
         );
-        let emulators = Emulators::start();
-        let rt = crate::contract::runtime();
-        let (batch, ids) = rt.block_on(async {
-            let (_, ledger) = emulators.provision("events").await;
-            let records = DynamoRecords::beside(&ledger);
-            let item = |id: &sluice::FileId| records.item(format!("file#{id}"));
-            let (a, c) = (file_record("a.bin", 1), file_record("c.bin", 2));
-            let (a_id, c_id) = (a.file.id.clone(), c.file.id.clone());
-            records.put(&a).await.unwrap();
-            let a0 = item(&a_id).await.unwrap().unwrap();
-            records.mark_ready("alice", &a_id).await.unwrap();
-            let a1 = item(&a_id).await.unwrap().unwrap();
-            records.delete("alice", &a_id).await.unwrap().unwrap();
-            let a2 = item(&a_id).await.unwrap().unwrap();
-            records.put(&c).await.unwrap();
-            let c0 = item(&c_id).await.unwrap().unwrap();
-            // A ledger item: no event.
+        ledger
+            .spend_reporting(
+                "link-of-c",
+                sluice::time::now_unix() + 60,
+                &downloaded.body(),
+            )
+            .await
+            .unwrap();
+        let spent_c = records
+            .item(sluice_aws::DynamoLedger::key_of("link-of-c"))
+            .await
+            .unwrap()
+            .unwrap();
+        // Parts of c whose whole was another file: the event's own item.
+        let rejected = sluice::events::Event::about(
+            sluice::events::EventType::Rejected,
+            &c.file,
+            Some("upload-of-c"),
+        );
+        for _ in 0..2 {
+            // Kept once, however often it is kept.
             ledger
-                .spend("some-jti", sluice::time::now_unix() + 60)
-                .await
-                .unwrap();
-            let spent = records
-                .item(sluice_aws::DynamoLedger::key_of("some-jti"))
-                .await
-                .unwrap()
-                .unwrap();
-            // A download of c: the spent link's item carries its event.
-            let downloaded = sluice::events::Event::about(
-                sluice::events::EventType::Downloaded,
-                &c.file,
-                Some("link-of-c"),
-            );
-            ledger
-                .spend_reporting(
-                    "link-of-c",
+                .keep_event(
+                    &rejected.id,
+                    &rejected.body(),
                     sluice::time::now_unix() + 60,
-                    &downloaded.body(),
                 )
                 .await
                 .unwrap();
-            let spent_c = records
-                .item(sluice_aws::DynamoLedger::key_of("link-of-c"))
-                .await
-                .unwrap()
-                .unwrap();
-            // Parts of c whose whole was another file: the event's own item.
-            let rejected = sluice::events::Event::about(
-                sluice::events::EventType::Rejected,
-                &c.file,
-                Some("upload-of-c"),
-            );
-            for _ in 0..2 {
-                // Kept once, however often it is kept.
-                ledger
-                    .keep_event(
-                        &rejected.id,
-                        &rejected.body(),
-                        sluice::time::now_unix() + 60,
-                    )
-                    .await
-                    .unwrap();
-            }
-            let kept = records
-                .item(sluice_aws::DynamoLedger::event_key(&rejected.id))
-                .await
-                .unwrap()
-                .unwrap();
-            assert!(matches!(a2.get("gone"), Some(AttributeValue::S(_))));
-            let batch = json!({"Records": [
-                change(1, None, Some(&a0), false),
-                change(2, Some(&a0), Some(&a1), false),
-                change(3, Some(&a1), Some(&a2), false),
-                change(4, None, Some(&c0), false),
-                change(5, None, Some(&spent), false),
-                change(6, None, Some(&spent_c), false),
-                change(7, None, Some(&kept), false),
-                change(8, Some(&c0), None, true),
-            ]});
-            (batch, (a_id.to_string(), c_id.to_string()))
-        });
-        let batch: aws_lambda_events::event::dynamodb::Event =
-            serde_json::from_value(batch).unwrap();
-
-        // The receiver down: the first record with an event is the batch's
-        // failure, so Lambda retries from it; nothing is lost.
-        drop(receiver);
-        let failed = rt.block_on(sluice_events::handle(&webhooks, batch.clone()));
-        let failures: Vec<_> = failed
-            .batch_item_failures
-            .iter()
-            .map(|f| f.item_identifier.clone().unwrap())
-            .collect();
-        assert_eq!(failures, [format!("{:021}", 2)]);
-
-        let _back = Receiver::start(&secret, &log, port, &[]);
-        for _ in 0..2 {
-            // Delivered; and a retried batch repeats the same ids.
-            let done = rt.block_on(sluice_events::handle(&webhooks, batch.clone()));
-            assert!(done.batch_item_failures.is_empty());
         }
-        let ended = received(&log, 10, Duration::from_secs(20));
-        let by_file = kinds(&ended);
+        let kept = records
+            .item(sluice_aws::DynamoLedger::event_key(&rejected.id))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(matches!(a2.get("gone"), Some(AttributeValue::S(_))));
+        let batch = json!({"Records": [
+            change(1, None, Some(&a0), false),
+            change(2, Some(&a0), Some(&a1), false),
+            change(3, Some(&a1), Some(&a2), false),
+            change(4, None, Some(&c0), false),
+            change(5, None, Some(&spent), false),
+            change(6, None, Some(&spent_c), false),
+            change(7, None, Some(&kept), false),
+            change(8, Some(&c0), None, true),
+        ]});
+        (batch, (a_id.to_string(), c_id.to_string()))
+    }
+
+    /// What [`every_change`]'s batch, handled twice, delivers: each event
+    /// twice under one id, a's and c's events each of its own type.
+    fn check_every_change(ended: &[Value], ids: &(String, String)) {
+        let by_file = kinds(ended);
         assert_eq!(
             by_file[&ids.0],
             ["file.deleted", "file.deleted", "file.ready", "file.ready"]
@@ -560,16 +543,122 @@ mod on_aws {
             (Some("alice"), Some(100))
         );
     }
+
+    /// The same changes put on an EventBridge bus (moto's, whose rule
+    /// routes each to a queue the consumer reads): the events function with
+    /// only a bus, no endpoint. The bus down, the first record with an
+    /// event is the batch's failure; back, every event is on the bus under
+    /// source `sluice`, detail-type its type, its time the event's, and
+    /// `detail.id` the same when the batch is retried.
+    ///
+    /// Where moto differs from EventBridge: it checks no IAM (the template
+    /// test checks the grant), puts no limit on a detail's size (256 KiB on
+    /// AWS; an event's is under 1 KiB) and, asked for a bus that does not
+    /// exist, refuses the whole call where EventBridge may answer per entry
+    /// (the function handles both: `sluice_aws::EventBus::put`).
+    #[test]
+    fn each_change_the_table_stream_carries_is_put_on_the_event_bus() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("seen.jsonl");
+        let bus = Receiver::event_bus("sluice-files", &log, 0);
+        let port = bus.port;
+        let emulators = Emulators::start();
+        let mut settings = emulators.settings("bus");
+        settings.event_bus = Some("sluice-files".into());
+        settings.eventbridge_endpoint = Some(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let sinks = sluice_events::Sinks {
+            webhooks: None,
+            bus: sluice_aws::EventBus::new(&sluice_testkit::emulators::sdk_config(), &settings),
+        };
+        let rt = crate::contract::runtime();
+        let (batch, ids) = rt.block_on(every_change(&emulators, "bus"));
+        let batch: aws_lambda_events::event::dynamodb::Event =
+            serde_json::from_value(batch).unwrap();
+
+        drop(bus);
+        let failed = rt.block_on(sluice_events::handle(&sinks, batch.clone()));
+        let failures: Vec<_> = failed
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.clone().unwrap())
+            .collect();
+        assert_eq!(failures, [format!("{:021}", 2)]);
+
+        let _back = Receiver::event_bus("sluice-files", &log, port);
+        for _ in 0..2 {
+            let done = rt.block_on(sluice_events::handle(&sinks, batch.clone()));
+            assert!(done.batch_item_failures.is_empty(), "{done:?}");
+        }
+        let seen = received(&log, 10, Duration::from_secs(30));
+        check_every_change(&seen, &ids);
+        for e in &seen {
+            assert_eq!(e["source"], sluice_aws::SOURCE, "{e}");
+            assert_eq!(e["detail_type"], e["type"], "{e}");
+            // The envelope's time is the event's, to the second.
+            let time = e["time"].as_str().unwrap().trim_end_matches('Z');
+            assert!(e["timestamp"].as_str().unwrap().starts_with(time), "{e}");
+        }
+    }
+
+    #[test]
+    fn each_change_the_table_stream_carries_reaches_the_receiver_signed() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("received.jsonl");
+        let secret = secret(3);
+        let receiver = Receiver::start(&secret, &log, 0, &[]);
+        let port = receiver.port;
+        let webhooks = sluice::webhooks::Webhooks::new(
+            vec![
+                sluice::webhooks::Endpoint::new(
+                    "receiver",
+                    url::Url::parse(&receiver.url()).unwrap(),
+                    std::slice::from_ref(&secret),
+                    None,
+                )
+                .unwrap(),
+            ],
+            vec![Duration::from_secs(1)],
+        );
+        let sinks = sluice_events::Sinks {
+            webhooks: Some(webhooks),
+            bus: None,
+        };
+        let emulators = Emulators::start();
+        let rt = crate::contract::runtime();
+        let (batch, ids) = rt.block_on(every_change(&emulators, "events"));
+        let batch: aws_lambda_events::event::dynamodb::Event =
+            serde_json::from_value(batch).unwrap();
+
+        // The receiver down: the first record with an event is the batch's
+        // failure, so Lambda retries from it; nothing is lost.
+        drop(receiver);
+        let failed = rt.block_on(sluice_events::handle(&sinks, batch.clone()));
+        let failures: Vec<_> = failed
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.clone().unwrap())
+            .collect();
+        assert_eq!(failures, [format!("{:021}", 2)]);
+
+        let _back = Receiver::start(&secret, &log, port, &[]);
+        for _ in 0..2 {
+            // Delivered; and a retried batch repeats the same ids.
+            let done = rt.block_on(sluice_events::handle(&sinks, batch.clone()));
+            assert!(done.batch_item_failures.is_empty());
+        }
+        check_every_change(&received(&log, 10, Duration::from_secs(20)), &ids);
+    }
 }
 
 /// The events function as `cargo lambda watch` runs it (the README's
-/// stack, the webhook's URL and secret in its env file): the issuer and
+/// stack; in its env file the webhook's URL and secret, and a bus on
+/// moto's EventBridge): the issuer and
 /// the resolver under the same watch upload, download and delete a file on
 /// the emulators; the items they wrote, as the table's stream would carry
 /// them (dynalite has no streams), are the batch the watch's invoke API
 /// hands to `sluice-events`, which delivers `file.downloaded` and
-/// `file.deleted`, signed, to the receiver; the same batch again repeats
-/// the same ids.
+/// `file.deleted`, signed, to the receiver, and puts them on the bus; the
+/// same batch again repeats the same ids.
 #[test]
 fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
     use crate::util::{post_json, sh};
@@ -579,10 +668,17 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
     let log = dir.path().join("received.jsonl");
     let secret = secret(5);
     let receiver = Receiver::start(&secret, &log, 0, &[]);
+    let on_bus = dir.path().join("seen.jsonl");
+    let bus = Receiver::event_bus("sluice-files", &on_bus, 0);
     let stack = Stack::reached(
         Reached::ByPrefix,
         &[],
         &[
+            ("SLUICE_EVENT_BUS", "sluice-files".to_owned()),
+            (
+                "SLUICE_EVENTBRIDGE_ENDPOINT_URL",
+                format!("http://127.0.0.1:{}", bus.port),
+            ),
             ("SLUICE_WEBHOOK_URL", receiver.url()),
             // Quoted, as docs/aws.md says: cargo lambda's env file refuses
             // an unquoted value that ends in `=`, as base64 often does.
@@ -627,6 +723,8 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
         s3_endpoint: Some(env["SLUICE_S3_ENDPOINT_URL"].parse().unwrap()),
         dynamodb_endpoint: Some(env["SLUICE_DYNAMODB_ENDPOINT_URL"].parse().unwrap()),
         master_secret_id: None,
+        event_bus: None,
+        eventbridge_endpoint: None,
     };
     let (_, ledger) = sluice_aws::backends(&sluice_testkit::emulators::sdk_config(), &settings);
     let records = sluice_aws::DynamoRecords::beside(&ledger);
@@ -688,22 +786,31 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
             serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {said}"));
         assert_eq!(answer, json!({"batchItemFailures": []}), "{said}");
     }
-    let ended = received(&log, 4, Duration::from_secs(60));
-    assert_eq!(
-        kinds(&ended)[&file_id],
-        [
-            "file.deleted",
-            "file.deleted",
-            "file.downloaded",
-            "file.downloaded"
-        ],
-        "{ended:?}"
-    );
-    let ids: BTreeSet<&str> = ended.iter().map(|e| e["id"].as_str().unwrap()).collect();
-    assert_eq!(
-        ids.len(),
-        2,
-        "each change one id, the same when sent again: {ended:?}"
-    );
-    assert!(ended.iter().all(|e| e["owner"] == "carol"), "{ended:?}");
+    // The same events, signed to the endpoint and put on the bus.
+    let mut both = Vec::new();
+    for log in [&log, &on_bus] {
+        let ended = received(log, 4, Duration::from_secs(60));
+        assert_eq!(
+            kinds(&ended)[&file_id],
+            [
+                "file.deleted",
+                "file.deleted",
+                "file.downloaded",
+                "file.downloaded"
+            ],
+            "{ended:?}"
+        );
+        let ids: BTreeSet<String> = ended
+            .iter()
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            ids.len(),
+            2,
+            "each change one id, the same when sent again: {ended:?}"
+        );
+        assert!(ended.iter().all(|e| e["owner"] == "carol"), "{ended:?}");
+        both.push(ids);
+    }
+    assert_eq!(both[0], both[1], "one id per event, wherever it goes");
 }

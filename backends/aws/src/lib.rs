@@ -1,11 +1,14 @@
 //! sluice's AWS backends: [`S3Store`] (objects in S3, uploads and downloads
 //! through presigned URLs), [`DynamoLedger`] (spent tokens as conditional
-//! puts with a TTL) and [`DynamoRecords`] (file records in the same table). This is the only crate that imports `aws-sdk-*`.
+//! puts with a TTL), [`DynamoRecords`] (file records in the same table) and,
+//! for the events function, [`EventBus`] (events put on EventBridge). This is the only crate that imports `aws-sdk-*`.
 
+mod bus;
 mod dynamo;
 mod records;
 mod s3;
 
+pub use bus::{ENTRIES_PER_CALL, EventBus, NotPut, SOURCE, detail};
 pub use dynamo::{DynamoLedger, EVENT};
 pub use records::{BY_DIGEST, BY_OWNER, DynamoRecords, Item, PENDING, change_event};
 pub use s3::S3Store;
@@ -20,11 +23,16 @@ use url::Url;
 /// start; credentials come from the SDK's default chain (the Lambda role in
 /// production).
 pub async fn connect(config: &AwsConfig) -> (S3Store, DynamoLedger) {
+    backends(&sdk_config(config).await, config)
+}
+
+/// The SDK's configuration from its default chain, in `config`'s region.
+pub async fn sdk_config(config: &AwsConfig) -> aws_config::SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(region) = &config.region {
         loader = loader.region(aws_config::Region::new(region.clone()));
     }
-    backends(&loader.load().await, config)
+    loader.load().await
 }
 
 /// Builds both backends from an SDK configuration made elsewhere.

@@ -5,13 +5,13 @@
 //! `file.downloaded`, a refusal's `file.rejected`), so the table's
 //! stream carries every change exactly as it was stored, and this function,
 //! which Lambda invokes with the stream's records in order, turns each into
-//! its event ([`sluice_aws::change_event`]) and delivers it, signed, to the
-//! configured endpoints ([`Webhooks::deliver_now`]). No request pays for a
-//! delivery. A delivery that fails reports its record as the batch's first
+//! its event ([`sluice_aws::change_event`]) and delivers it: signed, to the
+//! configured endpoints ([`Webhooks::deliver_now`]), and on the configured
+//! EventBridge bus ([`EventBus::put`]). No request pays for a delivery. A delivery that fails reports its record as the batch's first
 //! failure: Lambda retries from there (the template bounds how long, and
 //! keeps what it gives up on in a queue), and receivers dedupe by
-//! `webhook-id`, which is derived from the stream record's id and so the
-//! same on every retry.
+//! `webhook-id` (on the bus, `detail.id`), which is derived from the
+//! stream record's id and so the same on every retry.
 
 use std::process::ExitCode;
 
@@ -19,7 +19,8 @@ use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use sluice::events::Event;
 use sluice::webhooks::Webhooks;
-use sluice::{Config, Sha256};
+use sluice::{Backend, Config, Sha256};
+use sluice_aws::EventBus;
 
 /// The event a stream record reports, if any, under an id of its own that
 /// every retry of the record repeats.
@@ -58,11 +59,38 @@ pub fn event_of(record: &EventRecord) -> Option<Event> {
     Some(event)
 }
 
-/// Delivers the events of `batch`'s records in order; the first record
-/// whose event could not be delivered is the batch's failure (Lambda
-/// retries it and every record after it).
-pub async fn handle(webhooks: &Webhooks, batch: StreamEvent) -> DynamoDbEventResponse {
-    let mut response = DynamoDbEventResponse::default();
+/// Where the events go: the webhooks' endpoints, an EventBridge bus, or
+/// both.
+#[derive(Debug, Clone, Default)]
+pub struct Sinks {
+    /// `SLUICE_WEBHOOK_URL` and its secret, or `SLUICE_WEBHOOKS_FILE`.
+    pub webhooks: Option<Webhooks>,
+    /// `SLUICE_EVENT_BUS`.
+    pub bus: Option<EventBus>,
+}
+
+impl Sinks {
+    /// The sinks `config` names: its webhooks, and in aws mode its bus.
+    pub async fn from_config(config: &Config) -> Result<Self, String> {
+        let webhooks = sluice_runtime::webhooks(config).map_err(|e| e.to_string())?;
+        let bus = match &config.backend {
+            Backend::Aws(aws) if aws.event_bus.is_some() => {
+                EventBus::new(&sluice_aws::sdk_config(aws).await, aws)
+            }
+            _ => None,
+        };
+        if webhooks.is_none() && bus.is_none() {
+            return Err("no destination: set SLUICE_WEBHOOK_URL and SLUICE_WEBHOOK_SECRET, or SLUICE_WEBHOOKS_FILE, or SLUICE_EVENT_BUS".into());
+        }
+        Ok(Self { webhooks, bus })
+    }
+}
+
+/// Delivers the events of `batch`'s records in order, to the bus and to
+/// the endpoints; the first record whose event was not delivered is the
+/// batch's failure (Lambda retries it and every record after it).
+pub async fn handle(sinks: &Sinks, batch: StreamEvent) -> DynamoDbEventResponse {
+    let mut events = Vec::new();
     for record in &batch.records {
         let Some(event) = event_of(record) else {
             continue;
@@ -74,19 +102,46 @@ pub async fn handle(webhooks: &Webhooks, batch: StreamEvent) -> DynamoDbEventRes
         {
             sluice::telemetry::audit(sluice::telemetry::Change::Expired, &file, None);
         }
-        if let Err(why) = webhooks.deliver_now(&event).await {
-            tracing::warn!(event_id = %event.id, error = %why, "event not delivered; the stream retries it");
-            let mut failure = DynamoDbBatchItemFailure::default();
-            failure.item_identifier = record.change.sequence_number.clone();
-            response.batch_item_failures.push(failure);
-            break;
+        events.push((record, event));
+    }
+    // The first event not delivered, if any.
+    let mut failed = None;
+    if let Some(bus) = &sinks.bus {
+        let all: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
+        let put = bus.put(&all).await;
+        let delivered = put.as_ref().err().map_or(all.len(), |n| n.first);
+        for _ in 0..delivered {
+            sluice::telemetry::delivery(BUS, "delivered");
         }
+        if let Err(not) = put {
+            sluice::telemetry::delivery(BUS, "retried");
+            tracing::warn!(event_id = %all[not.first].id, error = %not, "event not put on the bus; the stream retries it");
+            failed = Some(not.first);
+        }
+    }
+    if let Some(webhooks) = &sinks.webhooks {
+        for (i, (_, event)) in events.iter().enumerate().take(failed.unwrap_or(usize::MAX)) {
+            if let Err(why) = webhooks.deliver_now(event).await {
+                tracing::warn!(event_id = %event.id, error = %why, "event not delivered; the stream retries it");
+                failed = Some(i);
+                break;
+            }
+        }
+    }
+    let mut response = DynamoDbEventResponse::default();
+    if let Some(i) = failed {
+        let mut failure = DynamoDbBatchItemFailure::default();
+        failure.item_identifier = events[i].0.change.sequence_number.clone();
+        response.batch_item_failures.push(failure);
     }
     response
 }
 
-/// `main` for the function: the webhooks from the configuration, then
-/// the Lambda runtime.
+/// The bus as the deliveries metric names it.
+const BUS: &str = "eventbridge";
+
+/// `main` for the function: the sinks from the configuration, then the
+/// Lambda runtime.
 pub fn main() -> ExitCode {
     let config = match Config::from_env() {
         Ok(c) => c,
@@ -96,19 +151,6 @@ pub fn main() -> ExitCode {
         }
     };
     sluice_runtime::init_tracing(&config);
-    let webhooks = match sluice_runtime::webhooks(&config) {
-        Ok(Some(w)) => w,
-        Ok(None) => {
-            eprintln!(
-                "sluice-events: no endpoint: set SLUICE_WEBHOOK_URL and SLUICE_WEBHOOK_SECRET, or SLUICE_WEBHOOKS_FILE"
-            );
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("sluice-events: {e}");
-            return ExitCode::from(2);
-        }
-    };
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -116,10 +158,17 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let webhooks = &webhooks;
+    let sinks = match rt.block_on(Sinks::from_config(&config)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("sluice-events: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sinks = &sinks;
     let run = rt.block_on(lambda_runtime::run(lambda_runtime::service_fn(
         move |event: lambda_runtime::LambdaEvent<StreamEvent>| async move {
-            Ok::<_, lambda_runtime::Error>(handle(webhooks, event.payload).await)
+            Ok::<_, lambda_runtime::Error>(handle(sinks, event.payload).await)
         },
     )));
     match run {

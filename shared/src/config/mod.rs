@@ -58,6 +58,11 @@ pub struct AwsConfig {
     /// `SLUICE_MASTER_SECRET_ID`: a Secrets Manager secret holding the master
     /// secret, read at start (instead of `SLUICE_MASTER_SECRET`).
     pub master_secret_id: Option<String>,
+    /// `SLUICE_EVENT_BUS`: the EventBridge bus the events function puts
+    /// each event on.
+    pub event_bus: Option<String>,
+    /// `SLUICE_EVENTBRIDGE_ENDPOINT_URL`: an EventBridge emulator.
+    pub eventbridge_endpoint: Option<Url>,
 }
 
 /// The validated configuration.
@@ -449,6 +454,8 @@ fn backend(vars: &Vars) -> Result<Backend, ConfigError> {
         s3_endpoint: vars.url("SLUICE_S3_ENDPOINT_URL")?,
         dynamodb_endpoint: vars.url("SLUICE_DYNAMODB_ENDPOINT_URL")?,
         master_secret_id: vars.text("SLUICE_MASTER_SECRET_ID"),
+        event_bus: vars.text("SLUICE_EVENT_BUS"),
+        eventbridge_endpoint: vars.url("SLUICE_EVENTBRIDGE_ENDPOINT_URL")?,
     })))
 }
 

@@ -534,6 +534,13 @@ pub const SETTINGS: &[Setting] = &[
         "a DynamoDB emulator's endpoint",
     ),
     s(
+        "SLUICE_EVENTBRIDGE_ENDPOINT_URL",
+        Aws,
+        Parse::Url,
+        Unset("AWS"),
+        "an EventBridge emulator's endpoint (the events function's bus)",
+    ),
+    s(
         "SLUICE_MASTER_SECRET_ID",
         Aws,
         Parse::Text,
@@ -560,6 +567,13 @@ pub const SETTINGS: &[Setting] = &[
         Parse::Text,
         Unset("—"),
         "its secret, `whsec_` and the base64 of 24 to 64 random bytes; while one rotates, the new and the old, space-separated (each signs)",
+    ),
+    s(
+        "SLUICE_EVENT_BUS",
+        Operations,
+        Parse::Text,
+        Unset("—"),
+        "aws mode: the EventBridge bus the events function puts every event on (source `sluice`, detail-type the event's type, detail the webhook's body with its `id`), beside or instead of webhooks (the template's `EventBusName`; [operations](operations.md))",
     ),
     s(
         "SLUICE_WEBHOOKS_FILE",
