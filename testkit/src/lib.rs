@@ -46,30 +46,21 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Puts a `curl` first on a PATH for running an upload line in parts in
-/// `dir`: it logs the number of every part it sends (from the target it
-/// asks for first, saved as `-o <tmp>/<n>.t`) to `dir/sent`, and fails as
-/// a dropped connection would (exit 56) on every part from `fail_from` on,
-/// if given; anything else it hands to the real curl. Returns the PATH to
-/// run the line with.
-pub fn counting_curl(dir: &Path, fail_from: Option<usize>) -> std::io::Result<String> {
+/// Puts a `curl` in `bin`, for the front of a PATH: for each of its
+/// arguments, `$a` (the one before it `$prev`), it runs the shell line
+/// `each`, then hands everything to the real curl. Returns the PATH to
+/// run with.
+pub fn curl_wrapper(bin: &Path, each: &str) -> std::io::Result<String> {
     let found = std::process::Command::new("sh")
         .args(["-c", "command -v curl"])
         .output()?;
     let real = String::from_utf8_lossy(&found.stdout).trim().to_owned();
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin)?;
-    let _ = std::fs::remove_file(dir.join("sent"));
-    let fail = fail_from.map_or(String::new(), |n| {
-        format!("[ \"$n\" -ge {n} ] && exit 56; ")
-    });
+    std::fs::create_dir_all(bin)?;
     let fake = bin.join("curl");
     std::fs::write(
         &fake,
         format!(
-            "#!/bin/sh\nprev=\nfor a in \"$@\"; do if [ \"$prev\" = -o ]; then case \"$a\" in *.t) n=${{a##*/}}; n=${{n%.t}}; \
-             echo \"$n\" >> {sent}; {fail}:;; esac; fi; prev=$a; done\nexec {real} \"$@\"\n",
-            sent = dir.join("sent").display(),
+            "#!/bin/sh\nprev=\nfor a in \"$@\"; do {each}; prev=$a; done\nexec {real} \"$@\"\n"
         ),
     )?;
     use std::os::unix::fs::PermissionsExt as _;
@@ -79,6 +70,27 @@ pub fn counting_curl(dir: &Path, fail_from: Option<usize>) -> std::io::Result<St
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     ))
+}
+
+/// Puts a `curl` first on a PATH for running an upload line in parts in
+/// `dir`: it logs the number of every part it sends (from the target it
+/// asks for first, saved as `-o <tmp>/<n>.t`) to `dir/sent`, and fails as
+/// a dropped connection would (exit 56) on every part from `fail_from` on,
+/// if given; anything else it hands to the real curl. Returns the PATH to
+/// run the line with.
+pub fn counting_curl(dir: &Path, fail_from: Option<usize>) -> std::io::Result<String> {
+    let _ = std::fs::remove_file(dir.join("sent"));
+    let fail = fail_from.map_or(String::new(), |n| {
+        format!("[ \"$n\" -ge {n} ] && exit 56; ")
+    });
+    curl_wrapper(
+        &dir.join("bin"),
+        &format!(
+            "if [ \"$prev\" = -o ]; then case \"$a\" in *.t) n=${{a##*/}}; n=${{n%.t}}; \
+             echo \"$n\" >> {sent}; {fail}:;; esac; fi",
+            sent = dir.join("sent").display(),
+        ),
+    )
 }
 
 /// How many parts the `curl` of [`counting_curl`] sent (or tried to).

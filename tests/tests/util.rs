@@ -181,21 +181,14 @@ pub fn sh(line: &str, dir: &Path) -> Output {
 /// argument) in `dir/.puts` before running the real one; the run, and
 /// those notes ([`noted_puts`]).
 pub fn run_noting_puts(line: &str, dir: &Path, limit: Option<u32>) -> (Output, Vec<String>) {
-    let bin = dir.join(".bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let real = String::from_utf8(sh("command -v curl", dir).stdout).unwrap();
-    let fake = bin.join("curl");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\nprev=\nfor a in \"$@\"; do [ \"$prev\" = -T ] && echo \"$a\" >> '{}'; prev=$a; done\nexec {} \"$@\"\n",
-            dir.join(".puts").display(),
-            real.trim()
+    let path = sluice_testkit::curl_wrapper(
+        &dir.join(".bin"),
+        &format!(
+            "[ \"$prev\" = -T ] && echo \"$a\" >> '{}'",
+            dir.join(".puts").display()
         ),
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let _ = std::fs::remove_file(dir.join(".puts"));
     let limited = match limit {
         Some(blocks) => format!("ulimit -f {blocks}; {line}"),
@@ -205,10 +198,7 @@ pub fn run_noting_puts(line: &str, dir: &Path, limit: Option<u32>) -> (Output, V
         .arg("-c")
         .arg(limited)
         .current_dir(dir)
-        .env(
-            "PATH",
-            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
-        )
+        .env("PATH", path)
         .output()
         .unwrap();
     (out, noted_puts(dir))
