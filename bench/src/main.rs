@@ -743,9 +743,9 @@ async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Res
     )?;
     writeln!(
         out,
-        "\nThroughput ratio sluice / no-op **{:.2}×** (target ≥ 5×: {}); p99 ratio sluice / no-op **{:.2}** (target ≤ 0.25: {}).",
+        "\nThroughput ratio sluice / no-op **{:.2}×** (target ≥ 8×: {}); p99 ratio sluice / no-op **{:.2}** (target ≤ 0.25: {}).",
         s_rps / n_rps,
-        verdict(s_rps / n_rps >= 5.0),
+        verdict(s_rps / n_rps >= 8.0),
         s_p99 / n_p99,
         verdict(s_p99 / n_p99 <= 0.25)
     )?;
