@@ -511,6 +511,38 @@ mod on_aws {
         (batch, (a_id.to_string(), c_id.to_string()))
     }
 
+    /// [`every_change`] on table `name`, handled by `sinks` with their
+    /// destination stopped (`down`): the first record with an event is the
+    /// batch's failure, so Lambda retries from it and nothing is lost; then,
+    /// the destination started again (`back`), the batch handled twice, as
+    /// a retried batch is. The ids of a and c, and what `back` started.
+    fn down_then_back<T>(
+        sinks: &sluice_events::Sinks,
+        emulators: &Emulators,
+        name: &str,
+        down: impl FnOnce(),
+        back: impl FnOnce() -> T,
+    ) -> ((String, String), T) {
+        let rt = crate::contract::runtime();
+        let (batch, ids) = rt.block_on(every_change(emulators, name));
+        let batch: aws_lambda_events::event::dynamodb::Event =
+            serde_json::from_value(batch).unwrap();
+        down();
+        let failed = rt.block_on(sluice_events::handle(sinks, batch.clone()));
+        let failures: Vec<_> = failed
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.clone().unwrap())
+            .collect();
+        assert_eq!(failures, [format!("{:021}", 2)]);
+        let started = back();
+        for _ in 0..2 {
+            let done = rt.block_on(sluice_events::handle(sinks, batch.clone()));
+            assert!(done.batch_item_failures.is_empty(), "{done:?}");
+        }
+        (ids, started)
+    }
+
     /// What [`every_change`]'s batch, handled twice, delivers: each event
     /// twice under one id, a's and c's events each of its own type.
     fn check_every_change(ended: &[Value], ids: &(String, String)) {
@@ -570,25 +602,13 @@ mod on_aws {
             webhooks: None,
             bus: sluice_aws::EventBus::new(&sluice_testkit::emulators::sdk_config(), &settings),
         };
-        let rt = crate::contract::runtime();
-        let (batch, ids) = rt.block_on(every_change(&emulators, "bus"));
-        let batch: aws_lambda_events::event::dynamodb::Event =
-            serde_json::from_value(batch).unwrap();
-
-        drop(bus);
-        let failed = rt.block_on(sluice_events::handle(&sinks, batch.clone()));
-        let failures: Vec<_> = failed
-            .batch_item_failures
-            .iter()
-            .map(|f| f.item_identifier.clone().unwrap())
-            .collect();
-        assert_eq!(failures, [format!("{:021}", 2)]);
-
-        let _back = Receiver::event_bus("sluice-files", &log, port);
-        for _ in 0..2 {
-            let done = rt.block_on(sluice_events::handle(&sinks, batch.clone()));
-            assert!(done.batch_item_failures.is_empty(), "{done:?}");
-        }
+        let (ids, _back) = down_then_back(
+            &sinks,
+            &emulators,
+            "bus",
+            || drop(bus),
+            || Receiver::event_bus("sluice-files", &log, port),
+        );
         let seen = received(&log, 10, Duration::from_secs(30));
         check_every_change(&seen, &ids);
         for e in &seen {
@@ -624,28 +644,13 @@ mod on_aws {
             bus: None,
         };
         let emulators = Emulators::start();
-        let rt = crate::contract::runtime();
-        let (batch, ids) = rt.block_on(every_change(&emulators, "events"));
-        let batch: aws_lambda_events::event::dynamodb::Event =
-            serde_json::from_value(batch).unwrap();
-
-        // The receiver down: the first record with an event is the batch's
-        // failure, so Lambda retries from it; nothing is lost.
-        drop(receiver);
-        let failed = rt.block_on(sluice_events::handle(&sinks, batch.clone()));
-        let failures: Vec<_> = failed
-            .batch_item_failures
-            .iter()
-            .map(|f| f.item_identifier.clone().unwrap())
-            .collect();
-        assert_eq!(failures, [format!("{:021}", 2)]);
-
-        let _back = Receiver::start(&secret, &log, port, &[]);
-        for _ in 0..2 {
-            // Delivered; and a retried batch repeats the same ids.
-            let done = rt.block_on(sluice_events::handle(&sinks, batch.clone()));
-            assert!(done.batch_item_failures.is_empty());
-        }
+        let (ids, _back) = down_then_back(
+            &sinks,
+            &emulators,
+            "events",
+            || drop(receiver),
+            || Receiver::start(&secret, &log, port, &[]),
+        );
         check_every_change(&received(&log, 10, Duration::from_secs(20)), &ids);
     }
 }
