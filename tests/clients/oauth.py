@@ -16,6 +16,7 @@ import base64
 import hashlib
 import json
 import os
+import sys
 from urllib.parse import parse_qs, urljoin, urlparse
 
 import httpx2
@@ -105,6 +106,9 @@ def claims(jwt):
 async def run(url, auth, statuses, work):
     async def hook(response):
         statuses.append(response.status_code)
+        if response.status_code >= 400 and response.status_code not in (401, 403):
+            # What the SDK reports only as "Server returned an error response".
+            print(f"{response.request.method} {response.request.url}: {response.status_code} {dict(response.headers)}", file=sys.stderr)
 
     async with httpx2.AsyncClient(auth=auth, timeout=60, event_hooks={"response": [hook]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:
