@@ -228,6 +228,58 @@ mod tests {
         (record.file.id.clone(), record.to_json())
     }
 
+    fn aws_config(extra: &[(&str, &str)]) -> Config {
+        let base = [
+            ("SLUICE_BACKEND", "aws"),
+            ("SLUICE_S3_BUCKET", "b"),
+            ("SLUICE_DYNAMODB_TABLE", "t"),
+            ("SLUICE_AWS_REGION", "us-east-1"),
+            (
+                "SLUICE_MASTER_SECRET",
+                "a-master-secret-of-thirty-two-bytes-or-more",
+            ),
+            ("SLUICE_DEV_TOKENS", "true"),
+        ];
+        Config::from_vars(
+            base.iter()
+                .chain(extra)
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        )
+        .unwrap()
+    }
+
+    /// As the template sets them: a parameter left empty is an empty
+    /// variable, which is no destination.
+    #[tokio::test]
+    async fn the_sinks_are_the_bus_the_webhooks_or_both_and_never_none() {
+        let bus_only = aws_config(&[
+            ("SLUICE_EVENT_BUS", "sluice-files"),
+            ("SLUICE_WEBHOOK_URL", ""),
+            ("SLUICE_WEBHOOK_SECRET", ""),
+        ]);
+        let sinks = Sinks::from_config(&bus_only).await.unwrap();
+        assert_eq!(sinks.bus.as_ref().map(EventBus::name), Some("sluice-files"));
+        assert!(sinks.webhooks.is_none());
+
+        let webhooks_only = aws_config(&[
+            ("SLUICE_EVENT_BUS", ""),
+            ("SLUICE_WEBHOOK_URL", "https://example.com/hooks"),
+            (
+                "SLUICE_WEBHOOK_SECRET",
+                "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+            ),
+        ]);
+        let sinks = Sinks::from_config(&webhooks_only).await.unwrap();
+        assert!(sinks.bus.is_none() && sinks.webhooks.is_some());
+
+        let neither = aws_config(&[("SLUICE_EVENT_BUS", ""), ("SLUICE_WEBHOOK_URL", "")]);
+        let refused = Sinks::from_config(&neither).await.unwrap_err();
+        assert!(
+            refused.contains("SLUICE_EVENT_BUS") && refused.contains("SLUICE_WEBHOOK_URL"),
+            "{refused}"
+        );
+    }
+
     #[test]
     fn a_ttl_removal_of_a_file_is_its_expiry_under_the_stream_records_id() {
         let (id, json) = a_record();
