@@ -208,6 +208,24 @@ pub fn sdk_config() -> aws_config::SdkConfig {
         .build()
 }
 
+/// Every item of `ledger`'s table that carries an event for the table's
+/// stream (a spent link's `file.downloaded`, an `ev#…` item's own), as a
+/// scan reads them.
+pub async fn items_with_events(ledger: &sluice_aws::DynamoLedger) -> Vec<sluice_aws::Item> {
+    let all = ledger
+        .client()
+        .scan()
+        .table_name(ledger.table())
+        .send()
+        .await
+        .unwrap();
+    all.items()
+        .iter()
+        .filter(|i| i.contains_key(sluice_aws::EVENT))
+        .cloned()
+        .collect()
+}
+
 impl Drop for Emulators {
     fn drop(&mut self) {
         let _ = self.s3.kill();

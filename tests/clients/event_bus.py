@@ -4,7 +4,7 @@ Starts moto's server (on --port, 0 for any), creates the bus --bus, an SQS queue
 bus that sends every event whose source is `sluice` to the queue (what a
 team would route), prints `listening on <port>`, then reads the queue and
 logs each message to --log as one JSON line, in the webhook receiver's shape
-(`{"phase": "end", "id", "type", "file_id", "owner", ...}`, the id being
+(`event_log.py`: `{"phase": "end", "id", "type", "file_id", "owner", ...}`, the id being
 `detail.id`), with the envelope's `source`, `detail-type` and `time` beside.
 A message whose detail-type is not its detail's type is logged as
 `{"phase": "bad"}`.
@@ -13,10 +13,11 @@ A message whose detail-type is not its detail's type is logged as
 import argparse
 import json
 import logging
-import time
 
 import boto3
 from moto.server import ThreadedMotoServer
+
+from event_log import appender, delivered
 
 
 def main():
@@ -55,9 +56,7 @@ def main():
     )
     print(f"listening on {port}", flush=True)
 
-    def log(entry):
-        with open(args.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+    log = appender(args.log)
 
     while True:
         got = sqs.receive_message(
@@ -69,20 +68,13 @@ def main():
             if envelope["detail-type"] != detail["type"]:
                 log({"phase": "bad", "error": f"detail-type {envelope['detail-type']} of a {detail['type']}"})
             else:
-                log({
-                    "phase": "end",
-                    "at": time.time(),
-                    "id": detail["id"],
-                    "timestamp": detail["timestamp"],
-                    "type": detail["type"],
-                    "file_id": detail["data"]["file_id"],
-                    "owner": detail["data"]["owner"],
-                    "size": detail["data"]["size"],
-                    "sha256": detail["data"]["sha256"],
-                    "source": envelope["source"],
-                    "detail_type": envelope["detail-type"],
-                    "time": envelope["time"],
-                })
+                log(delivered(
+                    detail["id"],
+                    detail,
+                    source=envelope["source"],
+                    detail_type=envelope["detail-type"],
+                    time=envelope["time"],
+                ))
             sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
 
 

@@ -11,13 +11,12 @@ many seconds (a slow receiver), --port reuses a port (a receiver restarted),
 
 import argparse
 import json
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-LOCK = threading.Lock()
+from event_log import LOCK, appender, delivered
 
 
 def main():
@@ -31,9 +30,7 @@ def main():
     args = parser.parse_args()
     webhook = Webhook(args.secret)
 
-    def log(entry):
-        with LOCK, open(args.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+    log = appender(args.log)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *a):
@@ -62,18 +59,7 @@ def main():
             time.sleep(args.delay)
             self.send_response(args.status)
             self.end_headers()
-            log({
-                "phase": "end",
-                "at": time.time(),
-                "id": self.headers["webhook-id"],
-                "timestamp": event["timestamp"],
-                "type": event["type"],
-                "file_id": event["data"]["file_id"],
-                "owner": event["data"]["owner"],
-                "size": event["data"]["size"],
-                "sha256": event["data"]["sha256"],
-                "status": args.status,
-            })
+            log(delivered(self.headers["webhook-id"], event, status=args.status))
 
     ThreadingHTTPServer.allow_reuse_address = True
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)

@@ -597,15 +597,8 @@ mod on_s3 {
                 &sluice_testkit::emulators::sdk_config(),
                 &emulators.settings("liar"),
             );
-            let items = ledger
-                .client()
-                .scan()
-                .table_name("liar")
-                .send()
+            sluice_testkit::emulators::items_with_events(&ledger)
                 .await
-                .unwrap();
-            items
-                .items()
                 .iter()
                 .filter(|i| i["pk"].as_s().unwrap().starts_with("ev#"))
                 .map(|i| {

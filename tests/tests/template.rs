@@ -467,6 +467,7 @@ fn each_function_is_granted_what_its_code_calls() {
     );
     assert_eq!(sluice_aws::DynamoLedger::allowance_key("x"), "allow#x");
     assert_eq!(sluice_aws::DynamoLedger::event_key("x"), "ev#x");
+    assert_eq!(sluice_aws::DynamoRecords::key_of("x"), "file#x");
     assert_eq!(
         sluice_aws::DynamoLedger::key_of("x"),
         "jti#x",

@@ -60,7 +60,7 @@ impl Drop for Group {
 
 /// `PATH` with the venv's `bin` first: where `pip install cargo-lambda`
 /// put `cargo-lambda`, so that `cargo lambda` finds it.
-pub(crate) fn venv_path() -> String {
+fn venv_path() -> String {
     let venv = root().join(".venv/bin");
     assert!(
         venv.join("cargo-lambda").exists(),
@@ -165,6 +165,8 @@ pub(crate) struct Stack {
     /// The env file's variables.
     pub env: BTreeMap<String, String>,
     log: PathBuf,
+    /// The watch's invoke port.
+    invoke: u16,
     watch: Mutex<Child>,
     _emulators: Group,
     pub work: tempfile::TempDir,
@@ -249,6 +251,7 @@ impl Stack {
             base,
             env: read_env(&env_path),
             log,
+            invoke,
             watch: Mutex::new(watch),
             _emulators: emulators,
             work,
@@ -268,6 +271,20 @@ impl Stack {
 
     pub(crate) fn mcp_url(&self) -> String {
         self.url("sluice-mcp", "/mcp")
+    }
+
+    /// `cargo lambda invoke <function> --data-file <data>` on this watch,
+    /// as docs/aws.md says to hand a function an event of its own.
+    pub(crate) fn invoke(&self, function: &str, data: &Path) -> std::process::Output {
+        Command::new("cargo")
+            .args(["lambda", "invoke", function, "--data-file"])
+            .arg(data)
+            .args(["--invoke-address", "127.0.0.1", "--invoke-port"])
+            .arg(self.invoke.to_string())
+            .env("PATH", venv_path())
+            .current_dir(root())
+            .output()
+            .unwrap()
     }
 
     /// Waits for `url` to answer `status`: the first request to each

@@ -435,27 +435,24 @@ mod on_aws {
     async fn every_change(emulators: &Emulators, name: &str) -> (Value, (String, String)) {
         let (_, ledger) = emulators.provision(name).await;
         let records = DynamoRecords::beside(&ledger);
-        let item = |id: &sluice::FileId| records.item(format!("file#{id}"));
+        // The item at `key`, as read back.
+        let item = |key: String| async { records.item(key).await.unwrap().unwrap() };
         let (a, c) = (file_record("a.bin", 1), file_record("c.bin", 2));
         let (a_id, c_id) = (a.file.id.clone(), c.file.id.clone());
         records.put(&a).await.unwrap();
-        let a0 = item(&a_id).await.unwrap().unwrap();
+        let a0 = item(DynamoRecords::key_of(a_id.as_str())).await;
         records.mark_ready("alice", &a_id).await.unwrap();
-        let a1 = item(&a_id).await.unwrap().unwrap();
+        let a1 = item(DynamoRecords::key_of(a_id.as_str())).await;
         records.delete("alice", &a_id).await.unwrap().unwrap();
-        let a2 = item(&a_id).await.unwrap().unwrap();
+        let a2 = item(DynamoRecords::key_of(a_id.as_str())).await;
         records.put(&c).await.unwrap();
-        let c0 = item(&c_id).await.unwrap().unwrap();
+        let c0 = item(DynamoRecords::key_of(c_id.as_str())).await;
         // A ledger item: no event.
         ledger
             .spend("some-jti", sluice::time::now_unix() + 60)
             .await
             .unwrap();
-        let spent = records
-            .item(sluice_aws::DynamoLedger::key_of("some-jti"))
-            .await
-            .unwrap()
-            .unwrap();
+        let spent = item(sluice_aws::DynamoLedger::key_of("some-jti")).await;
         // A download of c: the spent link's item carries its event.
         let downloaded = sluice::events::Event::about(
             sluice::events::EventType::Downloaded,
@@ -470,11 +467,7 @@ mod on_aws {
             )
             .await
             .unwrap();
-        let spent_c = records
-            .item(sluice_aws::DynamoLedger::key_of("link-of-c"))
-            .await
-            .unwrap()
-            .unwrap();
+        let spent_c = item(sluice_aws::DynamoLedger::key_of("link-of-c")).await;
         // Parts of c whose whole was another file: the event's own item.
         let rejected = sluice::events::Event::about(
             sluice::events::EventType::Rejected,
@@ -492,11 +485,7 @@ mod on_aws {
                 .await
                 .unwrap();
         }
-        let kept = records
-            .item(sluice_aws::DynamoLedger::event_key(&rejected.id))
-            .await
-            .unwrap()
-            .unwrap();
+        let kept = item(sluice_aws::DynamoLedger::event_key(&rejected.id)).await;
         assert!(matches!(a2.get("gone"), Some(AttributeValue::S(_))));
         let batch = json!({"Records": [
             change(1, None, Some(&a0), false),
@@ -721,19 +710,14 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
     assert!(down.status.success(), "{}", crate::util::out_text(&down));
 
     let rt = crate::contract::runtime();
-    let settings = sluice::AwsConfig {
-        bucket: env["SLUICE_S3_BUCKET"].clone(),
-        table: env["SLUICE_DYNAMODB_TABLE"].clone(),
-        region: Some(env["SLUICE_AWS_REGION"].clone()),
-        s3_endpoint: Some(env["SLUICE_S3_ENDPOINT_URL"].parse().unwrap()),
-        dynamodb_endpoint: Some(env["SLUICE_DYNAMODB_ENDPOINT_URL"].parse().unwrap()),
-        master_secret_id: None,
-        event_bus: None,
-        eventbridge_endpoint: None,
+    // The functions' own settings, from the env file.
+    let sluice::Backend::Aws(settings) = sluice::Config::from_vars(env.clone()).unwrap().backend
+    else {
+        panic!("the env file is not aws mode: {env:?}");
     };
     let (_, ledger) = sluice_aws::backends(&sluice_testkit::emulators::sdk_config(), &settings);
     let records = sluice_aws::DynamoRecords::beside(&ledger);
-    let record_key = format!("file#{file_id}");
+    let record_key = sluice_aws::DynamoRecords::key_of(&file_id);
     let before = rt
         .block_on(records.item(record_key.clone()))
         .unwrap()
@@ -746,20 +730,7 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
     );
     assert_eq!(deleted.status, 200, "{}", deleted.text());
     let after = rt.block_on(records.item(record_key)).unwrap().unwrap();
-    let spent: Vec<sluice_aws::Item> = rt.block_on(async {
-        let all = ledger
-            .client()
-            .scan()
-            .table_name(&settings.table)
-            .send()
-            .await
-            .unwrap();
-        all.items()
-            .iter()
-            .filter(|i| i.contains_key(sluice_aws::EVENT))
-            .cloned()
-            .collect()
-    });
+    let spent = rt.block_on(sluice_testkit::emulators::items_with_events(&ledger));
     assert_eq!(spent.len(), 1, "the download's spent link: {spent:?}");
     let batch = json!({"Records": [
         on_aws::change(1, None, Some(&spent[0]), false),
@@ -769,22 +740,8 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
     // Invoked as docs/aws.md says, on this watch's port.
     let batch_file = stack.work.path().join("stream-batch.json");
     std::fs::write(&batch_file, batch.to_string()).unwrap();
-    let port = stack
-        .base
-        .trim_end_matches("/lambda-url")
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .to_owned();
     for _ in 0..2 {
-        let out = Command::new("cargo")
-            .args(["lambda", "invoke", "sluice-events", "--data-file"])
-            .arg(&batch_file)
-            .args(["--invoke-address", "127.0.0.1", "--invoke-port", &port])
-            .env("PATH", crate::watch::venv_path())
-            .current_dir(root())
-            .output()
-            .unwrap();
+        let out = stack.invoke("sluice-events", &batch_file);
         let said = crate::util::out_text(&out);
         assert!(out.status.success(), "{said}");
         let answer: Value =

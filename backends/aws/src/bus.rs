@@ -20,7 +20,7 @@ use sluice::events::Event;
 pub const SOURCE: &str = "sluice";
 
 /// Entries one `PutEvents` call takes at most (EventBridge's limit).
-pub const ENTRIES_PER_CALL: usize = 10;
+const ENTRIES_PER_CALL: usize = 10;
 
 /// Why events were not all put: `first` is the index of the first one
 /// not accepted (every event before it was).
@@ -60,7 +60,7 @@ impl EventBus {
         &self.name
     }
 
-    /// Puts `events` on the bus in order, [`ENTRIES_PER_CALL`] a call,
+    /// Puts `events` on the bus in order, ten a call (EventBridge's limit),
     /// stopping at the first call that did not put them all.
     pub async fn put(&self, events: &[Event]) -> Result<(), NotPut> {
         for (n, chunk) in events.chunks(ENTRIES_PER_CALL).enumerate() {
@@ -79,25 +79,18 @@ impl EventBus {
             if out.failed_entry_count() > 0 {
                 // Entries answer in the order they were put; one with an
                 // error code was not put.
-                let (i, entry) = out
-                    .entries()
-                    .iter()
-                    .enumerate()
-                    .find(|(_, e)| e.error_code().is_some())
-                    .map(|(i, e)| (i, Some(e)))
-                    .unwrap_or((0, None));
-                return Err(NotPut {
-                    first: offset + i,
-                    why: entry.map_or_else(
-                        || format!("{} entries failed", out.failed_entry_count()),
-                        |e| {
-                            format!(
-                                "{}: {}",
-                                e.error_code().unwrap_or_default(),
-                                e.error_message().unwrap_or_default()
-                            )
-                        },
+                let failed = out.entries().iter().position(|e| e.error_code().is_some());
+                let why = match failed.map(|i| &out.entries()[i]) {
+                    Some(e) => format!(
+                        "{}: {}",
+                        e.error_code().unwrap_or_default(),
+                        e.error_message().unwrap_or_default()
                     ),
+                    None => format!("{} entries failed", out.failed_entry_count()),
+                };
+                return Err(NotPut {
+                    first: offset + failed.unwrap_or(0),
+                    why,
                 });
             }
         }
@@ -117,7 +110,7 @@ impl EventBus {
 }
 
 /// An entry's detail: the webhook's body, with the event's id.
-pub fn detail(event: &Event) -> String {
+fn detail(event: &Event) -> String {
     let mut body = serde_json::to_value(event).expect("an event serializes");
     body["id"] = event.id.clone().into();
     body.to_string()

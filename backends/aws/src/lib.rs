@@ -8,7 +8,7 @@ mod dynamo;
 mod records;
 mod s3;
 
-pub use bus::{ENTRIES_PER_CALL, EventBus, NotPut, SOURCE, detail};
+pub use bus::{EventBus, NotPut, SOURCE};
 pub use dynamo::{DynamoLedger, EVENT};
 pub use records::{BY_DIGEST, BY_OWNER, DynamoRecords, Item, PENDING, change_event};
 pub use s3::S3Store;

@@ -177,6 +177,12 @@ pub fn change_event(
 }
 
 impl DynamoRecords {
+    /// The item key of file `id`'s record: `file#…`, the prefix the
+    /// functions that write records are granted (template.yaml).
+    pub fn key_of(id: &str) -> String {
+        key(id)
+    }
+
     /// The item under `pk`, read strongly consistent.
     pub async fn item(
         &self,

@@ -90,7 +90,8 @@ impl Sinks {
 /// the endpoints; the first record whose event was not delivered is the
 /// batch's failure (Lambda retries it and every record after it).
 pub async fn handle(sinks: &Sinks, batch: StreamEvent) -> DynamoDbEventResponse {
-    let mut events = Vec::new();
+    // The events, and beside each the record it came from.
+    let (mut events, mut from) = (Vec::new(), Vec::new());
     for record in &batch.records {
         let Some(event) = event_of(record) else {
             continue;
@@ -102,25 +103,25 @@ pub async fn handle(sinks: &Sinks, batch: StreamEvent) -> DynamoDbEventResponse 
         {
             sluice::telemetry::audit(sluice::telemetry::Change::Expired, &file, None);
         }
-        events.push((record, event));
+        events.push(event);
+        from.push(record);
     }
     // The first event not delivered, if any.
     let mut failed = None;
     if let Some(bus) = &sinks.bus {
-        let all: Vec<Event> = events.iter().map(|(_, e)| e.clone()).collect();
-        let put = bus.put(&all).await;
-        let delivered = put.as_ref().err().map_or(all.len(), |n| n.first);
+        let put = bus.put(&events).await;
+        let delivered = put.as_ref().err().map_or(events.len(), |n| n.first);
         for _ in 0..delivered {
             sluice::telemetry::delivery(BUS, "delivered");
         }
         if let Err(not) = put {
             sluice::telemetry::delivery(BUS, "retried");
-            tracing::warn!(event_id = %all[not.first].id, error = %not, "event not put on the bus; the stream retries it");
+            tracing::warn!(event_id = %events[not.first].id, error = %not, "event not put on the bus; the stream retries it");
             failed = Some(not.first);
         }
     }
     if let Some(webhooks) = &sinks.webhooks {
-        for (i, (_, event)) in events.iter().enumerate().take(failed.unwrap_or(usize::MAX)) {
+        for (i, event) in events.iter().enumerate().take(failed.unwrap_or(usize::MAX)) {
             if let Err(why) = webhooks.deliver_now(event).await {
                 tracing::warn!(event_id = %event.id, error = %why, "event not delivered; the stream retries it");
                 failed = Some(i);
@@ -131,7 +132,7 @@ pub async fn handle(sinks: &Sinks, batch: StreamEvent) -> DynamoDbEventResponse 
     let mut response = DynamoDbEventResponse::default();
     if let Some(i) = failed {
         let mut failure = DynamoDbBatchItemFailure::default();
-        failure.item_identifier = events[i].0.change.sequence_number.clone();
+        failure.item_identifier = from[i].change.sequence_number.clone();
         response.batch_item_failures.push(failure);
     }
     response
