@@ -275,7 +275,7 @@ pub fn run(size_mib: u64) -> anyhow::Result<String> {
 /// medians of each round's, so that the disk's swings between rounds (this
 /// machine's writeback) cancel out.
 pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
-    use crate::harness::{median, rate_ratio, rounds};
+    use crate::harness::{Whose, cpu_seconds, median, rate_ratio, rounds};
     let size = size_mib << 20;
     let work = tempfile::tempdir()?;
     let up_dir = work.path().join("up");
@@ -286,27 +286,71 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
     let file_arg = file.to_str().context("utf-8 path")?.to_owned();
     let (mut refs, _discard, reference) = start_refs(&work.path().join("ref.bin"), size)?;
     let sluice = start_sluice_with(&work.path().join("sluice"), &[])?;
+    let (server, bench) = (sluice.process.id(), std::process::id());
     let token = sluice.token.clone();
     let mut stored = crate::LastStored::default();
+    // A transfer's seconds, and the CPU seconds its client (the commands
+    // this process ran and waited for) and the server spent on it.
+    let accounted = |transfer: &mut dyn FnMut() -> anyhow::Result<f64>| -> anyhow::Result<Spent> {
+        let (client, server_before) = (
+            cpu_seconds(bench, Whose::WaitedChildren)?,
+            cpu_seconds(server, Whose::Own)?,
+        );
+        let secs = transfer()?;
+        Ok(Spent {
+            secs,
+            client: cpu_seconds(bench, Whose::WaitedChildren)? - client,
+            server: cpu_seconds(server, Whose::Own)? - server_before,
+        })
+    };
     let results = rounds(runs, "parts beside one PUT", |_| {
         let hash_file = timed_curl(&["-T", &file_arg, &format!("http://{reference}/object")])?;
         let ticket = issue(&sluice, &token, size, &sha)?;
-        let url = ticket["upload"]["url"].as_str().context("url")?;
+        let url = ticket["upload"]["url"].as_str().context("url")?.to_owned();
         stored.replace(&sluice, &ticket)?;
-        let one_put = timed_curl(&["-T", &file_arg, url])?;
+        let one_put = accounted(&mut || timed_curl(&["-T", &file_arg, &url]))?;
         let ticket = issue(&sluice, &token, size, &sha)?;
-        let line = ticket["command"].as_str().context("command")?;
+        let line = ticket["command"].as_str().context("command")?.to_owned();
         stored.replace(&sluice, &ticket)?;
-        let parts = crate::timed_sh(line, &up_dir)?;
-        eprintln!("  hash+file {hash_file:.2} s, one PUT {one_put:.2} s, in parts {parts:.2} s");
+        let parts = accounted(&mut || crate::timed_sh(&line, &up_dir))?;
+        eprintln!(
+            "  hash+file {hash_file:.2} s, one PUT {:.2} s (CPU: client {:.2}, server {:.2}), \
+             in parts {:.2} s (CPU: client {:.2}, server {:.2})",
+            one_put.secs, one_put.client, one_put.server, parts.secs, parts.client, parts.server
+        );
         Ok((hash_file, one_put, parts))
     })?;
     let _ = refs.kill();
     let _ = refs.wait();
     let mib = size_mib as f64;
-    let rate = |pick: fn(&(f64, f64, f64)) -> f64| mib / median(results.iter().map(pick).collect());
-    let of_put = median(results.iter().map(|r| rate_ratio(r.2, r.1)).collect());
-    let of_ref = median(results.iter().map(|r| rate_ratio(r.2, r.0)).collect());
+    let rate = |pick: &dyn Fn(&(f64, Spent, Spent)) -> f64| {
+        mib / median(results.iter().map(pick).collect())
+    };
+    let of_put = median(
+        results
+            .iter()
+            .map(|r| rate_ratio(r.2.secs, r.1.secs))
+            .collect(),
+    );
+    let of_ref = median(results.iter().map(|r| rate_ratio(r.2.secs, r.0)).collect());
+    let gib = mib / 1024.0;
+    let per_gib = |pick: &dyn Fn(&(f64, Spent, Spent)) -> f64| {
+        median(results.iter().map(pick).collect()) / gib
+    };
+    let cpu_ratio = median(
+        results
+            .iter()
+            .map(|r| (r.2.client + r.2.server) / (r.1.client + r.1.server))
+            .collect(),
+    );
+    // Two cores run the parts' CPU in no less than half of it: the most of
+    // one PUT's rate the parts could reach here, were every other cost gone.
+    let bound = median(
+        results
+            .iter()
+            .map(|r| r.1.secs / ((r.2.client + r.2.server) / 2.0))
+            .collect(),
+    );
     let verdict = if of_put >= 0.9 { "met" } else { "**missed**" };
     Ok(format!(
         "## Parts beside one PUT: {size_mib} MiB, interleaved (local mode)\n\n\
@@ -317,9 +361,34 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
          freed, as on a server that has run a while); MiB/s medians, and each ratio the median of the rounds' own.\n\n\
          | hash+file | sluice, one PUT | sluice, in parts (the line) | parts / one PUT | parts / hash+file |\n\
          |---|---|---|---|---|\n\
-         | {:.0} | {:.0} | {:.0} | **{of_put:.2}** (target ≥ 0.9: {verdict}) | {of_ref:.2} |\n\n",
-        rate(|r| r.0),
-        rate(|r| r.1),
-        rate(|r| r.2),
+         | {:.0} | {:.0} | {:.0} | **{of_put:.2}** (target ≥ 0.9: {verdict}) | {of_ref:.2} |\n\n\
+         CPU seconds a GiB, medians of the same rounds (client: the commands the bench ran and waited \
+         for, curl or the line's shell and all it started; server: sluice's own), with client and server \
+         on this machine's cores:\n\n\
+         | | client | server | both |\n\
+         |---|---|---|---|\n\
+         | one PUT | {:.2} | {:.2} | {:.2} |\n\
+         | in parts | {:.2} | {:.2} | {:.2} |\n\n\
+         The parts spend **{cpu_ratio:.2}×** the CPU of one PUT (the median of the rounds' own ratios). \
+         Two cores run that CPU in no less than half of it, so with client and server on them the parts \
+         could reach at most **{bound:.2}** of one PUT's rate here, were they to wait on nothing else.\n\n",
+        rate(&|r| r.0),
+        rate(&|r| r.1.secs),
+        rate(&|r| r.2.secs),
+        per_gib(&|r| r.1.client),
+        per_gib(&|r| r.1.server),
+        per_gib(&|r| r.1.client + r.1.server),
+        per_gib(&|r| r.2.client),
+        per_gib(&|r| r.2.server),
+        per_gib(&|r| r.2.client + r.2.server),
     ))
+}
+
+/// What one transfer took: its seconds, and the CPU seconds its client and
+/// the server spent.
+#[derive(Clone, Copy)]
+struct Spent {
+    secs: f64,
+    client: f64,
+    server: f64,
 }
