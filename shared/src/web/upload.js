@@ -17,18 +17,44 @@ const PARTS_IN_FLIGHT = 3;
 
 const hex = (bytes) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
 
-async function sha256Hex(blob, onProgress) {
+// `blob`'s SHA-256 (hex), and its bytes where they were read whole for it
+// (`bytes`: null for a file hashed in slices), so that its parts can be
+// hashed from memory instead of read again.
+async function sha256Read(blob, onProgress) {
   if (blob.size <= WHOLE_HASH_MAX && globalThis.crypto && crypto.subtle) {
-    const digest = await crypto.subtle.digest("SHA-256", await blob.arrayBuffer());
+    const bytes = await blob.arrayBuffer();
+    const digest = await crypto.subtle.digest("SHA-256", bytes);
     onProgress(blob.size);
-    return hex(digest);
+    return { sha256: hex(digest), bytes };
   }
   const sha = nobleSha256.create();
   for (let at = 0; at < blob.size; at += CHUNK) {
     sha.update(new Uint8Array(await blob.slice(at, at + CHUNK).arrayBuffer()));
     onProgress(Math.min(at + CHUNK, blob.size));
   }
-  return hex(sha.digest());
+  return { sha256: hex(sha.digest()), bytes: null };
+}
+
+const sha256Hex = async (blob, onProgress) => (await sha256Read(blob, onProgress)).sha256;
+
+// The SHA-256 (hex) of each of the parts numbered `numbers` of a file held
+// in memory (`bytes`), as promises: hashed by WebCrypto in two lanes, in
+// the order given, so that the first part's is ready first and the others
+// follow while it is sent. Two at a time, because WebCrypto copies what it
+// hashes: memory grows by two parts, not by the file. Once every part is
+// hashed, nothing here holds the bytes.
+function partDigests(bytes, partSize, fileSize, numbers) {
+  const lanes = [Promise.resolve(), Promise.resolve()];
+  const digests = new Map();
+  numbers.forEach((n, i) => {
+    const at = (n - 1) * partSize;
+    const view = new Uint8Array(bytes, at, Math.min(partSize, fileSize - at));
+    const digest = lanes[i % 2].then(() => crypto.subtle.digest("SHA-256", view)).then(hex);
+    // A lane goes on after a failure; the part's own promise carries it.
+    lanes[i % 2] = digest.catch(() => {});
+    digests.set(n, digest);
+  });
+  return digests;
 }
 
 function size(n) {
@@ -173,7 +199,11 @@ function sluiceForm(how) {
   // WebCrypto, its URL asked for and PUT with progress (one request alone
   // does not reach the browser's ceiling: it sends a body 16 KiB at a time);
   // then the completion, asked again while the server proves the file (202).
-  async function putParts(parts, file, started, showProgress) {
+  // With the file's bytes in memory (`read.bytes`: read whole for its own
+  // hash; taken from `read`, and let go once the parts are hashed), each
+  // part is hashed from them (`partDigests`) instead of read again from the
+  // file as it starts.
+  async function putParts(parts, file, read, started, showProgress) {
     const listed = await fetch(`${parts.link}/parts`);
     if (!listed.ok) throw new Refused(await messageOf(listed));
     const stored = new Set((await listed.text()).split("\n").filter(Boolean).map(Number));
@@ -184,6 +214,10 @@ function sluiceForm(how) {
       if (stored.has(n)) kept += slice(n).size;
       else missing.push(n);
     }
+    // Each missing part's digest, a promise: hashed from memory where the
+    // file was read whole, two at a time, in the order the parts go.
+    const digests = read.bytes ? partDigests(read.bytes, parts.part_size, file.size, missing) : new Map();
+    read.bytes = null;
     const sending = new Map();
     const show = () => {
       let sent = kept;
@@ -201,7 +235,7 @@ function sluiceForm(how) {
       while (next < missing.length && !failure) {
         const n = missing[next++];
         const blob = slice(n);
-        const sha = await sha256Hex(blob, () => {});
+        const sha = await (digests.get(n) || sha256Hex(blob, () => {}));
         const asked = await fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" });
         if (!asked.ok) throw new Refused(await messageOf(asked));
         const xhr = await put(partTarget(await asked.text()), blob, (bytes) => {
@@ -244,7 +278,8 @@ function sluiceForm(how) {
     if (!startUrl) throw new Stop("The upload is not ready yet: wait a moment, then try again.", {});
     phase(`Checking ${file.name}…`);
     let started = performance.now();
-    const sha256 = await sha256Hex(file, (done) => showProgress(done, started));
+    const read = await sha256Read(file, (done) => showProgress(done, started));
+    const sha256 = read.sha256;
     // Timings, for the benchmarks (nothing leaves the page).
     window.sluiceTimings = { hashMs: performance.now() - started };
     const start = await fetch(startUrl, {
@@ -263,8 +298,9 @@ function sluiceForm(how) {
     started = performance.now();
     showProgress(0, started);
     if (target.parts) {
-      await putParts(target.parts, file, started, showProgress);
+      await putParts(target.parts, file, read, started, showProgress);
     } else {
+      read.bytes = null;
       const xhr = await put(target.upload, file, (bytes) => showProgress(bytes, started));
       if (xhr.status < 200 || xhr.status >= 300) {
         let message = `The storage refused the file (${xhr.status}).`;
