@@ -318,39 +318,26 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
              in parts {:.2} s (CPU: client {:.2}, server {:.2})",
             one_put.secs, one_put.client, one_put.server, parts.secs, parts.client, parts.server
         );
-        Ok((hash_file, one_put, parts))
+        Ok(Round {
+            hash_file,
+            one_put,
+            parts,
+        })
     })?;
     let _ = refs.kill();
     let _ = refs.wait();
+    // The median over the rounds of what `pick` reads of each.
+    let med = |pick: &dyn Fn(&Round) -> f64| median(results.iter().map(pick).collect());
     let mib = size_mib as f64;
-    let rate = |pick: &dyn Fn(&(f64, Spent, Spent)) -> f64| {
-        mib / median(results.iter().map(pick).collect())
-    };
-    let of_put = median(
-        results
-            .iter()
-            .map(|r| rate_ratio(r.2.secs, r.1.secs))
-            .collect(),
-    );
-    let of_ref = median(results.iter().map(|r| rate_ratio(r.2.secs, r.0)).collect());
     let gib = mib / 1024.0;
-    let per_gib = |pick: &dyn Fn(&(f64, Spent, Spent)) -> f64| {
-        median(results.iter().map(pick).collect()) / gib
-    };
-    let cpu_ratio = median(
-        results
-            .iter()
-            .map(|r| (r.2.client + r.2.server) / (r.1.client + r.1.server))
-            .collect(),
-    );
+    let rate = |pick: &dyn Fn(&Round) -> f64| mib / med(pick);
+    let per_gib = |pick: &dyn Fn(&Round) -> f64| med(pick) / gib;
+    let of_put = med(&|r| rate_ratio(r.parts.secs, r.one_put.secs));
+    let of_ref = med(&|r| rate_ratio(r.parts.secs, r.hash_file));
+    let cpu_ratio = med(&|r| r.parts.cpu() / r.one_put.cpu());
     // Two cores run the parts' CPU in no less than half of it: the most of
     // one PUT's rate the parts could reach here, were every other cost gone.
-    let bound = median(
-        results
-            .iter()
-            .map(|r| r.1.secs / ((r.2.client + r.2.server) / 2.0))
-            .collect(),
-    );
+    let bound = med(&|r| r.one_put.secs / (r.parts.cpu() / 2.0));
     let verdict = if of_put >= 0.9 { "met" } else { "**missed**" };
     Ok(format!(
         "## Parts beside one PUT: {size_mib} MiB, interleaved (local mode)\n\n\
@@ -372,15 +359,15 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
          The parts spend **{cpu_ratio:.2}×** the CPU of one PUT (the median of the rounds' own ratios). \
          Two cores run that CPU in no less than half of it, so with client and server on them the parts \
          could reach at most **{bound:.2}** of one PUT's rate here, were they to wait on nothing else.\n\n",
-        rate(&|r| r.0),
-        rate(&|r| r.1.secs),
-        rate(&|r| r.2.secs),
-        per_gib(&|r| r.1.client),
-        per_gib(&|r| r.1.server),
-        per_gib(&|r| r.1.client + r.1.server),
-        per_gib(&|r| r.2.client),
-        per_gib(&|r| r.2.server),
-        per_gib(&|r| r.2.client + r.2.server),
+        rate(&|r| r.hash_file),
+        rate(&|r| r.one_put.secs),
+        rate(&|r| r.parts.secs),
+        per_gib(&|r| r.one_put.client),
+        per_gib(&|r| r.one_put.server),
+        per_gib(&|r| r.one_put.cpu()),
+        per_gib(&|r| r.parts.client),
+        per_gib(&|r| r.parts.server),
+        per_gib(&|r| r.parts.cpu()),
     ))
 }
 
@@ -391,4 +378,18 @@ struct Spent {
     secs: f64,
     client: f64,
     server: f64,
+}
+
+impl Spent {
+    /// The CPU seconds client and server spent together.
+    fn cpu(&self) -> f64 {
+        self.client + self.server
+    }
+}
+
+/// One round: hash+file's seconds, and the two ways of sending to sluice.
+struct Round {
+    hash_file: f64,
+    one_put: Spent,
+    parts: Spent,
 }
