@@ -360,8 +360,9 @@ pub fn run() -> anyhow::Result<String> {
          bounds the page; WebCrypto, used up to 512 MiB and for each part, is {:.1}× faster still.\n\n\
          Since files of any size, a file over the single-PUT size (64 MiB) goes from the page and \
          the widget in parts, as from the upload line: this 256 MiB file in four parts of 64 MiB, \
-         each hashed (WebCrypto) from the bytes read for the whole file's hash, two at a time in \
-         the order they go, three on their way at once, then proven whole by sluice at \
+         each hashed (WebCrypto) from the bytes read for the whole file's hash, one after another \
+         in the order they go and each once the one before is on its way, all four on their way \
+         at once, then proven whole by sluice at \
          completion; so the page reaches {:.2}× the bare PUT where one PUT did 1.06× (an earlier \
          run of this table), the price of resuming after a failure or a reload. The widget \
          reaches {:.2}× the page in the same rounds: its host frame and the cross-origin \

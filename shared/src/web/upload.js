@@ -12,8 +12,9 @@
 // has to fit in memory. WebCrypto cannot hash a stream.
 const WHOLE_HASH_MAX = 512 * 1024 * 1024;
 const CHUNK = 8 * 1024 * 1024;
-// Parts of a large file sent at once.
-const PARTS_IN_FLIGHT = 3;
+// Parts of a large file sent at once (BENCHMARKS.md, "Browser upload page":
+// four beat three once the parts are hashed one after another).
+const PARTS_IN_FLIGHT = 4;
 
 const hex = (bytes) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -38,23 +39,27 @@ async function sha256Read(blob, onProgress) {
 const sha256Hex = async (blob, onProgress) => (await sha256Read(blob, onProgress)).sha256;
 
 // The SHA-256 (hex) of each of the parts numbered `numbers` of a file held
-// in memory (`bytes`), as promises: hashed by WebCrypto in two lanes, in
-// the order given, so that the first part's is ready first and the others
-// follow while it is sent. Two at a time, because WebCrypto copies what it
-// hashes: memory grows by two parts, not by the file. Once every part is
-// hashed, nothing here holds the bytes.
-function partDigests(bytes, partSize, fileSize, numbers) {
-  const lanes = [Promise.resolve(), Promise.resolve()];
+// in memory (`bytes`), one after another in the order given: `digest(n)`, a
+// promise of part n's. WebCrypto holds the page's thread while it hashes
+// (about 90 ms for a part of 64 MiB in headless Chromium), and the answers
+// that start the parts' PUTs are handled on that thread: so a part is hashed
+// only once the part before it is on its way (`sent(n)`, said by whoever
+// sends part n, also when it gives up), and hashing the next part never
+// holds up the one before. Once every part is hashed, nothing here holds the
+// bytes.
+function partHasher(bytes, partSize, fileSize, numbers) {
   const digests = new Map();
-  numbers.forEach((n, i) => {
+  const sent = new Map();
+  let before = Promise.resolve();
+  for (const n of numbers) {
     const at = (n - 1) * partSize;
     const view = new Uint8Array(bytes, at, Math.min(partSize, fileSize - at));
-    const digest = lanes[i % 2].then(() => crypto.subtle.digest("SHA-256", view)).then(hex);
-    // A lane goes on after a failure; the part's own promise carries it.
-    lanes[i % 2] = digest.catch(() => {});
+    const digest = before.then(() => crypto.subtle.digest("SHA-256", view)).then(hex);
+    const gone = new Promise((resolve) => sent.set(n, resolve));
     digests.set(n, digest);
-  });
-  return digests;
+    before = Promise.all([digest.catch(() => {}), gone]);
+  }
+  return { digest: (n) => digests.get(n), sent: (n) => sent.get(n)() };
 }
 
 function size(n) {
@@ -201,7 +206,7 @@ function sluiceForm(how) {
   // then the completion, asked again while the server proves the file (202).
   // With the file's bytes in memory (`read.bytes`: read whole for its own
   // hash; taken from `read`, and let go once the parts are hashed), each
-  // part is hashed from them (`partDigests`) instead of read again from the
+  // part is hashed from them (`partHasher`) instead of read again from the
   // file as it starts.
   async function putParts(parts, file, read, started, showProgress) {
     const listed = await fetch(`${parts.link}/parts`);
@@ -214,9 +219,9 @@ function sluiceForm(how) {
       if (stored.has(n)) kept += slice(n).size;
       else missing.push(n);
     }
-    // Each missing part's digest, a promise: hashed from memory where the
-    // file was read whole, two at a time, in the order the parts go.
-    const digests = read.bytes ? partDigests(read.bytes, parts.part_size, file.size, missing) : new Map();
+    // Each missing part's digest: hashed from memory where the file was
+    // read whole, one after another in the order the parts go.
+    const hasher = read.bytes ? partHasher(read.bytes, parts.part_size, file.size, missing) : null;
     read.bytes = null;
     const sending = new Map();
     const show = () => {
@@ -235,13 +240,20 @@ function sluiceForm(how) {
       while (next < missing.length && !failure) {
         const n = missing[next++];
         const blob = slice(n);
-        const sha = await (digests.get(n) || sha256Hex(blob, () => {}));
-        const asked = await fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" });
-        if (!asked.ok) throw new Refused(await messageOf(asked));
-        const xhr = await put(partTarget(await asked.text()), blob, (bytes) => {
-          sending.set(n, bytes);
-          show();
-        });
+        let xhr;
+        try {
+          const sha = await (hasher ? hasher.digest(n) : sha256Hex(blob, () => {}));
+          const asked = await fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" });
+          if (!asked.ok) throw new Refused(await messageOf(asked));
+          const putting = put(partTarget(await asked.text()), blob, (bytes) => {
+            sending.set(n, bytes);
+            show();
+          });
+          if (hasher) hasher.sent(n);
+          xhr = await putting;
+        } finally {
+          if (hasher) hasher.sent(n);
+        }
         if (xhr.status < 200 || xhr.status >= 300) {
           throw new Refused(`Part ${n} was refused (${xhr.status}).`);
         }
