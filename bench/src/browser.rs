@@ -332,7 +332,7 @@ pub fn run() -> anyhow::Result<String> {
          since WebCrypto cannot stream), so memory stays bounded whatever the file's size.\n"
     ));
     out.push_str(&format!(
-        "\nThe upload is bound by the browser, not by the page or by sluice. The same Chromium \
+        "\nCurl's PUT is no measure of what a browser can upload. The same Chromium \
          PUTting the same file by a bare XHR into `discard`, a server that does nothing with the \
          bytes, reaches {:.0} MiB/s, {:.2}× curl's PUT there, and the page into sluice reaches \
          {:.2}× that. Chromium sends a request body 16 KiB at a time (`kRequestBodyBufferSize` in \
@@ -353,11 +353,10 @@ pub fn run() -> anyhow::Result<String> {
         "\nHashing a file too large for WebCrypto (which cannot hash a stream): the vendored \
          `@noble/hashes` {} (audited, pure JavaScript) runs at {:.0} MiB/s, {:.2}× the hand-written \
          SHA-256 it replaced ({:.0} MiB/s, from commit {OLD_HASHER_COMMIT}) on the same slices in \
-         the same page: the same speed within noise, so the choice is for code that is audited and \
-         kept by others. WebAssembly hashers would need `'wasm-unsafe-eval'`, which the MCP Apps \
-         policy does not grant the widget. Either JavaScript hasher runs at about half the \
-         browser's upload ceiling (the bare PUT above), so above 512 MiB hashing, not the upload, \
-         bounds the page; WebCrypto, used up to 512 MiB and for each part, is {:.1}× faster still.\n\n\
+         the same page: {}. WebAssembly hashers would need `'wasm-unsafe-eval'`, which the MCP \
+         Apps policy does not grant the widget. @noble/hashes runs at {:.2}× the browser's upload \
+         ceiling (the bare PUT above), so above 512 MiB hashing, not the upload, bounds the page; \
+         WebCrypto, used up to 512 MiB and for each part, is {:.1}× faster still.\n\n\
          Since files of any size, a file over the single-PUT size (64 MiB) goes from the page and \
          the widget in parts, as from the upload line: this 256 MiB file in four parts of 64 MiB, \
          each hashed (WebCrypto) from the bytes read for the whole file's hash, one after another \
@@ -365,15 +364,29 @@ pub fn run() -> anyhow::Result<String> {
          at once, then proven whole by sluice at \
          completion; so the page reaches {:.2}× the bare PUT where one PUT did 1.06× (an earlier \
          run of this table), the price of resuming after a failure or a reload. The widget \
-         reaches {:.2}× the page in the same rounds: its host frame and the cross-origin \
-         preflights of each part's requests.\n",
+         reaches {:.2}× the page in the same rounds{}.\n",
         sluice::web::NOBLE_VERSION,
         rate(noble),
         old / noble,
         rate(old),
+        if (0.9..=1.1).contains(&(old / noble)) {
+            "the same speed within noise, so the choice is for code that is audited and kept by \
+             others"
+        } else if old < noble {
+            "slower in this run (0.99× on the day it was chosen); the choice is for code that is \
+             audited and kept by others"
+        } else {
+            "faster"
+        },
+        browser_sink / noble,
         noble / webcrypto,
         browser_sink / page,
         page / widget,
+        if widget > page {
+            ": its host frame and the cross-origin preflights of each part's requests"
+        } else {
+            ", for all its host frame and the cross-origin preflights of each part's requests"
+        },
     ));
     Ok(out)
 }
