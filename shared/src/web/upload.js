@@ -38,23 +38,29 @@ async function sha256Read(blob, onProgress) {
 
 const sha256Hex = async (blob, onProgress) => (await sha256Read(blob, onProgress)).sha256;
 
-// The SHA-256 (hex) of each of the parts numbered `numbers` of a file held
-// in memory (`bytes`), one after another in the order given: `digest(n)`, a
-// promise of part n's. WebCrypto holds the page's thread while it hashes
-// (about 90 ms for a part of 64 MiB in headless Chromium), and the answers
-// that start the parts' PUTs are handled on that thread: so a part is hashed
-// only once the part before it is on its way (`sent(n)`, said by whoever
-// sends part n, also when it gives up), and hashing the next part never
-// holds up the one before. Once every part is hashed, nothing here holds the
-// bytes.
-function partHasher(bytes, partSize, fileSize, numbers) {
+// The SHA-256 (hex) of each of the parts numbered `numbers` of `file`, one
+// after another in the order given: `digest(n)`, a promise of part n's.
+// Each is hashed from `bytes` where the file was read whole for its own hash
+// (WebCrypto), else read from the file when its turn comes (`sha256Read`).
+// Hashing holds the page's thread (WebCrypto: about 90 ms for a part of
+// 64 MiB in headless Chromium), and the answers that start the parts' PUTs
+// are handled on that thread: so a part is hashed only once the part before
+// it is on its way (`sent(n)`, said by whoever sends part n, also when it
+// gives up), and hashing the next part never holds up the one before; and
+// a file not in memory has one part read at a time. Once every part is
+// hashed, nothing here holds the bytes.
+function partHasher(file, bytes, partSize, numbers) {
   const digests = new Map();
   const sent = new Map();
   let before = Promise.resolve();
   for (const n of numbers) {
     const at = (n - 1) * partSize;
-    const view = new Uint8Array(bytes, at, Math.min(partSize, fileSize - at));
-    const digest = before.then(() => crypto.subtle.digest("SHA-256", view)).then(hex);
+    const end = Math.min(at + partSize, file.size);
+    const digest = before.then(() =>
+      bytes
+        ? crypto.subtle.digest("SHA-256", new Uint8Array(bytes, at, end - at)).then(hex)
+        : sha256Hex(file.slice(at, end), () => {}),
+    );
     const gone = new Promise((resolve) => sent.set(n, resolve));
     digests.set(n, digest);
     before = Promise.all([digest.catch(() => {}), gone]);
@@ -219,9 +225,8 @@ function sluiceForm(how) {
       if (stored.has(n)) kept += slice(n).size;
       else missing.push(n);
     }
-    // Each missing part's digest: hashed from memory where the file was
-    // read whole, one after another in the order the parts go.
-    const hasher = read.bytes ? partHasher(read.bytes, parts.part_size, file.size, missing) : null;
+    // Each missing part's digest, one after another in the order the parts go.
+    const hasher = partHasher(file, read.bytes, parts.part_size, missing);
     read.bytes = null;
     const sending = new Map();
     const show = () => {
@@ -242,17 +247,17 @@ function sluiceForm(how) {
         const blob = slice(n);
         let xhr;
         try {
-          const sha = await (hasher ? hasher.digest(n) : sha256Hex(blob, () => {}));
+          const sha = await hasher.digest(n);
           const asked = await fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" });
           if (!asked.ok) throw new Refused(await messageOf(asked));
           const putting = put(partTarget(await asked.text()), blob, (bytes) => {
             sending.set(n, bytes);
             show();
           });
-          if (hasher) hasher.sent(n);
+          hasher.sent(n);
           xhr = await putting;
         } finally {
-          if (hasher) hasher.sent(n);
+          hasher.sent(n);
         }
         if (xhr.status < 200 || xhr.status >= 300) {
           throw new Refused(`Part ${n} was refused (${xhr.status}).`);
