@@ -36,12 +36,11 @@ async function sha256Read(blob, onProgress) {
   return { sha256: hex(sha.digest()), bytes: null };
 }
 
-const sha256Hex = async (blob, onProgress) => (await sha256Read(blob, onProgress)).sha256;
-
-// The SHA-256 (hex) of each of the parts numbered `numbers` of `file`, one
-// after another in the order given: `digest(n)`, a promise of part n's.
-// Each is hashed from `bytes` where the file was read whole for its own hash
-// (WebCrypto), else read from the file when its turn comes (`sha256Read`).
+// The SHA-256 (hex) of each of the parts numbered `numbers` (`slice(n)`:
+// part n of the file), one after another in the order given: `digest(n)`, a
+// promise of part n's. Each is hashed from `bytes` where the file was read
+// whole for its own hash (WebCrypto), else read from the file when its turn
+// comes (`sha256Read`).
 // Hashing holds the page's thread (WebCrypto: about 90 ms for a part of
 // 64 MiB in headless Chromium), and the answers that start the parts' PUTs
 // are handled on that thread: so a part is hashed only once the part before
@@ -49,17 +48,16 @@ const sha256Hex = async (blob, onProgress) => (await sha256Read(blob, onProgress
 // gives up), and hashing the next part never holds up the one before; and
 // a file not in memory has one part read at a time. Once every part is
 // hashed, nothing here holds the bytes.
-function partHasher(file, bytes, partSize, numbers) {
+function partHasher(slice, bytes, partSize, numbers) {
   const digests = new Map();
   const sent = new Map();
   let before = Promise.resolve();
   for (const n of numbers) {
-    const at = (n - 1) * partSize;
-    const end = Math.min(at + partSize, file.size);
+    const part = slice(n);
     const digest = before.then(() =>
       bytes
-        ? crypto.subtle.digest("SHA-256", new Uint8Array(bytes, at, end - at)).then(hex)
-        : sha256Hex(file.slice(at, end), () => {}),
+        ? crypto.subtle.digest("SHA-256", new Uint8Array(bytes, (n - 1) * partSize, part.size)).then(hex)
+        : sha256Read(part, () => {}).then((read) => read.sha256),
     );
     const gone = new Promise((resolve) => sent.set(n, resolve));
     digests.set(n, digest);
@@ -206,14 +204,13 @@ function sluiceForm(how) {
   }
 
   // A file in parts: the parts not stored yet (a start again, e.g. after a
-  // reload, sends only those), PARTS_IN_FLIGHT at a time, each hashed by
-  // WebCrypto, its URL asked for and PUT with progress (one request alone
+  // reload, sends only those), PARTS_IN_FLIGHT at a time, each hashed
+  // (`partHasher`), its URL asked for and PUT with progress (one request alone
   // does not reach the browser's ceiling: it sends a body 16 KiB at a time);
   // then the completion, asked again while the server proves the file (202).
   // With the file's bytes in memory (`read.bytes`: read whole for its own
   // hash; taken from `read`, and let go once the parts are hashed), each
-  // part is hashed from them (`partHasher`) instead of read again from the
-  // file as it starts.
+  // part is hashed from them instead of read again from the file.
   async function putParts(parts, file, read, started, showProgress) {
     const listed = await fetch(`${parts.link}/parts`);
     if (!listed.ok) throw new Refused(await messageOf(listed));
@@ -226,7 +223,7 @@ function sluiceForm(how) {
       else missing.push(n);
     }
     // Each missing part's digest, one after another in the order the parts go.
-    const hasher = partHasher(file, read.bytes, parts.part_size, missing);
+    const hasher = partHasher(slice, read.bytes, parts.part_size, missing);
     read.bytes = null;
     const sending = new Map();
     const show = () => {
@@ -245,20 +242,20 @@ function sluiceForm(how) {
       while (next < missing.length && !failure) {
         const n = missing[next++];
         const blob = slice(n);
-        let xhr;
+        let putting;
         try {
           const sha = await hasher.digest(n);
           const asked = await fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" });
           if (!asked.ok) throw new Refused(await messageOf(asked));
-          const putting = put(partTarget(await asked.text()), blob, (bytes) => {
+          putting = put(partTarget(await asked.text()), blob, (bytes) => {
             sending.set(n, bytes);
             show();
           });
-          hasher.sent(n);
-          xhr = await putting;
         } finally {
+          // On its way (`put` has sent it), or given up: the next part may be hashed.
           hasher.sent(n);
         }
+        const xhr = await putting;
         if (xhr.status < 200 || xhr.status >= 300) {
           throw new Refused(`Part ${n} was refused (${xhr.status}).`);
         }
