@@ -378,7 +378,7 @@ mod tests {
             &fake,
             format!(
                 "#!/bin/sh\nout=\nfor a in \"$@\"; do case \"$prev\" in -o) out=$a;; esac; prev=$a; done\n\
-                 case \"$a\" in\n*/sh) cat {d}/script;;\n*/parts) ;;\n*/parts/*) cat {d}/target > \"$out\";;\n\
+                 case \"$a\" in\n*/sh) cat {d}/script;;\n*/parts) : > \"$out\"; printf 200;;\n*/parts/*) cat {d}/target > \"$out\";;\n\
                  *) echo \"$@\" >> {d}/sent; exit 22;;\nesac\n",
                 d = dir.display()
             ),

@@ -12,15 +12,26 @@
 # under ORIGIN and at most the checksum headers, with base64 values; nothing
 # it says becomes an option of curl.
 set -eu
+# What the server or the storage answers "not now" (503 and its kin: 408,
+# 429, 500, 502, 504; S3's SlowDown) is asked again, after its Retry-After,
+# a few times within a minute, before the line gives up.
+ask() { curl --retry 4 --retry-max-time 60 "$@"; }
 # K parts in flight: enough to keep the hashing, the network and the store
 # busy together, few enough to stay within one user's share of transfers.
 f=$1 L=$2 N=$3 S=$4 M=$5 O=$6 K=4
 [ -f "$f" ] || { echo "sluice: there is no file $f here: run the line where the file is, or give its path" >&2; exit 1; }
 [ "$(wc -c < "$f")" -eq "$S" ] || { echo "sluice: $f is not $S bytes: it is not the file this upload was asked for" >&2; exit 1; }
-p=$(curl -fsS "$L/parts") || { echo "sluice: this upload has expired or is unknown: call request_upload again" >&2; exit 1; }
-have=" $(printf '%s' "$p" | tr '\n' ' ') "
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
+# The parts stored already; a link expired or unknown (4xx) says so, any
+# other failure (still "not now" after the retries) in the server's words.
+c=$(ask -sS -o "$d/have" -w '%{http_code}' "$L/parts") || exit 1
+case "$c" in
+200) ;;
+4*) echo "sluice: this upload has expired or is unknown: call request_upload again" >&2; exit 1 ;;
+*) cat "$d/have" >&2; echo >&2; exit 1 ;;
+esac
+have=" $(tr '\n' ' ' < "$d/have") "
 if command -v openssl >/dev/null 2>&1; then H='openssl dgst -sha256 -r'
 elif command -v sha256sum >/dev/null 2>&1; then H=sha256sum
 else H='shasum -a 256'; fi
@@ -56,7 +67,7 @@ send() {
   fi
   [ ! -e "$d/piped" ] || t=''
   if [ -n "$t" ]; then h=$($H < "$t" | cut -c1-64); else h=$(part "$i" | $H | cut -c1-64); fi
-  curl -fsS -X POST -o "$d/$i.t" "$L/parts/$i?sha256=$h"
+  ask -fsS -X POST -o "$d/$i.t" "$L/parts/$i?sha256=$h"
   set --
   u='' line=''
   {
@@ -74,7 +85,7 @@ send() {
     done
   } < "$d/$i.t"
   if [ -n "$t" ]; then
-    curl -g --fail-with-body -sS -X PUT -T "$t" "$@" "$u"
+    ask -g --fail-with-body -sS -X PUT -T "$t" "$@" "$u"
   else
     part "$i" | curl -g --fail-with-body -sS -X PUT -T - -H "Content-Length: $len" -H 'Transfer-Encoding:' "$@" "$u"
   fi || {
@@ -117,7 +128,7 @@ while [ "$j" -le "$N" ]; do
   j=$((j + 1))
 done
 while :; do
-  c=$(curl -sS -o "$d/done" -w '%{http_code}' -X POST "$L/complete") || exit 1
+  c=$(ask -sS -o "$d/done" -w '%{http_code}' -X POST "$L/complete") || exit 1
   case "$c" in
   200) cat "$d/done"; echo; exit 0 ;;
   202) echo "sluice: verifying the whole file's sha256…" >&2 ;;

@@ -101,6 +101,72 @@ fn s3_killed_mid_upload_leaves_nothing_and_the_same_line_works_after() {
     assert_eq!(request("GET", &location, &[], None).body, data);
 }
 
+/// S3 is out of reach when a line in parts starts (sluice answers 503,
+/// "try again in a few seconds", with a Retry-After): the line itself
+/// waits and asks again, as S3's own 503s (SlowDown) are asked again, and
+/// once S3 is back within that minute it stores the file without being run
+/// again. The same holds for each part's URL, its PUT and the completion:
+/// every call of the script carries the same retries.
+#[test]
+fn a_line_in_parts_waits_out_a_storage_that_cannot_answer_right_now() {
+    let mut emulators = Emulators::start();
+    provision(&emulators, "fault-retry");
+    let mib = 1024 * 1024;
+    let (server, _dir) = start(
+        &emulators,
+        "fault-retry",
+        &[
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "5242880"),
+            ("SLUICE_PART_BYTES", "5242880"),
+        ],
+    );
+    let token = token_with(&emulators, "alice", &[]);
+    let data = bytes(12 * mib + 5, 11);
+    let ticket = server.request_upload(&token, "big.bin", &data);
+    let line = ticket["command"].as_str().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("big.bin"), &data).unwrap();
+
+    emulators.kill_s3();
+    let file_id = ticket["file_id"].as_str().unwrap();
+    let link = line
+        .split_once("L=")
+        .and_then(|(_, rest)| rest.split(';').next())
+        .unwrap_or_else(|| panic!("the line names its link: {line}"))
+        .trim_matches('\'')
+        .to_owned();
+    let down = request("GET", &format!("{link}/parts"), &[], None);
+    assert_eq!(down.status, 503, "{}", down.text());
+    assert!(down.header("retry-after").is_some(), "{}", down.text());
+
+    let upload = Command::new("sh")
+        .args(["-c", line])
+        .current_dir(work.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    emulators.restart_s3();
+    let out = upload.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("part 3 of 3 sent"),
+        "it went in parts: {}",
+        out_text(&out)
+    );
+    assert_eq!(file_state(&server, &token, file_id), "ready");
+    let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
+    let got = request(
+        "GET",
+        download["download"]["url"].as_str().unwrap(),
+        &[],
+        None,
+    );
+    let location = got.header("location").expect("a redirect to S3").to_owned();
+    assert_eq!(request("GET", &location, &[], None).body, data);
+}
+
 /// S3 is down when a download link is redeemed: a clear 503 that says to
 /// try again, the link not spent, and the same link works once S3 is back.
 #[test]

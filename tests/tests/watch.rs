@@ -287,6 +287,15 @@ impl Stack {
             .unwrap()
     }
 
+    /// The last lines the functions wrote (their logs), for a failure's
+    /// message: what the server saw when a client's request failed.
+    pub(crate) fn log_tail(&self) -> String {
+        let mut output = std::fs::read_to_string(&self.log).unwrap_or_default();
+        output += &std::fs::read_to_string(self.log.with_extension("err")).unwrap_or_default();
+        let lines: Vec<&str> = output.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
     /// Waits for `url` to answer `status`: the first request to each
     /// function compiles it.
     pub(crate) fn compiled(&self, url: &str, status: u16) {
