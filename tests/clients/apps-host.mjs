@@ -29,7 +29,7 @@ import { getToolUiResourceUri } from "@modelcontextprotocol/ext-apps/app-bridge"
 import { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps";
 
 import { appsClient, hostArgs, policyOf, recordingFetch, serveHost } from "./apps-common.mjs";
-import { check, launchChromium } from "./common.mjs";
+import { check, chooseByKeyboard, launchChromium } from "./common.mjs";
 
 const args = hostArgs({
   file: { type: "string" },
@@ -161,31 +161,16 @@ try {
   } else if (args.keyboard) {
     const focusedId = () =>
       frame.evaluate(() => document.hasFocus() && document.activeElement && document.activeElement.id);
-    const tabToPicker = async () => {
-      let focused = await focusedId();
-      for (let i = 0; i < 6 && focused !== "file"; i++) {
-        await page.keyboard.press("Tab");
-        focused = await focusedId();
-      }
-      return focused;
-    };
-    const focused = await tabToPicker();
+    let focused = await focusedId();
+    for (let i = 0; i < 6 && focused !== "file"; i++) {
+      await page.keyboard.press("Tab");
+      focused = await focusedId();
+    }
     check(focused === "file", `Tab reaches the widget's file picker (focused: ${focused})`);
     const outline = await frame.evaluate(() => getComputedStyle(document.getElementById("zone")).outlineStyle);
     check(outline !== "none", "the focused drop zone shows a visible outline");
     await shot(page, "widget-keyboard-focus");
-    // Space opens the chooser. On a loaded machine the first press was seen
-    // to open nothing (about one run in five, with other browser tests at
-    // once): the keyboard path is tried again, Tab and Space, twice more.
-    let chooser = null;
-    for (let attempt = 0; attempt < 3 && !chooser; attempt++) {
-      if (attempt > 0) check((await tabToPicker()) === "file", "Tab reaches the picker again");
-      [chooser] = await Promise.all([
-        page.waitForEvent("filechooser", { timeout: 10000 }).catch(() => null),
-        page.keyboard.press("Space"),
-      ]);
-    }
-    check(chooser, "Space on the focused picker opens the file chooser");
+    const chooser = await chooseByKeyboard(page, focusedId);
     await chooser.setFiles(args.file);
     checks.push("keyboard: Tab into the widget, Space, choose");
   } else {
