@@ -15,6 +15,30 @@ use crate::util::Emulators;
 use crate::util::{Server, bytes, call_tool, out_text, request, sh, stored_objects};
 use crate::util::{aws_server as start, aws_token as token_with, provision};
 
+/// Runs `line` in `dir` in the background, its output kept.
+fn spawn_line(line: &str, dir: &Path) -> std::process::Child {
+    Command::new("sh")
+        .args(["-c", line])
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The file behind `handle`, through a download link and S3's redirect.
+fn download_through_s3(server: &Server, token: &str, handle: &str) -> Vec<u8> {
+    let download = server.download_ticket(token, handle);
+    let got = request(
+        "GET",
+        download["download"]["url"].as_str().unwrap(),
+        &[],
+        None,
+    );
+    let location = got.header("location").expect("a redirect to S3").to_owned();
+    request("GET", &location, &[], None).body
+}
+
 /// Waits until `path` holds at least `len` bytes: the transfer is under way.
 fn wait_for_bytes(path: &Path, len: u64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -63,13 +87,7 @@ fn s3_killed_mid_upload_leaves_nothing_and_the_same_line_works_after() {
         "curl --limit-rate 512k --fail-with-body",
         1,
     );
-    let upload = Command::new("sh")
-        .args(["-c", &slowed])
-        .current_dir(work.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let upload = spawn_line(&slowed, work.path());
     std::thread::sleep(Duration::from_millis(1500));
     emulators.kill_s3();
     let out = upload.wait_with_output().unwrap();
@@ -90,15 +108,7 @@ fn s3_killed_mid_upload_leaves_nothing_and_the_same_line_works_after() {
     let out = sh(line, work.path());
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(file_state(&server, &token, file_id), "ready");
-    let download = server.download_ticket(&token, handle);
-    let got = request(
-        "GET",
-        download["download"]["url"].as_str().unwrap(),
-        &[],
-        None,
-    );
-    let location = got.header("location").expect("a redirect to S3").to_owned();
-    assert_eq!(request("GET", &location, &[], None).body, data);
+    assert_eq!(download_through_s3(&server, &token, handle), data);
 }
 
 /// S3 is out of reach when a line in parts starts (sluice answers 503,
@@ -139,13 +149,7 @@ fn a_line_in_parts_waits_out_a_storage_that_cannot_answer_right_now() {
     assert_eq!(down.status, 503, "{}", down.text());
     assert!(down.header("retry-after").is_some(), "{}", down.text());
 
-    let upload = Command::new("sh")
-        .args(["-c", line])
-        .current_dir(work.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let upload = spawn_line(line, work.path());
     std::thread::sleep(Duration::from_secs(2));
     emulators.restart_s3();
     let out = upload.wait_with_output().unwrap();
@@ -156,15 +160,8 @@ fn a_line_in_parts_waits_out_a_storage_that_cannot_answer_right_now() {
         out_text(&out)
     );
     assert_eq!(file_state(&server, &token, file_id), "ready");
-    let download = server.download_ticket(&token, ticket["handle"].as_str().unwrap());
-    let got = request(
-        "GET",
-        download["download"]["url"].as_str().unwrap(),
-        &[],
-        None,
-    );
-    let location = got.header("location").expect("a redirect to S3").to_owned();
-    assert_eq!(request("GET", &location, &[], None).body, data);
+    let handle = ticket["handle"].as_str().unwrap();
+    assert_eq!(download_through_s3(&server, &token, handle), data);
 }
 
 /// S3 is down when a download link is redeemed: a clear 503 that says to

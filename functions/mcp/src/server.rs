@@ -4,6 +4,7 @@
 //! tool's output schema comes from the one table ([`crate::table`]).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -42,7 +43,9 @@ fn before_structured_content(context: &RequestContext<RoleServer>) -> bool {
 #[derive(Clone)]
 pub struct SluiceTools {
     pub(crate) sluice: Sluice,
-    tool_router: ToolRouter<Self>,
+    /// Shared: the stateless transport makes a server per request, by
+    /// cloning this one (a deep copy of every tool's definition, before).
+    tool_router: Arc<ToolRouter<Self>>,
 }
 
 impl std::fmt::Debug for SluiceTools {
@@ -79,7 +82,7 @@ impl SluiceTools {
         }
         Self {
             sluice,
-            tool_router,
+            tool_router: Arc::new(tool_router),
         }
     }
 }
