@@ -51,9 +51,10 @@ pub(crate) fn open_wal(path: &Path) -> rusqlite::Result<Connection> {
     let conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // SQLite prepares a statement again whenever a parameter it read while
-    // planning changes value; a `LIMIT ?` in a subquery is one, so the
-    // pending-files count (`TOTALS`) was parsed and planned anew on every
-    // call: a sixth of the writer thread's time under the MCP bench. The
+    // planning is bound again, whatever its value (each call binds them
+    // all); a `LIMIT ?` in a subquery is one, so the pending-files count
+    // (`TOTALS`) was parsed and planned anew on every call: a sixth of the
+    // writer thread's time under the MCP bench. The
     // query planner stability guarantee keeps each statement's first plan
     // (the hot queries name their index; none depends on a value).
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
@@ -441,12 +442,12 @@ mod tests {
         (dir, db, open_wal(&path).unwrap())
     }
 
-    /// A statement keeps its plan when its parameters' values change: it is
-    /// not parsed and planned again for each call, as a subquery's `LIMIT ?`
-    /// made it be without the planner stability guarantee `open_wal` turns
-    /// on (4 times in 4 calls).
+    /// A cached statement keeps its plan from call to call: it is not parsed
+    /// and planned again each time its parameters are bound, as a subquery's
+    /// `LIMIT ?` made it be without the planner stability guarantee
+    /// `open_wal` turns on (4 times in 4 calls).
     #[test]
-    fn a_cached_statement_is_not_prepared_again_for_new_values() {
+    fn a_cached_statement_is_not_prepared_again_on_each_call() {
         let dir = tempfile::tempdir().unwrap();
         let conn = open_wal(&dir.path().join("q.sqlite3")).unwrap();
         conn.execute_batch(
@@ -469,7 +470,7 @@ mod tests {
         assert_eq!(
             stmt.get_status(rusqlite::StatementStatus::RePrepare),
             0,
-            "the statement was prepared again for a new value"
+            "the statement was prepared again"
         );
     }
 
