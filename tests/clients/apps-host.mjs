@@ -29,7 +29,7 @@ import { getToolUiResourceUri } from "@modelcontextprotocol/ext-apps/app-bridge"
 import { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps";
 
 import { appsClient, hostArgs, policyOf, recordingFetch, serveHost } from "./apps-common.mjs";
-import { check, chooseByKeyboard, launchChromium } from "./common.mjs";
+import { check, chooseByKeyboard, launchChromium, tabToPicker } from "./common.mjs";
 
 const args = hostArgs({
   file: { type: "string" },
@@ -161,11 +161,7 @@ try {
   } else if (args.keyboard) {
     const focusedId = () =>
       frame.evaluate(() => document.hasFocus() && document.activeElement && document.activeElement.id);
-    let focused = await focusedId();
-    for (let i = 0; i < 6 && focused !== "file"; i++) {
-      await page.keyboard.press("Tab");
-      focused = await focusedId();
-    }
+    const focused = await tabToPicker(page, focusedId);
     check(focused === "file", `Tab reaches the widget's file picker (focused: ${focused})`);
     const outline = await frame.evaluate(() => getComputedStyle(document.getElementById("zone")).outlineStyle);
     check(outline !== "none", "the focused drop zone shows a visible outline");

@@ -23,23 +23,26 @@ export async function launchChromium() {
   });
 }
 
+// Presses Tab (at most six times) until the file picker has focus;
+// `focusedId` says which element has it. Returns the last one focused.
+export async function tabToPicker(page, focusedId) {
+  let focused = await focusedId();
+  for (let i = 0; i < 6 && focused !== "file"; i++) {
+    await page.keyboard.press("Tab");
+    focused = await focusedId();
+  }
+  return focused;
+}
+
 // Opens the file chooser from the keyboard: Tab until the picker has focus
 // (`focusedId` says which element has it), then Space. On a loaded machine
 // Space on the focused picker was seen to open nothing (about one run in
 // five with other browser tests at once, in the page and in the widget), so
 // the keyboard path is tried again, Tab and Space, twice more.
 export async function chooseByKeyboard(page, focusedId) {
-  const tabToPicker = async () => {
-    let focused = await focusedId();
-    for (let i = 0; i < 6 && focused !== "file"; i++) {
-      await page.keyboard.press("Tab");
-      focused = await focusedId();
-    }
-    return focused;
-  };
   let chooser = null;
   for (let attempt = 0; attempt < 3 && !chooser; attempt++) {
-    check((await tabToPicker()) === "file", "Tab reaches the picker");
+    check((await tabToPicker(page, focusedId)) === "file", "Tab reaches the picker");
     [chooser] = await Promise.all([
       page.waitForEvent("filechooser", { timeout: 10000 }).catch(() => null),
       page.keyboard.press("Space"),

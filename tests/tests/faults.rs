@@ -139,12 +139,7 @@ fn a_line_in_parts_waits_out_a_storage_that_cannot_answer_right_now() {
 
     emulators.kill_s3();
     let file_id = ticket["file_id"].as_str().unwrap();
-    let link = line
-        .split_once("L=")
-        .and_then(|(_, rest)| rest.split(';').next())
-        .unwrap_or_else(|| panic!("the line names its link: {line}"))
-        .trim_matches('\'')
-        .to_owned();
+    let link = ticket["upload"]["url"].as_str().unwrap();
     let down = request("GET", &format!("{link}/parts"), &[], None);
     assert_eq!(down.status, 503, "{}", down.text());
     assert!(down.header("retry-after").is_some(), "{}", down.text());

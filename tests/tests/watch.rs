@@ -287,11 +287,18 @@ impl Stack {
             .unwrap()
     }
 
+    /// What the functions wrote so far: their standard output, then their
+    /// standard error.
+    pub(crate) fn output(&self) -> String {
+        let mut output = std::fs::read_to_string(&self.log).unwrap_or_default();
+        output += &std::fs::read_to_string(self.log.with_extension("err")).unwrap_or_default();
+        output
+    }
+
     /// The last lines the functions wrote (their logs), for a failure's
     /// message: what the server saw when a client's request failed.
     pub(crate) fn log_tail(&self) -> String {
-        let mut output = std::fs::read_to_string(&self.log).unwrap_or_default();
-        output += &std::fs::read_to_string(self.log.with_extension("err")).unwrap_or_default();
+        let output = self.output();
         let lines: Vec<&str> = output.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
@@ -479,9 +486,7 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
     // What the functions counted, as Embedded Metric Format lines in their
     // output (CloudWatch Logs reads them there), each checked as CloudWatch
     // checks a document; their sums cover what this test did.
-    let mut output = std::fs::read_to_string(&stack.log).unwrap();
-    output += &std::fs::read_to_string(stack.log.with_extension("err")).unwrap();
-    let docs = emf_documents(&output);
+    let docs = emf_documents(&stack.output());
     let sum = |metric: &str, dims: &[(&str, &str)]| -> f64 {
         docs.iter()
             .filter(|d| dims.iter().all(|(k, v)| d[*k] == *v))
