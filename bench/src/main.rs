@@ -617,7 +617,7 @@ async fn mcp(args: &Args) -> anyhow::Result<String> {
     let mut noop_url = String::new();
     BufReader::new(noop_child.stdout.take().context("stdout")?).read_line(&mut noop_url)?;
     let noop_url = noop_url.trim().to_owned();
-    let result = mcp_rounds(args, &sluice, &noop_url).await;
+    let result = mcp_rounds(args, &sluice, (&noop_url, noop_child.id())).await;
     let _ = noop_child.kill();
     let _ = noop_child.wait();
     result
@@ -666,7 +666,34 @@ pub(crate) fn tool_call(name: &str, arguments: serde_json::Value) -> bytes::Byte
     )
 }
 
-async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Result<String> {
+/// One load round and the CPU it took, in microseconds a request: the
+/// server's (`server`, all its threads) and the load generator's (this
+/// process, which does nothing else meanwhile).
+async fn cpu_measured(
+    server: u32,
+    requests: usize,
+    round: impl std::future::Future<Output = anyhow::Result<load::Load>>,
+) -> anyhow::Result<(load::Load, f64, f64)> {
+    use harness::{Whose, cpu_seconds};
+    let me = std::process::id();
+    let (server0, me0) = (
+        cpu_seconds(server, Whose::Own)?,
+        cpu_seconds(me, Whose::Own)?,
+    );
+    let load = round.await?;
+    let per = |spent: f64| spent * 1e6 / requests as f64;
+    Ok((
+        load,
+        per(cpu_seconds(server, Whose::Own)? - server0),
+        per(cpu_seconds(me, Whose::Own)? - me0),
+    ))
+}
+
+async fn mcp_rounds(
+    args: &Args,
+    sluice: &Sluice,
+    (noop_url, noop_pid): (&str, u32),
+) -> anyhow::Result<String> {
     let sluice_headers = mcp_user_headers(sluice, 1000 + args.runs * args.requests)?;
     let users = sluice_headers.len();
     let common = [mcp_common_headers()];
@@ -690,21 +717,33 @@ async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Res
     .await?;
     load::run(noop_url, &common, noop.clone(), c, 1000, "\"ok\"").await?;
     let (mut s, mut n) = (Vec::new(), Vec::new());
+    // CPU microseconds a request: [server, load generator], for each.
+    let (mut s_cpu, mut n_cpu) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    let sluice_pid = sluice.process.id();
     for round in 0..args.runs {
         eprintln!("mcp round {} of {}…", round + 1, args.runs);
-        n.push(load::run(noop_url, &common, noop.clone(), c, args.requests, "\"ok\"").await?);
-        s.push(
-            load::run(
-                &sluice_url,
-                &sluice_headers,
-                upload.clone(),
-                c,
-                args.requests,
-                "\"isError\":false",
-            )
-            .await?,
+        let noop_round = load::run(noop_url, &common, noop.clone(), c, args.requests, "\"ok\"");
+        let (load, server, generator) = cpu_measured(noop_pid, args.requests, noop_round).await?;
+        n.push(load);
+        n_cpu[0].push(server);
+        n_cpu[1].push(generator);
+        let sluice_round = load::run(
+            &sluice_url,
+            &sluice_headers,
+            upload.clone(),
+            c,
+            args.requests,
+            "\"isError\":false",
         );
+        let (load, server, generator) =
+            cpu_measured(sluice_pid, args.requests, sluice_round).await?;
+        s.push(load);
+        s_cpu[0].push(server);
+        s_cpu[1].push(generator);
     }
+    let [s_server, s_gen] = s_cpu.map(median);
+    let [n_server, n_gen] = n_cpu.map(median);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let med = |v: &[load::Load], f: fn(&load::Load) -> f64| median(v.iter().map(f).collect());
     let (s_rps, n_rps) = (med(&s, |l| l.rps), med(&n, |l| l.rps));
     fn ms(d: std::time::Duration) -> f64 {
@@ -731,15 +770,18 @@ async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Res
          TypeScript SDK (stateless Streamable HTTP, JSON responses, one no-op tool), rounds interleaved; medians of {} rounds.\n",
         args.runs, args.requests, c, c, args.requests, args.runs
     )?;
-    writeln!(out, "| server | requests/s | p50 ms | p99 ms |")?;
-    writeln!(out, "|---|---|---|---|")?;
     writeln!(
         out,
-        "| TypeScript SDK, no-op tool | {n_rps:.0} | {n_p50:.2} | {n_p99:.2} |"
+        "| server | requests/s | p50 ms | p99 ms | server CPU µs a request | load generator CPU µs a request |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|")?;
+    writeln!(
+        out,
+        "| TypeScript SDK, no-op tool | {n_rps:.0} | {n_p50:.2} | {n_p99:.2} | {n_server:.0} | {n_gen:.0} |"
     )?;
     writeln!(
         out,
-        "| sluice, request_upload | {s_rps:.0} | {s_p50:.2} | {s_p99:.2} |"
+        "| sluice, request_upload | {s_rps:.0} | {s_p50:.2} | {s_p99:.2} | {s_server:.0} | {s_gen:.0} |"
     )?;
     writeln!(
         out,
@@ -748,6 +790,19 @@ async fn mcp_rounds(args: &Args, sluice: &Sluice, noop_url: &str) -> anyhow::Res
         verdict(s_rps / n_rps >= 8.0),
         s_p99 / n_p99,
         verdict(s_p99 / n_p99 <= 0.25)
+    )?;
+    // The server and the generator share this machine's cores: 8× the
+    // no-op's rate leaves so many microseconds of CPU a request for both.
+    let budget = cores * 1e6 / (8.0 * n_rps);
+    writeln!(
+        out,
+        "\nServer and load generator share this machine's {cores:.0} cores (CPU from `/proc/<pid>/stat`, \
+         medians of the rounds). 8× the no-op's rate ({:.0} requests/s) leaves {budget:.0} µs of CPU a \
+         request for both; the generator alone spent {s_gen:.0} µs a sluice request, so sluice could \
+         spend at most {:.0} µs (it spends {s_server:.0}). The no-op is bound by node's one thread: \
+         {n_server:.0} µs a request of its CPU at {n_rps:.0} requests/s.",
+        8.0 * n_rps,
+        (budget - s_gen).max(0.0),
     )?;
     writeln!(
         out,
