@@ -29,7 +29,7 @@ import { getToolUiResourceUri } from "@modelcontextprotocol/ext-apps/app-bridge"
 import { RESOURCE_MIME_TYPE } from "@modelcontextprotocol/ext-apps";
 
 import { appsClient, hostArgs, policyOf, recordingFetch, serveHost } from "./apps-common.mjs";
-import { check, chooseByKeyboard, launchChromium, tabToPicker } from "./common.mjs";
+import { check, chooseByKeyboard, finished, launchChromium, tabToPicker } from "./common.mjs";
 
 const args = hostArgs({
   file: { type: "string" },
@@ -154,7 +154,7 @@ try {
     frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
     const before = partPuts.length;
     await view.locator("#file").setInputFiles(args.file);
-    await view.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+    await finished(view, () => shot(page, "widget-error-unexpected"));
     const again = [...new Set(partPuts.slice(before))].sort();
     check(again.length > 0 && !again.includes(1), `after a reload only the parts not stored are sent: ${again}`);
     checks.push(`reloaded mid-upload, resumed: sent again only parts ${again.join(", ")}`);
@@ -179,12 +179,12 @@ try {
     await shot(page, "widget-error");
     const before = partPuts.length;
     await view.locator("#retry").click();
-    await view.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+    await finished(view, () => shot(page, "widget-error-unexpected"));
     const again = partPuts.slice(before);
     check(!again.includes(1) && again.includes(2), `Try again sends only the parts not stored: ${again}`);
     checks.push(`interrupted, explained, resumed: sent again only part ${[...new Set(again)].sort().join(", ")}`);
   }
-  await view.locator("#done").waitFor({ state: "visible", timeout: 120000 });
+  await finished(view, () => shot(page, "widget-error-unexpected"));
   const done = await view.locator("#done").innerText();
   check(/has been told/i.test(done), `the widget says the assistant was told: ${done}`);
   await page.waitForFunction(() => window.hostLog.some((m) => m.method === "ui/message"), null, { timeout: 10000 });

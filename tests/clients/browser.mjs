@@ -15,7 +15,7 @@
 import { parseArgs } from "node:util";
 
 
-import { check, chooseByKeyboard, launchChromium } from "./common.mjs";
+import { check, chooseByKeyboard, finished, launchChromium } from "./common.mjs";
 
 const { values: args } = parseArgs({
   options: {
@@ -31,22 +31,6 @@ const { values: args } = parseArgs({
 const checks = [];
 const browser = await launchChromium();
 const shot = (page, name) => page.screenshot({ path: `${args.shots}/${args.prefix}${name}.png`, fullPage: true });
-
-// Waits for the page to say it is done; if it says something went wrong
-// instead, fails with the page's own words (not a bare timeout).
-async function finished(page) {
-  const done = page.locator("#done");
-  const error = page.locator("#error");
-  await Promise.race([
-    done.waitFor({ state: "visible", timeout: 120000 }),
-    error.waitFor({ state: "visible", timeout: 120000 }),
-  ]);
-  if (!(await done.isVisible())) {
-    await shot(page, "error-unexpected");
-    const status = await page.locator("#phase").innerText().catch(() => "");
-    throw new Error(`the page shows an error instead of done: ${await error.innerText()} (phase: ${status})`);
-  }
-}
 
 try {
   const context = await browser.newContext({ viewport: { width: Number(args.width), height: 700 } });
@@ -128,7 +112,7 @@ try {
       await shot(page, "error-network");
       await page.unroute(/\/u\//);
       await page.locator("#retry").click();
-      await finished(page);
+      await finished(page, () => shot(page, "error-unexpected"));
       checks.push("network failure explained, then Try again uploads");
     } else {
       // Progress: the upload phase shows bytes, percent and rate.
@@ -143,12 +127,12 @@ try {
         check(/of .* · \d+%/.test(figures), `progress shows bytes and percent: ${figures}`);
         checks.push("progress shown");
       }
-      await finished(page);
+      await finished(page, () => shot(page, "error-unexpected"));
     }
 
     if (args.mode === "several" || args.mode === "one-at-a-time") {
       const n = args.file.split(",").length;
-      await finished(page);
+      await finished(page, () => shot(page, "error-unexpected"));
       const states = await page.locator("#files li .state").allInnerTexts();
       check(states.length === n && states.every((t) => t === "done"), `each file has its own row, done: ${states}`);
       const bars = await page.locator("#files li progress").evaluateAll((b) => b.map((x) => x.value));

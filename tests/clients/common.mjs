@@ -51,3 +51,21 @@ export async function chooseByKeyboard(page, focusedId) {
   check(chooser, "Space on the focused picker opens the file chooser");
   return chooser;
 }
+
+// Waits for the upload page or widget under `root` (a page or a frame
+// locator) to say it is done; if it says something went wrong instead,
+// calls `onError` (a screenshot) and fails with its own words, not a bare
+// timeout.
+export async function finished(root, onError = async () => {}) {
+  const done = root.locator("#done");
+  const error = root.locator("#error");
+  await Promise.race([
+    done.waitFor({ state: "visible", timeout: 120000 }),
+    error.waitFor({ state: "visible", timeout: 120000 }),
+  ]);
+  if (!(await done.isVisible())) {
+    await onError();
+    const status = await root.locator("#phase").innerText().catch(() => "");
+    throw new Error(`an error shows instead of done: ${await error.innerText()} (phase: ${status})`);
+  }
+}
