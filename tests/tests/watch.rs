@@ -418,6 +418,13 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
         .current_dir(root().join("tests/clients"))
         .output()
         .unwrap();
+    // On a failure, what the watched functions saw beside what the client did.
+    assert!(
+        out.status.success(),
+        "flow.py: {}\nthe functions' log:\n{}",
+        out_text(&out),
+        stack.log_tail()
+    );
     let checks = crate::util::client_checks("flow.py", &out);
     for expected in [
         "request_upload + curl",
