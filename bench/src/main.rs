@@ -799,10 +799,11 @@ async fn mcp_rounds(
         "\nServer and load generator share this machine's {cores:.0} cores (CPU from `/proc/<pid>/stat`, \
          medians of the rounds). 8× the no-op's rate ({:.0} requests/s) leaves {budget:.0} µs of CPU a \
          request for both; the generator alone spent {s_gen:.0} µs a sluice request, so sluice could \
-         spend at most {:.0} µs (it spends {s_server:.0}). The no-op is bound by node's one thread: \
-         {n_server:.0} µs a request of its CPU at {n_rps:.0} requests/s.",
+         spend at most {:.0} µs (it spends {s_server:.0}). The no-op's process spent {n_server:.0} µs a \
+         request, {:.2} cores at its rate (node runs the JavaScript on one thread).",
         8.0 * n_rps,
         (budget - s_gen).max(0.0),
+        n_server * n_rps / 1e6,
     )?;
     writeln!(
         out,
