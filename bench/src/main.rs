@@ -666,14 +666,22 @@ pub(crate) fn tool_call(name: &str, arguments: serde_json::Value) -> bytes::Byte
     )
 }
 
-/// One load round and the CPU it took, in microseconds a request: the
-/// server's (`server`, all its threads) and the load generator's (this
-/// process, which does nothing else meanwhile).
+/// One load round and the CPU it took, in microseconds a request.
+struct Measured {
+    load: load::Load,
+    /// The server's (all its threads).
+    server_us: f64,
+    /// The load generator's (this process, which does nothing else meanwhile).
+    generator_us: f64,
+}
+
+/// Runs `round` (`requests` requests to the server `server`), counting
+/// the CPU both sides spent on it.
 async fn cpu_measured(
     server: u32,
     requests: usize,
     round: impl std::future::Future<Output = anyhow::Result<load::Load>>,
-) -> anyhow::Result<(load::Load, f64, f64)> {
+) -> anyhow::Result<Measured> {
     use harness::{Whose, cpu_seconds};
     let me = std::process::id();
     let (server0, me0) = (
@@ -682,11 +690,11 @@ async fn cpu_measured(
     );
     let load = round.await?;
     let per = |spent: f64| spent * 1e6 / requests as f64;
-    Ok((
+    Ok(Measured {
         load,
-        per(cpu_seconds(server, Whose::Own)? - server0),
-        per(cpu_seconds(me, Whose::Own)? - me0),
-    ))
+        server_us: per(cpu_seconds(server, Whose::Own)? - server0),
+        generator_us: per(cpu_seconds(me, Whose::Own)? - me0),
+    })
 }
 
 async fn mcp_rounds(
@@ -717,16 +725,11 @@ async fn mcp_rounds(
     .await?;
     load::run(noop_url, &common, noop.clone(), c, 1000, "\"ok\"").await?;
     let (mut s, mut n) = (Vec::new(), Vec::new());
-    // CPU microseconds a request: [server, load generator], for each.
-    let (mut s_cpu, mut n_cpu) = ([Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
     let sluice_pid = sluice.process.id();
     for round in 0..args.runs {
         eprintln!("mcp round {} of {}…", round + 1, args.runs);
         let noop_round = load::run(noop_url, &common, noop.clone(), c, args.requests, "\"ok\"");
-        let (load, server, generator) = cpu_measured(noop_pid, args.requests, noop_round).await?;
-        n.push(load);
-        n_cpu[0].push(server);
-        n_cpu[1].push(generator);
+        n.push(cpu_measured(noop_pid, args.requests, noop_round).await?);
         let sluice_round = load::run(
             &sluice_url,
             &sluice_headers,
@@ -735,22 +738,18 @@ async fn mcp_rounds(
             args.requests,
             "\"isError\":false",
         );
-        let (load, server, generator) =
-            cpu_measured(sluice_pid, args.requests, sluice_round).await?;
-        s.push(load);
-        s_cpu[0].push(server);
-        s_cpu[1].push(generator);
+        s.push(cpu_measured(sluice_pid, args.requests, sluice_round).await?);
     }
-    let [s_server, s_gen] = s_cpu.map(median);
-    let [n_server, n_gen] = n_cpu.map(median);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let med = |v: &[load::Load], f: fn(&load::Load) -> f64| median(v.iter().map(f).collect());
-    let (s_rps, n_rps) = (med(&s, |l| l.rps), med(&n, |l| l.rps));
+    let med = |v: &[Measured], f: fn(&Measured) -> f64| median(v.iter().map(f).collect());
+    let (s_rps, n_rps) = (med(&s, |m| m.load.rps), med(&n, |m| m.load.rps));
+    let (s_server, n_server) = (med(&s, |m| m.server_us), med(&n, |m| m.server_us));
+    let (s_gen, n_gen) = (med(&s, |m| m.generator_us), med(&n, |m| m.generator_us));
     fn ms(d: std::time::Duration) -> f64 {
         d.as_secs_f64() * 1000.0
     }
-    let (s_p99, n_p99) = (med(&s, |l| ms(l.p99)), med(&n, |l| ms(l.p99)));
-    let (s_p50, n_p50) = (med(&s, |l| ms(l.p50)), med(&n, |l| ms(l.p50)));
+    let (s_p99, n_p99) = (med(&s, |m| ms(m.load.p99)), med(&n, |m| ms(m.load.p99)));
+    let (s_p50, n_p50) = (med(&s, |m| ms(m.load.p50)), med(&n, |m| ms(m.load.p50)));
     let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
 
     use std::fmt::Write as _;

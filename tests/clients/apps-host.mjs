@@ -110,6 +110,7 @@ try {
   });
   await page.goto(`${hostOrigin}/`);
   const view = page.frameLocator("#app");
+  const finish = () => finished(view, () => shot(page, "widget-error-unexpected"));
   await view.locator("#wanted").filter({ hasText: many ? /^Choose up to \d+ files/ : /^Choose notes\.bin/ }).waitFor({ timeout: 30000 });
   let frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
   check(frame, "the widget runs on the sandbox origin");
@@ -154,7 +155,7 @@ try {
     frame = page.frames().find((f) => f.url().startsWith(sandboxOrigin));
     const before = partPuts.length;
     await view.locator("#file").setInputFiles(args.file);
-    await finished(view, () => shot(page, "widget-error-unexpected"));
+    await finish();
     const again = [...new Set(partPuts.slice(before))].sort();
     check(again.length > 0 && !again.includes(1), `after a reload only the parts not stored are sent: ${again}`);
     checks.push(`reloaded mid-upload, resumed: sent again only parts ${again.join(", ")}`);
@@ -179,12 +180,12 @@ try {
     await shot(page, "widget-error");
     const before = partPuts.length;
     await view.locator("#retry").click();
-    await finished(view, () => shot(page, "widget-error-unexpected"));
+    await finish();
     const again = partPuts.slice(before);
     check(!again.includes(1) && again.includes(2), `Try again sends only the parts not stored: ${again}`);
     checks.push(`interrupted, explained, resumed: sent again only part ${[...new Set(again)].sort().join(", ")}`);
   }
-  await finished(view, () => shot(page, "widget-error-unexpected"));
+  await finish();
   const done = await view.locator("#done").innerText();
   check(/has been told/i.test(done), `the widget says the assistant was told: ${done}`);
   await page.waitForFunction(() => window.hostLog.some((m) => m.method === "ui/message"), null, { timeout: 10000 });

@@ -35,6 +35,7 @@ const shot = (page, name) => page.screenshot({ path: `${args.shots}/${args.prefi
 try {
   const context = await browser.newContext({ viewport: { width: Number(args.width), height: 700 } });
   const page = await context.newPage();
+  const finish = () => finished(page, () => shot(page, "error-unexpected"));
   const external = [];
   page.on("request", (r) => {
     const url = new URL(r.url());
@@ -112,7 +113,7 @@ try {
       await shot(page, "error-network");
       await page.unroute(/\/u\//);
       await page.locator("#retry").click();
-      await finished(page, () => shot(page, "error-unexpected"));
+      await finish();
       checks.push("network failure explained, then Try again uploads");
     } else {
       // Progress: the upload phase shows bytes, percent and rate.
@@ -127,12 +128,12 @@ try {
         check(/of .* · \d+%/.test(figures), `progress shows bytes and percent: ${figures}`);
         checks.push("progress shown");
       }
-      await finished(page, () => shot(page, "error-unexpected"));
+      await finish();
     }
 
     if (args.mode === "several" || args.mode === "one-at-a-time") {
       const n = args.file.split(",").length;
-      await finished(page, () => shot(page, "error-unexpected"));
+      await finish();
       const states = await page.locator("#files li .state").allInnerTexts();
       check(states.length === n && states.every((t) => t === "done"), `each file has its own row, done: ${states}`);
       const bars = await page.locator("#files li progress").evaluateAll((b) => b.map((x) => x.value));

@@ -56,7 +56,7 @@ export async function chooseByKeyboard(page, focusedId) {
 // locator) to say it is done; if it says something went wrong instead,
 // calls `onError` (a screenshot) and fails with its own words, not a bare
 // timeout.
-export async function finished(root, onError = async () => {}) {
+export async function finished(root, onError) {
   const done = root.locator("#done");
   const error = root.locator("#error");
   await Promise.race([

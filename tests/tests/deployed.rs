@@ -77,12 +77,7 @@ fn every_flow_works_through_the_templates_routes() {
     let line = ticket["command"].as_str().unwrap();
     assert!(line.contains(&format!("{api}/u/")), "{line}");
     let uploaded = sh(line, &up);
-    assert!(
-        uploaded.status.success(),
-        "{}\nthe functions' log:\n{}",
-        out_text(&uploaded),
-        stack.log_tail()
-    );
+    stack.assert_succeeded("the upload line", &uploaded);
     assert!(
         String::from_utf8_lossy(&uploaded.stderr).contains("part"),
         "it went in parts: {}",

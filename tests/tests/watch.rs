@@ -303,6 +303,17 @@ impl Stack {
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
+    /// Asserts that `out`, what `what` did against the functions, succeeded;
+    /// else fails with its output and the functions' last log lines.
+    pub(crate) fn assert_succeeded(&self, what: &str, out: &std::process::Output) {
+        assert!(
+            out.status.success(),
+            "{what}: {}\nthe functions' log:\n{}",
+            out_text(out),
+            self.log_tail()
+        );
+    }
+
     /// Waits for `url` to answer `status`: the first request to each
     /// function compiles it.
     pub(crate) fn compiled(&self, url: &str, status: u16) {
@@ -419,12 +430,7 @@ fn the_readme_watch_steps_work_with_the_real_cargo_lambda_watch() {
         .output()
         .unwrap();
     // On a failure, what the watched functions saw beside what the client did.
-    assert!(
-        out.status.success(),
-        "flow.py: {}\nthe functions' log:\n{}",
-        out_text(&out),
-        stack.log_tail()
-    );
+    stack.assert_succeeded("flow.py", &out);
     let checks = crate::util::client_checks("flow.py", &out);
     for expected in [
         "request_upload + curl",
