@@ -116,9 +116,13 @@ try {
       await finish();
       checks.push("network failure explained, then Try again uploads");
     } else {
-      // Progress: the upload phase shows bytes, percent and rate.
+      // Progress: the upload phase shows bytes, percent and rate. An error
+      // ends the wait too, and finish() then fails with the page's words.
       await page.waitForFunction(
-        () => document.getElementById("phase").textContent.startsWith("Uploading") || !document.getElementById("done").hidden,
+        () =>
+          document.getElementById("phase").textContent.startsWith("Uploading") ||
+          !document.getElementById("done").hidden ||
+          !document.getElementById("error").hidden,
         null,
         { timeout: 60000, polling: 20 },
       );
