@@ -10,8 +10,12 @@
 // says so, "Try again" then succeeds), keyboard (the same upload without a mouse),
 // several (--file is a comma-separated list: all picked at once, each with
 // its own bar), one-at-a-time (the same on a picker that gives nothing for a
-// multiple pick, as on the Claude mobile app: one file, then the next).
+// multiple pick, as on the Claude mobile app: one file, then the next),
+// busy (the server refuses the first transfer "not now": the page says it
+// waits, writes its words to SHOTS/PREFIX"busy.signal" so the test can free
+// the server, and goes on by itself).
 
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 
 
@@ -116,6 +120,18 @@ try {
       await finish();
       checks.push("network failure explained, then Try again uploads");
     } else {
+      if (args.mode === "busy") {
+        await page.waitForFunction(
+          () => /again in \d+ s/.test(document.getElementById("phase").textContent) || !document.getElementById("error").hidden,
+          null,
+          { timeout: 60000, polling: 20 },
+        );
+        const said = await page.locator(await page.locator("#error").isVisible() ? "#error" : "#phase").innerText();
+        check(/busy/i.test(said), `the page says it waits: ${said}`);
+        await shot(page, "busy");
+        writeFileSync(`${args.shots}/${args.prefix}busy.signal`, said);
+        checks.push("a busy server waited out");
+      }
       // Progress: the upload phase shows bytes, percent and rate. An error
       // ends the wait too, and finish() then fails with the page's words.
       await page.waitForFunction(

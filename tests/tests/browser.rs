@@ -474,6 +474,67 @@ fn a_large_file_goes_from_the_page_in_parts() {
     assert!(sluice_testkit::files_under(&dir.path().join("objects/parts")).is_empty());
 }
 
+/// A server that answers "not now" does not fail the page: with its one
+/// transfer taken (a stalled upload of another user's), each part's PUT is
+/// refused with 503 and a Retry-After; the page says it waits, asks again
+/// after it, as the upload line's curl does, and once the slot is free the
+/// file goes in parts without the person doing anything, byte for byte.
+/// (Before: "Part 1 was refused (503)", and the person had to try again.)
+#[test]
+fn the_page_waits_out_a_busy_server_and_goes_on_by_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_MAX_TRANSFERS", "1"),
+            ("SLUICE_PART_BYTES", "5242880"),
+            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+        ],
+    );
+    let token = server.token("alice", &[]);
+    let page = request_page(&server, &token, "big.bin");
+    let (page_url, upload_id) = (
+        page["page_url"].as_str().unwrap().to_owned(),
+        page["upload_id"].as_str().unwrap().to_owned(),
+    );
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("big.bin");
+    let data = bytes(12 * 1024 * 1024 + 5, 19);
+    std::fs::write(&file, &data).unwrap();
+    // The one slot, held by an upload that sends one byte and stalls; let
+    // go once the page says it waits (it writes `signal` then).
+    let held = crate::util::put_link(dir.path(), 1000, sluice::Sha256::of(b"x"));
+    let stalled = crate::util::stalled_request(
+        &server.base,
+        &format!("PUT {held} HTTP/1.1\r\nContent-Length: 1000"),
+        b"x",
+    );
+    let signal = shots().join("busy-busy.signal");
+    let _ = std::fs::remove_file(&signal);
+    let freeing = {
+        let signal = signal.clone();
+        std::thread::spawn(move || {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(120);
+            while !signal.exists() && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            drop(stalled);
+        })
+    };
+    let checks = browse(&page_url, &file, "busy", "busy-", 900);
+    freeing.join().unwrap();
+    let said = std::fs::read_to_string(&signal).unwrap();
+    assert!(said.contains("again in 5 s"), "the server's Retry-After: {said}");
+    for expected in ["a busy server waited out", "upload done"] {
+        assert!(
+            checks.iter().any(|c| c == expected),
+            "{expected} missing: {checks:?}"
+        );
+    }
+    let fetched = fetch_ready(&server, &token, &upload_id);
+    assert!(fetched.body == data, "byte for byte");
+}
+
 /// Progress while a person uploads: one `get_upload_status` call with
 /// `wait_seconds` and a progress token (the official Python client)
 /// receives notifications/progress as the bytes arrive, then `ready`; with

@@ -16,6 +16,32 @@ const CHUNK = 8 * 1024 * 1024;
 // four beat three once the parts are hashed one after another).
 const PARTS_IN_FLIGHT = 4;
 
+// What the server or the storage answers "not now" (as the upload line's
+// `curl --retry` takes it: 408, 429, 500, 502, 503, 504) is asked again after
+// its Retry-After (else 1, 2, 4, 8 s), at most RETRIES times within
+// RETRY_WITHIN_MS, before the page shows the answer. A part or a file
+// refused for a moment (one user's share of transfers taken, the store
+// slowing down) is then sent without the person doing anything.
+const NOT_NOW = new Set([408, 429, 500, 502, 503, 504]);
+const RETRIES = 4;
+const RETRY_WITHIN_MS = 60 * 1000;
+
+// `attempt()`: a promise of a fetch Response or a finished XMLHttpRequest,
+// made again while it answers "not now" (`onWait(seconds)` before each
+// wait); the last answer.
+async function patiently(attempt, onWait) {
+  const until = performance.now() + RETRY_WITHIN_MS;
+  for (let tries = 0; ; tries++) {
+    const answer = await attempt();
+    if (!NOT_NOW.has(answer.status) || tries === RETRIES) return answer;
+    const said = (answer.headers ? answer.headers.get("Retry-After") : answer.getResponseHeader("Retry-After")) || "";
+    const wait = Math.min((/^\d+$/.test(said.trim()) ? Number(said) : 2 ** tries) * 1000, until - performance.now());
+    if (wait < 0) return answer;
+    onWait(Math.ceil(wait / 1000));
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+}
+
 const hex = (bytes) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
 
 // `blob`'s SHA-256 (hex), and its bytes where they were read whole for it
@@ -133,10 +159,17 @@ function sluiceForm(how) {
   const results = [];
   let oneAtATime = false;
 
-  function phase(text) {
+  // What the page is doing (`steady`: the last of it said, shown again
+  // after a wait; `say`: for the wait itself).
+  let steady = "";
+  function say(text) {
     $("progress-box").hidden = false;
     $("phase").textContent = text;
     $("live").textContent = text;
+  }
+  function phase(text) {
+    steady = text;
+    say(text);
   }
 
   function progress(done, total, started) {
@@ -165,6 +198,13 @@ function sluiceForm(how) {
     if (retry) $("retry").focus();
     else $("error").setAttribute("tabindex", "-1"), $("error").focus();
   }
+
+  // Said while a "not now" is waited out (`patiently`), until the request
+  // goes again.
+  const waiting = (file) => (seconds) => {
+    say(`Busy right now: trying ${file.name} again in ${seconds} s…`);
+    setTimeout(() => say(steady), seconds * 1000);
+  };
 
   function finished(files, words) {
     // A page for several keeps its list of files in view.
@@ -212,7 +252,8 @@ function sluiceForm(how) {
   // hash; taken from `read`, and let go once the parts are hashed), each
   // part is hashed from them instead of read again from the file.
   async function putParts(parts, file, read, started, showProgress) {
-    const listed = await fetch(`${parts.link}/parts`);
+    const wait = waiting(file);
+    const listed = await patiently(() => fetch(`${parts.link}/parts`), wait);
     if (!listed.ok) throw new Refused(await messageOf(listed));
     const stored = new Set((await listed.text()).split("\n").filter(Boolean).map(Number));
     const missing = [];
@@ -245,12 +286,19 @@ function sluiceForm(how) {
         let putting;
         try {
           const sha = await hasher.digest(n);
-          const asked = await fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" });
+          const asked = await patiently(() => fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" }), wait);
           if (!asked.ok) throw new Refused(await messageOf(asked));
-          putting = put(partTarget(await asked.text()), blob, (bytes) => {
-            sending.set(n, bytes);
-            show();
-          });
+          const target = partTarget(await asked.text());
+          // A refused try's bytes are not counted as sent.
+          const sendPart = () =>
+            put(target, blob, (bytes) => {
+              sending.set(n, bytes);
+              show();
+            }).then((xhr) => {
+              if (xhr.status < 200 || xhr.status >= 300) sending.set(n, 0), show();
+              return xhr;
+            });
+          putting = patiently(sendPart, wait);
         } finally {
           // On its way (`put` has sent it), or given up: the next part may be hashed.
           hasher.sent(n);
@@ -269,7 +317,7 @@ function sluiceForm(how) {
     await Promise.all(Array.from({ length: Math.min(PARTS_IN_FLIGHT, missing.length) }, guarded));
     if (failure) throw failure;
     for (;;) {
-      const done = await fetch(`${parts.link}/complete`, { method: "POST" });
+      const done = await patiently(() => fetch(`${parts.link}/complete`, { method: "POST" }), wait);
       if (done.status === 202) {
         phase(`Verifying ${file.name}…`);
         continue;
@@ -296,11 +344,11 @@ function sluiceForm(how) {
     const sha256 = read.sha256;
     // Timings, for the benchmarks (nothing leaves the page).
     window.sluiceTimings = { hashMs: performance.now() - started };
-    const start = await fetch(startUrl, {
+    const start = await patiently(() => fetch(startUrl, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ filename: file.name, size: file.size, sha256, content_type: file.type || undefined }),
-    });
+    }), waiting(file));
     if (!start.ok) {
       // 403: the link expired or is not valid; 409: it was used; 413: too
       // large (another file may do).
@@ -315,7 +363,12 @@ function sluiceForm(how) {
       await putParts(target.parts, file, read, started, showProgress);
     } else {
       read.bytes = null;
-      const xhr = await put(target.upload, file, (bytes) => showProgress(bytes, started));
+      const sendFile = () =>
+        put(target.upload, file, (bytes) => showProgress(bytes, started)).then((xhr) => {
+          if (xhr.status < 200 || xhr.status >= 300) showProgress(0, started);
+          return xhr;
+        });
+      const xhr = await patiently(sendFile, waiting(file));
       if (xhr.status < 200 || xhr.status >= 300) {
         let message = `The storage refused the file (${xhr.status}).`;
         try {
