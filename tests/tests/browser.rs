@@ -428,50 +428,84 @@ fn the_pages_incremental_sha256_is_sha256() {
     );
 }
 
+/// A page for big.bin on a server that sends files over 1 MiB in parts of
+/// 5 MiB (and `env`), and the file: 12 MiB and 5 bytes of `seed`, three parts.
+struct PartsPage {
+    dir: tempfile::TempDir,
+    server: Server,
+    token: String,
+    page_url: String,
+    upload_id: String,
+    _work: tempfile::TempDir,
+    file: PathBuf,
+    data: Vec<u8>,
+}
+
+impl PartsPage {
+    /// Runs the page in Chromium in `mode` on the file (see [`browse`]).
+    fn browse(&self, mode: &str, prefix: &str) -> Vec<String> {
+        browse(&self.page_url, &self.file, mode, prefix, 900)
+    }
+
+    /// The model gets the handle, and its download is the file, byte for byte.
+    fn assert_stored(&self) {
+        let fetched = fetch_ready(&self.server, &self.token, &self.upload_id);
+        assert!(fetched.body == self.data, "byte for byte");
+    }
+}
+
+fn parts_page(env: &[(&str, &str)], seed: u64) -> PartsPage {
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = env.to_vec();
+    env.extend([
+        ("SLUICE_PART_BYTES", "5242880"),
+        ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+    ]);
+    let server = Server::start_in(dir.path(), &env);
+    let token = server.token("alice", &[]);
+    let page = request_page(&server, &token, "big.bin");
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("big.bin");
+    let data = bytes(12 * 1024 * 1024 + 5, seed);
+    std::fs::write(&file, &data).unwrap();
+    PartsPage {
+        page_url: page["page_url"].as_str().unwrap().to_owned(),
+        upload_id: page["upload_id"].as_str().unwrap().to_owned(),
+        dir,
+        server,
+        token,
+        _work: work,
+        file,
+        data,
+    }
+}
+
 /// A file over the single-PUT size goes from the page in parts (the same
 /// parts and routes as the upload line), proven whole, byte for byte.
 #[test]
 fn a_large_file_goes_from_the_page_in_parts() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_PART_BYTES", "5242880"),
-            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
-        ],
-    );
-    let token = server.token("alice", &[]);
-    let page = request_page(&server, &token, "big.bin");
-    let (page_url, upload_id) = (
-        page["page_url"].as_str().unwrap().to_owned(),
-        page["upload_id"].as_str().unwrap().to_owned(),
-    );
-    let work = tempfile::tempdir().unwrap();
-    let file = work.path().join("big.bin");
-    let data = bytes(12 * 1024 * 1024 + 5, 17);
-    std::fs::write(&file, &data).unwrap();
+    let page = parts_page(&[], 17);
     // What the page is told when it starts (a start is repeatable with the
     // same file): three parts of 5 MiB through the upload link.
     let start = crate::util::post_json(
-        &format!("{page_url}/start"),
+        &format!("{}/start", page.page_url),
         None,
-        &json!({"filename": "big.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+        &json!({"filename": "big.bin", "size": page.data.len(), "sha256": sluice::Sha256::of(&page.data)}),
     );
     assert_eq!(start.status, 200, "{}", start.text());
     let parts = &start.json()["parts"];
     assert_eq!(parts["count"], 3, "{parts}");
     assert!(parts["link"].as_str().unwrap().contains("/u/"), "{parts}");
-    let checks = browse(&page_url, &file, "upload", "parts-", 900);
+    let checks = page.browse("upload", "parts-");
     for expected in ["upload done", "no third-party requests, no CSP violation"] {
         assert!(
             checks.iter().any(|c| c == expected),
             "{expected} missing: {checks:?}"
         );
     }
-    let fetched = fetch_ready(&server, &token, &upload_id);
-    assert!(fetched.body == data, "byte for byte");
+    page.assert_stored();
     // No part is left behind: the joined file is the object.
-    assert!(sluice_testkit::files_under(&dir.path().join("objects/parts")).is_empty());
+    assert!(sluice_testkit::files_under(&page.dir.path().join("objects/parts")).is_empty());
 }
 
 /// A server that answers "not now" does not fail the page: with its one
@@ -482,30 +516,12 @@ fn a_large_file_goes_from_the_page_in_parts() {
 /// (Before: "Part 1 was refused (503)", and the person had to try again.)
 #[test]
 fn the_page_waits_out_a_busy_server_and_goes_on_by_itself() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_MAX_TRANSFERS", "1"),
-            ("SLUICE_PART_BYTES", "5242880"),
-            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
-        ],
-    );
-    let token = server.token("alice", &[]);
-    let page = request_page(&server, &token, "big.bin");
-    let (page_url, upload_id) = (
-        page["page_url"].as_str().unwrap().to_owned(),
-        page["upload_id"].as_str().unwrap().to_owned(),
-    );
-    let work = tempfile::tempdir().unwrap();
-    let file = work.path().join("big.bin");
-    let data = bytes(12 * 1024 * 1024 + 5, 19);
-    std::fs::write(&file, &data).unwrap();
+    let page = parts_page(&[("SLUICE_MAX_TRANSFERS", "1")], 19);
     // The one slot, held by an upload that sends one byte and stalls; let
     // go once the page says it waits (it writes `signal` then).
-    let held = crate::util::put_link(dir.path(), 1000, sluice::Sha256::of(b"x"));
+    let held = crate::util::put_link(page.dir.path(), 1000, sluice::Sha256::of(b"x"));
     let stalled = crate::util::stalled_request(
-        &server.base,
+        &page.server.base,
         &format!("PUT {held} HTTP/1.1\r\nContent-Length: 1000"),
         b"x",
     );
@@ -521,18 +537,20 @@ fn the_page_waits_out_a_busy_server_and_goes_on_by_itself() {
             drop(stalled);
         })
     };
-    let checks = browse(&page_url, &file, "busy", "busy-", 900);
+    let checks = page.browse("busy", "busy-");
     freeing.join().unwrap();
     let said = std::fs::read_to_string(&signal).unwrap();
-    assert!(said.contains("again in 5 s"), "the server's Retry-After: {said}");
+    assert!(
+        said.contains("again in 5 s"),
+        "the server's Retry-After: {said}"
+    );
     for expected in ["a busy server waited out", "upload done"] {
         assert!(
             checks.iter().any(|c| c == expected),
             "{expected} missing: {checks:?}"
         );
     }
-    let fetched = fetch_ready(&server, &token, &upload_id);
-    assert!(fetched.body == data, "byte for byte");
+    page.assert_stored();
 }
 
 /// Progress while a person uploads: one `get_upload_status` call with
