@@ -306,6 +306,14 @@ fn the_upload_routes_answer_cors_for_the_widget_origin_only() {
         started.header("access-control-allow-origin"),
         Some("https://abc.sandbox.example")
     );
+    // A "not now"'s Retry-After may be read from there too (the form waits it out).
+    assert!(
+        started
+            .header("access-control-expose-headers")
+            .is_some_and(|h| h.to_ascii_lowercase().contains("retry-after")),
+        "{:?}",
+        started.header("access-control-expose-headers")
+    );
 }
 
 /// By default the widget may run on claude.ai's origin for this connector

@@ -71,6 +71,9 @@ fn widget_routes(state: &Sluice) -> Routes<Sluice> {
             http::HeaderName::from_static("x-amz-checksum-sha256"),
             http::HeaderName::from_static("x-amz-sdk-checksum-algorithm"),
         ])
+        // A "not now" says when to ask again; the widget, on another
+        // origin, may read it only if it is exposed (not a safelisted header).
+        .expose_headers([header::RETRY_AFTER])
         .max_age(std::time::Duration::from_secs(600));
     // An upload's body has its own limits (`sluice::service::uploads`).
     let own_limits = || axum::middleware::from_fn(own_body_limits);
