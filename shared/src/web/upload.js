@@ -28,7 +28,7 @@ const RETRY_WITHIN_MS = 60 * 1000;
 
 // `attempt()`: a promise of a fetch Response or a finished XMLHttpRequest,
 // made again while it answers "not now" (`onWait(seconds)` before each
-// wait); the last answer.
+// wait, `onWait(0)` once it is over); the last answer.
 async function patiently(attempt, onWait) {
   const until = performance.now() + RETRY_WITHIN_MS;
   for (let tries = 0; ; tries++) {
@@ -39,6 +39,7 @@ async function patiently(attempt, onWait) {
     if (wait < 0) return answer;
     onWait(Math.ceil(wait / 1000));
     await new Promise((resolve) => setTimeout(resolve, wait));
+    onWait(0);
   }
 }
 
@@ -199,12 +200,10 @@ function sluiceForm(how) {
     else $("error").setAttribute("tabindex", "-1"), $("error").focus();
   }
 
-  // Said while a "not now" is waited out (`patiently`), until the request
-  // goes again.
-  const waiting = (file) => (seconds) => {
-    say(`Busy right now: trying ${file.name} again in ${seconds} s…`);
-    setTimeout(() => say(steady), seconds * 1000);
-  };
+  // Said while a "not now" is waited out (`patiently`); once the request
+  // goes again, what the page was doing.
+  const waiting = (file) => (seconds) =>
+    say(seconds > 0 ? `Busy right now: trying ${file.name} again in ${seconds} s…` : steady);
 
   function finished(files, words) {
     // A page for several keeps its list of files in view.
