@@ -430,9 +430,10 @@ fn the_pages_incremental_sha256_is_sha256() {
 
 /// A page for big.bin on a server that sends files over 1 MiB in parts of
 /// 5 MiB (and `env`), and the file: 12 MiB and 5 bytes of `seed`, three parts.
+/// (The server is dropped, and stopped, before its data directory.)
 struct PartsPage {
-    dir: tempfile::TempDir,
     server: Server,
+    dir: tempfile::TempDir,
     token: String,
     page_url: String,
     upload_id: String,
