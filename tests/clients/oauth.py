@@ -108,7 +108,8 @@ async def run(url, auth, statuses, work):
         statuses.append(response.status_code)
         if response.status_code >= 400 and response.status_code not in (401, 403):
             # What the SDK reports only as "Server returned an error response".
-            print(f"{response.request.method} {response.request.url}: {response.status_code} {dict(response.headers)}", file=sys.stderr)
+            body = (await response.aread())[:300].decode("utf-8", "replace")
+            print(f"{response.request.method} {response.request.url}: {response.status_code} {dict(response.headers)} {body}", file=sys.stderr)
 
     async with httpx2.AsyncClient(auth=auth, timeout=60, event_hooks={"response": [hook]}) as http:
         async with streamable_http_client(url, http_client=http) as streams:

@@ -54,8 +54,21 @@ pub fn run_oauth_client_with(
     alg: &str,
     extra: &[&str],
 ) -> Vec<String> {
+    let out = oauth_client_output(program, script, mcp_url, auth, alg, extra);
+    crate::util::client_checks(script, &out)
+}
+
+/// What an OAuth client script printed against `mcp_url`, succeeded or not.
+pub fn oauth_client_output(
+    program: &str,
+    script: &str,
+    mcp_url: &str,
+    auth: &AuthServer,
+    alg: &str,
+    extra: &[&str],
+) -> std::process::Output {
     let work = tempfile::tempdir().unwrap();
-    let out = Command::new(program)
+    Command::new(program)
         .arg(root().join("tests/clients").join(script))
         .args(["--url", mcp_url, "--issuer", &auth.issuer, "--alg", alg])
         .args(extra)
@@ -63,8 +76,7 @@ pub fn run_oauth_client_with(
         .arg(work.path())
         .current_dir(root().join("tests/clients"))
         .output()
-        .unwrap_or_else(|e| panic!("{program} could not run ({e}): run `make test`"));
-    crate::util::client_checks(script, &out)
+        .unwrap_or_else(|e| panic!("{program} could not run ({e}): run `make test`"))
 }
 
 /// Runs an OAuth client script against the MCP endpoint at `mcp_url`;

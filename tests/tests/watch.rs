@@ -641,13 +641,18 @@ fn oauth_works_under_the_real_cargo_lambda_watch() {
     check_discovery(&stack);
     let mcp_url = stack.mcp_url();
     let python = root().join(".venv/bin/python");
-    let checks = crate::oauth::run_oauth_client(
+    let out = crate::oauth::oauth_client_output(
         python.to_str().unwrap(),
         "oauth.py",
         &mcp_url,
         &auth,
         "RS256",
+        &[],
     );
+    // A failure says what the functions saw (it failed once in a full run
+    // on a 500 from the emulator, without its words).
+    stack.assert_succeeded("oauth.py", &out);
+    let checks = crate::util::client_checks("oauth.py", &out);
     crate::oauth::assert_oauth_checks(&checks, "RS256");
 
     // `claude mcp list` before `claude mcp login` matters here: login alone
