@@ -44,21 +44,8 @@ impl Drop for AuthServer {
     }
 }
 
-/// Runs an OAuth client script against the MCP endpoint at `mcp_url`, with
-/// `extra` arguments; returns its checks.
-pub fn run_oauth_client_with(
-    program: &str,
-    script: &str,
-    mcp_url: &str,
-    auth: &AuthServer,
-    alg: &str,
-    extra: &[&str],
-) -> Vec<String> {
-    let out = oauth_client_output(program, script, mcp_url, auth, alg, extra);
-    crate::util::client_checks(script, &out)
-}
-
-/// What an OAuth client script printed against `mcp_url`, succeeded or not.
+/// What an OAuth client script printed against the MCP endpoint at
+/// `mcp_url` (with `extra` arguments), succeeded or not.
 pub fn oauth_client_output(
     program: &str,
     script: &str,
@@ -88,7 +75,8 @@ pub fn run_oauth_client(
     auth: &AuthServer,
     alg: &str,
 ) -> Vec<String> {
-    run_oauth_client_with(program, script, mcp_url, auth, alg, &[])
+    let out = oauth_client_output(program, script, mcp_url, auth, alg, &[]);
+    crate::util::client_checks(script, &out)
 }
 
 /// What every OAuth client run must have checked.
@@ -263,7 +251,7 @@ fn without_the_challenge_header_clients_discover_from_the_well_known_paths() {
         assert_eq!(doc.status, 200, "{path}");
         assert_eq!(doc.json()["resource"], mcp_url, "{path}");
     }
-    let checks = run_oauth_client_with(
+    let out = oauth_client_output(
         "node",
         "oauth.mjs",
         &mcp_url,
@@ -271,6 +259,7 @@ fn without_the_challenge_header_clients_discover_from_the_well_known_paths() {
         "ES256",
         &["--skip-step-up"],
     );
+    let checks = crate::util::client_checks("oauth.mjs", &out);
     for expected in [
         "SDK OAuth: 401, discovery, registration, PKCE authorization, ES256 token for the MCP URL",
         "upload and download with the returned curl lines",
