@@ -235,7 +235,11 @@ function sluiceForm(how) {
         if (name.toLowerCase() !== "content-length") xhr.setRequestHeader(name, value);
       }
       xhr.upload.onprogress = (e) => onProgress(e.loaded);
-      xhr.onload = () => resolve(xhr);
+      xhr.onload = () => {
+        // A refused body was not stored: none of it counts as sent.
+        if (xhr.status < 200 || xhr.status >= 300) onProgress(0);
+        resolve(xhr);
+      };
       xhr.onerror = () => reject(new Error("network"));
       xhr.onabort = () => reject(new Error("network"));
       xhr.send(blob);
@@ -288,14 +292,10 @@ function sluiceForm(how) {
           const asked = await patiently(() => fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" }), wait);
           if (!asked.ok) throw new Refused(await messageOf(asked));
           const target = partTarget(await asked.text());
-          // A refused try's bytes are not counted as sent.
           const sendPart = () =>
             put(target, blob, (bytes) => {
               sending.set(n, bytes);
               show();
-            }).then((xhr) => {
-              if (xhr.status < 200 || xhr.status >= 300) sending.set(n, 0), show();
-              return xhr;
             });
           putting = patiently(sendPart, wait);
         } finally {
@@ -362,11 +362,7 @@ function sluiceForm(how) {
       await putParts(target.parts, file, read, started, showProgress);
     } else {
       read.bytes = null;
-      const sendFile = () =>
-        put(target.upload, file, (bytes) => showProgress(bytes, started)).then((xhr) => {
-          if (xhr.status < 200 || xhr.status >= 300) showProgress(0, started);
-          return xhr;
-        });
+      const sendFile = () => put(target.upload, file, (bytes) => showProgress(bytes, started));
       const xhr = await patiently(sendFile, waiting(file));
       if (xhr.status < 200 || xhr.status >= 300) {
         let message = `The storage refused the file (${xhr.status}).`;
