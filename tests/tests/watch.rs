@@ -157,6 +157,12 @@ fn start_watch(env: &Path, invoke: u16, log: &Path, own_cors: bool) -> Child {
         .unwrap()
 }
 
+/// What `cargo lambda watch` answers (`text/plain`, status 500) for an
+/// error of its own (its `ServerError`), such as a function's answer lost on
+/// its way: never a function's answer, which comes as the function wrote it.
+const EMULATOR_500: &str =
+    r#"{"type":"https://httpstatuses.com/500","status":500,"title":"Internal Server Error"}"#;
+
 /// The README's stack: the emulators from `infra/dev-emulators.sh` and the
 /// three functions under `cargo lambda watch`; stopped on drop.
 pub(crate) struct Stack {
@@ -312,6 +318,34 @@ impl Stack {
             out_text(out),
             self.log_tail()
         );
+    }
+
+    /// Runs `client` (a program driving the functions, which prints an
+    /// error response's body) and asserts it succeeded; runs it once more
+    /// only when it failed on `cargo lambda watch`'s own 500, its problem
+    /// document [`EMULATOR_500`], which no function answers. The emulator
+    /// answers that when it loses a function's answer on its way (an
+    /// internal error of the emulator, not of sluice, and none that API
+    /// Gateway makes): a full run met it twice in the OAuth flows' 20-odd
+    /// requests, and never alone.
+    pub(crate) fn assert_client_succeeds(
+        &self,
+        what: &str,
+        client: impl Fn() -> std::process::Output,
+    ) -> std::process::Output {
+        let out = client();
+        if out.status.success() || !String::from_utf8_lossy(&out.stderr).contains(EMULATOR_500) {
+            self.assert_succeeded(what, &out);
+            return out;
+        }
+        eprintln!(
+            "{what}: cargo lambda watch answered its own 500; once more. It said:\n{}\nthe functions' log:\n{}",
+            out_text(&out),
+            self.log_tail()
+        );
+        let out = client();
+        self.assert_succeeded(what, &out);
+        out
     }
 
     /// Waits for `url` to answer `status`: the first request to each
@@ -641,17 +675,10 @@ fn oauth_works_under_the_real_cargo_lambda_watch() {
     check_discovery(&stack);
     let mcp_url = stack.mcp_url();
     let python = root().join(".venv/bin/python");
-    let out = crate::oauth::oauth_client_output(
-        python.to_str().unwrap(),
-        "oauth.py",
-        &mcp_url,
-        &auth,
-        "RS256",
-        &[],
-    );
-    // A failure says what the functions saw (it failed once in a full run
-    // on a 500 from the emulator, without its words).
-    stack.assert_succeeded("oauth.py", &out);
+    let out = stack.assert_client_succeeds("oauth.py", || {
+        let python = python.to_str().unwrap();
+        crate::oauth::oauth_client_output(python, "oauth.py", &mcp_url, &auth, "RS256", &[])
+    });
     let checks = crate::util::client_checks("oauth.py", &out);
     crate::oauth::assert_oauth_checks(&checks, "RS256");
 
