@@ -86,6 +86,22 @@ impl ApiFront {
     }
 }
 
+/// The header this stand-in adds to its answer when the connection to
+/// `cargo lambda watch` failed: the gateway's answer, marked as the test
+/// harness's trouble rather than a function's (see
+/// `Stack::assert_client_succeeds`).
+pub(crate) const UNREACHABLE: &str = "x-sluice-test-front-unreachable";
+
+/// API Gateway's answer when its integration fails, given when the
+/// connection to the emulator failed, with [`UNREACHABLE`].
+fn emulator_unreachable() -> Response {
+    let mut answer = gateway_answer(StatusCode::BAD_GATEWAY, "Internal Server Error");
+    answer
+        .headers_mut()
+        .insert(UNREACHABLE, HeaderValue::from_static("true"));
+    answer
+}
+
 fn gateway_answer(status: StatusCode, message: &str) -> Response {
     (
         status,
@@ -124,12 +140,12 @@ async fn forward(State(front): State<Arc<Front>>, request: Request) -> Response 
         .request(upstream.body(Body::from(body.to_bytes())).unwrap());
     let answer = match tokio::time::timeout(INTEGRATION_TIMEOUT, sent).await {
         Ok(Ok(answer)) => answer,
-        Ok(Err(_)) => return gateway_answer(StatusCode::BAD_GATEWAY, "Internal Server Error"),
+        Ok(Err(_)) => return emulator_unreachable(),
         Err(_) => return gateway_answer(StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable"),
     };
     let (mut parts, body) = answer.into_parts();
     let Ok(body) = body.collect().await.map(|b| b.to_bytes()) else {
-        return gateway_answer(StatusCode::BAD_GATEWAY, "Internal Server Error");
+        return emulator_unreachable();
     };
     if let Some(challenge) = parts.headers.remove(http::header::WWW_AUTHENTICATE) {
         parts

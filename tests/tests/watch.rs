@@ -321,25 +321,28 @@ impl Stack {
     }
 
     /// Runs `client` (a program driving the functions, which prints an
-    /// error response's body) and asserts it succeeded; runs it once more
-    /// only when it failed on `cargo lambda watch`'s own 500, its problem
-    /// document [`EMULATOR_500`], which no function answers. The emulator
-    /// answers that when it loses a function's answer on its way (an
-    /// internal error of the emulator, not of sluice, and none that API
-    /// Gateway makes): a full run met it twice in the OAuth flows' 20-odd
-    /// requests, and never alone.
+    /// error response's headers and body) and asserts it succeeded; runs it
+    /// once more only when it failed on trouble of the emulator's, not of
+    /// a function's: `cargo lambda watch`'s own 500, its problem document
+    /// [`EMULATOR_500`], which no function answers (it answers that when it
+    /// loses a function's answer on its way), or the template's front
+    /// failing to reach it ([`crate::front::UNREACHABLE`]). Full runs met
+    /// such a failure twice in the OAuth flows' 20-odd requests; runs of
+    /// them alone, never.
     pub(crate) fn assert_client_succeeds(
         &self,
         what: &str,
         client: impl Fn() -> std::process::Output,
     ) -> std::process::Output {
         let out = client();
-        if out.status.success() || !String::from_utf8_lossy(&out.stderr).contains(EMULATOR_500) {
+        let said = String::from_utf8_lossy(&out.stderr);
+        let emulator = [EMULATOR_500, crate::front::UNREACHABLE];
+        if out.status.success() || !emulator.iter().any(|e| said.contains(e)) {
             self.assert_succeeded(what, &out);
             return out;
         }
         eprintln!(
-            "{what}: cargo lambda watch answered its own 500; once more. It said:\n{}\nthe functions' log:\n{}",
+            "{what}: failed on the emulator's trouble; once more. It said:\n{}\nthe functions' log:\n{}",
             out_text(&out),
             self.log_tail()
         );
