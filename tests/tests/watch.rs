@@ -326,8 +326,9 @@ impl Stack {
     /// a function's: `cargo lambda watch`'s own 500, its problem document
     /// [`EMULATOR_500`], which no function answers (it answers that when it
     /// loses a function's answer on its way), or the template's front
-    /// failing to reach it ([`crate::front::UNREACHABLE`]). Full runs met
-    /// such a failure twice in the OAuth flows' 20-odd requests; runs of
+    /// failing to reach it ([`crate::front::UNREACHABLE`]). Full runs failed
+    /// the OAuth flows twice on a 5xx no function wrote (the emulator's
+    /// problem document once; CI's output cut the other's body); runs of
     /// them alone, never.
     pub(crate) fn assert_client_succeeds(
         &self,
