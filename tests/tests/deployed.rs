@@ -176,11 +176,5 @@ fn oauth_works_through_the_templates_routes() {
         &auth.env(),
     );
     check_discovery(&stack);
-    let python = sluice_testkit::root().join(".venv/bin/python");
-    let out = stack.assert_client_succeeds("oauth.py", || {
-        let python = python.to_str().unwrap();
-        crate::oauth::oauth_client_output(python, "oauth.py", &stack.mcp_url(), &auth, "RS256", &[])
-    });
-    let checks = crate::util::client_checks("oauth.py", &out);
-    crate::oauth::assert_oauth_checks(&checks, "RS256");
+    stack.assert_oauth_py_passes(&auth);
 }

@@ -330,7 +330,7 @@ impl Stack {
     /// the OAuth flows twice on a 5xx no function wrote (the emulator's
     /// problem document once; CI's output cut the other's body); runs of
     /// them alone, never.
-    pub(crate) fn assert_client_succeeds(
+    fn assert_client_succeeds(
         &self,
         what: &str,
         client: impl Fn() -> std::process::Output,
@@ -350,6 +350,19 @@ impl Stack {
         let out = client();
         self.assert_succeeded(what, &out);
         out
+    }
+
+    /// The official Python SDK's OAuth flow (`oauth.py`, RS256) against the
+    /// mcp function, with `auth` as its authorization server: every check
+    /// it must make, made.
+    pub(crate) fn assert_oauth_py_passes(&self, auth: &crate::oauth::AuthServer) {
+        let python = root().join(".venv/bin/python");
+        let out = self.assert_client_succeeds("oauth.py", || {
+            let (python, url) = (python.to_str().unwrap(), self.mcp_url());
+            crate::oauth::oauth_client_output(python, "oauth.py", &url, auth, "RS256", &[])
+        });
+        let checks = crate::util::client_checks("oauth.py", &out);
+        crate::oauth::assert_oauth_checks(&checks, "RS256");
     }
 
     /// Waits for `url` to answer `status`: the first request to each
@@ -677,18 +690,11 @@ fn oauth_works_under_the_real_cargo_lambda_watch() {
     let add: Vec<(&str, String)> = auth.env();
     let stack = Stack::start(&["SLUICE_DEV_TOKENS"], &add);
     check_discovery(&stack);
-    let mcp_url = stack.mcp_url();
-    let python = root().join(".venv/bin/python");
-    let out = stack.assert_client_succeeds("oauth.py", || {
-        let python = python.to_str().unwrap();
-        crate::oauth::oauth_client_output(python, "oauth.py", &mcp_url, &auth, "RS256", &[])
-    });
-    let checks = crate::util::client_checks("oauth.py", &out);
-    crate::oauth::assert_oauth_checks(&checks, "RS256");
+    stack.assert_oauth_py_passes(&auth);
 
     // `claude mcp list` before `claude mcp login` matters here: login alone
     // looks for the metadata at the origin's root, which cargo lambda watch
     // cannot route (every path there starts with a function's prefix), and
     // then fails at client registration (`docs/aws.md`, Claude Code troubleshooting).
-    crate::claude::Claude::new().signs_in_and_connects(&mcp_url);
+    crate::claude::Claude::new().signs_in_and_connects(&stack.mcp_url());
 }
