@@ -261,8 +261,8 @@ pub fn run(size_mib: u64) -> anyhow::Result<String> {
     if let Some(growth) = local.rss_growth_mib {
         writeln!(
             out,
-            "\nThe local server's peak RSS grew by **{growth:.1} MiB** over all of it (parts streamed and hashed, the \
-             join read and hashed in 1 MiB chunks: constant in the file's size). On S3 the bytes never pass through \
+            "\nThe local server's peak RSS grew by **{growth:.1} MiB** over all of it (parts streamed and hashed, then \
+             read back in 1 MiB chunks for the whole file's hash: constant in the file's size). On S3 the bytes never pass through \
              sluice but for the proof's one read (streamed)."
         )?;
     }
