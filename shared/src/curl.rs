@@ -2,6 +2,8 @@
 //! every argument is POSIX single-quoted, and no line ever carries a credential:
 //! the link itself is the (single-use, short-lived) authority.
 
+use crate::sha::Sha256;
+
 /// Quotes `s` for a POSIX shell: `'…'`, with each `'` written as `'\''`.
 pub fn shell_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -98,19 +100,59 @@ pub fn parts_command(
 /// its SHA-256 is this release's): each file in one PUT under `origin` or
 /// in parts by the pinned [`PARTS_SCRIPT`]. Run again, it sends only what
 /// is not stored yet.
-pub fn batch_command(link: &str, origin: &str) -> String {
+/// The list the link answers must be the batch's `manifest`
+/// ([`manifest_digest`]): the script refuses any other before it reads a
+/// file.
+pub fn batch_command(link: &str, origin: &str, manifest: &Sha256) -> String {
     pinned_script_line(
         link,
         &script_sha256(BATCH_SCRIPT),
-        &format!("\"$L\" {} {}", shell_quote(origin), parts_script_sha256()),
+        &format!(
+            "\"$L\" {} {} {}",
+            shell_quote(origin),
+            parts_script_sha256(),
+            manifest.to_hex()
+        ),
     )
 }
 
 /// The one line that saves every file of a download batch here, each
 /// verified (`GET <link>/sh`, [`FETCH_SCRIPT`], run only if its SHA-256 is
-/// this release's).
-pub fn fetch_command(link: &str) -> String {
-    pinned_script_line(link, &script_sha256(FETCH_SCRIPT), "\"$L\"")
+/// this release's); the list must be the batch's `manifest`
+/// ([`manifest_digest`]): the script refuses any other before it writes a
+/// file.
+pub fn fetch_command(link: &str, manifest: &Sha256) -> String {
+    pinned_script_line(
+        link,
+        &script_sha256(FETCH_SCRIPT),
+        &format!("\"$L\" {}", manifest.to_hex()),
+    )
+}
+
+/// One line of a batch's manifest, as the batch lists begin each line:
+/// the file's SHA-256, size and path (or name), tab-separated. The path
+/// or name has no tab or line break (a checked path, a safe name).
+pub fn manifest_line(sha256: &Sha256, size: u64, path: &str) -> String {
+    format!("{}\t{size}\t{path}\n", sha256.to_hex())
+}
+
+/// The digest a batch's line pins: the SHA-256 of its manifest, every
+/// file's [`manifest_line`] in order. The batch scripts compute it over
+/// the first three fields of the list they are given (`cut -f1-3`).
+pub fn manifest_digest<'a>(files: impl IntoIterator<Item = (&'a Sha256, u64, &'a str)>) -> Sha256 {
+    let mut hasher = crate::sha::Hasher::new();
+    for (sha256, size, path) in files {
+        hasher.update(manifest_line(sha256, size, path).as_bytes());
+    }
+    hasher.finish()
+}
+
+/// The partial file a download line writes before it verifies and renames
+/// it: a name of the line's own, never one the user may have (a browser's
+/// `NAME.part`), short whatever the file's name, and the same for the same
+/// bytes, so that a fresh link's line continues it.
+pub fn partial_name(sha256: &Sha256) -> String {
+    format!(".sluice-{}.part", &sha256.to_hex()[..16])
 }
 
 /// `L=<link>`, then the script `GET $L/sh` answers run with `args` only if
@@ -218,9 +260,10 @@ fn put_to<'a>(
 /// `curl` that downloads `url` (following a redirect) into `out_name` in the
 /// current directory, resumably and verified:
 ///
-/// - the bytes go to `<out_name>.part`, and `-C -` continues one left by an
-///   interrupted run (`Range`; a fresh link's line picks up where the last
-///   stopped);
+/// - the bytes go to a partial file of the line's own ([`partial_name`]:
+///   never a file the user already has, short whatever `out_name`'s
+///   length), and `-C -` continues one left by an interrupted run
+///   (`Range`; a fresh link's line picks up where the last stopped);
 /// - `-f` writes no error body there (a spent or expired link leaves the
 ///   partial file as it was, for the next link to continue), and a partial
 ///   file already of the whole size is not asked for again;
@@ -230,18 +273,18 @@ fn put_to<'a>(
 ///
 /// `out_name` is a safe name ([`crate::filename::safe_name`]): no quote, no
 /// backslash, no control character.
-pub fn download_command(url: &str, out_name: &str, size: u64, sha256: &str) -> String {
+pub fn download_command(url: &str, out_name: &str, size: u64, sha256: &Sha256) -> String {
     // The name once, in a variable: a long name costs the model its length
-    // once, not six times. A name too long for `.part` (a file name has at
-    // most 255 bytes) gives up its last five characters for it. A partial file already whole (the last run
-    // stopped after curl) asks for nothing: a range past the end is a 416,
-    // which `-f` fails on.
+    // once. A partial file already whole (the last run stopped after curl)
+    // asks for nothing: a range past the end is a 416, which `-f` fails on.
     format!(
-        "f={}; p=\"$f.part\"; [ ${{#p}} -le 255 ] || p=\"${{f%?????}}.part\"; {{ [ -f \"$p\" ] && [ \"$(wc -c < \"$p\")\" -eq {size} ] || \
-         curl -fsSL -C - -o \"$p\" {}; }} && if [ \"$(sha256sum < \"$p\" | cut -c1-64)\" = {sha256} ]; \
-         then mv -f \"$p\" \"$f\"; else rm -f \"$p\"; echo \"$p: not the file's sha256, removed: ask for a new link\" >&2; false; fi",
+        "f={}; p={}; {{ [ -f $p ] && [ \"$(wc -c < $p)\" -eq {size} ] || \
+         curl -fsSL -C - -o $p {}; }} && if [ \"$(sha256sum < $p | cut -c1-64)\" = {sha} ]; \
+         then mv -f $p \"$f\"; else rm -f $p; echo \"$p: not the file's sha256, removed: ask for a new link\" >&2; false; fi",
         path_arg(out_name),
+        partial_name(sha256),
         shell_quote(url),
+        sha = sha256.to_hex(),
     )
 }
 
@@ -328,8 +371,11 @@ mod tests {
     #[test]
     fn a_download_is_verified_resumed_and_never_clobbers_with_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let (name, part) = (dir.path().join("r.txt"), dir.path().join("r.txt.part"));
-        let sha = crate::sha::Sha256::of(b"hello world").to_hex();
+        let sha = crate::sha::Sha256::of(b"hello world");
+        let (name, part) = (
+            dir.path().join("r.txt"),
+            dir.path().join(partial_name(&sha)),
+        );
         let line = download_command("http://h/l/x", "r.txt", 11, &sha);
         // A failed transfer leaves the file already there as it was.
         std::fs::write(&name, "keep").unwrap();
@@ -354,7 +400,7 @@ mod tests {
     fn a_name_too_long_for_its_part_suffix_still_downloads() {
         let dir = tempfile::tempdir().unwrap();
         let name = format!("{}.pdf", "n".repeat(251));
-        let sha = crate::sha::Sha256::of(b"x").to_hex();
+        let sha = crate::sha::Sha256::of(b"x");
         let line = download_command("http://h/l/x", &name, 1, &sha);
         assert!(run_download(dir.path(), &line, "x", 0), "{line}");
         assert_eq!(std::fs::read(dir.path().join(&name)).unwrap(), b"x");
@@ -470,7 +516,7 @@ mod tests {
 
     #[test]
     fn names_that_look_like_options_are_made_paths() {
-        let line = download_command("http://h/l", "-", 2, "ab");
+        let line = download_command("http://h/l", "-", 2, &crate::sha::Sha256::of(b"ab"));
         assert!(line.starts_with("f='./-'; "), "{line}");
         assert!(upload_command("u", [], "-rf").contains("--upload-file './-rf'"));
     }

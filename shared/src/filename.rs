@@ -16,7 +16,7 @@ const REPLACED: &[char] = &[
 /// spaces and joiners, the soft hyphen, tags…) and the line and paragraph
 /// separators (Zl, Zp). Invisible, and able to make one name read as another
 /// (`invoice\u{202E}fdp.exe` shows as `invoiceexe.pdf`).
-fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     matches!(c as u32,
         0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
         | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF

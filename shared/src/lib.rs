@@ -60,6 +60,8 @@ pub mod webhooks;
 mod layers;
 #[cfg(test)]
 mod props;
+#[cfg(test)]
+mod scripts_tests;
 
 pub use auth::{Caller, Scope};
 pub use config::{AwsConfig, Backend, Config, ConfigError};

@@ -8,6 +8,7 @@
 #
 # The upload line runs this script only if its SHA-256 is the one the line
 # was issued with (one per release), so the server cannot change what runs.
+# The numbers are checked as plain digits and must agree with each other.
 # What the server answers is data: each part's target is a URL that must be
 # under ORIGIN and at most the checksum headers, with base64 values; nothing
 # it says becomes an option of curl.
@@ -19,6 +20,14 @@ ask() { curl --retry 4 --retry-max-time 60 "$@"; }
 # K parts in flight: enough to keep the hashing, the network and the store
 # busy together, few enough to stay within one user's share of transfers.
 f=$1 L=$2 N=$3 S=$4 M=$5 O=$6 K=4
+# Every number is plain digits before it reaches $(( )): under bash as sh
+# (macOS, Fedora, Arch) arithmetic runs the $( ) of an array subscript.
+for v in "$N" "$S" "$M"; do
+  case "$v" in ''|*[!0-9]*|0?*|????????????????*) echo "sluice: a number this line was given is not plain digits: refused, nothing sent" >&2; exit 1 ;; esac
+done
+if [ "$M" -eq 0 ] || [ "$N" -gt 10000 ] || [ "$N" -ne $(( (S + M * 1048576 - 1) / (M * 1048576) )) ]; then
+  echo "sluice: $N parts of $M MiB do not make $S bytes: refused, nothing sent" >&2; exit 1
+fi
 [ -f "$f" ] || { echo "sluice: there is no file $f here: run the line where the file is, or give its path" >&2; exit 1; }
 [ "$(wc -c < "$f")" -eq "$S" ] || { echo "sluice: $f is not $S bytes: it is not the file this upload was asked for" >&2; exit 1; }
 d=$(mktemp -d)

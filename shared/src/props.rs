@@ -106,7 +106,7 @@ proptest! {
             .collect();
         prop_assert_eq!(argv, expected);
         let out = safe_name(&label);
-        let line = curl::download_command(&url, &out, 2, "ab");
+        let line = curl::download_command(&url, &out, 2, &crate::sha::Sha256::of(b"ab"));
         let argv = shlex::split(&line).expect("a curl line is valid shell");
         prop_assert_eq!(&argv[0], &format!("f={out};"));
         let get = ["curl", "-fsSL", "-C", "-", "-o", "$p", &format!("{url};")];

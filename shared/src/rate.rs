@@ -44,6 +44,9 @@ pub enum Kind {
     /// read the whole joined file, so a link holder cannot make sluice
     /// read it over and over.
     Completions,
+    /// Waiting `get_upload_status` calls (each holds a connection or an
+    /// instance while it waits): one over the rate answers at once.
+    Waits,
 }
 
 /// Completions of one upload in parts: a line asks again as soon as a
@@ -52,6 +55,13 @@ pub enum Kind {
 const COMPLETIONS: Rate = Rate {
     per_minute: 12,
     burst: 30,
+};
+
+/// Waiting status calls of one user: a model told to wait calls again
+/// once per answer from the person; far more is a loop.
+const WAITS: Rate = Rate {
+    per_minute: 20,
+    burst: 10,
 };
 
 impl Kind {
@@ -67,6 +77,7 @@ impl Kind {
             Kind::Completions => {
                 "this upload was asked to complete too many times in a short time: nothing was done"
             }
+            Kind::Waits => "too many waiting status calls in a short time: this one did not wait",
         }
     }
 }
@@ -97,6 +108,7 @@ pub struct Limits {
     actions: KeyedRate,
     page_starts: KeyedRate,
     completions: KeyedRate,
+    waits: KeyedRate,
     download_bytes_per_hour: u64,
 }
 
@@ -110,6 +122,7 @@ impl Limits {
             actions: KeyedRate::new(rates.actions, Kind::Actions),
             page_starts: KeyedRate::new(rates.page_starts, Kind::PageStarts),
             completions: KeyedRate::new(COMPLETIONS, Kind::Completions),
+            waits: KeyedRate::new(WAITS, Kind::Waits),
             download_bytes_per_hour: rates.download_bytes_per_hour,
         }
     }
@@ -123,6 +136,13 @@ impl Limits {
 
     /// Takes one from `key`'s bucket of `kind`, or says when to come back.
     pub fn check(&self, kind: Kind, key: &str) -> Result<(), Error> {
+        self.check_n(kind, key, 1)
+    }
+
+    /// Takes `n` from `key`'s bucket of `kind` at once (a batch of `n`
+    /// files), or says when to come back; `n` over the whole bucket is
+    /// refused as more than may ever be taken at once.
+    pub fn check_n(&self, kind: Kind, key: &str, n: u32) -> Result<(), Error> {
         match kind {
             Kind::Issue => &self.issue,
             Kind::Links => &self.links,
@@ -130,8 +150,9 @@ impl Limits {
             Kind::Actions => &self.actions,
             Kind::PageStarts => &self.page_starts,
             Kind::Completions => &self.completions,
+            Kind::Waits => &self.waits,
         }
-        .check(key)
+        .check_n(key, n)
     }
 }
 
@@ -177,12 +198,30 @@ impl KeyedRate {
 
     /// Takes one from `owner`'s bucket, or says when to come back.
     pub fn check(&self, owner: &str) -> Result<(), Error> {
+        self.check_n(owner, 1)
+    }
+
+    /// Takes `n` from `owner`'s bucket at once, or says when to come back.
+    pub fn check_n(&self, owner: &str, n: u32) -> Result<(), Error> {
         if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {
             self.limiter.retain_recent();
             self.limiter.shrink_to_fit();
         }
         let key = crate::file::owner_hash(owner);
-        match self.limiter.check_key(&key) {
+        let taken = match self.limiter.check_key_n(&key, nz(n)) {
+            Ok(taken) => taken,
+            Err(governor::InsufficientCapacity(most)) => {
+                tracing::info!(owner = %key, n, most, kind = ?self.kind, "more than a whole bucket asked for");
+                return Err(Error::Limited {
+                    message: format!(
+                        "{}: {n} at once is more than the {most} one user may ever ask for at once; ask for fewer",
+                        self.kind.refused()
+                    ),
+                    retry_after: 60,
+                });
+            }
+        };
+        match taken {
             Ok(()) => Ok(()),
             Err(not_until) => {
                 let wait = not_until.wait_time_from(self.clock.now());
@@ -226,6 +265,34 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A batch takes one for each of its files: a thousand files in one
+    /// call cost what a thousand calls do, and more than the whole bucket
+    /// is refused outright.
+    #[test]
+    fn a_batch_takes_one_for_each_file() {
+        let l = limit(60, 10);
+        assert!(l.check_n("alice", 6).is_ok());
+        assert!(
+            l.check_n("alice", 6).is_err(),
+            "six more do not fit in four"
+        );
+        assert!(l.check_n("alice", 4).is_ok());
+        assert!(l.check("alice").is_err());
+        match l.check_n("bob", 11) {
+            Err(Error::Limited { message, .. }) => {
+                assert!(
+                    message.contains("11 at once is more than the 10"),
+                    "{message}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            l.check_n("bob", 10).is_ok(),
+            "nothing was taken by the refusal"
+        );
     }
 
     #[test]

@@ -115,6 +115,22 @@ pub fn audit(change: Change, file: &FileMeta, token_id: Option<&str>) {
     metrics::counter!(BYTES, "direction" => direction).increment(file.size);
 }
 
+/// The audit line of a delete, naming who deleted the file (`by`: the
+/// deleting caller's owner id; the owner's own, or a backend's granted
+/// `files:delete`).
+pub fn audit_deleted(file: &FileMeta, by: &str) {
+    tracing::info!(
+        target: "sluice::audit",
+        change = Change::Deleted.as_str(),
+        file_id = %file.id,
+        owner = %file.owner,
+        size = file.size,
+        by = %by,
+        "file deleted"
+    );
+    metrics::counter!(FILES, "change" => Change::Deleted.as_str()).increment(1);
+}
+
 /// Counts a refused request by its reason (an error code).
 pub fn refused(reason: &'static str) {
     metrics::counter!(REFUSALS, "reason" => reason).increment(1);

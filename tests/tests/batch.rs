@@ -355,3 +355,53 @@ fn refusals_are_per_file_or_whole_and_say_which() {
     ));
     assert!(other.contains("another user"), "{other}");
 }
+
+/// The server's resident memory, in KiB.
+fn rss_kib(server: &Server) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// One batch handle of 1,000 files named 1,000 times (a 35 KB call) is
+/// counted before anything is built for it: `get_download_urls` and an
+/// action's FileList field refuse it at once, and the server's memory
+/// does not grow (before the fix it built a million handles: +72 MB).
+#[test]
+fn a_batch_handle_named_a_thousand_times_is_refused_before_anything_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_MAX_PENDING_FILES", "2000")]);
+    let alice = server.token("alice", &[]);
+    let sha = sluice::Sha256::of(b"x").to_hex();
+    let files: Vec<Value> = (0..1000)
+        .map(|i| json!({"path": format!("f{i}.txt"), "size": 1, "sha256": sha}))
+        .collect();
+    let batch = tool_ok(&call_tool(
+        &server.base,
+        &alice,
+        "request_uploads",
+        json!({ "files": files }),
+    ));
+    let handle = batch["handle"].clone();
+    let many = vec![handle.clone(); 1000];
+    let before = rss_kib(&server);
+    let refused = tool_error(&call_tool(
+        &server.base,
+        &alice,
+        "get_download_urls",
+        json!({ "files": many }),
+    ));
+    assert!(refused.contains("1 to 1000"), "{refused}");
+    let refused = tool_error(&call_tool(
+        &server.base,
+        &alice,
+        "action_attach_document",
+        json!({ "review_id": 1, "document": "$uploadedFile:x", "extras": many }),
+    ));
+    assert!(refused.contains("extras"), "{refused}");
+    let grown = rss_kib(&server).saturating_sub(before);
+    assert!(grown < 16 * 1024, "the server grew by {grown} KiB");
+}

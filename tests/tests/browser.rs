@@ -573,6 +573,64 @@ fn a_waiting_status_call_reports_progress_and_answers_when_ready() {
     assert!(checks[1].contains("progress notifications"), "{checks:?}");
 }
 
+/// A waiting status call holds a connection: one user's sixteen waits on
+/// sixteen pages (with sixteen connections allowed) hold at most two of
+/// them; the others answer at once (still pending), and another user is
+/// answered while the two wait. Before, all sixteen held their
+/// connections for their whole wait, and the other user was not answered
+/// until one ended.
+#[test]
+fn one_users_waits_hold_few_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_MAX_CONNECTIONS", "16")]);
+    let alice = server.token("alice", &[]);
+    let bob = server.token("bob", &[]);
+    let ids: Vec<String> = (0..16)
+        .map(|_| {
+            let page = tool_ok(&call_tool(
+                &server.base,
+                &alice,
+                "request_browser_upload",
+                json!({}),
+            ));
+            page["upload_id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let waits: Vec<_> = ids
+        .into_iter()
+        .map(|id| {
+            let (base, alice, done) = (server.base.clone(), alice.clone(), done.clone());
+            std::thread::spawn(move || {
+                let status = tool_ok(&call_tool(
+                    &base,
+                    &alice,
+                    "get_upload_status",
+                    json!({"upload_id": id, "wait_seconds": 8}),
+                ));
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                status
+            })
+        })
+        .collect();
+    // The calls that may not wait answer at once; give them a few seconds
+    // (less than the waits' eight) to come back.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(6);
+    while done.load(std::sync::atomic::Ordering::SeqCst) < 14 && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let listed = tool_ok(&call_tool(&server.base, &bob, "list_files", json!({})));
+    assert!(listed["files"].is_array(), "{listed}");
+    let answered = done.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        (14..16).contains(&answered),
+        "{answered} of sixteen waits answered while the others waited"
+    );
+    for wait in waits {
+        assert_eq!(wait.join().unwrap()["state"], "pending");
+    }
+}
+
 /// URL elicitation: a client that declares it (the official Python client,
 /// on 2026-07-28) is given request_browser_upload's page to show the
 /// person itself, and its calls again say what they wait for, then give

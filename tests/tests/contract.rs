@@ -434,7 +434,12 @@ async fn records_contract(records: &dyn RecordStore) {
         id: Some(FileId::random()),
         owner: "carol".into(),
         expires_at: later,
-        files: vec![(kept.file.id.to_string(), "a/b.txt".into())],
+        files: vec![sluice::records::BatchFile {
+            id: kept.file.id.to_string(),
+            path: "a/b.txt".into(),
+            size: kept.file.size,
+            sha256: kept.file.sha256,
+        }],
     };
     records.put_batch(&batch).await.unwrap();
     let id = batch.id.clone().unwrap();

@@ -164,6 +164,39 @@ fn a_deleted_file_is_gone_with_its_bytes_handle_and_links() {
     assert_eq!(stored_objects(dir.path()).len(), 1);
 }
 
+/// Resolving another user's file is not deleting it: a backend with
+/// `files:resolve` reads the file it is handed but may not destroy it; one
+/// granted `files:delete` may, and the audit line names who deleted it.
+#[test]
+fn deleting_another_users_file_takes_a_scope_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sluice.log");
+    let server = Server::start_logging(dir.path(), &[], &log);
+    let alice = server.token("alice", &[]);
+    let ticket = server.upload(&alice, "a.txt", b"hello");
+    let handle = ticket["handle"].as_str().unwrap();
+    let resolver = server.token("backend", &["files:resolve"]);
+    assert_eq!(
+        server.resolve(&resolver, handle).status,
+        200,
+        "it may read it"
+    );
+    let refused = delete(&server.base, &resolver, handle);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert_eq!(stored_objects(dir.path()).len(), 1, "still there");
+    let deleter = server.token("cleaner", &["files:delete"]);
+    let gone = delete(&server.base, &deleter, handle);
+    assert_eq!(gone.status, 200, "{}", gone.text());
+    assert!(stored_objects(dir.path()).is_empty());
+    server.stop();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let line = logged
+        .lines()
+        .find(|l| l.contains("file deleted"))
+        .unwrap_or_else(|| panic!("no audit line: {logged}"));
+    assert!(line.contains("by=cleaner"), "{line}");
+}
+
 mod on_s3 {
     use super::*;
     use crate::util::{Emulators, aws_server, aws_token, provision};

@@ -234,7 +234,10 @@ fn an_interrupted_download_resumes_from_the_bytes_on_disk() {
         let ticket = server.upload(&token, "data.bin", &data);
         let handle = ticket["handle"].as_str().unwrap();
         let work = tempfile::tempdir().unwrap();
-        std::fs::write(work.path().join("data.bin.part"), &data[..size / 2]).unwrap();
+        let partial = work
+            .path()
+            .join(sluice::curl::partial_name(&sluice::Sha256::of(&data)));
+        std::fs::write(&partial, &data[..size / 2]).unwrap();
         let line = server.download_ticket(&token, handle)["command"]
             .as_str()
             .unwrap()
@@ -242,11 +245,11 @@ fn an_interrupted_download_resumes_from_the_bytes_on_disk() {
         let out = sh(&line, work.path());
         assert!(out.status.success(), "{}", out_text(&out));
         assert_eq!(std::fs::read(work.path().join("data.bin")).unwrap(), data);
-        assert!(!work.path().join("data.bin.part").exists());
+        assert!(!partial.exists());
 
         // Every byte already there: the server answers 416 without
         // spending the link, curl takes that as done, and the file verifies.
-        std::fs::write(work.path().join("data.bin.part"), &data).unwrap();
+        std::fs::write(&partial, &data).unwrap();
         let ticket = server.download_ticket(&token, handle);
         let url = ticket["download"]["url"].as_str().unwrap();
         let range = format!("bytes={size}-");
@@ -267,9 +270,10 @@ fn an_interrupted_download_resumes_from_the_bytes_on_disk() {
     }
 }
 
-/// Partial bytes that are not this file's (another file of the same name)
-/// fail the check: they are removed, the finished name is never written,
-/// and the next link's line starts afresh.
+/// Partial bytes that are not this file's fail the check: they are
+/// removed, the finished name is never written, and the next link's line
+/// starts afresh. A `NAME.part` of the user's own (a browser's partial
+/// download) is never touched: the line's partial file is its own.
 #[test]
 fn a_partial_file_that_does_not_verify_is_removed_not_renamed() {
     let (server, _dir) = Server::start();
@@ -280,7 +284,11 @@ fn a_partial_file_that_does_not_verify_is_removed_not_renamed() {
         .unwrap()
         .to_owned();
     let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("d.bin.part"), bytes(1000, 99)).unwrap();
+    let partial = work
+        .path()
+        .join(sluice::curl::partial_name(&sluice::Sha256::of(&data)));
+    std::fs::write(&partial, bytes(1000, 99)).unwrap();
+    std::fs::write(work.path().join("d.bin.part"), b"the user's own").unwrap();
     let line = |s: &Server| {
         s.download_ticket(&token, &handle)["command"]
             .as_str()
@@ -295,7 +303,11 @@ fn a_partial_file_that_does_not_verify_is_removed_not_renamed() {
         out_text(&out)
     );
     assert!(!work.path().join("d.bin").exists());
-    assert!(!work.path().join("d.bin.part").exists());
+    assert!(!partial.exists());
+    assert_eq!(
+        std::fs::read(work.path().join("d.bin.part")).unwrap(),
+        b"the user's own"
+    );
     let out = sh(&line(&server), work.path());
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(work.path().join("d.bin")).unwrap(), data);

@@ -190,3 +190,23 @@ fn metrics_turned_off_are_not_served() {
     let server = Server::start_in(dir.path(), &[("SLUICE_METRICS", "false")]);
     assert_eq!(scrape(&server, &[]).status, 404);
 }
+
+/// A server with a public URL is usually behind a proxy on the same host,
+/// which makes every peer loopback: its metrics need the token, even from
+/// loopback, and are answered with it.
+#[test]
+fn a_public_servers_metrics_need_the_token_even_from_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let public = [("SLUICE_PUBLIC_URL", "https://files.example.com")];
+    let server = Server::start_in(dir.path(), &public);
+    let host = [("Host", "files.example.com")];
+    let bare = scrape(&server, &host);
+    assert_eq!(bare.status, 403, "{}", bare.text());
+    assert!(bare.text().contains("public URL"), "{}", bare.text());
+    server.stop();
+    let token = "m".repeat(40);
+    let server = Server::start_in(dir.path(), &[public[0], ("SLUICE_METRICS_TOKEN", &token)]);
+    let bearer = format!("Bearer {token}");
+    let right = scrape(&server, &[host[0], ("Authorization", &bearer)]);
+    assert_eq!(right.status, 200, "{}", right.text());
+}

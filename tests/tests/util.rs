@@ -78,6 +78,11 @@ impl Server {
             .unwrap_or_else(|| panic!("sluice never printed a line starting {prefix:?}"))
     }
 
+    /// The process's id.
+    pub fn pid(&self) -> u32 {
+        self.process.child.id()
+    }
+
     /// Stops the process and waits for it to exit.
     pub fn stop(self) {
         drop(self.process);

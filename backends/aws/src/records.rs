@@ -48,6 +48,9 @@ pub const PENDING: &str = "pending-by-owner";
 /// The index of one user's files by digest and size.
 pub const BY_DIGEST: &str = "files-by-digest";
 
+/// The most items one look-up of a user's file by digest reads.
+const FIND_READY_ITEMS: i32 = 100;
+
 const DIGEST: &str = "digest";
 
 const OWNER: &str = "owner";
@@ -346,40 +349,34 @@ impl RecordStore for DynamoRecords {
         sha256: sluice::Sha256,
         now: i64,
     ) -> Result<Option<FileRecord>, StoreError> {
+        // One page of at most FIND_READY_ITEMS items, whatever the filter
+        // keeps (a Limit counts items read, not items kept): a user with
+        // thousands of records of one digest (copies, expired ones) costs
+        // each lookup the same. Missing a ready copy past them only means
+        // the file is sent again.
         let key = digest(&owner_hash(owner), &sha256, size);
-        let mut best: Option<FileRecord> = None;
-        let mut start: Option<HashMap<String, AttributeValue>> = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(BY_DIGEST)
-                .key_condition_expression("#d = :d")
-                .filter_expression("#t > :now AND #r = :t")
-                .expression_attribute_names("#d", DIGEST)
-                .expression_attribute_names("#t", TTL)
-                .expression_attribute_names("#r", READY)
-                .expression_attribute_values(":d", s(&key))
-                .expression_attribute_values(":now", n(now))
-                .expression_attribute_values(":t", AttributeValue::Bool(true))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| store_error(ledger_error(e)))?;
-            for record in out.items().iter().filter_map(record_of) {
-                if best
-                    .as_ref()
-                    .is_none_or(|b| b.expires_at < record.expires_at)
-                {
-                    best = Some(record);
-                }
-            }
-            match out.last_evaluated_key() {
-                Some(k) => start = Some(k.clone()),
-                None => return Ok(best),
-            }
-        }
+        let out = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(BY_DIGEST)
+            .key_condition_expression("#d = :d")
+            .filter_expression("#t > :now AND #r = :t")
+            .expression_attribute_names("#d", DIGEST)
+            .expression_attribute_names("#t", TTL)
+            .expression_attribute_names("#r", READY)
+            .expression_attribute_values(":d", s(&key))
+            .expression_attribute_values(":now", n(now))
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .limit(FIND_READY_ITEMS)
+            .send()
+            .await
+            .map_err(|e| store_error(ledger_error(e)))?;
+        Ok(out
+            .items()
+            .iter()
+            .filter_map(record_of)
+            .max_by_key(|r| r.expires_at))
     }
 
     async fn put_batch(&self, batch: &Batch) -> Result<(), StoreError> {

@@ -106,14 +106,14 @@ async fn request_upload(
 }
 
 /// `DELETE /files/{file}` (a file id or a handle): the caller's own file
-/// (`files:write`), or, by its handle, one a backend resolves
-/// (`files:resolve`). A second delete answers the same.
+/// (`files:write`), or, by its handle, another user's (`files:delete`). A
+/// second delete answers the same.
 async fn delete_file(
     State(sluice): State<Sluice>,
     caller: Caller,
     Path(file): Path<String>,
 ) -> Result<Json<DeletedFile>, HttpError> {
-    if !caller.has(Scope::FilesResolve) {
+    if !caller.has(Scope::FilesDelete) {
         require(&sluice, &caller, Scope::FilesWrite)?;
     }
     Ok(Json(sluice.delete_file(&caller, &file).await?))

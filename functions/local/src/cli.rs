@@ -146,7 +146,12 @@ fn serve(config: Config) -> Result<(), StartError> {
         if config.metrics {
             match crate::metrics::install() {
                 Ok(handle) => {
-                    app = app.merge(crate::metrics::router(handle, config.metrics_token.clone()));
+                    let public = crate::metrics::is_public(config.public_url.as_ref());
+                    app = app.merge(crate::metrics::router(
+                        handle,
+                        config.metrics_token.clone(),
+                        public,
+                    ));
                 }
                 Err(e) => tracing::warn!(error = %e, "metrics are off"),
             }

@@ -1,7 +1,10 @@
 //! `GET /metrics`: the process's metrics in the Prometheus text format,
 //! rendered by `metrics-exporter-prometheus` from what the service counts
-//! ([`sluice::telemetry`]). Without `SLUICE_METRICS_TOKEN` it answers
-//! loopback peers only; with it, whoever presents it as a bearer token.
+//! ([`sluice::telemetry`]). With `SLUICE_METRICS_TOKEN`, whoever presents
+//! it as a bearer token. Without it, loopback peers only, and only while
+//! the server's public URL is loopback too: behind a proxy on the same
+//! host (how a public URL is usually served) every peer is loopback, so a
+//! public server's metrics always need the token.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -32,16 +35,31 @@ pub fn install() -> Result<PrometheusHandle, BuildError> {
 struct Metrics {
     handle: PrometheusHandle,
     token: Option<Arc<MasterSecret>>,
+    public: bool,
 }
 
-/// The `/metrics` route over `handle`, guarded by `token` when set.
-pub fn router(handle: PrometheusHandle, token: Option<MasterSecret>) -> Router {
+/// The `/metrics` route over `handle`, guarded by `token` when set; with
+/// none, answered only while `public` is false (the public URL is
+/// loopback) and to loopback peers.
+pub fn router(handle: PrometheusHandle, token: Option<MasterSecret>, public: bool) -> Router {
     Router::new()
         .route("/metrics", get(render))
         .with_state(Metrics {
             handle,
             token: token.map(Arc::new),
+            public,
         })
+}
+
+/// Whether `url` (the public URL) is reached from beyond this machine: any
+/// host but `localhost` and a loopback address.
+pub fn is_public(url: Option<&url::Url>) -> bool {
+    url.is_some_and(|u| match u.host() {
+        Some(url::Host::Domain(d)) => !d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => !ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => !ip.to_canonical().is_loopback(),
+        None => true,
+    })
 }
 
 async fn render(State(metrics): State<Metrics>, request: Request) -> Response {
@@ -51,10 +69,14 @@ async fn render(State(metrics): State<Metrics>, request: Request) -> Response {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if !allowed(metrics.token.as_deref(), peer.map(|p| p.0), bearer) {
-        let message = match metrics.token {
-            Some(_) => "metrics need the bearer token SLUICE_METRICS_TOKEN sets",
-            None => {
+    let peer = peer.map(|p| p.0).filter(|_| !metrics.public);
+    if !allowed(metrics.token.as_deref(), peer, bearer) {
+        let message = match (&metrics.token, metrics.public) {
+            (Some(_), _) => "metrics need the bearer token SLUICE_METRICS_TOKEN sets",
+            (None, true) => {
+                "metrics of a server with a public URL need SLUICE_METRICS_TOKEN (a proxy in front makes every peer loopback)"
+            }
+            (None, false) => {
                 "metrics answer loopback peers only; set SLUICE_METRICS_TOKEN to scrape from elsewhere"
             }
         };
@@ -97,5 +119,25 @@ mod tests {
         assert!(allowed(Some(&token), Some(remote), Some(&right)));
         assert!(!allowed(Some(&token), Some(local), None));
         assert!(!allowed(Some(&token), Some(local), Some("x")));
+    }
+
+    #[test]
+    fn a_public_url_is_any_but_loopback() {
+        let url = |s: &str| url::Url::parse(s).unwrap();
+        assert!(!is_public(None));
+        for local in [
+            "http://127.0.0.1:8787",
+            "http://localhost:1",
+            "http://[::1]:2",
+        ] {
+            assert!(!is_public(Some(&url(local))), "{local}");
+        }
+        for public in [
+            "https://files.example.com",
+            "http://10.0.0.2",
+            "http://[2001:db8::1]",
+        ] {
+            assert!(is_public(Some(&url(public))), "{public}");
+        }
     }
 }

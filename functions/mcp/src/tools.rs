@@ -189,6 +189,12 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
             let caller = caller(&parts)?;
             let wait = Duration::from_secs(arg.wait_seconds.unwrap_or(0).into())
                 .min(self.sluice.transfers().status_wait);
+            // A few waits a user, one an upload, within a rate: any other
+            // call answers at once (it would hold a connection for nothing).
+            let waiting = (!wait.is_zero())
+                .then(|| self.sluice.begin_wait(&caller.owner, &arg.upload_id))
+                .flatten();
+            let wait = if waiting.is_some() { wait } else { Duration::ZERO };
             let status = self
                 .wait_for_upload(&caller.owner, &arg.upload_id, wait, meta.get_progress_token(), &peer)
                 .await?;

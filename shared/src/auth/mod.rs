@@ -31,15 +31,20 @@ pub enum Scope {
     ActionsExecute,
     /// Resolve any user's handle: for backends that receive handles raw.
     FilesResolve,
+    /// Delete, by its handle, a file of another user's: a scope of its own,
+    /// apart from `files:resolve` (a backend that reads the files it is
+    /// handed need not be able to destroy them).
+    FilesDelete,
 }
 
 impl Scope {
     /// Every scope.
-    pub const ALL: [Scope; 4] = [
+    pub const ALL: [Scope; 5] = [
         Scope::FilesRead,
         Scope::FilesWrite,
         Scope::ActionsExecute,
         Scope::FilesResolve,
+        Scope::FilesDelete,
     ];
 
     /// The scope's name on the wire.
@@ -49,6 +54,7 @@ impl Scope {
             Scope::FilesWrite => "files:write",
             Scope::ActionsExecute => "actions:execute",
             Scope::FilesResolve => "files:resolve",
+            Scope::FilesDelete => "files:delete",
         }
     }
 

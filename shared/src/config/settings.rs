@@ -346,8 +346,8 @@ pub const SETTINGS: &[Setting] = &[
         "SLUICE_ISSUE_BURST",
         Limits,
         Parse::Positive,
-        Value("60"),
-        "files one user may have issued at once after a quiet spell",
+        Value("1000"),
+        "files one user may have issued at once after a quiet spell (a batch of `request_uploads` takes one for each of its files, so as many as one batch holds)",
     ),
     s(
         "SLUICE_LINK_RATE_PER_MINUTE",

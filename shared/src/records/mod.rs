@@ -90,6 +90,35 @@ impl PendingCaps {
     }
 }
 
+/// The files of one batch to admit together ([`RecordStore::put_all_within`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Admission<'a> {
+    /// Every record to write, pending, of one owner.
+    pub records: &'a [FileRecord],
+    /// How many of them will be sent (the rest are copies of bytes the
+    /// owner stored already), and the bytes those declare.
+    pub sent: (u64, u64),
+}
+
+impl Admission<'_> {
+    /// Whether the batch fits under `caps` beside `pending`: the files to
+    /// send under the caps on pending files and bytes, every file's bytes
+    /// (a copy takes room in the store as much as bytes sent) under the cap
+    /// on all of one user's bytes.
+    pub fn fits(&self, caps: PendingCaps, pending: Pending) -> bool {
+        let all = self
+            .records
+            .iter()
+            .map(|r| r.file.size)
+            .fold(0u64, u64::saturating_add);
+        pending.files.saturating_add(self.sent.0) <= caps.files
+            && pending.bytes.saturating_add(self.sent.1) <= caps.bytes
+            && caps
+                .stored
+                .is_none_or(|cap| pending.stored.saturating_add(all) <= cap)
+    }
+}
+
 /// Where a page starts: after the file issued at `created_ms` (milliseconds)
 /// with id `file_id`. The service puts it on the wire, tied to its owner
 /// (`service::files`); the stores only read and write these two fields.
@@ -114,8 +143,46 @@ pub struct Batch {
     pub owner: String,
     /// When it expires (its files' expiry).
     pub expires_at: i64,
-    /// Its files in the order asked: `(file id, path)`.
-    pub files: Vec<(String, String)>,
+    /// Its files in the order asked, each with what the batch's line pins
+    /// of it (its manifest: path or name, size, digest).
+    pub files: Vec<BatchFile>,
+}
+
+/// One file of a [`Batch`]: its id, and the line of the batch's manifest
+/// ([`crate::curl::manifest_digest`]) it stands for, kept whole so that the
+/// manifest can be answered even once the file is gone. Kept as a JSON
+/// array (a batch holds up to a thousand of them in one item).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    from = "(String, String, u64, Sha256)",
+    into = "(String, String, u64, Sha256)"
+)]
+pub struct BatchFile {
+    /// The file's id.
+    pub id: String,
+    /// The path its upload line reads, or the name its download line writes.
+    pub path: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its SHA-256.
+    pub sha256: Sha256,
+}
+
+impl From<(String, String, u64, Sha256)> for BatchFile {
+    fn from((id, path, size, sha256): (String, String, u64, Sha256)) -> Self {
+        Self {
+            id,
+            path,
+            size,
+            sha256,
+        }
+    }
+}
+
+impl From<BatchFile> for (String, String, u64, Sha256) {
+    fn from(f: BatchFile) -> Self {
+        (f.id, f.path, f.size, f.sha256)
+    }
 }
 
 impl Batch {
@@ -305,6 +372,37 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
             return Ok(Some(pending));
         }
         self.put(record).await.map(|()| None)
+    }
+
+    /// Writes every record of `batch` (newly issued files of one owner,
+    /// all pending) if they fit under `caps` beside the owner's files:
+    /// `batch.sent` of them as pending files and bytes, every one of them
+    /// under the cap on all the owner's bytes. Otherwise writes nothing and
+    /// answers the owner's totals. By default the count and the writes are
+    /// two steps (concurrent batches may together pass a cap; the issuing
+    /// rate, which counts files, bounds by how much); a store with a single
+    /// writer does it in one.
+    async fn put_all_within(
+        &self,
+        batch: &Admission<'_>,
+        caps: PendingCaps,
+        now: i64,
+    ) -> Result<Option<Pending>, StoreError> {
+        let Some(first) = batch.records.first() else {
+            return Ok(None);
+        };
+        let owner = &first.file.owner;
+        let mut pending = self.pending_totals(owner, now, caps.files).await?;
+        if caps.stored.is_some() {
+            pending.stored = self.stored_bytes(owner, now).await?;
+        }
+        if !batch.fits(caps, pending) {
+            return Ok(Some(pending));
+        }
+        for record in batch.records {
+            self.put(record).await?;
+        }
+        Ok(None)
     }
 
     /// The bytes all of `owner`'s files unexpired at `now` declare, pending

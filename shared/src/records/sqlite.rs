@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rusqlite::{Connection, OptionalExtension as _, params};
 
-use super::{Batch, Cursor, FileRecord, Page, Pending, PendingCaps, RecordStore};
+use super::{Admission, Batch, Cursor, FileRecord, Page, Pending, PendingCaps, RecordStore};
 use crate::events::{Delivery, Event, EventType, Outbox, Subscriber};
 use crate::file::{FileId, owner_hash};
 use crate::sha::Sha256;
@@ -454,6 +454,40 @@ impl RecordStore for SqliteRecords {
                     return Ok(Some(pending));
                 }
                 insert(c, &record).map(|()| None)
+            })
+            .await
+    }
+
+    /// The count and every write in one step of the single writer:
+    /// batches issued at the same moment can never together pass a cap.
+    async fn put_all_within(
+        &self,
+        batch: &Admission<'_>,
+        caps: PendingCaps,
+        now: i64,
+    ) -> Result<Option<Pending>, StoreError> {
+        let Some(first) = batch.records.first() else {
+            return Ok(None);
+        };
+        let owner = owner_hash(&first.file.owner);
+        let (records, sent) = (batch.records.to_vec(), batch.sent);
+        self.db
+            .write(move |c| {
+                let mut pending = totals(c, &owner, now, caps.files)?;
+                if caps.stored.is_some() {
+                    pending.stored = usage(c, &owner)?;
+                }
+                let batch = Admission {
+                    records: &records,
+                    sent,
+                };
+                if !batch.fits(caps, pending) {
+                    return Ok(Some(pending));
+                }
+                for record in &records {
+                    insert(c, record)?;
+                }
+                Ok(None)
             })
             .await
     }
@@ -1025,5 +1059,59 @@ mod tests {
         drop(c);
         let records = SqliteRecords::open(&path).unwrap();
         assert_eq!(records.stored_bytes("alice", now).await.unwrap(), 1000);
+    }
+
+    /// Batches admitted at the same moment never pass a cap together: the
+    /// count and the writes are one step of the single writer. (Before,
+    /// the service counted and then wrote, and two batches of 60 both
+    /// passed a cap of 100.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_batches_never_pass_a_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = SqliteRecords::open(&dir.path().join("files.sqlite3")).unwrap();
+        let now = crate::time::now_unix();
+        let caps = PendingCaps {
+            files: 100,
+            bytes: 1 << 40,
+            stored: Some(10_000),
+        };
+        let mut batches = Vec::new();
+        for _ in 0..8 {
+            let records = records.clone();
+            batches.push(tokio::spawn(async move {
+                let batch: Vec<FileRecord> = (0..30).map(|_| record("alice", 10, now)).collect();
+                let admission = Admission {
+                    records: &batch,
+                    sent: (30, 300),
+                };
+                records.put_all_within(&admission, caps, now).await
+            }));
+        }
+        let mut admitted = 0;
+        for batch in batches {
+            if batch.await.unwrap().unwrap().is_none() {
+                admitted += 1;
+            }
+        }
+        assert_eq!(
+            admitted, 3,
+            "three batches of 30 fit under 100 pending files"
+        );
+        let pending = records.pending_totals("alice", now, 1000).await.unwrap();
+        assert_eq!(pending.files, 90, "nothing of a refused batch was written");
+        // The cap on all of a user's bytes counts copies too.
+        let copies: Vec<FileRecord> = (0..2).map(|_| record("alice", 5_000, now)).collect();
+        let refused = records
+            .put_all_within(
+                &Admission {
+                    records: &copies,
+                    sent: (0, 10_000),
+                },
+                caps,
+                now,
+            )
+            .await
+            .unwrap();
+        assert_eq!(refused.map(|p| p.stored), Some(900));
     }
 }

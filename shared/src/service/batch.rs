@@ -34,7 +34,7 @@ use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::ledger::Spend;
 use crate::rate::Kind;
-use crate::records::{Batch, FileRecord, Pending};
+use crate::records::{Batch, BatchFile, FileRecord};
 use crate::sha::Sha256;
 use crate::store::{Access, ObjectInfo};
 use crate::time::now_unix;
@@ -135,7 +135,10 @@ type Checked = Result<(String, FileMeta), String>;
 type StoredCopy = (FileMeta, ObjectInfo);
 
 /// A path as the line reads it: relative to where it runs, `/`-separated,
-/// without `.`/`..` components, control characters, or a leading `-`.
+/// no part `..` or starting with `.` or `-` (the batch script refuses those
+/// too: a list that names `../secret` or `.envrc` is not run), no control,
+/// invisible or bidirectional-control character (which make one path read
+/// as another).
 fn checked_path(path: &str) -> Result<String, String> {
     let path = path.trim();
     if path.is_empty() {
@@ -144,10 +147,16 @@ fn checked_path(path: &str) -> Result<String, String> {
     if path.len() > MAX_PATH_BYTES {
         return Err(format!("path is longer than {MAX_PATH_BYTES} bytes"));
     }
-    if path.starts_with('/') || path.contains('\\') || path.chars().any(char::is_control) {
+    if path.starts_with('/') || path.contains('\\') {
         return Err(
             "path must be relative to where the line runs, with / between its parts".into(),
         );
+    }
+    if path
+        .chars()
+        .any(|c| c.is_control() || crate::filename::is_invisible(c))
+    {
+        return Err("path must not hold control or invisible characters".into());
     }
     let parts: Vec<&str> = path
         .split('/')
@@ -155,6 +164,13 @@ fn checked_path(path: &str) -> Result<String, String> {
         .collect();
     if parts.is_empty() || parts.contains(&"..") {
         return Err("path must name a file below where the line runs, without ..".into());
+    }
+    if parts.iter().any(|p| p.starts_with(['.', '-'])) {
+        return Err(
+            "path must not have a part starting with . or - (hidden files are not sent in a batch: \
+             use request_upload for one)"
+                .into(),
+        );
     }
     Ok(parts.join("/"))
 }
@@ -175,43 +191,60 @@ impl Sluice {
         }
         // Each entry checked once: its path and the file it would issue,
         // or why it is refused.
+        let mut paths = HashSet::new();
         let checked: Vec<Checked> = entries
             .into_iter()
-            .map(|e| self.checked_entry(owner, e))
+            .map(|e| {
+                let (path, file) = self.checked_entry(owner, e)?;
+                if !paths.insert(path.clone()) {
+                    return Err(format!("path {path} is listed twice: list each file once"));
+                }
+                Ok((path, file))
+            })
             .collect();
-        self.check_rate(Kind::Issue, owner)?;
+        // The rate counts files: one call of a thousand takes a thousand.
+        self.check_rate_n(
+            Kind::Issue,
+            owner,
+            checked.iter().filter(|c| c.is_ok()).count(),
+        )?;
         let now = now_unix();
-        // The caller's own stored copies, found by digest.
+        // The caller's own stored copies, found by digest: each distinct
+        // size and digest looked up once, however many entries share it.
         let asked: Vec<Option<(u64, Sha256)>> = checked
             .iter()
             .map(|c| c.as_ref().ok().map(|(_, f)| (f.size, f.sha256)))
             .collect();
-        let found: Vec<Option<StoredCopy>> = futures_util::stream::iter(asked)
-            .map(|asked| async move {
-                let Some((size, sha256)) = asked else {
-                    return Ok(None);
-                };
-                self.stored_copy(owner, size, sha256, now).await
-            })
-            .buffered(AT_ONCE)
-            .try_collect()
-            .await?;
+        let distinct: Vec<(u64, Sha256)> = asked
+            .iter()
+            .flatten()
+            .copied()
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let looked: std::collections::HashMap<(u64, Sha256), StoredCopy> =
+            futures_util::stream::iter(distinct)
+                .map(|(size, sha256)| async move {
+                    let copy = self.stored_copy(owner, size, sha256, now).await?;
+                    Ok::<_, Error>(copy.map(|c| ((size, sha256), c)))
+                })
+                .buffer_unordered(AT_ONCE)
+                .try_collect::<Vec<_>>()
+                .await?
+                .into_iter()
+                .flatten()
+                .collect();
+        let found: Vec<Option<StoredCopy>> = asked
+            .iter()
+            .map(|a| a.and_then(|k| looked.get(&k).cloned()))
+            .collect();
         let expires_at = now + self.transfers().handle_ttl.as_secs() as i64;
         let files: Vec<Option<FileMeta>> = checked
             .iter()
             .map(|c| c.as_ref().ok().map(|(_, f)| f.clone()))
             .collect();
         let stored: Vec<bool> = found.iter().map(Option::is_some).collect();
-        self.admit_batch(owner, &files, &stored, now).await?;
-        let issued: Vec<FileMeta> = files.iter().flatten().cloned().collect();
-        futures_util::stream::iter(issued)
-            .map(|f| async move {
-                self.records()
-                    .put(&FileRecord::issued(&f, expires_at))
-                    .await
-            })
-            .buffer_unordered(AT_ONCE)
-            .try_collect::<Vec<()>>()
+        self.admit_batch(owner, &files, &stored, expires_at, now)
             .await?;
         // Copies of what is stored already; a copy the store cannot make
         // is sent like any other file.
@@ -231,7 +264,12 @@ impl Sluice {
         for (c, copied) in checked.into_iter().zip(copied) {
             items.push(match c {
                 Ok((path, file)) => {
-                    listed.push((file.id.to_string(), path));
+                    listed.push(BatchFile {
+                        id: file.id.to_string(),
+                        path,
+                        size: file.size,
+                        sha256: file.sha256,
+                    });
                     let state = if copied {
                         EntryState::Stored
                     } else {
@@ -261,6 +299,7 @@ impl Sluice {
             .try_collect::<Vec<_>>()
             .await?;
         let id = FileId::random();
+        let manifest = manifest_of(&listed);
         self.records()
             .put_batch(&Batch {
                 id: Some(id.clone()),
@@ -279,7 +318,7 @@ impl Sluice {
             let link = Short::batch(ShortKind::BatchUpload, id.clone(), expires_at);
             tracing::info!(batch = %id, jti = %link.jti(), files = items.len(), "batch issued");
             let url = format!("{}/b/{}", self.issuer_base(), link.encode(self.keys()));
-            let line = curl::batch_command(&url, &self.part_origin().await?);
+            let line = curl::batch_command(&url, &self.part_origin().await?, &manifest);
             Some(curl::or_unreachable(
                 &line,
                 curl::ORIGIN_OF_LINK,
@@ -377,56 +416,56 @@ impl Sluice {
         Ok(true)
     }
 
-    /// Admits every file of a batch under the caller's caps at once: the
-    /// files to send as pending ones, all of them under the cap on all the
-    /// caller's bytes; or refuses the whole batch, saying so.
+    /// Admits and records every file of a batch under the caller's caps at
+    /// once, in one step of the record store where it has a single writer
+    /// ([`RecordStore::put_all_within`]): the files to send as pending
+    /// ones, and the bytes sent or copied (a copy takes room as much as
+    /// bytes sent) under the cap on pending bytes, all of them under the
+    /// cap on all the caller's bytes; or refuses the whole batch, recording
+    /// nothing, saying so.
     async fn admit_batch(
         &self,
         owner: &str,
         files: &[Option<FileMeta>],
         stored: &[bool],
+        expires_at: i64,
         now: i64,
     ) -> Result<(), Error> {
         let (records, caps) = (self.records(), self.pending_caps());
-        let (mut sent, mut sent_bytes, mut all_bytes) = (0u64, 0u64, 0u64);
+        let (mut sent, mut sent_bytes, mut new_bytes) = (0u64, 0u64, 0u64);
         for (file, stored) in files.iter().zip(stored) {
             if let Some(file) = file {
-                all_bytes = all_bytes.saturating_add(file.size);
+                new_bytes = new_bytes.saturating_add(file.size);
                 if !stored {
                     sent += 1;
                     sent_bytes = sent_bytes.saturating_add(file.size);
                 }
             }
         }
-        let totals = |mut p: Pending| async move {
-            if caps.stored.is_some() {
-                p.stored = records.stored_bytes(owner, now).await?;
-            }
-            Ok::<_, Error>(p)
+        let issued: Vec<FileRecord> = files
+            .iter()
+            .flatten()
+            .map(|f| FileRecord::issued(f, expires_at))
+            .collect();
+        let batch = crate::records::Admission {
+            records: &issued,
+            sent: (sent, new_bytes),
         };
-        let fits = |p: Pending| {
-            p.files.saturating_add(sent) <= caps.files
-                && p.bytes.saturating_add(sent_bytes) <= caps.bytes
-                && caps
-                    .stored
-                    .is_none_or(|cap| p.stored.saturating_add(all_bytes) <= cap)
-        };
-        let first = totals(records.pending_totals(owner, now, caps.files).await?).await?;
-        if fits(first) {
+        if records.put_all_within(&batch, caps, now).await?.is_none() {
             return Ok(());
         }
         // At a cap: files uploaded straight to the store may still be
-        // marked pending; settle them and count again.
+        // marked pending; settle them and try once more.
         let pending = records.pending(owner, now, caps.files).await?;
         self.refresh(pending).await?;
-        let again = totals(records.pending_totals(owner, now, caps.files).await?).await?;
-        if fits(again) {
+        let Some(again) = records.put_all_within(&batch, caps, now).await? else {
             return Ok(());
-        }
+        };
         Err(Error::Limited {
             message: format!(
                 "this batch is refused whole, nothing was issued: its {sent} files to send \
-                 ({sent_bytes} bytes) beside your {} pending ({} bytes) pass the limits of {} \
+                 ({sent_bytes} bytes; {new_bytes} new bytes with the copies of files you \
+                 stored already) beside your {} pending ({} bytes) pass the limits of {} \
                  pending files and {} pending bytes{}; send fewer files at once, or wait for \
                  your pending files to arrive or expire",
                 again.files,
@@ -458,39 +497,40 @@ impl Sluice {
         Ok((short, batch))
     }
 
-    /// What `GET /b/{token}` answers: one line per file of the batch not
-    /// stored yet, `path`, its upload link, size, number of parts (0: one
-    /// PUT) and part size in MiB, tab-separated. Files found stored are
-    /// marked ready on the way.
+    /// What `GET /b/{token}` answers: one line per file of the batch, in
+    /// order, its [`curl::manifest_line`] (the line pins their digest),
+    /// then its upload link (`-`: stored already; `x`: deleted or expired)
+    /// and its part size in MiB (0: one PUT), tab-separated. Files found
+    /// stored are marked ready on the way.
     pub async fn batch_to_send(&self, token: &str) -> Result<String, Error> {
         let (_, batch) = self.batch_of(token, ShortKind::BatchUpload).await?;
-        let lines: Vec<Option<String>> = futures_util::stream::iter(batch.files)
-            .map(|(id, path)| async move {
-                let Some(id) = FileId::parse(&id) else {
-                    return Ok(None);
+        let lines: Vec<String> = futures_util::stream::iter(batch.files)
+            .map(|f| async move {
+                let line = curl::manifest_line(&f.sha256, f.size, &f.path);
+                let line = line.trim_end_matches('\n');
+                let record = match FileId::parse(&f.id) {
+                    Some(id) => self.records().find(&id).await?,
+                    None => None,
                 };
-                let Some(record) = self.records().find(&id).await? else {
-                    return Ok(None);
+                let Some(record) = record else {
+                    return Ok(format!("{line}\tx\t0\n"));
                 };
                 let expires = record.expires_at;
                 let (record, state) = self.settle_state(record).await?;
                 if state == super::files::FileState::Ready {
-                    return Ok(None);
+                    return Ok(format!("{line}\t-\t0\n"));
                 }
                 let file = record.file;
                 let target = self.upload_target(&file, expires, Reader::Model).await?;
-                let (count, mib) = self
+                let mib = self
                     .plan_of(&file)
-                    .map_or((0, 0), |p| (p.count, p.part_size / (1024 * 1024)));
-                Ok::<_, Error>(Some(format!(
-                    "{path}\t{}\t{}\t{count}\t{mib}\n",
-                    target.url, file.size
-                )))
+                    .map_or(0, |p| p.part_size / (1024 * 1024));
+                Ok::<_, Error>(format!("{line}\t{}\t{mib}\n", target.url))
             })
             .buffered(AT_ONCE)
             .try_collect()
             .await?;
-        Ok(lines.into_iter().flatten().collect())
+        Ok(lines.concat())
     }
 
     /// The script a batch's line runs ([`curl::BATCH_SCRIPT`]), to a live
@@ -527,9 +567,10 @@ impl Sluice {
         Ok(curl::part_target(&url, headers))
     }
 
-    /// The files of batch handle `handle` for `caller` (its owner, or a
-    /// service with `files:resolve`), in order: each one's handle.
-    pub async fn batch_handles(&self, caller: &Caller, handle: &str) -> Result<Vec<String>, Error> {
+    /// The batch handle `handle` names, for `caller` (its owner, or a
+    /// service with `files:resolve`): one read, whatever its size, so that
+    /// a caller counts its files before anything is built for them.
+    pub(crate) async fn batch_for(&self, caller: &Caller, handle: &str) -> Result<Batch, Error> {
         let token = handle.trim().strip_prefix(BATCH_PREFIX).unwrap_or(handle);
         let short = Short::decode(self.keys(), token, ShortKind::BatchHandle, now_unix())
             .map_err(|_| Error::NotAHandle)?;
@@ -544,12 +585,62 @@ impl Sluice {
         if batch.owner != caller.owner && !caller.has(crate::auth::Scope::FilesResolve) {
             return Err(Error::OtherUsersHandle);
         }
-        Ok(batch
+        Ok(batch)
+    }
+
+    /// The handle of each file of `batch`, in order.
+    pub(crate) fn handles_in(&self, batch: &Batch) -> Vec<String> {
+        batch
             .files
             .iter()
-            .filter_map(|(id, _)| FileId::parse(id))
+            .filter_map(|f| FileId::parse(&f.id))
             .map(|id| self.handle_of(&id))
-            .collect())
+            .collect()
+    }
+
+    /// `files` (file ids, handles, or batch handles, in order) with each
+    /// batch handle replaced by its files' handles; refused, before any
+    /// handle is made, when that would be more than `max` files. Each
+    /// distinct batch is read once, however often it is named.
+    pub(crate) async fn expanded(
+        &self,
+        caller: &Caller,
+        files: Vec<String>,
+        max: usize,
+    ) -> Result<Vec<String>, Error> {
+        let too_many = |n: usize| {
+            Error::Invalid(format!(
+                "files must name 1 to {max} files, got {n} or more (a batch handle counts as its files)"
+            ))
+        };
+        if files.len() > max {
+            return Err(too_many(files.len()));
+        }
+        let mut batches: std::collections::HashMap<String, Batch> = Default::default();
+        let mut total = 0usize;
+        for f in &files {
+            total += if is_batch_handle(f) {
+                let key = f.trim().to_owned();
+                if !batches.contains_key(&key) {
+                    let batch = self.batch_for(caller, &key).await?;
+                    batches.insert(key.clone(), batch);
+                }
+                batches[&key].files.len()
+            } else {
+                1
+            };
+            if total > max {
+                return Err(too_many(total));
+            }
+        }
+        let mut wanted = Vec::with_capacity(total);
+        for f in files {
+            match batches.get(f.trim()) {
+                Some(batch) => wanted.extend(self.handles_in(batch)),
+                None => wanted.push(f),
+            }
+        }
+        Ok(wanted)
     }
 
     /// Issues one line that downloads every file `files` names (file ids,
@@ -559,22 +650,15 @@ impl Sluice {
         caller: &Caller,
         files: Vec<String>,
     ) -> Result<DownloadBatch, Error> {
-        let mut wanted = Vec::new();
-        for f in files {
-            if f.trim().starts_with(BATCH_PREFIX) {
-                wanted.extend(self.batch_handles(caller, &f).await?);
-            } else {
-                wanted.push(f);
-            }
-        }
-        if wanted.is_empty() || wanted.len() > MAX_BATCH_FILES {
+        let wanted = self.expanded(caller, files, MAX_BATCH_FILES).await?;
+        if wanted.is_empty() {
             return Err(Error::Invalid(format!(
                 "files must name 1 to {MAX_BATCH_FILES} files, got {}",
                 wanted.len()
             )));
         }
         self.check_rate(Kind::Links, &caller.owner)?;
-        let found: Vec<Result<FileMeta, String>> = futures_util::stream::iter(wanted)
+        let found: Vec<Result<FileMeta, String>> = futures_util::stream::iter(wanted.clone())
             .map(|f| async move {
                 let file = match self.resolve_file(caller, &f).await {
                     Ok(file) => file,
@@ -594,12 +678,17 @@ impl Sluice {
         let mut taken = HashSet::new();
         let mut listed = Vec::new();
         let mut items = Vec::with_capacity(found.len());
-        for f in &found {
+        for (f, asked) in found.iter().zip(&wanted) {
             items.push(match f {
                 Ok(file) => {
                     let own = file.safe_name();
                     let name = unique_name(&own, &mut taken);
-                    listed.push((file.id.to_string(), name.clone()));
+                    listed.push(BatchFile {
+                        id: file.id.to_string(),
+                        path: name.clone(),
+                        size: file.size,
+                        sha256: file.sha256,
+                    });
                     DownloadItem {
                         file_id: Some(file.id.clone()),
                         name: (name != own).then_some(name),
@@ -609,7 +698,7 @@ impl Sluice {
                 Err(why) => DownloadItem {
                     file_id: None,
                     name: None,
-                    error: Some(why.clone()),
+                    error: Some(format!("{}: {why}", short_input(asked))),
                 },
             });
         }
@@ -632,6 +721,7 @@ impl Sluice {
         }
         let expires_at = now_unix() + self.transfers().link_ttl.as_secs() as i64;
         let id = FileId::random();
+        let manifest = manifest_of(&listed);
         self.records()
             .put_batch(&Batch {
                 id: Some(id.clone()),
@@ -644,13 +734,15 @@ impl Sluice {
         tracing::info!(jti = %link.jti(), files = items.len(), "download batch issued");
         let url = format!("{}/g/{}", self.resolver_base(), link.encode(self.keys()));
         Ok(DownloadBatch {
-            command: Some(curl::fetch_command(&url)),
+            command: Some(curl::fetch_command(&url, &manifest)),
             files: items,
         })
     }
 
-    /// What `GET /g/{token}` answers, once: one line per file, its SHA-256,
-    /// size, name and a fresh single-use download link, tab-separated.
+    /// What `GET /g/{token}` answers, once: one line per file of the batch,
+    /// in order, its [`curl::manifest_line`] (SHA-256, size, name: the line
+    /// pins their digest) and a fresh single-use download link (`x`: the
+    /// file was deleted or has expired), tab-separated.
     pub async fn batch_links(&self, token: &str) -> Result<String, Error> {
         let (short, batch) = self.batch_of(token, ShortKind::BatchDownload).await?;
         let jti = short.jti();
@@ -664,34 +756,35 @@ impl Sluice {
             return Err(Error::NotFound);
         }
         // The records read a few at once, as `batch_to_send` reads them.
-        let lines: Vec<Option<String>> = futures_util::stream::iter(batch.files)
-            .map(|(id, name)| async move {
-                let Some(id) = FileId::parse(&id) else {
-                    return Ok(None);
+        let lines: Vec<String> = futures_util::stream::iter(batch.files)
+            .map(|f| async move {
+                let line = curl::manifest_line(&f.sha256, f.size, &f.path);
+                let line = line.trim_end_matches('\n');
+                let record = match FileId::parse(&f.id) {
+                    Some(id) => self.records().find(&id).await?,
+                    None => None,
                 };
-                let Some(record) = self.records().find(&id).await? else {
-                    return Ok(None);
-                };
-                let ticket = self.download_ticket(&record.file);
-                Ok::<_, Error>(Some(format!(
-                    "{}\t{}\t{name}\t{}\n",
-                    record.file.sha256.to_hex(),
-                    record.file.size,
-                    ticket.download.url
-                )))
+                Ok::<_, Error>(match record {
+                    Some(record) => {
+                        let ticket = self.download_ticket(&record.file);
+                        format!("{line}\t{}\n", ticket.download.url)
+                    }
+                    None => format!("{line}\tx\n"),
+                })
             })
             .buffered(AT_ONCE)
             .try_collect()
             .await?;
-        let out: String = lines.into_iter().flatten().collect();
-        Ok(out)
+        Ok(lines.concat())
     }
 }
 
 /// `name`, or `stem (2).ext`, `stem (3).ext`… the first not in `taken`
 /// (which it joins): the same names for the same files in the same order.
+/// Names are compared case-folded (`A.txt` and `a.txt` are one file on a
+/// case-insensitive disk, as macOS's and Windows' are by default).
 fn unique_name(name: &str, taken: &mut HashSet<String>) -> String {
-    if taken.insert(name.to_owned()) {
+    if taken.insert(name.to_lowercase()) {
         return name.to_owned();
     }
     let (stem, ext) = match name.rfind('.') {
@@ -700,8 +793,23 @@ fn unique_name(name: &str, taken: &mut HashSet<String>) -> String {
     };
     (2..)
         .map(|n| format!("{stem} ({n}){ext}"))
-        .find(|candidate| taken.insert(candidate.clone()))
+        .find(|candidate| taken.insert(candidate.to_lowercase()))
         .expect("some number is free")
+}
+
+/// The digest of a batch's manifest ([`curl::manifest_digest`]).
+fn manifest_of(files: &[BatchFile]) -> Sha256 {
+    curl::manifest_digest(files.iter().map(|f| (&f.sha256, f.size, f.path.as_str())))
+}
+
+/// An input of `get_download_urls` as a refusal names it: a file id whole,
+/// a handle by its first characters (enough to tell which one it was).
+fn short_input(asked: &str) -> String {
+    let asked = asked.trim();
+    match asked.char_indices().nth(24) {
+        Some((i, _)) => format!("{}…", &asked[..i]),
+        None => asked.to_owned(),
+    }
 }
 
 /// Whether `s` is a batch's handle.
@@ -716,7 +824,21 @@ mod tests {
     #[test]
     fn paths_are_relative_and_plain() {
         assert_eq!(checked_path("./a//b/c.txt").unwrap(), "a/b/c.txt");
-        for bad in ["", "/etc/passwd", "a/../b", "..", "a\\b", "a\nb", "./."] {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "a/../b",
+            "..",
+            "a\\b",
+            "a\nb",
+            "./.",
+            ".envrc",
+            "a/.git/config",
+            "-rf",
+            "a/-x",
+            "invoice\u{202E}fdp.exe",
+            "a\u{200B}b",
+        ] {
             assert!(checked_path(bad).is_err(), "{bad:?}");
         }
     }

@@ -33,11 +33,12 @@ pub struct DeletedFile {
 
 impl Sluice {
     /// Deletes `file` (a handle, or one of the caller's file ids): the
-    /// caller's own, or any a `files:resolve` caller resolves.
+    /// caller's own, or, by its handle, another user's for a caller with
+    /// `files:delete`. The audit line names who deleted it.
     pub async fn delete_file(&self, caller: &Caller, file: &str) -> Result<DeletedFile, Error> {
         let file = file.trim();
         let gone = match FileId::parse(file) {
-            Some(id) => self.delete_id(&caller.owner, &id).await?,
+            Some(id) => self.delete_id(caller, &id).await?,
             None => self.delete_handle(caller, file).await?,
         };
         self.purge(&gone.file).await?;
@@ -49,10 +50,11 @@ impl Sluice {
         })
     }
 
-    /// File `id` of `owner`'s, deleted now or before.
-    async fn delete_id(&self, owner: &str, id: &FileId) -> Result<FileRecord, Error> {
+    /// File `id` of the caller's, deleted now or before.
+    async fn delete_id(&self, caller: &Caller, id: &FileId) -> Result<FileRecord, Error> {
+        let owner = caller.owner.as_str();
         if let Some(record) = self.records().delete(owner, id).await? {
-            crate::telemetry::audit(crate::telemetry::Change::Deleted, &record.file, None);
+            crate::telemetry::audit_deleted(&record.file, &caller.owner);
             return Ok(record);
         }
         self.records()
@@ -63,7 +65,7 @@ impl Sluice {
     }
 
     /// The file of handle `handle`, deleted now or before, if `caller` may
-    /// delete it: its owner, or a caller that resolves for others.
+    /// delete it: its owner, or a caller granted `files:delete`.
     async fn delete_handle(&self, caller: &Caller, handle: &str) -> Result<FileRecord, Error> {
         let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
         let id = Short::decode(
@@ -74,13 +76,13 @@ impl Sluice {
         )
         .map_err(|_| Error::NotAHandle)?
         .file_id;
-        let may = |r: &FileRecord| r.file.owner == caller.owner || caller.has(Scope::FilesResolve);
+        let may = |r: &FileRecord| r.file.owner == caller.owner || caller.has(Scope::FilesDelete);
         if let Some(record) = self.records().find(&id).await? {
             if !may(&record) {
                 return Err(Error::OtherUsersHandle);
             }
             if let Some(record) = self.records().delete(&record.file.owner, &id).await? {
-                crate::telemetry::audit(crate::telemetry::Change::Deleted, &record.file, None);
+                crate::telemetry::audit_deleted(&record.file, &caller.owner);
                 return Ok(record);
             }
         }

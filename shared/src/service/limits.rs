@@ -19,6 +19,12 @@ impl Sluice {
         self.limits().check(kind, key)
     }
 
+    /// [`Sluice::check_rate`] for `n` at once (a batch of `n` files).
+    pub(crate) fn check_rate_n(&self, kind: Kind, key: &str, n: usize) -> Result<(), Error> {
+        self.limits()
+            .check_n(kind, key, u32::try_from(n.max(1)).unwrap_or(u32::MAX))
+    }
+
     /// Records a file outside its owner's caps (one an action's upstream
     /// returned), pending until its bytes are stored.
     pub(crate) async fn record_uncounted(

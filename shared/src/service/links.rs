@@ -196,8 +196,7 @@ impl Sluice {
         // No unreachable-host guard here, unlike the upload line's: with
         // it a long name's answer passes the kilobyte; curl's own message
         // and get_download_url's description say it and what to do.
-        let line =
-            curl::download_command(&url, &file.safe_name(), file.size, &file.sha256.to_hex());
+        let line = curl::download_command(&url, &file.safe_name(), file.size, &file.sha256);
         DownloadTicket {
             file_id: file.id.clone(),
             filename: file.filename.clone(),

@@ -34,6 +34,7 @@ pub mod progress;
 mod proof;
 pub mod small;
 pub mod uploads;
+pub mod waits;
 
 use std::fmt;
 use std::sync::Arc;
@@ -94,9 +95,10 @@ pub struct Assembly {
 
 /// The shared state of every function: cheap to clone. Beside what it is
 /// assembled from, it counts the bytes arriving through this process
-/// ([`progress::Arrivals`]).
+/// ([`progress::Arrivals`]) and the status calls waiting in it
+/// ([`waits::Waits`]).
 #[derive(Clone)]
-pub struct Sluice(Arc<Assembly>, progress::Arrivals);
+pub struct Sluice(Arc<Assembly>, progress::Arrivals, waits::Waits);
 
 impl fmt::Debug for Sluice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -127,12 +129,21 @@ pub enum Stored {
 impl Sluice {
     /// Assembles the state.
     pub fn new(assembly: Assembly) -> Self {
-        Self(Arc::new(assembly), progress::Arrivals::default())
+        Self(
+            Arc::new(assembly),
+            progress::Arrivals::default(),
+            waits::Waits::default(),
+        )
     }
 
     /// The bytes arriving through this process, per file.
     pub(crate) fn arrivals(&self) -> &progress::Arrivals {
         &self.1
+    }
+
+    /// The status calls waiting in this process.
+    pub(crate) fn waits(&self) -> &waits::Waits {
+        &self.2
     }
 
     /// How files move: lifetimes, sizes and time limits.

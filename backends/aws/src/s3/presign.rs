@@ -30,7 +30,7 @@ impl Presigner for S3Store {
             .presigned(config)
             .await
             .map_err(|e| s3_error(e, key.as_str()))?;
-        Ok(presigned(&request))
+        pinned(&request)
     }
 
     async fn presign_part(
@@ -49,7 +49,7 @@ impl Presigner for S3Store {
             .presigned(config)
             .await
             .map_err(|e| s3_error(e, key.as_str()))?;
-        Ok(presigned(&request))
+        pinned(&request)
     }
 
     async fn presign_get(
@@ -99,6 +99,37 @@ fn presigned(request: &aws_sdk_s3::presigning::PresignedRequest) -> Presigned {
     }
 }
 
+/// [`presigned`] `request`, if S3 will check the bytes against its SHA-256:
+/// `x-amz-checksum-sha256` is a signed header (in the query string S3
+/// signs it and does not check it), no checksum rides in the query, and
+/// no CRC32 is asked for anywhere (no client could match one it was not
+/// told). An SDK that changed how it presigns would otherwise drop the
+/// check silently: this refuses to mint such a URL at all.
+fn pinned(request: &aws_sdk_s3::presigning::PresignedRequest) -> Result<Presigned, StoreError> {
+    let signed = signed_headers(request.uri());
+    let query: Vec<(String, String)> = url::Url::parse(request.uri())
+        .map(|u| {
+            u.query_pairs()
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.to_ascii_lowercase()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let crc = |s: &str| s.to_ascii_lowercase().contains("crc32");
+    let unpinned = !signed.iter().any(|h| h == "x-amz-checksum-sha256")
+        || query
+            .iter()
+            .any(|(k, _)| k.starts_with("x-amz-checksum") || k == "x-amz-sdk-checksum-algorithm")
+        || query.iter().any(|(k, v)| crc(k) || crc(v))
+        || request.headers().any(|(k, v)| crc(k) || crc(v));
+    if unpinned {
+        tracing::error!("the SDK presigned a PUT without a signed SHA-256 header: refused");
+        return Err(StoreError::Io(io::Error::other(
+            "a presigned PUT would not pin its SHA-256",
+        )));
+    }
+    Ok(presigned(request))
+}
+
 /// `content-length` → `Content-Length`, for readable curl lines.
 fn canonical_header(name: &str) -> String {
     name.split('-')
@@ -127,6 +158,108 @@ fn signed_headers(uri: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    /// An S3 store with fixed credentials, built as the backend builds it:
+    /// presigning is offline (no request is sent).
+    fn offline() -> S3Store {
+        let shared = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("eu-west-1"))
+            .credentials_provider(aws_sdk_s3::config::SharedCredentialsProvider::new(
+                aws_sdk_s3::config::Credentials::new("AKIDEXAMPLE", "secret", None, None, "test"),
+            ))
+            .build();
+        let aws = sluice::AwsConfig {
+            bucket: "bucket".into(),
+            table: "table".into(),
+            region: None,
+            s3_endpoint: None,
+            dynamodb_endpoint: None,
+            master_secret_id: None,
+            event_bus: None,
+            eventbridge_endpoint: None,
+        };
+        S3Store::new(&shared, &aws)
+    }
+
+    /// A presigned PUT and part (fixed credentials and time) sign
+    /// `x-amz-checksum-sha256` as a header, carry no checksum in the query
+    /// and no CRC32 anywhere; the guard passes them, and refuses the same
+    /// request presigned with the checksum hoisted into the query.
+    #[tokio::test]
+    async fn a_presigned_put_signs_its_sha256_as_a_header() {
+        let store = offline();
+        let key = ObjectKey::from_stored("files/o/f/a.bin".to_owned());
+        let sha = Sha256::of(b"hello");
+        let config = || {
+            PresigningConfig::builder()
+                .start_time(UNIX_EPOCH + Duration::from_secs(1_800_000_000))
+                .expires_in(Duration::from_secs(300))
+                .build()
+                .unwrap()
+        };
+        let put = store
+            .pinned_put(&key, 5, sha)
+            .content_type("text/plain")
+            .presigned(config())
+            .await
+            .unwrap();
+        let part = store
+            .pinned_part(&key, "upload-id".into(), 1, 5, sha)
+            .presigned(config())
+            .await
+            .unwrap();
+        for request in [&put, &part] {
+            let uri = request.uri().to_ascii_lowercase();
+            let signed = signed_headers(request.uri());
+            assert!(
+                signed.iter().any(|h| h == "x-amz-checksum-sha256"),
+                "{signed:?}"
+            );
+            let keys: Vec<String> = url::Url::parse(&uri)
+                .unwrap()
+                .query_pairs()
+                .map(|(k, _)| k.into_owned())
+                .collect();
+            assert!(
+                keys.iter().all(
+                    |k| !k.starts_with("x-amz-checksum") && k != "x-amz-sdk-checksum-algorithm"
+                ),
+                "{uri}"
+            );
+            assert!(!uri.contains("crc32"), "{uri}");
+            assert!(
+                request
+                    .headers()
+                    .all(|(k, v)| !k.contains("crc32") && !v.contains("CRC32"))
+            );
+            let minted = pinned(request).unwrap();
+            assert!(
+                minted
+                    .headers
+                    .iter()
+                    .any(|(k, v)| k == "X-Amz-Checksum-Sha256" && *v == sha.to_base64()),
+                "{:?}",
+                minted.headers
+            );
+        }
+        // The checksum in the query (as a presigner that hoists it does):
+        // S3 would sign it and never check it. Refused.
+        let hoisted = store
+            .client
+            .put_object()
+            .bucket("bucket")
+            .key(key.as_str())
+            .content_length(5)
+            .checksum_algorithm(aws_sdk_s3::types::ChecksumAlgorithm::Crc32)
+            .presigned(config())
+            .await
+            .unwrap();
+        assert!(pinned(&hoisted).is_err(), "{}", hoisted.uri());
+    }
+
     #[test]
     fn header_names_are_written_canonically() {
         assert_eq!(super::canonical_header("content-length"), "Content-Length");
