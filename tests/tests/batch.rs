@@ -373,8 +373,15 @@ fn rss_kib(server: &Server) -> u64 {
 #[test]
 fn a_batch_handle_named_a_thousand_times_is_refused_before_anything_is_built() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(dir.path(), &[("SLUICE_MAX_PENDING_FILES", "2000")]);
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_MAX_PENDING_FILES", "2000"),
+            ("SLUICE_ISSUE_BURST", "2000"),
+        ],
+    );
     let alice = server.token("alice", &[]);
+    let document = server.upload(&alice, "cover.txt", b"the cover")["handle"].clone();
     let sha = sluice::Sha256::of(b"x").to_hex();
     let files: Vec<Value> = (0..1000)
         .map(|i| json!({"path": format!("f{i}.txt"), "size": 1, "sha256": sha}))
@@ -395,13 +402,15 @@ fn a_batch_handle_named_a_thousand_times_is_refused_before_anything_is_built() {
         json!({ "files": many }),
     ));
     assert!(refused.contains("1 to 1000"), "{refused}");
+    let grown = rss_kib(&server).saturating_sub(before);
+    assert!(grown < 16 * 1024, "get_download_urls grew the server by {grown} KiB");
     let refused = tool_error(&call_tool(
         &server.base,
         &alice,
         "action_attach_document",
-        json!({ "review_id": 1, "document": "$uploadedFile:x", "extras": many }),
+        json!({ "review_id": 1, "document": document, "extras": many }),
     ));
     assert!(refused.contains("extras"), "{refused}");
     let grown = rss_kib(&server).saturating_sub(before);
-    assert!(grown < 16 * 1024, "the server grew by {grown} KiB");
+    assert!(grown < 16 * 1024, "the action grew the server by {grown} KiB");
 }
