@@ -103,6 +103,16 @@ impl Db {
         })
     }
 
+    /// Runs `read` on the reading connection here, blocking (the sweep
+    /// runs on a blocking thread).
+    pub(crate) fn read_now<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, StoreError> {
+        let conn = self.reads.lock().unwrap_or_else(|p| p.into_inner());
+        read(&conn).map_err(store_error)
+    }
+
     /// Runs `read` on the reading connection, off the runtime's threads.
     pub(crate) async fn read<T: Send + 'static>(
         &self,

@@ -403,7 +403,10 @@ fn a_batch_handle_named_a_thousand_times_is_refused_before_anything_is_built() {
     ));
     assert!(refused.contains("1 to 1000"), "{refused}");
     let grown = rss_kib(&server).saturating_sub(before);
-    assert!(grown < 16 * 1024, "get_download_urls grew the server by {grown} KiB");
+    assert!(
+        grown < 16 * 1024,
+        "get_download_urls grew the server by {grown} KiB"
+    );
     let refused = tool_error(&call_tool(
         &server.base,
         &alice,
@@ -412,5 +415,8 @@ fn a_batch_handle_named_a_thousand_times_is_refused_before_anything_is_built() {
     ));
     assert!(refused.contains("extras"), "{refused}");
     let grown = rss_kib(&server).saturating_sub(before);
-    assert!(grown < 16 * 1024, "the action grew the server by {grown} KiB");
+    assert!(
+        grown < 16 * 1024,
+        "the action grew the server by {grown} KiB"
+    );
 }

@@ -34,7 +34,7 @@ pub async fn sweep_forever(local: LocalBackends, handle_ttl: Duration, link_ttl:
         let local = local.clone();
         let swept = tokio::task::spawn_blocking(move || {
             local.records.sweep(sluice::time::now_unix())?;
-            local.store.sweep(max_age)
+            local.store.sweep(max_age, |ids| local.records.live(ids))
         });
         match swept.await {
             Ok(Ok(0)) => {}

@@ -174,6 +174,26 @@ impl SqliteRecords {
         self
     }
 
+    /// Which of `ids` (file ids) have a record, blocking: what the local
+    /// sweep keeps, whatever its objects' times say (a deduplicated copy
+    /// is a hard link, with its original's time).
+    pub fn live(&self, ids: &[String]) -> Result<std::collections::HashSet<String>, StoreError> {
+        self.db.read_now(|c| {
+            let mut stmt =
+                c.prepare_cached("SELECT 1 FROM files WHERE seq = ?1 AND file_id = ?2")?;
+            let mut live = std::collections::HashSet::new();
+            for id in ids {
+                let Some(file_id) = FileId::parse(id) else {
+                    continue;
+                };
+                if stmt.exists(params![file_id.sequence(), id])? {
+                    live.insert(id.clone());
+                }
+            }
+            Ok(live)
+        })
+    }
+
     /// Deletes records that expired before `before`, and takes what they
     /// declared off their owners' usage in the same transaction, then
     /// truncates the write-ahead log (see [`Db::sweep`]); returns how many.
@@ -1113,5 +1133,21 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(refused.map(|p| p.stored), Some(900));
+    }
+
+    #[tokio::test]
+    async fn live_names_the_ids_that_have_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let records = SqliteRecords::open(&dir.path().join("files.sqlite3")).unwrap();
+        let now = crate::time::now_unix();
+        let kept = record("alice", 1, now);
+        records.put(&kept).await.unwrap();
+        let gone = FileId::random().to_string();
+        let ids = [kept.file.id.to_string(), gone, "not an id".to_owned()];
+        let live = records.live(&ids).unwrap();
+        assert_eq!(
+            live.into_iter().collect::<Vec<_>>(),
+            [kept.file.id.to_string()]
+        );
     }
 }

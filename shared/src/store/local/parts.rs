@@ -223,8 +223,12 @@ impl io::Write for TakingTurns {
 
 /// The whole file's SHA-256 of one upload in parts, carried over its
 /// stored parts in order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Running {
+    /// Which running hash this is: one taken (by a join, an abort) and
+    /// begun again for the same key is another, and a task that carried
+    /// the old one never writes into it.
+    generation: u64,
     /// The file's bytes before this offset are hashed.
     pub(super) hashed: u64,
     hasher: Hasher,
@@ -232,6 +236,19 @@ pub(super) struct Running {
     waiting: BTreeMap<u64, u64>,
     /// A task is hashing the next parts now.
     busy: bool,
+}
+
+impl Running {
+    fn new() -> Self {
+        static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        Self {
+            generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            hashed: 0,
+            hasher: Hasher::new(),
+            waiting: BTreeMap::new(),
+            busy: false,
+        }
+    }
 }
 
 impl LocalStore {
@@ -248,7 +265,9 @@ impl LocalStore {
     /// running hash.
     fn queue_part(&self, key: &ObjectKey, offset: u64, len: u64) {
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        let run = running.entry(key.parts_prefix()).or_default();
+        let run = running
+            .entry(key.parts_prefix())
+            .or_insert_with(Running::new);
         run.waiting.insert(offset, len);
     }
 
@@ -256,11 +275,11 @@ impl LocalStore {
     /// it, reading them back from the staging file; one task at a time per
     /// upload. A failed read drops the running hash (the join then reads
     /// everything); a running hash taken meanwhile (by a join, an abort)
-    /// is not brought back.
+    /// is not brought back, nor written into one begun since.
     async fn carry(&self, key: &ObjectKey) {
         let prefix = key.parts_prefix();
         loop {
-            let (from, to, hasher) = {
+            let (generation, from, to, hasher) = {
                 let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
                 let Some(run) = running.get_mut(&prefix) else {
                     return;
@@ -276,13 +295,16 @@ impl LocalStore {
                     return;
                 }
                 run.busy = true;
-                (from, to, std::mem::take(&mut run.hasher))
+                (run.generation, from, to, std::mem::take(&mut run.hasher))
             };
             let staging = self.staging(key);
             let hashed =
                 tokio::task::spawn_blocking(move || hash_range(&staging, hasher, from, to)).await;
             let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-            let Some(run) = running.get_mut(&prefix) else {
+            let Some(run) = running
+                .get_mut(&prefix)
+                .filter(|r| r.generation == generation)
+            else {
                 return;
             };
             match hashed {
@@ -363,4 +385,56 @@ fn prove_file(
         }));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::{FileId, FileMeta};
+
+    /// A running hash taken while a task carries it (an abort), and begun
+    /// again for the same key (a new upload), is not written over by the
+    /// old task when it ends. (Before, the old state and offset went into
+    /// the new upload's running hash.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_old_carry_never_writes_into_a_new_running_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalStore::open(dir.path(), 1 << 40, 8).unwrap();
+        let key = FileMeta {
+            id: FileId::random(),
+            owner: "alice".into(),
+            filename: "a.bin".into(),
+            content_type: "application/octet-stream".into(),
+            size: 1,
+            sha256: crate::sha::Sha256::of(b"a"),
+        }
+        .object_key();
+        let staging = store.staging(&key);
+        std::fs::create_dir_all(staging.parent().unwrap()).unwrap();
+        let len = 256 * 1024 * 1024;
+        File::create(&staging).unwrap().set_len(len).unwrap();
+        store.queue_part(&key, 0, len);
+        let carrying = {
+            let (store, key) = (store.clone(), key.clone());
+            tokio::spawn(async move { store.carry(&key).await })
+        };
+        let prefix = key.parts_prefix();
+        loop {
+            let running = store.running.lock().unwrap();
+            if running.get(&prefix).is_some_and(|r| r.busy) {
+                break;
+            }
+            drop(running);
+            tokio::task::yield_now().await;
+        }
+        // An abort takes it while it is carried; a new upload begins.
+        assert!(store.take_running(&key).is_none(), "busy: nothing to take");
+        store.queue_part(&key, 0, 10);
+        carrying.await.unwrap();
+        let running = store.running.lock().unwrap();
+        let run = running.get(&prefix).expect("the new running hash");
+        assert_eq!(run.hashed, 0, "the old task's offset is not the new one's");
+        assert!(!run.busy);
+        assert_eq!(run.waiting.get(&0), Some(&10));
+    }
 }

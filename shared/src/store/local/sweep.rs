@@ -1,5 +1,6 @@
 //! What the sweep deletes, and how the quota counts what is on disk.
 
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -9,15 +10,34 @@ use super::slots::release;
 use crate::store::StoreError;
 
 impl LocalStore {
-    /// Deletes objects older than `max_age` and temporary files left by
-    /// uploads that died. Returns how many objects were removed.
-    pub fn sweep(&self, max_age: Duration) -> Result<usize, StoreError> {
+    /// Deletes objects older than `max_age` whose file has no record
+    /// (`live` answers which of the file ids asked have one), and temporary
+    /// files left by uploads that died. Returns how many objects were
+    /// removed. An object is swept by its record, not by its time: a
+    /// deduplicated copy is a hard link, with its original's time, and
+    /// lives as long as its own record.
+    pub fn sweep(
+        &self,
+        max_age: Duration,
+        live: impl FnOnce(&[String]) -> Result<HashSet<String>, StoreError>,
+    ) -> Result<usize, StoreError> {
         let older_than = |cutoff: SystemTime| {
             move |entry: &(PathBuf, std::fs::Metadata)| entry.1.modified().is_ok_and(|m| m < cutoff)
         };
         let old: Vec<_> = walk(&self.objects)?
             .into_iter()
             .filter(older_than(SystemTime::now() - max_age))
+            .collect();
+        let ids: Vec<String> = old
+            .iter()
+            .filter_map(|(path, _)| self.file_id_of(path))
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        let live = live(&ids)?;
+        let old: Vec<_> = old
+            .into_iter()
+            .filter(|(path, _)| self.file_id_of(path).is_none_or(|id| !live.contains(&id)))
             .collect();
         let removed = remove_each(&old, |bytes| release(&self.used, bytes));
         let stale: Vec<_> = walk(&self.tmp)?
@@ -28,6 +48,19 @@ impl LocalStore {
             .collect();
         remove_each(&stale, |_| {});
         Ok(removed)
+    }
+}
+
+impl LocalStore {
+    /// The file id an object's path is kept under (`files/<owner>/<id>/…`,
+    /// `parts/<owner>/<id>/…`).
+    fn file_id_of(&self, path: &Path) -> Option<String> {
+        let relative = path.strip_prefix(&self.objects).ok()?;
+        relative
+            .components()
+            .nth(2)
+            .and_then(|c| c.as_os_str().to_str())
+            .map(str::to_owned)
     }
 }
 

@@ -41,9 +41,45 @@ async fn sweeping_what_another_process_stored_never_wraps_the_usage() {
     let sweeper = LocalStore::open(dir.path(), 1000, 8).unwrap();
     let other = LocalStore::open(dir.path(), 1000, 8).unwrap();
     put(&other, 1).await;
-    assert_eq!(sweeper.sweep(Duration::ZERO).unwrap(), 1);
+    assert_eq!(
+        sweeper
+            .sweep(Duration::ZERO, |_| Ok(Default::default()))
+            .unwrap(),
+        1
+    );
     assert_eq!(sweeper.used.load(Ordering::SeqCst), 0);
     put(&sweeper, 2).await;
+}
+
+/// A deduplicated copy is a hard link with its original's time: the sweep
+/// keeps it while its record lives, however old its time, and takes the
+/// original, whose record is gone. (Before, both went by time, and the
+/// copy's record said ready over no bytes.)
+#[tokio::test]
+async fn the_sweep_keeps_an_object_whose_record_lives() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 20, 8).unwrap();
+    let original = put(&store, 1).await;
+    let info = store.head(&original).await.unwrap().unwrap();
+    let copy = meta("alice", 1);
+    store
+        .copy(&original, &copy.object_key(), &info)
+        .await
+        .unwrap()
+        .unwrap();
+    let copy_id = copy.id.to_string();
+    let asked = std::sync::Mutex::new(Vec::new());
+    let removed = store
+        .sweep(Duration::ZERO, |ids| {
+            asked.lock().unwrap().extend(ids.iter().cloned());
+            Ok(ids.iter().filter(|id| **id == copy_id).cloned().collect())
+        })
+        .unwrap();
+    assert_eq!(removed, 1, "the original only");
+    assert_eq!(asked.lock().unwrap().len(), 2, "both ids asked about");
+    assert!(store.head(&original).await.unwrap().is_none());
+    let kept = store.head(&copy.object_key()).await.unwrap().unwrap();
+    assert_eq!(kept.size, 100);
 }
 
 fn key_of(owner: &str) -> ObjectKey {
