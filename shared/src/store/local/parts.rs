@@ -419,12 +419,11 @@ mod tests {
             tokio::spawn(async move { store.carry(&key).await })
         };
         let prefix = key.parts_prefix();
-        loop {
+        let busy = || {
             let running = store.running.lock().unwrap();
-            if running.get(&prefix).is_some_and(|r| r.busy) {
-                break;
-            }
-            drop(running);
+            running.get(&prefix).is_some_and(|r| r.busy)
+        };
+        while !busy() {
             tokio::task::yield_now().await;
         }
         // An abort takes it while it is carried; a new upload begins.
