@@ -164,6 +164,99 @@ fn a_deleted_file_is_gone_with_its_bytes_handle_and_links() {
     assert_eq!(stored_objects(dir.path()).len(), 1);
 }
 
+/// A delete wins over an upload under way: the upload, half sent when the
+/// file is deleted, ends 404 when the rest arrives, and nothing of it is
+/// left on disk. (Before, it answered 200 and the bytes came back after
+/// the delete.)
+#[test]
+fn a_delete_wins_over_an_upload_under_way() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[]);
+    let alice = server.token("alice", &[]);
+    let data = bytes(2 * MIB, 3);
+    let ticket = server.request_upload(&alice, "late.bin", &data);
+    let url = ticket["upload"]["url"].as_str().unwrap();
+    let path = url.strip_prefix(&server.base).unwrap();
+    let mut stream = crate::util::stalled_request(
+        &server.base,
+        &format!("PUT {path} HTTP/1.1\r\nContent-Length: {}", data.len()),
+        &data[..MIB],
+    );
+    // Under way: the server is writing its temporary file.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while sluice_testkit::files_under(&dir.path().join("tmp")).is_empty()
+        && std::time::Instant::now() < until
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!sluice_testkit::files_under(&dir.path().join("tmp")).is_empty());
+    let gone = delete(&server.base, &alice, ticket["file_id"].as_str().unwrap());
+    assert_eq!(gone.status, 200, "{}", gone.text());
+    stream.write_all(&data[MIB..]).unwrap();
+    let head = crate::util::response_head(&mut stream, std::time::Duration::from_secs(30));
+    assert!(head.starts_with("HTTP/1.1 404"), "{head}");
+    assert!(stored_objects(dir.path()).is_empty(), "nothing left");
+    let listed = tool_ok(&call_tool(&server.base, &alice, "list_files", json!({})));
+    assert_eq!(listed["files"], json!([]), "{listed}");
+}
+
+/// A delete wins over a download under way: a download of 32 MiB read
+/// slowly is cut before its last bytes once the file is deleted, so the
+/// client never holds the whole file. (Before, the open file streamed on
+/// to the end after the delete.)
+#[test]
+fn a_delete_wins_over_a_download_under_way() {
+    use std::io::{Read as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[]);
+    let alice = server.token("alice", &[]);
+    let data = bytes(32 * MIB, 8);
+    let ticket = server.upload(&alice, "big.bin", &data);
+    let handle = ticket["handle"].as_str().unwrap();
+    let link = server.download_ticket(&alice, handle)["download"]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = link.strip_prefix(&server.base).unwrap();
+    let addr = server.base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .unwrap();
+    // The head, and whatever of the body came with it.
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let end = loop {
+        if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "no head");
+        got.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&got[..end]).to_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains(&format!("content-length: {}", data.len())),
+        "{head}"
+    );
+    let gone = delete(&server.base, &alice, handle);
+    assert_eq!(gone.status, 200, "{}", gone.text());
+    let _ = stream.read_to_end(&mut got);
+    let body = got.len() - end;
+    assert!(
+        body < data.len(),
+        "{body} bytes arrived of {}: the whole file after its delete",
+        data.len()
+    );
+}
+
 /// Resolving another user's file is not deleting it: a backend with
 /// `files:resolve` reads the file it is handed but may not destroy it; one
 /// granted `files:delete` may, and the audit line names who deleted it.

@@ -5,7 +5,10 @@
 //! start of a page can write its record again) → its upload in parts
 //! aborted and its bytes purged → the answer. A second delete finds the
 //! tombstone, purges again (so a purge that failed the first time is done
-//! by the next) and answers the same.
+//! by the next) and answers the same. A transfer under way loses: bytes that
+//! arrive for a deleted file are purged when they would turn it ready
+//! (`Sluice::file_stored`), and a download through sluice is cut before its
+//! last chunk (`Sluice::unless_deleted`).
 
 use serde::Serialize;
 
@@ -96,7 +99,7 @@ impl Sluice {
     /// Removes every byte of `file`: an upload in parts under way (S3's
     /// multipart upload, the local parts) and the object, every version
     /// a download could be given.
-    async fn purge(&self, file: &FileMeta) -> Result<(), Error> {
+    pub(crate) async fn purge(&self, file: &FileMeta) -> Result<(), Error> {
         let key = file.object_key();
         if let (Some(parts), Some(plan)) = (self.store().parts(), self.plan_of(file))
             && let Err(e) = parts.abort(&key, &plan).await

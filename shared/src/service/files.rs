@@ -136,9 +136,17 @@ impl Sluice {
     }
 
     /// Notes that a file's bytes have arrived, through the upload link
-    /// `jti` when one is known.
+    /// `jti` when one is known. A delete wins: bytes that arrive for a file
+    /// deleted meanwhile (an upload, a join, a copy under way when it was
+    /// deleted) are purged, and the answer is the uniform
+    /// [`Error::NotFound`] of a dead link.
     pub async fn file_stored(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
         self.records().mark_ready(&file.owner, &file.id).await?;
+        if self.records().deleted(&file.id).await?.is_some() {
+            tracing::info!(file_id = %file.id, "bytes arrived for a deleted file: purged");
+            self.purge(file).await?;
+            return Err(Error::NotFound);
+        }
         crate::telemetry::audit(crate::telemetry::Change::Ready, file, jti);
         Ok(())
     }
@@ -159,11 +167,15 @@ impl Sluice {
             return Ok((record, FileState::Ready));
         }
         let state = match self.stored(&record.file).await? {
-            Stored::Ready(_) => {
-                self.file_stored(&record.file, None).await?;
-                record.ready = true;
-                FileState::Ready
-            }
+            Stored::Ready(_) => match self.file_stored(&record.file, None).await {
+                Ok(()) => {
+                    record.ready = true;
+                    FileState::Ready
+                }
+                // Deleted while it was read: its bytes are gone.
+                Err(Error::NotFound) => FileState::Pending,
+                Err(e) => return Err(e),
+            },
             Stored::Verifying => FileState::Verifying,
             Stored::Missing | Stored::Mismatch => FileState::Pending,
         };

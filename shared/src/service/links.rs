@@ -314,6 +314,10 @@ impl Sluice {
                     Err(e) => return Err(e),
                 };
                 spend().await?;
+                // A delete wins over a download under way.
+                if self.records().deleted(&file.id).await?.is_some() {
+                    return Err(Error::NotFound);
+                }
                 Delivery::Whole {
                     bytes: Bytes::from(bytes).slice(from as usize..),
                     file,
@@ -333,13 +337,44 @@ impl Sluice {
                     Err(e) => return Err(e.into()),
                 };
                 spend().await?;
+                let stream = self.unless_deleted(&file, verified(stream, file.size, file.sha256));
                 Delivery::Stream {
-                    stream: skip(verified(stream, file.size, file.sha256), from),
+                    stream: skip(stream, from),
                     file,
                 }
             }
         };
         tracing::info!(%jti, "download started");
         Ok(delivery)
+    }
+
+    /// `stream` (the whole of `file`, its last chunk held back until it
+    /// verifies), cut before its last chunk if the file was deleted while
+    /// it went: a delete wins over a download under way, and the client
+    /// never holds the whole file (an open file reads on after its path is
+    /// removed).
+    fn unless_deleted(&self, file: &FileMeta, stream: ByteStream) -> ByteStream {
+        use futures_util::StreamExt as _;
+        let (sluice, id, size) = (self.clone(), file.id.clone(), file.size);
+        let mut sent = 0u64;
+        stream
+            .then(move |chunk| {
+                let last = match &chunk {
+                    Ok(bytes) => {
+                        sent += bytes.len() as u64;
+                        sent >= size
+                    }
+                    Err(_) => false,
+                };
+                let (sluice, id) = (sluice.clone(), id.clone());
+                async move {
+                    if last && !matches!(sluice.records().deleted(&id).await, Ok(None)) {
+                        tracing::info!(file_id = %id, "download cut: the file was deleted");
+                        return Err(std::io::Error::other("the file was deleted"));
+                    }
+                    chunk
+                }
+            })
+            .boxed()
     }
 }
