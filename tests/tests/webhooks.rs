@@ -138,6 +138,37 @@ fn server(data: &Path, url: &str, secret: &str) -> Server {
     )
 }
 
+/// Bytes refused on one upload link make one `file.rejected`, however many
+/// times they are sent: a link holder cannot flood the team's endpoint
+/// with signed deliveries. (Before: fifty bad PUTs, fifty deliveries.)
+#[test]
+fn fifty_bad_puts_on_one_link_make_one_rejected_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let secret = secret(3);
+    let data_dir = dir.path().join("data");
+    std::fs::create_dir(&data_dir).unwrap();
+    let receiver = Receiver::start(&secret, &log, 0, &[]);
+    let sluice = server(&data_dir, &receiver.url(), &secret);
+    let alice = sluice.token("alice", &[]);
+    let declared = bytes(1000, 4);
+    let ticket = sluice.refused_upload(&alice, "b.bin", &declared);
+    let url = ticket["upload"]["url"].as_str().unwrap();
+    for n in 0..49u8 {
+        let other: Vec<u8> = declared.iter().map(|b| b ^ (n | 2)).collect();
+        assert_eq!(request("PUT", url, &[], Some(&other)).status, 400);
+    }
+    // The link still takes the right bytes.
+    assert_eq!(request("PUT", url, &[], Some(&declared)).status, 200);
+    let ended = received(&log, 51, Duration::from_secs(5));
+    let rejected = ended
+        .iter()
+        .filter(|e| e["type"] == "file.rejected")
+        .count();
+    assert_eq!(rejected, 1, "{ended:?}");
+    assert!(ended.iter().any(|e| e["type"] == "file.ready"), "{ended:?}");
+}
+
 #[test]
 fn every_event_arrives_signed_once_through_a_receiver_outage_and_a_restart() {
     let dir = tempfile::tempdir().unwrap();

@@ -207,8 +207,17 @@ impl Sluice {
     /// long as the stream keeps a record), and it is [`Sluice::report`]ed.
     pub(crate) async fn reject(&self, file: &FileMeta, jti: &str) {
         use crate::events::{Event, EventType};
-        let event = Event::about(EventType::Rejected, file, Some(jti));
         let until = crate::time::now_unix() + 24 * 3600;
+        // One file.rejected a link, on every replica (marked in the
+        // ledger): whoever holds an upload link cannot make each bad PUT a
+        // signed delivery to the team's endpoint. The link stays usable.
+        if let Ok(crate::ledger::Spend::AlreadySpent) =
+            self.ledger().spend(&format!("rejected#{jti}"), until).await
+        {
+            tracing::info!(file_id = %file.id, %jti, "bytes refused again on one link: no new event");
+            return;
+        }
+        let event = Event::about(EventType::Rejected, file, Some(jti));
         if let Err(e) = self
             .ledger()
             .keep_event(&event.id, &event.body(), until)
