@@ -17,7 +17,10 @@
   sluice_refusals_total), and the bucket, table and
   secret carry deletion and replacement policies;
 - the events function exists with WebhookUrl or EventBusName, and only it
-  may put events, only on the bus EventBusName names.
+  may put events, only on the bus EventBusName names;
+- each function's role grants, on the bucket's files, the S3 actions of
+  every S3 operation its routes reach (S3_OPERATIONS, FUNCTION_OPERATIONS),
+  and every operation the S3 backend calls has its actions listed here.
 Exits non-zero naming what is wrong.
 """
 
@@ -232,7 +235,72 @@ def check_operations(resources):
             fail(f"{name} exists only with DomainName")
 
 
+# The IAM actions each S3 operation of the SDK needs (a presigned request
+# is signed with the function's role, so presigning one needs its action
+# as much as sending it).
+S3_OPERATIONS = {
+    "head_object": ["s3:GetObject"],
+    "get_object": ["s3:GetObject"],
+    "put_object": ["s3:PutObject"],
+    "copy_object": ["s3:GetObject", "s3:PutObject"],
+    "delete_object": ["s3:DeleteObject", "s3:DeleteObjectVersion"],
+    "create_multipart_upload": ["s3:PutObject"],
+    "upload_part": ["s3:PutObject"],
+    "complete_multipart_upload": ["s3:PutObject"],
+    "abort_multipart_upload": ["s3:AbortMultipartUpload"],
+    "list_parts": ["s3:ListMultipartUploadParts"],
+}
+
+# The S3 operations each function's routes reach.
+FUNCTION_OPERATIONS = {
+    # request_upload and request_uploads (a PUT or an upload in parts
+    # presigned, the upload begun), a batch's stored copies, the status of
+    # a file (HEAD) and its progress in parts (ListParts), read_small_file
+    # and actions (GET), delete_file (abort, delete).
+    "McpFunction": [
+        "head_object", "get_object", "put_object", "copy_object", "delete_object",
+        "create_multipart_upload", "upload_part", "abort_multipart_upload", "list_parts",
+    ],
+    # POST /uploads, the upload link and its parts (presigned, listed,
+    # completed and proven, aborted), DELETE /files/{file}.
+    "IssuerFunction": [
+        "head_object", "get_object", "put_object", "copy_object", "delete_object",
+        "create_multipart_upload", "upload_part", "complete_multipart_upload",
+        "abort_multipart_upload", "list_parts",
+    ],
+    # A download link: the object found (HEAD) and a GET presigned.
+    "ResolverFunction": ["head_object", "get_object"],
+}
+
+
+def check_s3_grants(resources):
+    import pathlib
+    import re
+
+    called = set()
+    for path in pathlib.Path("backends/aws/src/s3").glob("*.rs"):
+        text = path.read_text()
+        called |= set(re.findall(r"\.client\s*\.\s*([a-z_]+)\(\)", text))
+    unknown = sorted(called - set(S3_OPERATIONS))
+    if unknown:
+        fail(f"the S3 backend calls {unknown}: add their IAM actions to S3_OPERATIONS")
+    for fn, operations in FUNCTION_OPERATIONS.items():
+        role = resources[f"{fn}Role"]["Properties"]
+        granted = set()
+        for policy in role.get("Policies", []):
+            for statement in policy.get("PolicyDocument", {}).get("Statement", []):
+                if statement.get("Effect") != "Allow" or "/files/*" not in json.dumps(statement.get("Resource")):
+                    continue
+                actions = statement.get("Action")
+                granted |= set([actions] if isinstance(actions, str) else actions)
+        needed = {a for op in operations for a in S3_OPERATIONS[op]}
+        missing = sorted(needed - granted)
+        if missing:
+            fail(f"{fn}'s role lacks {missing} on the bucket's files, which its routes need")
+
+
 check_operations(check({}))
+check_s3_grants(check({}))
 check_outputs()
 cognito = check({"CreateCognitoUserPool": "true"})
 for name in ("UserPool", "UserPoolDomain", "SluiceResourceServer", "ClaudeAppClient"):
@@ -244,5 +312,6 @@ if "SLUICE_AUTH_CLIENT_IDS" not in json.dumps(env):
 print(
     "template check: POST /mcp routed once with the WWW-Authenticate mapping; Cognito resources wired; "
     "outputs right with the API URL, PublicUrl and a custom domain; logs, throttling, alarms and policies in place; "
-    "the events function on the table's stream, with WebhookUrl or EventBusName, putting only on that bus"
+    "the events function on the table's stream, with WebhookUrl or EventBusName, putting only on that bus; "
+    "each function granted the S3 actions its routes need"
 )
