@@ -18,7 +18,7 @@
   secret carry deletion and replacement policies;
 - the events function exists with WebhookUrl or EventBusName, and only it
   may put events, only on the bus EventBusName names;
-- each function's role grants, on the bucket's files, the S3 actions of
+- each function's role grants, on the bucket or its files, the S3 actions of
   every S3 operation its routes reach (S3_OPERATIONS, FUNCTION_OPERATIONS),
   and every operation the S3 backend calls has its actions listed here.
 Exits non-zero naming what is wrong.
@@ -249,6 +249,7 @@ S3_OPERATIONS = {
     "complete_multipart_upload": ["s3:PutObject"],
     "abort_multipart_upload": ["s3:AbortMultipartUpload"],
     "list_parts": ["s3:ListMultipartUploadParts"],
+    "list_object_versions": ["s3:ListBucketVersions"],
 }
 
 # The S3 operations each function's routes reach.
@@ -260,13 +261,14 @@ FUNCTION_OPERATIONS = {
     "McpFunction": [
         "head_object", "get_object", "put_object", "copy_object", "delete_object",
         "create_multipart_upload", "upload_part", "abort_multipart_upload", "list_parts",
+        "list_object_versions",
     ],
     # POST /uploads, the upload link and its parts (presigned, listed,
     # completed and proven, aborted), DELETE /files/{file}.
     "IssuerFunction": [
         "head_object", "get_object", "put_object", "copy_object", "delete_object",
         "create_multipart_upload", "upload_part", "complete_multipart_upload",
-        "abort_multipart_upload", "list_parts",
+        "abort_multipart_upload", "list_parts", "list_object_versions",
     ],
     # A download link: the object found (HEAD) and a GET presigned.
     "ResolverFunction": ["head_object", "get_object"],
@@ -289,14 +291,16 @@ def check_s3_grants(resources):
         granted = set()
         for policy in role.get("Policies", []):
             for statement in policy.get("PolicyDocument", {}).get("Statement", []):
-                if statement.get("Effect") != "Allow" or "/files/*" not in json.dumps(statement.get("Resource")):
+                resource = json.dumps(statement.get("Resource"))
+                on_bucket = "/files/*" in resource or resource == json.dumps({"Fn::GetAtt": ["Bucket", "Arn"]})
+                if statement.get("Effect") != "Allow" or not on_bucket:
                     continue
                 actions = statement.get("Action")
                 granted |= set([actions] if isinstance(actions, str) else actions)
         needed = {a for op in operations for a in S3_OPERATIONS[op]}
         missing = sorted(needed - granted)
         if missing:
-            fail(f"{fn}'s role lacks {missing} on the bucket's files, which its routes need")
+            fail(f"{fn}'s role lacks {missing} on the bucket or its files, which its routes need")
 
 
 check_operations(check({}))

@@ -353,3 +353,109 @@ mod on_s3 {
         );
     }
 }
+
+/// On a versioned bucket (moto's S3, which keeps versions; s3s-fs keeps
+/// none), a file joined from parts and then deleted leaves no version of
+/// its bytes: the abort's delete hid them behind a marker, and the purge
+/// deletes every version and marker of the key by id. (Before, the joined
+/// data stayed as a noncurrent version until the bucket's rule.)
+mod on_versioned_s3 {
+    use super::*;
+    use sluice::store::{ObjectStore as _, PartStore as _};
+
+    #[test]
+    fn a_file_deleted_after_its_parts_leaves_no_version() {
+        let mut command =
+            std::process::Command::new(crate::mcp_clients::root().join(".venv/bin/python"));
+        command.arg(crate::mcp_clients::root().join("tests/clients/moto_s3.py"));
+        let (mut moto, port) = crate::util::spawn_announcing(command);
+        let aws = sluice::AwsConfig {
+            bucket: "versioned".into(),
+            table: "unused".into(),
+            region: Some("us-east-1".into()),
+            s3_endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
+            dynamodb_endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
+            master_secret_id: None,
+            event_bus: None,
+            eventbridge_endpoint: None,
+        };
+        let runtime = crate::contract::runtime();
+        let left = runtime.block_on(async {
+            let (store, _) = sluice_aws::backends(&sluice_testkit::emulators::sdk_config(), &aws);
+            let s3 = store.client();
+            s3.create_bucket().bucket("versioned").send().await.unwrap();
+            s3.put_bucket_versioning()
+                .bucket("versioned")
+                .versioning_configuration(
+                    aws_sdk_s3::types::VersioningConfiguration::builder()
+                        .status(aws_sdk_s3::types::BucketVersioningStatus::Enabled)
+                        .build(),
+                )
+                .send()
+                .await
+                .unwrap();
+            let data = bytes(6 * MIB, 9);
+            let file = sluice::FileMeta {
+                id: sluice::FileId::random(),
+                owner: "alice".into(),
+                filename: "big.bin".into(),
+                content_type: "application/octet-stream".into(),
+                size: data.len() as u64,
+                sha256: sluice::Sha256::of(&data),
+            };
+            let key = file.object_key();
+            // Joined from one part, as S3 joins an upload in parts.
+            let id = s3
+                .create_multipart_upload()
+                .bucket("versioned")
+                .key(key.as_str())
+                .send()
+                .await
+                .unwrap()
+                .upload_id()
+                .unwrap()
+                .to_owned();
+            let part = s3
+                .upload_part()
+                .bucket("versioned")
+                .key(key.as_str())
+                .upload_id(&id)
+                .part_number(1)
+                .body(data.clone().into())
+                .send()
+                .await
+                .unwrap();
+            let parts = aws_sdk_s3::types::CompletedMultipartUpload::builder()
+                .parts(
+                    aws_sdk_s3::types::CompletedPart::builder()
+                        .part_number(1)
+                        .e_tag(part.e_tag().unwrap())
+                        .build(),
+                )
+                .build();
+            s3.complete_multipart_upload()
+                .bucket("versioned")
+                .key(key.as_str())
+                .upload_id(&id)
+                .multipart_upload(parts)
+                .send()
+                .await
+                .unwrap();
+            // What delete_file does: abort the upload in parts, purge.
+            let plan = sluice::multipart::Plan::new(file.size, 5 * MIB as u64);
+            store.abort(&key, &plan).await.unwrap();
+            store.purge(&key).await.unwrap();
+            let versions = s3
+                .list_object_versions()
+                .bucket("versioned")
+                .prefix(key.as_str())
+                .send()
+                .await
+                .unwrap();
+            versions.versions().len() + versions.delete_markers().len()
+        });
+        let _ = moto.kill();
+        let _ = moto.wait();
+        assert_eq!(left, 0, "versions or markers left of a deleted file");
+    }
+}

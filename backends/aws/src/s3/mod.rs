@@ -109,6 +109,44 @@ impl S3Store {
         }
     }
 
+    /// The ids of every version and delete marker of exactly `key`.
+    async fn versions_of(&self, key: &ObjectKey) -> Result<Vec<String>, StoreError> {
+        let (mut ids, mut marker, mut version_marker) = (Vec::new(), None, None);
+        loop {
+            let out = self
+                .client
+                .list_object_versions()
+                .bucket(&self.bucket)
+                .prefix(key.as_str())
+                .set_key_marker(marker.take())
+                .set_version_id_marker(version_marker.take())
+                .send()
+                .await
+                .map_err(|e| s3_error(e, key.as_str()))?;
+            let versions = out
+                .versions()
+                .iter()
+                .map(|v| (v.key(), v.version_id()))
+                .chain(
+                    out.delete_markers()
+                        .iter()
+                        .map(|m| (m.key(), m.version_id())),
+                );
+            for (k, id) in versions {
+                if let (Some(k), Some(id)) = (k, id)
+                    && k == key.as_str()
+                {
+                    ids.push(id.to_owned());
+                }
+            }
+            if out.is_truncated() != Some(true) {
+                return Ok(ids);
+            }
+            marker = out.next_key_marker().map(str::to_owned);
+            version_marker = out.next_version_id_marker().map(str::to_owned);
+        }
+    }
+
     /// Whether an object is stored under `key` (a failed HEAD says no).
     async fn exists(&self, key: &ObjectKey) -> bool {
         self.client
@@ -356,6 +394,34 @@ impl ObjectStore for S3Store {
     /// (a noncurrent version of bytes that failed their proof, which the
     /// bucket's rule expires).
     async fn purge(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        // Every version and delete marker of exactly this key, by id: on a
+        // versioned bucket a plain delete only hides the bytes behind a
+        // marker (an upload in parts aborted, then purged, left its data as
+        // a noncurrent version for a day). A store that cannot list
+        // versions (an emulator) is purged as an unversioned bucket is.
+        match self.versions_of(key).await {
+            Ok(versions) => {
+                for version in versions {
+                    self.client
+                        .delete_object()
+                        .bucket(&self.bucket)
+                        .key(key.as_str())
+                        .version_id(version)
+                        .send()
+                        .await
+                        .map_err(|e| s3_error(e, key.as_str()))?;
+                }
+                // Listed as having none, yet there (a store that lists no
+                // versions): a plain delete.
+                if self.exists(key).await {
+                    self.delete(key).await?;
+                }
+                return Ok(());
+            }
+            Err(e) => {
+                tracing::warn!(key = key.as_str(), error = %e, "could not list the object's versions: deleted by HEAD")
+            }
+        }
         let version = self.head(key).await?.and_then(|info| info.version);
         self.delete(key).await?;
         if let Some(version) = version {

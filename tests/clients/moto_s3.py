@@ -1,0 +1,25 @@
+"""S3 on loopback as moto emulates it, which keeps object versions (s3s-fs
+keeps none): starts moto's server on --port (0 for any), prints
+`listening on <port>`, and serves until it is killed."""
+
+import argparse
+import logging
+import threading
+
+from moto.server import ThreadedMotoServer
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
+    server.start()
+    _, port = server.get_host_and_port()
+    print(f"listening on {port}", flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
