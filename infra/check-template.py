@@ -17,7 +17,9 @@
   sluice_refusals_total), and the bucket, table and
   secret carry deletion and replacement policies;
 - the events function exists with WebhookUrl or EventBusName, and only it
-  may put events, only on the bus EventBusName names;
+  may put events, only on the bus EventBusName names; its batches are small
+  and bisected on error, and the webhook secret is in Secrets Manager, not
+  a plaintext variable;
 - each function's role grants, on the bucket or its files, the S3 actions of
   every S3 operation its routes reach (S3_OPERATIONS, FUNCTION_OPERATIONS),
   and every operation the S3 backend calls has its actions listed here.
@@ -193,6 +195,13 @@ def check_operations(resources):
     filters = json.dumps(mapping.get("FilterCriteria"))
     if "file#" not in filters or '\\"ev\\"' not in filters or "OnFailure" not in mapping.get("DestinationConfig", {}):
         fail(f"the events function takes more than file items, or drops what it gives up: {mapping}")
+    if mapping.get("BisectBatchOnFunctionError") is not True or mapping.get("BatchSize", 100) > 25:
+        fail(f"the events function's batches are not small and bisected on error: {mapping}")
+    env = resources["EventsFunction"]["Properties"]["Environment"]["Variables"]
+    if "SLUICE_WEBHOOK_SECRET" in env or "SLUICE_WEBHOOK_SECRET_ID" not in env:
+        fail(f"the webhook secret is a plaintext variable of the events function, or not named: {sorted(env)}")
+    if resources["WebhookSecretStore"].get("Condition") != "HasWebhooks":
+        fail("the webhook secret's store exists only with WebhookUrl")
     for name in ("EventsFunction", "EventsGivenUp", "EventsLogs", "EventsFunctionChanges", "EventsFunctionRole"):
         if resources[name].get("Condition") != "HasEvents":
             fail(f"{name} exists only with WebhookUrl or EventBusName")

@@ -90,6 +90,19 @@ impl Endpoint {
         if secrets.is_empty() {
             return Err("has no secret".into());
         }
+        // Signed events and their receiver's answers cross the network in
+        // the clear over http: only to a receiver on this machine.
+        let loopback = match url.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.to_canonical().is_loopback(),
+            None => false,
+        };
+        match url.scheme() {
+            "https" => {}
+            "http" if loopback => {}
+            _ => return Err("must be an https URL (http only to a receiver on loopback)".into()),
+        }
         let secrets = secrets
             .iter()
             .map(|s| {
@@ -387,6 +400,30 @@ fn outcome_of(status: u16) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Signed events go over https, or over http only to a receiver on
+    /// this machine.
+    #[test]
+    fn an_endpoint_is_https_or_a_loopback_receiver() {
+        let secret = [format!("whsec_{}", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")];
+        let endpoint = |url: &str| Endpoint::new("e", Url::parse(url).unwrap(), &secret, None);
+        for fine in [
+            "https://backend.example/hooks",
+            "http://127.0.0.1:8080/hooks",
+            "http://localhost/hooks",
+            "http://[::1]:9/hooks",
+        ] {
+            assert!(endpoint(fine).is_ok(), "{fine}");
+        }
+        for refused in [
+            "http://backend.example/hooks",
+            "http://10.0.0.2/hooks",
+            "ftp://x/y",
+        ] {
+            let why = endpoint(refused).err().unwrap();
+            assert!(why.contains("https"), "{refused}: {why}");
+        }
+    }
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 

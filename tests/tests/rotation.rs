@@ -18,10 +18,10 @@ use crate::util::Emulators;
 use crate::util::Server;
 
 /// (version id, value) of AWSCURRENT, and of AWSPREVIOUS if any.
-type Versions = Arc<Mutex<((String, String), Option<(String, String)>)>>;
+pub(crate) type Versions = Arc<Mutex<((String, String), Option<(String, String)>)>>;
 
 /// `GetSecretValue` by `VersionStage`, answered from `versions`.
-fn secrets_manager(versions: Versions) -> String {
+pub(crate) fn secrets_manager(versions: Versions) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {

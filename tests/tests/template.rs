@@ -69,7 +69,7 @@ fn the_template_sets_only_variables_the_config_reads() {
             Some("McpFunction") => &["SLUICE_ACTIONS_S3_KEY"],
             Some("EventsFunction") => &[
                 "SLUICE_WEBHOOK_URL",
-                "SLUICE_WEBHOOK_SECRET",
+                "SLUICE_WEBHOOK_SECRET_ID",
                 "SLUICE_EVENT_BUS",
             ],
             other => panic!("per-function environment: {other:?}"),

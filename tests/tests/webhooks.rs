@@ -548,7 +548,11 @@ mod on_aws {
         let batch: aws_lambda_events::event::dynamodb::Event =
             serde_json::from_value(batch).unwrap();
         down();
-        let failed = rt.block_on(sluice_events::handle(sinks, batch.clone()));
+        let failed = rt.block_on(sluice_events::handle(
+            sinks,
+            batch.clone(),
+            in_two_minutes(),
+        ));
         let failures: Vec<_> = failed
             .batch_item_failures
             .iter()
@@ -557,10 +561,79 @@ mod on_aws {
         assert_eq!(failures, [format!("{:021}", 2)]);
         let started = back();
         for _ in 0..2 {
-            let done = rt.block_on(sluice_events::handle(sinks, batch.clone()));
+            let done = rt.block_on(sluice_events::handle(
+                sinks,
+                batch.clone(),
+                in_two_minutes(),
+            ));
             assert!(done.batch_item_failures.is_empty(), "{done:?}");
         }
         (ids, started)
+    }
+
+    /// An invocation's deadline, as the template gives the function.
+    fn in_two_minutes() -> tokio::time::Instant {
+        tokio::time::Instant::now() + Duration::from_secs(120)
+    }
+
+    /// A receiver that takes 2 s to answer each request gets every event of
+    /// a batch of 100 once, within one invocation: deliveries run a few at
+    /// once, bounded by the invocation's deadline. (Before, one at a time:
+    /// 200 s, past the function's two minutes, and Lambda retried the whole
+    /// batch, every event again, for as long as the records lived.) The
+    /// invocation is bounded here as Lambda bounds it.
+    #[test]
+    fn a_slow_receiver_gets_every_event_of_a_batch_once_within_one_invocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("received.jsonl");
+        let secret = secret(5);
+        let receiver = Receiver::start(&secret, &log, 0, &["--delay", "2"]);
+        let emulators = Emulators::start();
+        let rt = crate::contract::runtime();
+        let batch = rt.block_on(async {
+            let (_, ledger) = emulators.provision("slow").await;
+            let records = DynamoRecords::beside(&ledger);
+            let mut changes = Vec::new();
+            for n in 0..100u64 {
+                let file = file_record("f.bin", 100 + n);
+                let key = DynamoRecords::key_of(file.file.id.as_str());
+                records.put(&file).await.unwrap();
+                let before = records.item(key.clone()).await.unwrap().unwrap();
+                records.mark_ready("alice", &file.file.id).await.unwrap();
+                let after = records.item(key).await.unwrap().unwrap();
+                changes.push(change(n + 1, Some(&before), Some(&after), false));
+            }
+            json!({ "Records": changes })
+        });
+        let batch: aws_lambda_events::event::dynamodb::Event =
+            serde_json::from_value(batch).unwrap();
+        let sinks = sluice_events::Sinks {
+            webhooks: Some(sluice::webhooks::Webhooks::new(
+                vec![
+                    sluice::webhooks::Endpoint::new(
+                        "receiver",
+                        url::Url::parse(&receiver.url()).unwrap(),
+                        std::slice::from_ref(&secret),
+                        None,
+                    )
+                    .unwrap(),
+                ],
+                Vec::new(),
+            )),
+            bus: None,
+        };
+        let done = rt.block_on(async {
+            tokio::time::timeout(
+                Duration::from_secs(120),
+                sluice_events::handle(&sinks, batch, in_two_minutes()),
+            )
+            .await
+        });
+        let done = done.expect("the invocation ended within its two minutes");
+        assert!(done.batch_item_failures.is_empty(), "{done:?}");
+        let ended = received(&log, 100, Duration::from_secs(10));
+        assert_eq!(ended.len(), 100, "every event: {}", ended.len());
+        once_per_id(&ended);
     }
 
     /// What [`every_change`]'s batch, handled twice, delivers: each event
@@ -695,6 +768,16 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
     let receiver = Receiver::start(&secret, &log, 0, &[]);
     let on_bus = dir.path().join("seen.jsonl");
     let bus = Receiver::event_bus("sluice-files", &on_bus, 0);
+    // The endpoint's secret where the template keeps it: Secrets Manager
+    // (an endpoint on loopback answering GetSecretValue), read by the
+    // function at start.
+    let secrets = crate::rotation::secrets_manager(std::sync::Arc::new(std::sync::Mutex::new((
+        (
+            "00000001-aaaa-bbbb-cccc-dddddddddddd".to_owned(),
+            secret.clone(),
+        ),
+        None,
+    ))));
     let stack = Stack::reached(
         Reached::ByPrefix,
         &[],
@@ -705,9 +788,8 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
                 format!("http://127.0.0.1:{}", bus.port),
             ),
             ("SLUICE_WEBHOOK_URL", receiver.url()),
-            // Quoted, as docs/aws.md says: cargo lambda's env file refuses
-            // an unquoted value that ends in `=`, as base64 often does.
-            ("SLUICE_WEBHOOK_SECRET", format!("\"{secret}\"")),
+            ("SLUICE_WEBHOOK_SECRET_ID", "sluice/webhooks".to_owned()),
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", secrets),
         ],
     );
     let env = &stack.env;
@@ -773,7 +855,11 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
     std::fs::write(&batch_file, batch.to_string()).unwrap();
     for _ in 0..2 {
         let out = stack.invoke("sluice-events", &batch_file);
-        let said = crate::util::out_text(&out);
+        let said = format!(
+            "{}\nthe watch's log: {}",
+            crate::util::out_text(&out),
+            stack.log_tail()
+        );
         assert!(out.status.success(), "{said}");
         let answer: Value =
             serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {said}"));

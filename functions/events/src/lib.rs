@@ -7,11 +7,15 @@
 //! which Lambda invokes with the stream's records in order, turns each into
 //! its event ([`sluice_aws::change_event`]) and delivers it: signed, to the
 //! configured endpoints ([`Webhooks::deliver_now`]), and on the configured
-//! EventBridge bus ([`EventBus::put`]). No request pays for a delivery. A delivery that fails reports its record as the batch's first
-//! failure: Lambda retries from there (the template bounds how long, and
-//! keeps what it gives up on in a queue), and receivers dedupe by
-//! `webhook-id` (on the bus, `detail.id`), which is derived from the
-//! stream record's id and so the same on every retry.
+//! EventBridge bus ([`EventBus::put`]). No request pays for a delivery.
+//! Deliveries to the endpoints run [`AT_ONCE`] at a time, within the
+//! invocation's deadline: one slow receiver holds up no other event, and a
+//! batch never outlives its invocation. The first event not delivered (it
+//! failed, or the deadline came first) reports its record as the batch's
+//! failure: Lambda retries from there (the template bounds how long,
+//! bisects a failing batch, and keeps what it gives up on in a queue), and
+//! receivers dedupe by `webhook-id` (on the bus, `detail.id`), which is
+//! derived from the stream record's id and so the same on every retry.
 
 use std::process::ExitCode;
 
@@ -86,10 +90,22 @@ impl Sinks {
     }
 }
 
-/// Delivers the events of `batch`'s records in order, to the bus and to
-/// the endpoints; the first record whose event was not delivered is the
-/// batch's failure (Lambda retries it and every record after it).
-pub async fn handle(sinks: &Sinks, batch: StreamEvent) -> DynamoDbEventResponse {
+/// Deliveries to the endpoints in flight at once.
+pub const AT_ONCE: usize = 16;
+
+/// What an invocation keeps of its time after the deliveries: enough to
+/// answer Lambda before its deadline.
+pub const MARGIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Delivers the events of `batch`'s records, to the bus and to the
+/// endpoints ([`AT_ONCE`] at a time), by `deadline` (less [`MARGIN`]); the
+/// first record whose event was not delivered by then is the batch's
+/// failure (Lambda retries it and every record after it).
+pub async fn handle(
+    sinks: &Sinks,
+    batch: StreamEvent,
+    deadline: tokio::time::Instant,
+) -> DynamoDbEventResponse {
     // The events, and beside each the record it came from.
     let (mut events, mut from) = (Vec::new(), Vec::new());
     for record in &batch.records {
@@ -121,12 +137,32 @@ pub async fn handle(sinks: &Sinks, batch: StreamEvent) -> DynamoDbEventResponse 
         }
     }
     if let Some(webhooks) = &sinks.webhooks {
-        for (i, event) in events.iter().enumerate().take(failed.unwrap_or(usize::MAX)) {
-            if let Err(why) = webhooks.deliver_now(event).await {
-                tracing::warn!(event_id = %event.id, error = %why, "event not delivered; the stream retries it");
-                failed = Some(i);
-                break;
+        use futures_util::StreamExt as _;
+        let upto = failed.unwrap_or(events.len());
+        // In order of the records, AT_ONCE in flight: the first not
+        // delivered is the first that failed or had not ended by the
+        // deadline.
+        let mut delivered = futures_util::stream::iter(&events[..upto])
+            .map(|event| webhooks.deliver_now(event))
+            .buffered(AT_ONCE);
+        let stop = deadline.checked_sub(MARGIN).unwrap_or(deadline);
+        let mut i = 0;
+        while i < upto {
+            match tokio::time::timeout_at(stop, delivered.next()).await {
+                Ok(Some(Ok(()))) => i += 1,
+                Ok(Some(Err(why))) => {
+                    tracing::warn!(event_id = %events[i].id, error = %why, "event not delivered; the stream retries it");
+                    break;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    tracing::warn!(event_id = %events[i].id, "the invocation's deadline came before this event was delivered; the stream retries it");
+                    break;
+                }
             }
+        }
+        if i < upto {
+            failed = Some(i);
         }
     }
     let mut response = DynamoDbEventResponse::default();
@@ -136,6 +172,50 @@ pub async fn handle(sinks: &Sinks, batch: StreamEvent) -> DynamoDbEventResponse 
         response.batch_item_failures.push(failure);
     }
     response
+}
+
+/// The endpoint's secrets, read from Secrets Manager where `config` names
+/// a secret for them (`SLUICE_WEBHOOK_SECRET_ID`, the template's way): then
+/// the configuration has them as if `SLUICE_WEBHOOK_SECRET` had said them,
+/// and no plaintext variable of the function holds them.
+pub async fn read_webhook_secret(config: &mut Config) -> Result<(), String> {
+    use sluice::config::WebhookSource;
+    let Some(WebhookSource::Stored { url, secret_id }) = &config.webhooks else {
+        return Ok(());
+    };
+    let region = match &config.backend {
+        Backend::Aws(aws) => aws.region.clone(),
+        Backend::Local => None,
+    };
+    let value = sluice_aws::read_secret(secret_id, region.as_deref())
+        .await
+        .map_err(|e| format!("SLUICE_WEBHOOK_SECRET_ID: {e}"))?;
+    let secrets = value
+        .split([' ', ','])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    config.webhooks = Some(WebhookSource::One {
+        url: url.clone(),
+        secrets,
+    });
+    Ok(())
+}
+
+/// The invocation's deadline on the runtime's clock, from the runtime's
+/// `deadline` (`now`: milliseconds since the epoch). Lambda gives the
+/// deadline as milliseconds since the epoch; `cargo lambda watch`'s
+/// emulator gives the time left instead (`600000`), so a value before 2001
+/// is taken as that.
+pub fn deadline_of(deadline: u64, now: i64) -> tokio::time::Instant {
+    const EPOCH_2001_MS: u64 = 978_307_200_000;
+    let left = if deadline < EPOCH_2001_MS {
+        deadline
+    } else {
+        u64::try_from(i64::try_from(deadline).unwrap_or(i64::MAX) - now).unwrap_or(0)
+    };
+    tokio::time::Instant::now() + std::time::Duration::from_millis(left)
 }
 
 /// The bus as the deliveries metric names it.
@@ -159,6 +239,11 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut config = config;
+    if let Err(e) = rt.block_on(read_webhook_secret(&mut config)) {
+        eprintln!("sluice-events: {e}");
+        return ExitCode::from(2);
+    }
     let sinks = match rt.block_on(Sinks::from_config(&config)) {
         Ok(s) => s,
         Err(e) => {
@@ -169,7 +254,8 @@ pub fn main() -> ExitCode {
     let sinks = &sinks;
     let run = rt.block_on(lambda_runtime::run(lambda_runtime::service_fn(
         move |event: lambda_runtime::LambdaEvent<StreamEvent>| async move {
-            Ok::<_, lambda_runtime::Error>(handle(sinks, event.payload).await)
+            let deadline = deadline_of(event.context.deadline, sluice::time::now_millis());
+            Ok::<_, lambda_runtime::Error>(handle(sinks, event.payload, deadline).await)
         },
     )));
     match run {
@@ -278,6 +364,23 @@ mod tests {
         assert!(
             refused.contains("SLUICE_EVENT_BUS") && refused.contains("SLUICE_WEBHOOK_URL"),
             "{refused}"
+        );
+    }
+
+    /// Lambda's deadline is a time; the emulator's, the time left.
+    #[test]
+    fn a_deadline_is_read_as_lambda_and_its_emulator_give_it() {
+        let now = 1_796_516_873_332;
+        let left = |d: tokio::time::Instant| {
+            d.saturating_duration_since(tokio::time::Instant::now())
+                .as_secs()
+        };
+        assert!((118..=120).contains(&left(deadline_of(now as u64 + 120_000, now))));
+        assert!((598..=600).contains(&left(deadline_of(600_000, now))));
+        assert_eq!(
+            left(deadline_of(now as u64 - 5_000, now)),
+            0,
+            "past: nothing left"
         );
     }
 

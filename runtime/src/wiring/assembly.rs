@@ -210,6 +210,13 @@ pub fn webhooks(config: &Config) -> Result<Option<sluice::webhooks::Webhooks>, S
                 )?,
             ]
         }
+        Some(WebhookSource::Stored { .. }) => {
+            return Err(StartError::Webhooks {
+                origin: "SLUICE_WEBHOOK_SECRET_ID".into(),
+                reason: "was not read from Secrets Manager: only the events function reads it"
+                    .into(),
+            });
+        }
         Some(WebhookSource::File(path)) => {
             let origin = path.display().to_string();
             let text = std::fs::read_to_string(path).map_err(|e| StartError::Webhooks {

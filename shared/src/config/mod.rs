@@ -213,6 +213,15 @@ pub enum WebhookSource {
         /// Its secrets, the new first while one rotates.
         secrets: Vec<String>,
     },
+    /// One endpoint whose secrets are in Secrets Manager
+    /// (`SLUICE_WEBHOOK_URL`, `SLUICE_WEBHOOK_SECRET_ID`): read at start by
+    /// the events function, which then has [`WebhookSource::One`].
+    Stored {
+        /// Where events are POSTed.
+        url: Url,
+        /// The secret's id or ARN.
+        secret_id: String,
+    },
     /// A TOML file of endpoints (`SLUICE_WEBHOOKS_FILE`), read at start.
     File(PathBuf),
 }
@@ -224,6 +233,11 @@ impl std::fmt::Debug for WebhookSource {
                 .debug_struct("One")
                 .field("url", &url.as_str())
                 .field("secrets", &secrets.len())
+                .finish(),
+            WebhookSource::Stored { url, secret_id } => f
+                .debug_struct("Stored")
+                .field("url", &url.as_str())
+                .field("secret_id", secret_id)
                 .finish(),
             WebhookSource::File(path) => f.debug_tuple("File").field(path).finish(),
         }
@@ -565,6 +579,24 @@ fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
 /// events function, from the records table's stream.
 fn webhook_rules(vars: &Vars) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
+    if set("SLUICE_WEBHOOK_SECRET_ID") {
+        if set("SLUICE_WEBHOOK_SECRET") {
+            return refuse(
+                "SLUICE_WEBHOOK_SECRET_ID",
+                "set SLUICE_WEBHOOK_SECRET or SLUICE_WEBHOOK_SECRET_ID, not both",
+            );
+        }
+        if !set("SLUICE_WEBHOOK_URL") {
+            return refuse("SLUICE_WEBHOOK_SECRET_ID", "set without SLUICE_WEBHOOK_URL");
+        }
+        if vars.value("SLUICE_BACKEND") != Some("aws") {
+            return refuse(
+                "SLUICE_WEBHOOK_SECRET_ID",
+                "is read from Secrets Manager in aws mode only: set SLUICE_WEBHOOK_SECRET",
+            );
+        }
+        return Ok(());
+    }
     match (
         set("SLUICE_WEBHOOK_URL"),
         set("SLUICE_WEBHOOK_SECRET"),
@@ -576,7 +608,7 @@ fn webhook_rules(vars: &Vars) -> Result<(), ConfigError> {
         ),
         (true, false, _) => refuse(
             "SLUICE_WEBHOOK_SECRET",
-            "required with SLUICE_WEBHOOK_URL: whsec_ and the base64 of 24 to 64 random bytes",
+            "required with SLUICE_WEBHOOK_URL (or SLUICE_WEBHOOK_SECRET_ID, in aws mode): whsec_ and the base64 of 24 to 64 random bytes",
         ),
         (false, true, _) => refuse(
             "SLUICE_WEBHOOK_SECRET",
@@ -594,6 +626,12 @@ fn webhook_source(vars: &Vars) -> Result<Option<WebhookSource>, ConfigError> {
     let Some(url) = vars.url("SLUICE_WEBHOOK_URL")? else {
         return Ok(None);
     };
+    if let Some(secret_id) = vars.raw("SLUICE_WEBHOOK_SECRET_ID") {
+        return Ok(Some(WebhookSource::Stored {
+            url,
+            secret_id: secret_id.to_owned(),
+        }));
+    }
     let secrets = vars
         .raw("SLUICE_WEBHOOK_SECRET")
         .unwrap_or_default()

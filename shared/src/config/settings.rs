@@ -559,7 +559,7 @@ pub const SETTINGS: &[Setting] = &[
         Operations,
         Parse::Url,
         Unset("—"),
-        "where every event (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`, `file.rejected`) is POSTed, signed as Standard Webhooks says ([operations](operations.md)); needs `SLUICE_WEBHOOK_SECRET`. Locally the server delivers them; on AWS the events function, from the table's stream (the template's `WebhookUrl`)",
+        "where every event (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`, `file.rejected`) is POSTed, signed as Standard Webhooks says ([operations](operations.md)); `https`, or `http` to a loopback receiver only; needs `SLUICE_WEBHOOK_SECRET` or `SLUICE_WEBHOOK_SECRET_ID`. Locally the server delivers them; on AWS the events function, from the table's stream (the template's `WebhookUrl`)",
     ),
     s(
         "SLUICE_WEBHOOK_SECRET",
@@ -567,6 +567,13 @@ pub const SETTINGS: &[Setting] = &[
         Parse::Text,
         Unset("—"),
         "its secret, `whsec_` and the base64 of 24 to 64 random bytes; while one rotates, the new and the old, space-separated (each signs)",
+    ),
+    s(
+        "SLUICE_WEBHOOK_SECRET_ID",
+        Operations,
+        Parse::Text,
+        Unset("—"),
+        "aws mode: a Secrets Manager secret holding `SLUICE_WEBHOOK_SECRET`'s value, read at start instead of it (the template's way: the secret is no plaintext variable of the function)",
     ),
     s(
         "SLUICE_EVENT_BUS",

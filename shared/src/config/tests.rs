@@ -381,3 +381,44 @@ fn webhooks_come_from_one_endpoint_or_a_file() {
         assert_eq!(config(bad).unwrap_err().var, var, "{bad:?}");
     }
 }
+
+/// On AWS the endpoint's secret may be a Secrets Manager secret, named
+/// instead of said; never both, never without a URL, never locally (where
+/// nothing reads it).
+#[test]
+fn a_webhook_secret_may_be_named_in_aws_mode_only() {
+    let secret = "s".repeat(32);
+    let aws = vec![
+        ("SLUICE_BACKEND", "aws"),
+        ("SLUICE_S3_BUCKET", "b"),
+        ("SLUICE_DYNAMODB_TABLE", "t"),
+        ("SLUICE_MASTER_SECRET", secret.as_str()),
+        ("SLUICE_DEV_TOKENS", "true"),
+        ("SLUICE_WEBHOOK_URL", "https://backend.example/hooks"),
+    ];
+    let mut named = aws.clone();
+    named.push(("SLUICE_WEBHOOK_SECRET_ID", "stack/webhooks"));
+    match config(&named).unwrap().webhooks {
+        Some(crate::config::WebhookSource::Stored { url, secret_id }) => {
+            assert_eq!(url.as_str(), "https://backend.example/hooks");
+            assert_eq!(secret_id, "stack/webhooks");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut both = named.clone();
+    both.push(("SLUICE_WEBHOOK_SECRET", "whsec_x"));
+    assert_eq!(config(&both).unwrap_err().var, "SLUICE_WEBHOOK_SECRET_ID");
+    let no_url: Vec<_> = named
+        .iter()
+        .copied()
+        .filter(|(k, _)| *k != "SLUICE_WEBHOOK_URL")
+        .collect();
+    assert_eq!(config(&no_url).unwrap_err().var, "SLUICE_WEBHOOK_SECRET_ID");
+    let local = config(&[
+        ("SLUICE_WEBHOOK_URL", "https://backend.example/hooks"),
+        ("SLUICE_WEBHOOK_SECRET_ID", "stack/webhooks"),
+    ])
+    .unwrap_err();
+    assert_eq!(local.var, "SLUICE_WEBHOOK_SECRET_ID");
+    assert!(local.reason.contains("aws mode only"), "{local}");
+}
