@@ -499,3 +499,61 @@ async fn an_answer_over_the_limit_says_the_action_ran() {
     assert!(refused.contains("the action ran"), "{refused}");
     assert!(refused.contains("over the 200 bytes"), "{refused}");
 }
+
+/// A waiting status call's polls read the records alone (one read), and
+/// look at the store only now and then: bytes that reached the store
+/// without marking the record (as on S3, where the bytes go straight to
+/// the bucket) are found by a look at the store, not by a records-only one.
+#[tokio::test]
+async fn a_records_only_look_reads_no_store() {
+    use sluice::service::browser::{BrowserStart, BrowserUploadRequest, Look, UploadState};
+    let local = Local::new();
+    let page = local
+        .sluice
+        .request_browser_upload("alice", BrowserUploadRequest::default())
+        .unwrap();
+    let token = page.page_url.rsplit('/').next().unwrap();
+    let opened = local.sluice.page_for_start(token).unwrap();
+    let data = b"arrived behind the record's back";
+    let started = local
+        .sluice
+        .start_browser_upload(
+            &opened,
+            0,
+            BrowserStart {
+                filename: "scan.pdf".into(),
+                size: data.len() as u64,
+                sha256: sluice::Sha256::of(data),
+                content_type: None,
+            },
+        )
+        .await
+        .unwrap();
+    let file = local
+        .sluice
+        .find_file("alice", &started.file_id)
+        .await
+        .unwrap();
+    let path = local
+        .dir
+        .path()
+        .join("objects")
+        .join(file.object_key().as_str());
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, data).unwrap();
+    let status = |look| {
+        local
+            .sluice
+            .upload_status_by("alice", &page.upload_id, look)
+    };
+    assert_eq!(
+        status(Look::Records).await.unwrap().state,
+        UploadState::Pending
+    );
+    assert_eq!(status(Look::Store).await.unwrap().state, UploadState::Ready);
+    // Marked by the look at the store: the next records-only poll sees it.
+    assert_eq!(
+        status(Look::Records).await.unwrap().state,
+        UploadState::Ready
+    );
+}

@@ -22,7 +22,7 @@ use rmcp::model::{
     InputRequiredResult, ProgressNotificationParam, ProgressToken, RequestMetaObject,
 };
 use rmcp::{Peer, RoleServer};
-use sluice::service::browser::{BrowserUpload, UploadStatus};
+use sluice::service::browser::{BrowserUpload, Look, UploadStatus};
 
 use crate::reply::{caller, compact, finish, success};
 use crate::server::SluiceTools;
@@ -33,6 +33,10 @@ use crate::table::input;
 
 /// How often a waiting status call looks again.
 const STATUS_POLL: Duration = Duration::from_secs(1);
+
+/// Every how many polls a waiting status call looks at the store, not only
+/// at the records.
+const STORE_EVERY: u32 = 5;
 
 impl SluiceTools {
     /// `request_browser_upload` called again after the client showed the
@@ -83,8 +87,18 @@ impl SluiceTools {
     ) -> Result<UploadStatus, Error> {
         let deadline = Instant::now() + wait;
         let mut told = None;
+        let mut polls = 0u32;
         loop {
-            let status = self.sluice.upload_status(owner, upload_id).await?;
+            // One read of the records a poll; the store (a HEAD and a list
+            // of parts on S3) every STORE_EVERY polls, and first and last.
+            let last = deadline.saturating_duration_since(Instant::now()) <= STATUS_POLL;
+            let look = if polls % STORE_EVERY == 0 || last {
+                Look::Store
+            } else {
+                Look::Records
+            };
+            polls += 1;
+            let status = self.sluice.upload_status_by(owner, upload_id, look).await?;
             if status.state != UploadState::Pending {
                 return Ok(status);
             }

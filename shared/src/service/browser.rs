@@ -120,6 +120,17 @@ pub enum UploadState {
     Expired,
 }
 
+/// How far a status call looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// The records, and the store for a file still pending (found there
+    /// already, and how much has arrived).
+    Store,
+    /// The records alone: one read a file (and the bytes this process
+    /// sees arriving, which cost none).
+    Records,
+}
+
 /// The answer to `get_upload_status`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UploadStatus {
@@ -419,10 +430,22 @@ impl Sluice {
     /// of several files, `ready` once a file is ready and none is still on
     /// its way, with every file uploaded so far.
     pub async fn upload_status(&self, owner: &str, upload_id: &str) -> Result<UploadStatus, Error> {
+        self.upload_status_by(owner, upload_id, Look::Store).await
+    }
+
+    /// [`Sluice::upload_status`], looking only as far as `look` says: a
+    /// waiting call's polls read the records alone, and look at the store
+    /// (a HEAD and a listing of parts on S3) only now and then.
+    pub async fn upload_status_by(
+        &self,
+        owner: &str,
+        upload_id: &str,
+        look: Look,
+    ) -> Result<UploadStatus, Error> {
         let (file_id, page_expires, files) =
             parse_upload_id(self.keys(), owner, upload_id).ok_or(Error::NotAnUploadId)?;
         if files == 1 {
-            return self.file_status(owner, &file_id, page_expires).await;
+            return self.file_status(owner, &file_id, page_expires, look).await;
         }
         let page = PageToken {
             owner: owner.to_owned(),
@@ -436,7 +459,7 @@ impl Sluice {
         let (mut picked, mut arriving) = (Vec::new(), None::<(u64, u64)>);
         for n in 0..files {
             let status = self
-                .file_status(owner, &page.file_id_of(n), page_expires)
+                .file_status(owner, &page.file_id_of(n), page_expires, look)
                 .await?;
             match (status.state, status.handle, status.file_id, status.filename) {
                 (UploadState::Ready, Some(handle), Some(id), Some(filename)) => {
@@ -481,6 +504,7 @@ impl Sluice {
         owner: &str,
         file_id: &FileId,
         page_expires: i64,
+        look: Look,
     ) -> Result<UploadStatus, Error> {
         let status = |state| UploadStatus {
             state,
@@ -500,13 +524,20 @@ impl Sluice {
                 UploadState::Pending
             }));
         };
-        let record = self.settle(record).await?;
+        let record = match look {
+            Look::Store => self.settle(record).await?,
+            Look::Records => record,
+        };
         if !record.ready {
             if now >= page_expires.max(record.expires_at) {
                 return Ok(status(UploadState::Expired));
             }
-            // The person chose the file: how much of it has arrived.
-            let progress = self.progress_of(&record.file).await?;
+            // The person chose the file: how much of it has arrived (with
+            // the records alone, what this process sees arriving: no read).
+            let progress = match look {
+                Look::Store => self.progress_of(&record.file).await?,
+                Look::Records => self.progress_seen(&record.file),
+            };
             return Ok(UploadStatus {
                 size: Some(progress.total),
                 received: Some(progress.received),

@@ -83,6 +83,15 @@ pub struct Progress {
 }
 
 impl Sluice {
+    /// How far the upload of `file` has come by the bytes arriving through
+    /// this process alone: no read of the store.
+    pub(crate) fn progress_seen(&self, file: &FileMeta) -> Progress {
+        Progress {
+            received: self.arrivals().of(&file.id).min(file.size),
+            total: file.size,
+        }
+    }
+
     /// How far the upload of `file` has come, by what this process sees.
     pub(crate) async fn progress_of(&self, file: &FileMeta) -> Result<Progress, Error> {
         let mut received = self.arrivals().of(&file.id);
