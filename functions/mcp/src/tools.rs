@@ -92,7 +92,7 @@ impl SluiceTools {
             // One read of the records a poll; the store (a HEAD and a list
             // of parts on S3) every STORE_EVERY polls, and first and last.
             let last = deadline.saturating_duration_since(Instant::now()) <= STATUS_POLL;
-            let look = if polls % STORE_EVERY == 0 || last {
+            let look = if polls.is_multiple_of(STORE_EVERY) || last {
                 Look::Store
             } else {
                 Look::Records
