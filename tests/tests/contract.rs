@@ -507,3 +507,75 @@ fn dynamodb_reads_skip_items_older_than_any_record_lives() {
         assert_eq!(ids, [live.file.id]);
     });
 }
+
+/// Batches of one user admitted at the same moment never pass a cap
+/// together on DynamoDB either: each is counted and recorded under the
+/// user's admission lease (`admit#…`), on every replica (two stores here,
+/// as two functions would be). Another user is not held up by it, and the
+/// lease is given back. (Before, each counted, then wrote: eight batches of
+/// 30 under a cap of 100 all passed, or most of them.)
+#[test]
+fn concurrent_batches_never_pass_a_cap_on_dynamodb() {
+    let emulators = Emulators::start();
+    runtime().block_on(async {
+        let (_, ledger) = emulators.provision("admission").await;
+        let (_, other) = sluice_aws::backends(
+            &sluice_testkit::emulators::sdk_config(),
+            &emulators.settings("admission"),
+        );
+        let replicas = [
+            Arc::new(sluice_aws::DynamoRecords::beside(&ledger)),
+            Arc::new(sluice_aws::DynamoRecords::beside(&other)),
+        ];
+        let now = sluice::time::now_unix();
+        let caps = PendingCaps {
+            files: 100,
+            bytes: 1 << 40,
+            stored: None,
+        };
+        let mut batches = Vec::new();
+        for n in 0..8 {
+            let records = replicas[n % 2].clone();
+            batches.push(tokio::spawn(async move {
+                let batch: Vec<FileRecord> = (0..30)
+                    .map(|_| record("alice", now * 1000, now + 600))
+                    .collect();
+                let admission = sluice::records::Admission {
+                    records: &batch,
+                    sent: (30, 30),
+                };
+                records.put_all_within(&admission, caps, now).await
+            }));
+        }
+        let mut admitted = 0;
+        for batch in batches {
+            if batch.await.unwrap().unwrap().is_none() {
+                admitted += 1;
+            }
+        }
+        assert_eq!(admitted, 3, "three batches of 30 fit under 100");
+        let totals = replicas[0]
+            .pending_totals("alice", now, 1000)
+            .await
+            .unwrap();
+        assert_eq!(totals.files, 90, "nothing of a refused batch was written");
+        // The lease was given back: another batch (of another user) and a
+        // later one of alice's are admitted or refused at once.
+        let bob: Vec<FileRecord> = (0..5)
+            .map(|_| record("bob", now * 1000, now + 600))
+            .collect();
+        let bobs = sluice::records::Admission {
+            records: &bob,
+            sent: (5, 5),
+        };
+        assert_eq!(
+            replicas[1].put_all_within(&bobs, caps, now).await.unwrap(),
+            None
+        );
+        let key = sluice_aws::DynamoRecords::admission_key(&sluice::file::owner_hash("alice"));
+        assert!(
+            replicas[0].item(key).await.unwrap().is_none(),
+            "alice's lease is gone"
+        );
+    });
+}

@@ -434,6 +434,19 @@ fn each_function_is_granted_what_its_code_calls() {
                 && !c.contains("file#")),
         "resolver: PutItem must be limited to the ledger's items: {spends:?}"
     );
+    // The issuer marks a link's rejection reported (one file.rejected a
+    // link), and may write no other item of the ledger's.
+    let marks = has("IssuerFunction", "dynamodb:PutItem");
+    assert!(
+        marks.iter().any(|(_, _, c)| c.contains("jti#rejected#*")),
+        "issuer marks rejections: {marks:?}"
+    );
+    assert!(
+        marks
+            .iter()
+            .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys") && !c.contains("\"jti#*\"")),
+        "issuer: no PutItem on the ledger's links: {marks:?}"
+    );
     let reads = has("ResolverFunction", "dynamodb:GetItem");
     for prefix in ["jti#*", "file#*", "batch#*"] {
         assert!(
@@ -468,6 +481,7 @@ fn each_function_is_granted_what_its_code_calls() {
     assert_eq!(sluice_aws::DynamoLedger::allowance_key("x"), "allow#x");
     assert_eq!(sluice_aws::DynamoLedger::event_key("x"), "ev#x");
     assert_eq!(sluice_aws::DynamoRecords::key_of("x"), "file#x");
+    assert_eq!(sluice_aws::DynamoRecords::admission_key("x"), "admit#x");
     assert_eq!(
         sluice_aws::DynamoLedger::key_of("x"),
         "jti#x",
@@ -484,9 +498,16 @@ fn each_function_is_granted_what_its_code_calls() {
             let allowance = |c: &str| {
                 fun == "McpFunction" && action == "dynamodb:UpdateItem" && c.contains("allow#*")
             };
-            // The issuer's completions write the event of parts refused.
+            // The issuer's completions write the event of parts refused,
+            // and the mark that a link's rejection was reported.
             let event = |c: &str| {
-                fun == "IssuerFunction" && action == "dynamodb:PutItem" && c.contains("ev#*")
+                fun == "IssuerFunction"
+                    && action == "dynamodb:PutItem"
+                    && (c.contains("ev#*") || c.contains("jti#rejected#*"))
+            };
+            // The mcp function admits a user's batch under their lease.
+            let admission = |c: &str| {
+                fun == "McpFunction" && action == "dynamodb:PutItem" && c.contains("admit#*")
             };
             assert!(
                 grants
@@ -495,7 +516,8 @@ fn each_function_is_granted_what_its_code_calls() {
                         && (c.contains("file#*")
                             || c.contains("batch#*")
                             || allowance(c)
-                            || event(c))),
+                            || event(c)
+                            || admission(c))),
                 "{fun}: {action} must be limited to record items: {grants:?}"
             );
         }

@@ -35,7 +35,9 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata as _;
 use aws_sdk_dynamodb::types::AttributeValue;
 use sluice::file::owner_hash;
-use sluice::records::{Batch, Cursor, FileRecord, Page, RecordStore};
+use sluice::records::{
+    Admission, Batch, Cursor, FileRecord, Page, Pending, PendingCaps, RecordStore,
+};
 use sluice::store::StoreError;
 use sluice::{FileId, LedgerError};
 
@@ -47,6 +49,17 @@ pub const BY_OWNER: &str = "files-by-owner";
 pub const PENDING: &str = "pending-by-owner";
 /// The index of one user's files by digest and size.
 pub const BY_DIGEST: &str = "files-by-digest";
+
+/// How long an admission lease holds if its holder never gives it back
+/// (a function that died mid-batch): longer than a batch's writes take.
+const ADMISSION_LEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a batch waits for another batch of its user's to be admitted.
+const ADMISSION_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// An admission lease's holder, and when it lapses (milliseconds).
+const HOLDER: &str = "holder";
+const UNTIL: &str = "until";
 
 /// The most items one look-up of a user's file by digest reads.
 const FIND_READY_ITEMS: i32 = 100;
@@ -186,6 +199,63 @@ impl DynamoRecords {
         key(id)
     }
 
+    /// The item key of the admission lease of the owner whose hash is
+    /// `owner_hash`: `admit#…`, the prefix the mcp function is granted.
+    pub fn admission_key(owner_hash: &str) -> String {
+        format!("admit#{owner_hash}")
+    }
+
+    /// Takes `owner`'s admission lease (one batch of a user admitted at a
+    /// time, on every replica): a conditional put that succeeds when no
+    /// lease is held or the one held has lapsed ([`ADMISSION_LEASE`]: its
+    /// holder died). Tried again for a few seconds while another holds
+    /// it; then [`sluice::store::Busy::Admitting`]. Gives the lease's
+    /// holder id, for its release.
+    async fn admission(&self, owner: &str) -> Result<String, StoreError> {
+        let key = Self::admission_key(&owner_hash(owner));
+        let holder = sluice::keys::random_id::<12>();
+        let deadline = std::time::Instant::now() + ADMISSION_WAIT;
+        loop {
+            let now = sluice::time::now_millis();
+            let until = now + ADMISSION_LEASE.as_millis() as i64;
+            let put = self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .item(KEY, s(&key))
+                .item(HOLDER, s(&holder))
+                .item(UNTIL, n(until))
+                .item(TTL, n(until / 1000 + 3600))
+                .condition_expression("attribute_not_exists(#k) OR #u < :now")
+                .expression_attribute_names("#k", KEY)
+                .expression_attribute_names("#u", UNTIL)
+                .expression_attribute_values(":now", n(now));
+            if condition_held(put.send().await).map_err(store_error)? {
+                return Ok(holder);
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(StoreError::Busy(sluice::store::Busy::Admitting));
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Gives back `owner`'s admission lease held as `holder` (only that
+    /// one: a lease taken over after this one lapsed stays).
+    async fn release_admission(&self, owner: &str, holder: &str) {
+        let delete = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key(KEY, s(&Self::admission_key(&owner_hash(owner))))
+            .condition_expression("#h = :me")
+            .expression_attribute_names("#h", HOLDER)
+            .expression_attribute_values(":me", s(holder));
+        if let Err(e) = condition_held(delete.send().await) {
+            tracing::warn!(error = %e, "an admission lease was not given back: it lapses");
+        }
+    }
+
     /// The item under `pk`, read strongly consistent.
     pub async fn item(
         &self,
@@ -255,6 +325,25 @@ impl DynamoRecords {
 
 #[async_trait::async_trait]
 impl RecordStore for DynamoRecords {
+    /// The count and the writes under the owner's admission lease: batches
+    /// of one user are admitted one at a time on every replica, so
+    /// concurrent batches never pass a cap together.
+    async fn put_all_within(
+        &self,
+        batch: &Admission<'_>,
+        caps: PendingCaps,
+        now: i64,
+    ) -> Result<Option<Pending>, StoreError> {
+        let Some(first) = batch.records.first() else {
+            return Ok(None);
+        };
+        let owner = first.file.owner.clone();
+        let holder = self.admission(&owner).await?;
+        let admitted = sluice::records::count_then_put(self, batch, caps, now).await;
+        self.release_admission(&owner, &holder).await;
+        admitted
+    }
+
     async fn put(&self, record: &FileRecord) -> Result<(), StoreError> {
         let owner = owner_hash(&record.file.owner);
         let id = record.file.id.to_string();

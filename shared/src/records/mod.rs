@@ -90,6 +90,37 @@ impl PendingCaps {
     }
 }
 
+/// [`RecordStore::put_all_within`] in two steps: the owner's totals
+/// counted, then, if the batch fits, its records written. One step only
+/// where the caller holds the owner's admission (a lease, a single writer).
+pub async fn count_then_put<S: RecordStore + ?Sized>(
+    store: &S,
+    batch: &Admission<'_>,
+    caps: PendingCaps,
+    now: i64,
+) -> Result<Option<Pending>, StoreError> {
+    let Some(first) = batch.records.first() else {
+        return Ok(None);
+    };
+    let owner = &first.file.owner;
+    let mut pending = store.pending_totals(owner, now, caps.files).await?;
+    if caps.stored.is_some() {
+        pending.stored = store.stored_bytes(owner, now).await?;
+    }
+    if !batch.fits(caps, pending) {
+        return Ok(Some(pending));
+    }
+    // Sixteen writes at a time.
+    for chunk in batch.records.chunks(16) {
+        let mut writes = Vec::with_capacity(chunk.len());
+        for record in chunk {
+            writes.push(store.put(record));
+        }
+        futures_util::future::try_join_all(writes).await?;
+    }
+    Ok(None)
+}
+
 /// The files of one batch to admit together ([`RecordStore::put_all_within`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Admission<'a> {
@@ -388,21 +419,7 @@ pub trait RecordStore: Send + Sync + std::fmt::Debug {
         caps: PendingCaps,
         now: i64,
     ) -> Result<Option<Pending>, StoreError> {
-        let Some(first) = batch.records.first() else {
-            return Ok(None);
-        };
-        let owner = &first.file.owner;
-        let mut pending = self.pending_totals(owner, now, caps.files).await?;
-        if caps.stored.is_some() {
-            pending.stored = self.stored_bytes(owner, now).await?;
-        }
-        if !batch.fits(caps, pending) {
-            return Ok(Some(pending));
-        }
-        for record in batch.records {
-            self.put(record).await?;
-        }
-        Ok(None)
+        count_then_put(self, batch, caps, now).await
     }
 
     /// The bytes all of `owner`'s files unexpired at `now` declare, pending

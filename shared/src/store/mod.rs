@@ -143,6 +143,9 @@ pub enum Busy {
     /// The owner's share of the transfer slots is taken.
     #[error("too many of your transfers are in progress")]
     YourTransfers,
+    /// Another batch of the owner's is being admitted now.
+    #[error("another batch of your files is being issued now")]
+    Admitting,
 }
 
 /// Where file bytes live: the core every store has. Keys are written
