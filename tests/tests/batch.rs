@@ -420,3 +420,45 @@ fn a_batch_handle_named_a_thousand_times_is_refused_before_anything_is_built() {
         "the action grew the server by {grown} KiB"
     );
 }
+
+/// A thousand identical entries (the same path, size and digest of a file
+/// the user stored already) make at most one copy in the store: the first
+/// is copied, the rest are refused as listed twice. (Before, each made a
+/// store-side copy: on S3 up to 5 GiB apiece, with no bound on bytes.)
+#[test]
+fn a_thousand_identical_entries_make_at_most_one_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_MAX_PENDING_FILES", "2000"),
+            ("SLUICE_ISSUE_BURST", "2000"),
+        ],
+    );
+    let alice = server.token("alice", &[]);
+    let data = bytes(4096, 11);
+    server.upload(&alice, "kept.bin", &data);
+    let before = crate::util::stored_objects(dir.path()).len();
+    let entry = json!({"path": "kept.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()});
+    let ticket = tool_ok(&call_tool(
+        &server.base,
+        &alice,
+        "request_uploads",
+        json!({ "files": vec![entry; 1000] }),
+    ));
+    assert_eq!(
+        ticket["counts"],
+        json!({"send": 0, "stored": 1, "refused": 999}),
+        "{}",
+        ticket["counts"]
+    );
+    assert!(
+        ticket["files"][1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("listed twice"),
+        "{}",
+        ticket["files"][1]
+    );
+    assert_eq!(crate::util::stored_objects(dir.path()).len(), before + 1);
+}
