@@ -49,16 +49,34 @@ struct Run {
 /// `LIST`) with `list` (into its `-o` file), and logs anything else to
 /// `sent`, failing it.
 fn run(work: &Path, shell_dir: &Path, line: &str, script: &str, list: &str) -> Run {
+    run_stub(work, shell_dir, line, script, list, None)
+}
+
+/// [`run`], the download links (`…/l/…`) answering `body` (appended to
+/// `-o`, as `-C -` does) when there is one.
+fn run_stub(
+    work: &Path,
+    shell_dir: &Path,
+    line: &str,
+    script: &str,
+    list: &str,
+    body: Option<&[u8]>,
+) -> Run {
     let stub = work.join(".stub");
     std::fs::create_dir_all(&stub).unwrap();
     std::fs::write(stub.join("script"), script).unwrap();
     std::fs::write(stub.join("list"), list).unwrap();
     let _ = std::fs::remove_file(stub.join("sent"));
+    let _ = std::fs::remove_file(stub.join("body"));
+    if let Some(body) = body {
+        std::fs::write(stub.join("body"), body).unwrap();
+    }
     std::fs::write(
         stub.join("curl"),
         format!(
             "#!/bin/sh\nout=\nprev=\nfor a in \"$@\"; do case \"$prev\" in -o) out=$a;; esac; prev=$a; done\n\
              case \"$a\" in\n*/sh) cat {d}/script;;\n{LINK}|{LIST}) cp {d}/list \"$out\";;\n\
+             */l/*) [ -f {d}/body ] || {{ echo \"$@\" >> {d}/sent; exit 22; }}; cat {d}/body >> \"$out\";;\n\
              *) echo \"$@\" >> {d}/sent; exit 22;;\nesac\n",
             d = stub.display()
         ),
@@ -314,7 +332,14 @@ fn a_download_keeps_to_a_partial_file_of_its_own() {
     let list = entry(&sha, "5", "a.txt", &format!("{ORIGIN}/l/T1"))
         + &entry(&sha, "5", &long, &format!("{ORIGIN}/l/T2"));
     for (name, shell) in shells(work.path()) {
-        let r = run_serving(work.path(), &shell, &line_for(&list), &list, b"hello");
+        let r = run_stub(
+            work.path(),
+            &shell,
+            &line_for(&list),
+            FETCH_SCRIPT,
+            &list,
+            Some(b"hello"),
+        );
         assert!(r.ok, "{name}: {}", r.said);
         assert_eq!(std::fs::read(work.path().join("a.txt")).unwrap(), b"hello");
         assert_eq!(std::fs::read(work.path().join(&long)).unwrap(), b"hello");
@@ -324,44 +349,5 @@ fn a_download_keeps_to_a_partial_file_of_its_own() {
         );
         std::fs::remove_file(work.path().join("a.txt")).unwrap();
         std::fs::remove_file(work.path().join(&long)).unwrap();
-    }
-}
-
-/// [`run`] with a stand-in whose download links (`…/l/…`) answer `body`
-/// (appended to `-o`, as `-C -` does).
-fn run_serving(work: &Path, shell: &Path, line: &str, list: &str, body: &[u8]) -> Run {
-    let stub = work.join(".stub-serving");
-    std::fs::create_dir_all(&stub).unwrap();
-    std::fs::write(stub.join("script"), FETCH_SCRIPT).unwrap();
-    std::fs::write(stub.join("list"), list).unwrap();
-    std::fs::write(stub.join("body"), body).unwrap();
-    std::fs::write(
-        stub.join("curl"),
-        format!(
-            "#!/bin/sh\nout=\nprev=\nfor a in \"$@\"; do case \"$prev\" in -o) out=$a;; esac; prev=$a; done\n\
-             case \"$a\" in\n*/sh) cat {d}/script;;\n{LIST}) cp {d}/list \"$out\";;\n\
-             */l/*) cat {d}/body >> \"$out\";;\n*) exit 22;;\nesac\n",
-            d = stub.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(stub.join("curl"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}:{}",
-        shell.display(),
-        stub.display(),
-        std::env::var("PATH").unwrap()
-    );
-    let out = Command::new(shell.join("sh"))
-        .arg("-c")
-        .arg(line)
-        .current_dir(work)
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    Run {
-        ok: out.status.success(),
-        said: String::from_utf8_lossy(&out.stderr).into_owned(),
-        sent: String::new(),
     }
 }

@@ -356,6 +356,17 @@ fn refusals_are_per_file_or_whole_and_say_which() {
     assert!(other.contains("another user"), "{other}");
 }
 
+/// A server that takes batches of a thousand files more than once.
+fn roomy_server(dir: &Path) -> Server {
+    Server::start_in(
+        dir,
+        &[
+            ("SLUICE_MAX_PENDING_FILES", "2000"),
+            ("SLUICE_ISSUE_BURST", "2000"),
+        ],
+    )
+}
+
 /// The server's resident memory, in KiB.
 fn rss_kib(server: &Server) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{}/status", server.pid())).unwrap();
@@ -373,13 +384,7 @@ fn rss_kib(server: &Server) -> u64 {
 #[test]
 fn a_batch_handle_named_a_thousand_times_is_refused_before_anything_is_built() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_MAX_PENDING_FILES", "2000"),
-            ("SLUICE_ISSUE_BURST", "2000"),
-        ],
-    );
+    let server = roomy_server(dir.path());
     let alice = server.token("alice", &[]);
     let document = server.upload(&alice, "cover.txt", b"the cover")["handle"].clone();
     let sha = sluice::Sha256::of(b"x").to_hex();
@@ -428,13 +433,7 @@ fn a_batch_handle_named_a_thousand_times_is_refused_before_anything_is_built() {
 #[test]
 fn a_thousand_identical_entries_make_at_most_one_copy() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_MAX_PENDING_FILES", "2000"),
-            ("SLUICE_ISSUE_BURST", "2000"),
-        ],
-    );
+    let server = roomy_server(dir.path());
     let alice = server.token("alice", &[]);
     let data = bytes(4096, 11);
     server.upload(&alice, "kept.bin", &data);

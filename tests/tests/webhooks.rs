@@ -571,6 +571,23 @@ mod on_aws {
         (ids, started)
     }
 
+    /// The webhooks of one endpoint, `receiver`, signed with `secret`,
+    /// retried after each of `retries`.
+    fn webhooks_to(
+        receiver: &Receiver,
+        secret: &str,
+        retries: Vec<Duration>,
+    ) -> sluice::webhooks::Webhooks {
+        let endpoint = sluice::webhooks::Endpoint::new(
+            "receiver",
+            url::Url::parse(&receiver.url()).unwrap(),
+            &[secret.to_owned()],
+            None,
+        )
+        .unwrap();
+        sluice::webhooks::Webhooks::new(vec![endpoint], retries)
+    }
+
     /// An invocation's deadline, as the template gives the function.
     fn in_two_minutes() -> tokio::time::Instant {
         tokio::time::Instant::now() + Duration::from_secs(120)
@@ -608,18 +625,7 @@ mod on_aws {
         let batch: aws_lambda_events::event::dynamodb::Event =
             serde_json::from_value(batch).unwrap();
         let sinks = sluice_events::Sinks {
-            webhooks: Some(sluice::webhooks::Webhooks::new(
-                vec![
-                    sluice::webhooks::Endpoint::new(
-                        "receiver",
-                        url::Url::parse(&receiver.url()).unwrap(),
-                        std::slice::from_ref(&secret),
-                        None,
-                    )
-                    .unwrap(),
-                ],
-                Vec::new(),
-            )),
+            webhooks: Some(webhooks_to(&receiver, &secret, Vec::new())),
             bus: None,
         };
         let done = rt.block_on(async {
@@ -720,18 +726,7 @@ mod on_aws {
         let secret = secret(3);
         let receiver = Receiver::start(&secret, &log, 0, &[]);
         let port = receiver.port;
-        let webhooks = sluice::webhooks::Webhooks::new(
-            vec![
-                sluice::webhooks::Endpoint::new(
-                    "receiver",
-                    url::Url::parse(&receiver.url()).unwrap(),
-                    std::slice::from_ref(&secret),
-                    None,
-                )
-                .unwrap(),
-            ],
-            vec![Duration::from_secs(1)],
-        );
+        let webhooks = webhooks_to(&receiver, &secret, vec![Duration::from_secs(1)]);
         let sinks = sluice_events::Sinks {
             webhooks: Some(webhooks),
             bus: None,

@@ -334,13 +334,12 @@ impl RecordStore for DynamoRecords {
         caps: PendingCaps,
         now: i64,
     ) -> Result<Option<Pending>, StoreError> {
-        let Some(first) = batch.records.first() else {
+        let Some(owner) = batch.owner() else {
             return Ok(None);
         };
-        let owner = first.file.owner.clone();
-        let holder = self.admission(&owner).await?;
+        let holder = self.admission(owner).await?;
         let admitted = sluice::records::count_then_put(self, batch, caps, now).await;
-        self.release_admission(&owner, &holder).await;
+        self.release_admission(owner, &holder).await;
         admitted
     }
 

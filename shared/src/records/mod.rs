@@ -99,10 +99,9 @@ pub async fn count_then_put<S: RecordStore + ?Sized>(
     caps: PendingCaps,
     now: i64,
 ) -> Result<Option<Pending>, StoreError> {
-    let Some(first) = batch.records.first() else {
+    let Some(owner) = batch.owner() else {
         return Ok(None);
     };
-    let owner = &first.file.owner;
     let mut pending = store.pending_totals(owner, now, caps.files).await?;
     if caps.stored.is_some() {
         pending.stored = store.stored_bytes(owner, now).await?;
@@ -132,6 +131,11 @@ pub struct Admission<'a> {
 }
 
 impl Admission<'_> {
+    /// Whose files these are (`None`: an empty batch, admitted at once).
+    pub fn owner(&self) -> Option<&str> {
+        self.records.first().map(|r| r.file.owner.as_str())
+    }
+
     /// Whether the batch fits under `caps` beside `pending`: the files to
     /// send under the caps on pending files and bytes, every file's bytes
     /// (a copy takes room in the store as much as bytes sent) under the cap

@@ -486,10 +486,9 @@ impl RecordStore for SqliteRecords {
         caps: PendingCaps,
         now: i64,
     ) -> Result<Option<Pending>, StoreError> {
-        let Some(first) = batch.records.first() else {
+        let Some(owner) = batch.owner().map(owner_hash) else {
             return Ok(None);
         };
-        let owner = owner_hash(&first.file.owner);
         let (records, sent) = (batch.records.to_vec(), batch.sent);
         self.db
             .write(move |c| {

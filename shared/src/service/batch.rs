@@ -506,12 +506,7 @@ impl Sluice {
         let (_, batch) = self.batch_of(token, ShortKind::BatchUpload).await?;
         let lines: Vec<String> = futures_util::stream::iter(batch.files)
             .map(|f| async move {
-                let line = curl::manifest_line(&f.sha256, f.size, &f.path);
-                let line = line.trim_end_matches('\n');
-                let record = match FileId::parse(&f.id) {
-                    Some(id) => self.records().find(&id).await?,
-                    None => None,
-                };
+                let (line, record) = self.listed(&f).await?;
                 let Some(record) = record else {
                     return Ok(format!("{line}\tx\t0\n"));
                 };
@@ -531,6 +526,19 @@ impl Sluice {
             .try_collect()
             .await?;
         Ok(lines.concat())
+    }
+
+    /// A file of a batch as its list begins its line (its manifest line,
+    /// without the line break), and its record, if it still has one.
+    async fn listed(&self, f: &BatchFile) -> Result<(String, Option<FileRecord>), Error> {
+        let line = curl::manifest_line(&f.sha256, f.size, &f.path)
+            .trim_end_matches('\n')
+            .to_owned();
+        let record = match FileId::parse(&f.id) {
+            Some(id) => self.records().find(&id).await?,
+            None => None,
+        };
+        Ok((line, record))
     }
 
     /// The script a batch's line runs ([`curl::BATCH_SCRIPT`]), to a live
@@ -758,12 +766,7 @@ impl Sluice {
         // The records read a few at once, as `batch_to_send` reads them.
         let lines: Vec<String> = futures_util::stream::iter(batch.files)
             .map(|f| async move {
-                let line = curl::manifest_line(&f.sha256, f.size, &f.path);
-                let line = line.trim_end_matches('\n');
-                let record = match FileId::parse(&f.id) {
-                    Some(id) => self.records().find(&id).await?,
-                    None => None,
-                };
+                let (line, record) = self.listed(&f).await?;
                 Ok::<_, Error>(match record {
                     Some(record) => {
                         let ticket = self.download_ticket(&record.file);

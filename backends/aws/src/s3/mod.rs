@@ -109,6 +109,19 @@ impl S3Store {
         }
     }
 
+    /// Deletes version (or delete marker) `version` of `key`, for good.
+    async fn delete_version(&self, key: &ObjectKey, version: String) -> Result<(), StoreError> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .version_id(version)
+            .send()
+            .await
+            .map(drop)
+            .map_err(|e| s3_error(e, key.as_str()))
+    }
+
     /// The ids of every version and delete marker of exactly `key`.
     async fn versions_of(&self, key: &ObjectKey) -> Result<Vec<String>, StoreError> {
         let (mut ids, mut marker, mut version_marker) = (Vec::new(), None, None);
@@ -402,14 +415,7 @@ impl ObjectStore for S3Store {
         match self.versions_of(key).await {
             Ok(versions) => {
                 for version in versions {
-                    self.client
-                        .delete_object()
-                        .bucket(&self.bucket)
-                        .key(key.as_str())
-                        .version_id(version)
-                        .send()
-                        .await
-                        .map_err(|e| s3_error(e, key.as_str()))?;
+                    self.delete_version(key, version).await?;
                 }
                 // Listed as having none, yet there (a store that lists no
                 // versions): a plain delete.
@@ -425,14 +431,7 @@ impl ObjectStore for S3Store {
         let version = self.head(key).await?.and_then(|info| info.version);
         self.delete(key).await?;
         if let Some(version) = version {
-            self.client
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .version_id(version)
-                .send()
-                .await
-                .map_err(|e| s3_error(e, key.as_str()))?;
+            self.delete_version(key, version).await?;
         }
         Ok(())
     }
