@@ -92,16 +92,8 @@ impl Endpoint {
         }
         // Signed events and their receiver's answers cross the network in
         // the clear over http: only to a receiver on this machine.
-        let loopback = match url.host() {
-            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.to_canonical().is_loopback(),
-            None => false,
-        };
-        match url.scheme() {
-            "https" => {}
-            "http" if loopback => {}
-            _ => return Err("must be an https URL (http only to a receiver on loopback)".into()),
+        if !crate::actions::upstream_url_allowed(&url) {
+            return Err("must be an https URL (http only to a receiver on loopback)".into());
         }
         let secrets = secrets
             .iter()

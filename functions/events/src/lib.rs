@@ -190,15 +190,9 @@ pub async fn read_webhook_secret(config: &mut Config) -> Result<(), String> {
     let value = sluice_aws::read_secret(secret_id, region.as_deref())
         .await
         .map_err(|e| format!("SLUICE_WEBHOOK_SECRET_ID: {e}"))?;
-    let secrets = value
-        .split([' ', ','])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect();
     config.webhooks = Some(WebhookSource::One {
         url: url.clone(),
-        secrets,
+        secrets: sluice::config::webhook_secrets(&value),
     });
     Ok(())
 }

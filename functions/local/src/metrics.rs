@@ -54,12 +54,7 @@ pub fn router(handle: PrometheusHandle, token: Option<MasterSecret>, public: boo
 /// Whether `url` (the public URL) is reached from beyond this machine: any
 /// host but `localhost` and a loopback address.
 pub fn is_public(url: Option<&url::Url>) -> bool {
-    url.is_some_and(|u| match u.host() {
-        Some(url::Host::Domain(d)) => !d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => !ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => !ip.to_canonical().is_loopback(),
-        None => true,
-    })
+    url.is_some_and(|u| !sluice::actions::loopback_host(u))
 }
 
 async fn render(State(metrics): State<Metrics>, request: Request) -> Response {

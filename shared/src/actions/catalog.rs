@@ -367,17 +367,23 @@ pub fn valid_action_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
 }
 
-/// Whether `url` may be an upstream: https, or http on a loopback host.
+/// Whether `url` may be an upstream (or a webhook receiver, or a public
+/// URL sluice hands out): https, or http on a loopback host.
 pub fn upstream_url_allowed(url: &Url) -> bool {
     match url.scheme() {
         "https" => url.host().is_some(),
-        "http" => match url.host() {
-            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        },
+        "http" => loopback_host(url),
         _ => false,
+    }
+}
+
+/// Whether `url`'s host is this machine: `localhost` or a loopback address.
+pub fn loopback_host(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
     }
 }
 

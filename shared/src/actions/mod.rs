@@ -20,7 +20,7 @@ pub(crate) mod upstream;
 
 pub use catalog::{
     Action, AuthValue, Catalog, CatalogError, Field, FieldKind, FileDelivery, UpstreamAuth,
-    upstream_url_allowed,
+    loopback_host, upstream_url_allowed,
 };
 
 use std::sync::Arc;

@@ -632,14 +632,21 @@ fn webhook_source(vars: &Vars) -> Result<Option<WebhookSource>, ConfigError> {
             secret_id: secret_id.to_owned(),
         }));
     }
-    let secrets = vars
-        .raw("SLUICE_WEBHOOK_SECRET")
-        .unwrap_or_default()
+    let secrets = webhook_secrets(vars.raw("SLUICE_WEBHOOK_SECRET").unwrap_or_default());
+    Ok(Some(WebhookSource::One { url, secrets }))
+}
+
+/// An endpoint's secrets as `SLUICE_WEBHOOK_SECRET` (or the Secrets Manager
+/// secret `SLUICE_WEBHOOK_SECRET_ID` names) says them: space- or
+/// comma-separated (a stored value may end in a line break), the new first
+/// while one rotates.
+pub fn webhook_secrets(value: &str) -> Vec<String> {
+    value
         .split([' ', ','])
+        .map(str::trim)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
-        .collect();
-    Ok(Some(WebhookSource::One { url, secrets }))
+        .collect()
 }
 
 /// `SLUICE_WEBHOOK_RETRY_SECS`: seconds, comma-separated.

@@ -142,7 +142,6 @@ impl Sluice {
         let Some(given) = fields.as_object_mut() else {
             return Ok(fields);
         };
-        let mut batches: HashMap<String, crate::records::Batch> = HashMap::new();
         for field in &action.fields {
             if field.kind != crate::actions::FieldKind::FileList {
                 continue;
@@ -166,29 +165,18 @@ impl Sluice {
             // Counted first, each batch read once: refused before a single
             // handle is made for more files than an action takes.
             let cap = usize::try_from(MAX_FILE_OCCURRENCES).unwrap_or(usize::MAX);
-            let mut count = 0usize;
-            for item in &items {
-                count += match item.as_str() {
-                    Some(s) if super::batch::is_batch_handle(s) => {
-                        let key = s.trim().to_owned();
-                        if !batches.contains_key(&key) {
-                            let batch = self.batch_for(caller, &key).await.map_err(|e| {
-                                Error::field(&field.name, FieldError::of_handle(&e))
-                            })?;
-                            batches.insert(key.clone(), batch);
-                        }
-                        batches[&key].files.len()
-                    }
-                    _ => 1,
-                };
-                if count > cap {
-                    return Err(Error::field(
+            let named: Vec<&str> = items.iter().map(|i| i.as_str().unwrap_or("")).collect();
+            let batches = self
+                .batches_named(caller, &named, cap)
+                .await
+                .map_err(|e| Error::field(&field.name, FieldError::of_handle(&e)))?
+                .map_err(|_| {
+                    Error::field(
                         &field.name,
                         FieldError::TooManyFiles(MAX_FILE_OCCURRENCES as u32),
-                    ));
-                }
-            }
-            let mut out = Vec::with_capacity(count);
+                    )
+                })?;
+            let mut out = Vec::with_capacity(items.len());
             for item in items {
                 match item.as_str().map(str::trim).and_then(|s| batches.get(s)) {
                     Some(batch) => {

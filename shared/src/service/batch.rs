@@ -21,7 +21,7 @@
 //! (collisions resolved in the order asked) → a single-use link to the
 //! list, whose `GET /g/{token}` mints each file's single-use link.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::{Deserialize, Serialize};
@@ -222,18 +222,17 @@ impl Sluice {
             .collect::<HashSet<_>>()
             .into_iter()
             .collect();
-        let looked: std::collections::HashMap<(u64, Sha256), StoredCopy> =
-            futures_util::stream::iter(distinct)
-                .map(|(size, sha256)| async move {
-                    let copy = self.stored_copy(owner, size, sha256, now).await?;
-                    Ok::<_, Error>(copy.map(|c| ((size, sha256), c)))
-                })
-                .buffer_unordered(AT_ONCE)
-                .try_collect::<Vec<_>>()
-                .await?
-                .into_iter()
-                .flatten()
-                .collect();
+        let looked: HashMap<(u64, Sha256), StoredCopy> = futures_util::stream::iter(distinct)
+            .map(|(size, sha256)| async move {
+                let copy = self.stored_copy(owner, size, sha256, now).await?;
+                Ok::<_, Error>(copy.map(|c| ((size, sha256), c)))
+            })
+            .buffer_unordered(AT_ONCE)
+            .try_collect::<Vec<_>>()
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
         let found: Vec<Option<StoredCopy>> = asked
             .iter()
             .map(|a| a.and_then(|k| looked.get(&k).cloned()))
@@ -606,6 +605,36 @@ impl Sluice {
             .collect()
     }
 
+    /// The batches `items` name, each distinct batch handle read once,
+    /// counting every item as the files it stands for (a batch handle its
+    /// files, anything else one): `Err(n)` as soon as that count `n` passes
+    /// `max`, before anything is built for them.
+    pub(crate) async fn batches_named(
+        &self,
+        caller: &Caller,
+        items: &[&str],
+        max: usize,
+    ) -> Result<Result<HashMap<String, Batch>, usize>, Error> {
+        let mut batches: HashMap<String, Batch> = HashMap::new();
+        let mut total = 0usize;
+        for item in items {
+            total += if is_batch_handle(item) {
+                let key = item.trim().to_owned();
+                if !batches.contains_key(&key) {
+                    let batch = self.batch_for(caller, &key).await?;
+                    batches.insert(key.clone(), batch);
+                }
+                batches[&key].files.len()
+            } else {
+                1
+            };
+            if total > max {
+                return Ok(Err(total));
+            }
+        }
+        Ok(Ok(batches))
+    }
+
     /// `files` (file ids, handles, or batch handles, in order) with each
     /// batch handle replaced by its files' handles; refused, before any
     /// handle is made, when that would be more than `max` files. Each
@@ -624,24 +653,15 @@ impl Sluice {
         if files.len() > max {
             return Err(too_many(files.len()));
         }
-        let mut batches: std::collections::HashMap<String, Batch> = Default::default();
-        let mut total = 0usize;
-        for f in &files {
-            total += if is_batch_handle(f) {
-                let key = f.trim().to_owned();
-                if !batches.contains_key(&key) {
-                    let batch = self.batch_for(caller, &key).await?;
-                    batches.insert(key.clone(), batch);
-                }
-                batches[&key].files.len()
-            } else {
-                1
-            };
-            if total > max {
-                return Err(too_many(total));
-            }
-        }
-        let mut wanted = Vec::with_capacity(total);
+        let batches = self
+            .batches_named(
+                caller,
+                &files.iter().map(String::as_str).collect::<Vec<_>>(),
+                max,
+            )
+            .await?
+            .map_err(too_many)?;
+        let mut wanted = Vec::with_capacity(files.len());
         for f in files {
             match batches.get(f.trim()) {
                 Some(batch) => wanted.extend(self.handles_in(batch)),
@@ -666,6 +686,8 @@ impl Sluice {
             )));
         }
         self.check_rate(Kind::Links, &caller.owner)?;
+        // An owned copy for the stream: a stream of borrowed items makes the
+        // tool's future not Send-general enough for rmcp's handler.
         let found: Vec<Result<FileMeta, String>> = futures_util::stream::iter(wanted.clone())
             .map(|f| async move {
                 let file = match self.resolve_file(caller, &f).await {

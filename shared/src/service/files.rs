@@ -151,6 +151,22 @@ impl Sluice {
         Ok(())
     }
 
+    /// [`Sluice::file_stored`] for bytes that just arrived through upload
+    /// link `jti` (an upload, a join): they are stored whatever happens to
+    /// the record now (one left pending is found ready by the next
+    /// listing), unless the file was deleted meanwhile: then they are gone,
+    /// and the link answers as a dead one ([`Error::NotFound`]).
+    pub(crate) async fn file_arrived(&self, file: &FileMeta, jti: &str) -> Result<(), Error> {
+        match self.file_stored(file, Some(jti)).await {
+            Err(Error::NotFound) => Err(Error::NotFound),
+            Err(e) => {
+                tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+        }
+    }
+
     /// A record marked pending whose bytes have arrived by now, and match
     /// their pin ([`Sluice::stored`]: uploads straight to S3 are not seen
     /// otherwise), is marked ready; returns the record brought up to date.

@@ -249,14 +249,7 @@ impl Sluice {
             Err(e) => return Err(e.into()),
         }
         tracing::info!(file_id = %file.id, jti = %parted.jti, size = file.size, "parts joined and proven");
-        match self.file_stored(file, Some(&parted.jti)).await {
-            Ok(()) => {}
-            // Deleted while it was joined: the joined bytes are gone.
-            Err(Error::NotFound) => return Err(Error::NotFound),
-            Err(e) => {
-                tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready")
-            }
-        }
+        self.file_arrived(file, &parted.jti).await?;
         Ok(Completion::Ready(Uploaded {
             file_id: file.id.clone(),
             size: file.size,

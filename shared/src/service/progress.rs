@@ -94,7 +94,7 @@ impl Sluice {
 
     /// How far the upload of `file` has come, by what this process sees.
     pub(crate) async fn progress_of(&self, file: &FileMeta) -> Result<Progress, Error> {
-        let mut received = self.arrivals().of(&file.id);
+        let mut received = self.progress_seen(file).received;
         if let (Some(plan), Ok(parts)) = (self.plan_of(file), self.part_store()) {
             for n in parts.stored_parts(&file.object_key()).await? {
                 received += plan.len(n).unwrap_or(0);

@@ -146,16 +146,7 @@ impl Sluice {
             return Err(e.into());
         }
         tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-        // The bytes are stored whatever happens here (a record left pending
-        // is found ready by the next listing), unless the file was deleted
-        // meanwhile: then they are gone, and the link is dead.
-        match self.file_stored(&file, Some(&jti)).await {
-            Ok(()) => {}
-            Err(Error::NotFound) => return Err(Error::NotFound),
-            Err(e) => {
-                tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready")
-            }
-        }
+        self.file_arrived(&file, &jti).await?;
         Ok(Uploaded {
             file_id: file.id,
             size: file.size,

@@ -411,27 +411,25 @@ impl ObjectStore for S3Store {
         // versioned bucket a plain delete only hides the bytes behind a
         // marker (an upload in parts aborted, then purged, left its data as
         // a noncurrent version for a day). A store that cannot list
-        // versions (an emulator) is purged as an unversioned bucket is.
-        match self.versions_of(key).await {
-            Ok(versions) => {
-                for version in versions {
-                    self.delete_version(key, version).await?;
-                }
-                // Listed as having none, yet there (a store that lists no
-                // versions): a plain delete.
-                if self.exists(key).await {
-                    self.delete(key).await?;
-                }
-                return Ok(());
-            }
+        // versions (an emulator) gives the version its HEAD names, if any.
+        let versions = match self.versions_of(key).await {
+            Ok(versions) => versions,
             Err(e) => {
-                tracing::warn!(key = key.as_str(), error = %e, "could not list the object's versions: deleted by HEAD")
+                tracing::warn!(key = key.as_str(), error = %e, "could not list the object's versions: deleted by HEAD");
+                self.head(key)
+                    .await?
+                    .and_then(|info| info.version)
+                    .into_iter()
+                    .collect()
             }
-        }
-        let version = self.head(key).await?.and_then(|info| info.version);
-        self.delete(key).await?;
-        if let Some(version) = version {
+        };
+        for version in versions {
             self.delete_version(key, version).await?;
+        }
+        // Still there (an unversioned store's object, or one a store listed
+        // no version of): a plain delete.
+        if self.exists(key).await {
+            self.delete(key).await?;
         }
         Ok(())
     }
