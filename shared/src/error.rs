@@ -88,6 +88,12 @@ pub enum Error {
         "this upload's parts are already being joined and proven: wait a moment, then run the same upload command again to finish"
     )]
     Completing,
+    /// An append to a resumable upload at another offset than the one it
+    /// stands at; nothing was written.
+    #[error(
+        "this upload stands at byte {0}: send from there (ask its Upload-Offset with HEAD); nothing was written"
+    )]
+    OffsetConflict(u64),
     /// An upload body of another size or digest; nothing was stored.
     #[error("{0}; nothing was stored and the link can be used again")]
     BodyMismatch(Mismatch),
@@ -156,6 +162,13 @@ pub enum Error {
          discarded: run the same upload command again to send the file once more"
     )]
     PartsNotTheFile(Mismatch),
+    /// Every byte of a resumable upload arrived, and they are not the file
+    /// declared: its bytes were freed.
+    #[error(
+        "every byte arrived, but they are not the file declared ({0}); they were discarded: \
+         ask for a new upload with the file's own size and sha256"
+    )]
+    NotTheFile(Mismatch),
     /// An action's upstream failed, and the message quotes it.
     #[error("{0}")]
     Upstream(String),
@@ -197,6 +210,7 @@ impl Error {
             Error::UploadExpired => "upload_expired",
             Error::AlreadyUploaded => "already_uploaded",
             Error::UploadInProgress => "upload_in_progress",
+            Error::OffsetConflict(_) => "offset_conflict",
             Error::Completing => "completing",
             Error::BodyMismatch(_) => "body_mismatch",
             Error::BodyStalled => "body_stalled",
@@ -213,6 +227,7 @@ impl Error {
             Error::NotAnUploadId => "not_an_upload_id",
             Error::ForeignCursor => "foreign_cursor",
             Error::PartsNotTheFile(_) => "parts_not_the_file",
+            Error::NotTheFile(_) => "not_the_file",
             Error::Upstream(_) => "upstream",
             Error::Internal(_) => "internal",
         }
@@ -375,6 +390,10 @@ impl From<StoreError> for Error {
             StoreError::Changed => Error::Verifying,
             StoreError::Busy(busy) => Error::Busy(busy),
             StoreError::Mismatch(m) => Error::BodyMismatch(m),
+            StoreError::Offset { at } => Error::OffsetConflict(at),
+            StoreError::PastEnd { size } => Error::TooLarge(format!(
+                "the body goes past this upload's {size} bytes; nothing past them was kept"
+            )),
             StoreError::Body(e) if e.kind() == std::io::ErrorKind::TimedOut => Error::BodyStalled,
             StoreError::Body(e) => Error::BodyBroken(e),
             StoreError::Unavailable(why) => {

@@ -327,6 +327,37 @@ impl Midstate {
         })
     }
 
+    /// The whole progress, wherever it stands, as text to keep with a
+    /// format tag: `sha256/1 <offset> <state in hex> [<bytes past the last
+    /// block, in hex>]`. What a resumable stream records at each checkpoint
+    /// beside the offset it stands for ([`Midstate::resume`] takes it up).
+    pub fn checkpoint(&self) -> String {
+        let words: String = self.state.iter().map(|w| format!("{w:08x}")).collect();
+        let pending: String = self.pending.iter().map(|b| format!("{b:02x}")).collect();
+        format!("{CHECKPOINT_TAG} {} {words} {pending}", self.len)
+            .trim_end()
+            .to_owned()
+    }
+
+    /// Progress kept by [`Midstate::checkpoint`]; `None` for anything else.
+    pub fn resume(saved: &str) -> Option<Self> {
+        let mut fields = saved.split_ascii_whitespace();
+        if fields.next()? != CHECKPOINT_TAG {
+            return None;
+        }
+        let mut state = Self::load(&format!("{} {}", fields.next()?, fields.next()?))?;
+        let pending = fields.next().unwrap_or("");
+        if fields.next().is_some() || pending.len() >= 128 || pending.len() % 2 == 1 {
+            return None;
+        }
+        for pair in pending.as_bytes().chunks_exact(2) {
+            state
+                .pending
+                .push(hex_value(pair[0])? << 4 | hex_value(pair[1])?);
+        }
+        Some(state)
+    }
+
     /// The digest of everything taken in.
     pub fn finish(mut self) -> Sha256 {
         let bits = self.offset().wrapping_mul(8);
@@ -344,6 +375,9 @@ impl Midstate {
         Sha256(out)
     }
 }
+
+/// The format tag of [`Midstate::checkpoint`].
+const CHECKPOINT_TAG: &str = "sha256/1";
 
 /// Hashes and counts a stream, checking it against a pinned size and digest.
 #[derive(Clone)]
@@ -467,6 +501,33 @@ mod tests {
         odd.update(b"abc");
         assert_eq!(odd.save(), None, "not at a block boundary");
         assert!(Midstate::load("12 zz").is_none());
+    }
+
+    #[test]
+    fn a_checkpoint_anywhere_resumes_to_the_same_digest() {
+        let data: Vec<u8> = (0..5000u32).map(|i| (i * 31 + i / 7) as u8).collect();
+        for cut in [0usize, 1, 63, 64, 65, 127, 128, 4999, 5000] {
+            let mut first = Midstate::new();
+            first.update(&data[..cut]);
+            let saved = first.checkpoint();
+            let mut second = Midstate::resume(&saved).expect(&saved);
+            assert_eq!(second.offset(), cut as u64);
+            second.update(&data[cut..]);
+            assert_eq!(second.finish(), Sha256::of(&data), "cut {cut}");
+        }
+        for bad in [
+            "",
+            "sha256/2 0 00",
+            "0 6a09e667",
+            "sha256/1 64",
+            "sha256/1 3 x",
+            "sha256/1 0 00 0",
+        ] {
+            assert!(Midstate::resume(bad).is_none(), "{bad:?}");
+        }
+        let mut ten = Midstate::new();
+        ten.update(&[1; 10]);
+        assert!(Midstate::resume(&(ten.checkpoint() + " 00")).is_none());
     }
 
     // FIPS 180-2 test vector.

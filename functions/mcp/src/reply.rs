@@ -78,6 +78,7 @@ fn next_step(e: &Error) -> Option<&'static str> {
         Error::NotAnUploadId => "pass the upload_id request_browser_upload returned",
         Error::ForeignCursor => "pass the next_cursor list_files returned",
         Error::PartsNotTheFile(_) => "if the file changed, call request_upload again instead",
+        Error::NotTheFile(_) => "call request_upload again with the file's own size and sha256",
         Error::Field { reason, .. } => return field_step(reason),
         _ => return None,
     })

@@ -97,7 +97,8 @@ pub fn status_of(e: &Error) -> StatusCode {
         | Error::FormNotAnObject
         | Error::NotAnUploadId
         | Error::ForeignCursor
-        | Error::PartsNotTheFile(_) => StatusCode::BAD_REQUEST,
+        | Error::PartsNotTheFile(_)
+        | Error::NotTheFile(_) => StatusCode::BAD_REQUEST,
         Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Error::OtherUsersHandle | Error::PageRefused(_) => StatusCode::FORBIDDEN,
         Error::NotFound => StatusCode::NOT_FOUND,
@@ -107,6 +108,7 @@ pub fn status_of(e: &Error) -> StatusCode {
         | Error::PageConflict(_)
         | Error::AlreadyUploaded
         | Error::UploadInProgress
+        | Error::OffsetConflict(_)
         | Error::Completing => StatusCode::CONFLICT,
         Error::UploadExpired | Error::BodyStalled => StatusCode::REQUEST_TIMEOUT,
         Error::Limited { .. } => StatusCode::TOO_MANY_REQUESTS,

@@ -112,6 +112,20 @@ pub enum StoreError {
     /// Refused for now; the same request may succeed later.
     #[error("{0}")]
     Busy(Busy),
+    /// An append to a resumable upload at another offset than the one it
+    /// stands at: nothing was written.
+    #[error("this upload stands at byte {at}")]
+    Offset {
+        /// Where the upload stands.
+        at: u64,
+    },
+    /// A body that went past the upload's pinned length: nothing of this
+    /// request past the last checkpoint was kept.
+    #[error("the body goes past the upload's {size} bytes")]
+    PastEnd {
+        /// The upload's pinned length.
+        size: u64,
+    },
     /// The body did not match its pinned size or digest; nothing was stored.
     #[error(transparent)]
     Mismatch(#[from] Mismatch),
@@ -215,6 +229,54 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
     fn parts(&self) -> Option<&dyn PartStore> {
         None
     }
+
+    /// One resumable stream per upload, where sluice receives the bytes
+    /// and the store can append them.
+    fn stream(&self) -> Option<&dyn StreamStore> {
+        None
+    }
+}
+
+/// A store's resumable uploads, where sluice receives the bytes: each
+/// upload one stream, appended at the offset it stands at and hashed once
+/// as it arrives, its hash state checkpointed with the bytes (at the end
+/// of each append and every [`STREAM_CHECKPOINT`] bytes within one), so a
+/// resume hashes only the bytes it sends and never reads the stored ones.
+/// The last byte decides: the pinned digest makes the object, any other
+/// frees the bytes.
+#[async_trait::async_trait]
+pub trait StreamStore: Send + Sync {
+    /// The bytes of the upload to `key` kept so far: `size` once the
+    /// object is stored.
+    async fn offset(&self, key: &ObjectKey, size: u64) -> Result<u64, StoreError>;
+
+    /// Appends `body` at `offset` to the upload to `key`, of exactly
+    /// `size` bytes of digest `sha256`. Another offset is
+    /// [`StoreError::Offset`] with nothing written; another writer of the
+    /// same upload [`Busy::Upload`]; bytes past `size`
+    /// [`StoreError::PastEnd`]; a whole whose digest is not `sha256`
+    /// [`StoreError::Mismatch`], its bytes freed. A body that breaks off
+    /// keeps what arrived up to then.
+    async fn append(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+        offset: u64,
+        body: ByteStream,
+    ) -> Result<Appended, StoreError>;
+}
+
+/// How often, at least, a long append is checkpointed.
+pub const STREAM_CHECKPOINT: u64 = 64 * 1024 * 1024;
+
+/// Where an append left its upload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The bytes kept now.
+    pub offset: u64,
+    /// Whether they are the whole file, proven and stored.
+    pub complete: bool,
 }
 
 /// A store's uploads in parts: each part stored once and checked against

@@ -8,7 +8,8 @@
 //! (for a transfer) one of a bounded number of transfer slots, nothing more.
 //!
 //! Layout: this file is the store and its `ObjectStore` methods (whole
-//! objects); `parts` uploads in parts (staged in one file per upload and
+//! objects); `stream` resumable uploads, one stream each, appended at
+//! their offset and checkpointed with their hash state; `parts` uploads in parts (staged in one file per upload and
 //! joined by a proving read and a rename); `slots` the transfer slots, the per-link and per-file
 //! claims and the quota's running figure; `files` bodies to files and back,
 //! hashed and verified in chunks; `sweep` what expires, and how the quota
@@ -30,6 +31,7 @@ use crate::sha::Sha256;
 mod files;
 mod parts;
 mod slots;
+mod stream;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -275,6 +277,10 @@ impl ObjectStore for LocalStore {
     }
 
     fn parts(&self) -> Option<&dyn super::PartStore> {
+        Some(self)
+    }
+
+    fn stream(&self) -> Option<&dyn super::StreamStore> {
         Some(self)
     }
 }

@@ -50,6 +50,12 @@ impl UploadGuard {
     pub(super) fn stored(mut self) {
         self.reserved = 0;
     }
+
+    /// `bytes` of the reservation were written and kept: they stay
+    /// counted, as usage, when the rest is given back.
+    pub(super) fn keep(&mut self, bytes: u64) {
+        self.reserved = self.reserved.saturating_sub(bytes);
+    }
 }
 
 impl Drop for UploadGuard {
@@ -115,6 +121,13 @@ impl LocalStore {
             used: self.used.clone(),
             reserved: 0,
         };
+        self.reserve(&mut guard, size)?;
+        Ok(guard)
+    }
+
+    /// Reserves `size` more bytes of the quota for the upload `guard`
+    /// claims.
+    pub(super) fn reserve(&self, guard: &mut UploadGuard, size: u64) -> Result<(), StoreError> {
         self.used
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
                 (used.saturating_add(size) <= self.quota).then_some(used + size)
@@ -124,8 +137,8 @@ impl LocalStore {
                 quota: self.quota,
                 needed: size,
             })?;
-        guard.reserved = size;
-        Ok(guard)
+        guard.reserved += size;
+        Ok(())
     }
 
     /// Claims the join of `key`'s parts: one at a time, and none while a

@@ -124,6 +124,13 @@ pub(super) fn walk(dir: &Path) -> io::Result<Vec<(PathBuf, std::fs::Metadata)>> 
     Ok(out)
 }
 
+/// What the files below `dir` count against the quota: the bytes of
+/// files, not a stream's checkpoint beside them (bookkeeping the quota
+/// never reserved).
 pub(super) fn dir_size(dir: &Path) -> io::Result<u64> {
-    Ok(walk(dir)?.iter().map(|(_, m)| counted(m)).sum())
+    Ok(walk(dir)?
+        .iter()
+        .filter(|(path, _)| !path.ends_with(super::stream::CHECKPOINT_FILE))
+        .map(|(_, m)| counted(m))
+        .sum())
 }

@@ -194,3 +194,238 @@ async fn the_whole_is_hashed_while_the_parts_arrive() {
         );
     }
 }
+
+/// A stream of `chunks`, ending in `end` (an error, where given).
+fn body_of(chunks: Vec<Vec<u8>>, end: Option<io::ErrorKind>) -> ByteStream {
+    let mut items: Vec<io::Result<Bytes>> =
+        chunks.into_iter().map(|c| Ok(Bytes::from(c))).collect();
+    if let Some(kind) = end {
+        items.push(Err(io::Error::new(kind, "the client went away")));
+    }
+    futures_util::stream::iter(items).boxed()
+}
+
+fn streamed(store: &LocalStore) -> &dyn super::super::StreamStore {
+    store.stream().expect("the local store streams")
+}
+
+/// A stream appended in three requests, the second broken off, across a
+/// store reopened (a restart): every byte that arrived is kept, each
+/// request takes up where the last left, and the last byte makes the
+/// object, with the quota's figure the file's size.
+#[tokio::test]
+async fn a_stream_resumes_across_requests_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+    let (key, size, sha) = (
+        meta("alice", 1).object_key(),
+        data.len() as u64,
+        Sha256::of(&data),
+    );
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let s = streamed(&store);
+    assert_eq!(s.offset(&key, size).await.unwrap(), 0);
+    let first = s
+        .append(
+            &key,
+            size,
+            sha,
+            0,
+            body_of(vec![data[..1000].to_vec()], None),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        crate::store::Appended {
+            offset: 1000,
+            complete: false
+        }
+    );
+    // Broken off after 100,001 more bytes: they are kept.
+    let broke = s
+        .append(
+            &key,
+            size,
+            sha,
+            1000,
+            body_of(
+                vec![data[1000..101_001].to_vec()],
+                Some(io::ErrorKind::ConnectionReset),
+            ),
+        )
+        .await;
+    assert!(matches!(broke, Err(StoreError::Body(_))), "{broke:?}");
+    drop(store);
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let s = streamed(&store);
+    assert_eq!(s.offset(&key, size).await.unwrap(), 101_001);
+    // Another offset: refused, nothing written.
+    let wrong = s
+        .append(&key, size, sha, 1000, body_of(vec![vec![0; 10]], None))
+        .await;
+    assert!(
+        matches!(wrong, Err(StoreError::Offset { at: 101_001 })),
+        "{wrong:?}"
+    );
+    assert!(store.head(&key).await.unwrap().is_none());
+    let last = s
+        .append(
+            &key,
+            size,
+            sha,
+            101_001,
+            body_of(
+                data[101_001..].chunks(7777).map(<[u8]>::to_vec).collect(),
+                None,
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        last,
+        crate::store::Appended {
+            offset: size,
+            complete: true
+        }
+    );
+    let mut read = Vec::new();
+    let mut got = store.get(&key).await.unwrap().unwrap();
+    while let Some(c) = got.next().await {
+        read.extend_from_slice(&c.unwrap());
+    }
+    assert_eq!(Sha256::of(&read), sha);
+    assert_eq!(s.offset(&key, size).await.unwrap(), size);
+    assert!(
+        !store.stream_paths(&key).dir.exists(),
+        "the staging is gone"
+    );
+    assert_eq!(store.used.load(Ordering::SeqCst), size);
+    let again = s.append(&key, size, sha, size, body_of(vec![], None)).await;
+    assert!(matches!(again, Err(StoreError::AlreadyExists)), "{again:?}");
+}
+
+/// Bytes past the pinned length: refused, and nothing of the request
+/// after the last checkpoint kept; the upload goes on from there.
+#[tokio::test]
+async fn a_stream_keeps_nothing_past_its_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let s = streamed(&store);
+    let data = vec![7u8; 100];
+    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(&data));
+    s.append(&key, 100, sha, 0, body_of(vec![vec![7; 40]], None))
+        .await
+        .unwrap();
+    let past = s
+        .append(
+            &key,
+            100,
+            sha,
+            40,
+            body_of(vec![vec![7; 30], vec![7; 31]], None),
+        )
+        .await;
+    assert!(
+        matches!(past, Err(StoreError::PastEnd { size: 100 })),
+        "{past:?}"
+    );
+    assert_eq!(s.offset(&key, 100).await.unwrap(), 40);
+    assert_eq!(
+        std::fs::metadata(store.stream_paths(&key).data)
+            .unwrap()
+            .len(),
+        40
+    );
+    assert_eq!(store.used.load(Ordering::SeqCst), 40);
+    let done = s
+        .append(&key, 100, sha, 40, body_of(vec![vec![7; 60]], None))
+        .await
+        .unwrap();
+    assert!(done.complete);
+}
+
+/// The last byte decides: another digest frees every byte of the stream,
+/// and nothing is readable; the quota counts none of it.
+#[tokio::test]
+async fn a_stream_of_another_file_is_freed_at_its_last_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let s = streamed(&store);
+    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(&[1u8; 100]));
+    s.append(&key, 100, sha, 0, body_of(vec![vec![1; 50]], None))
+        .await
+        .unwrap();
+    let wrong = s
+        .append(&key, 100, sha, 50, body_of(vec![vec![2; 50]], None))
+        .await;
+    assert!(
+        matches!(
+            wrong,
+            Err(StoreError::Mismatch(crate::sha::Mismatch::Digest { .. }))
+        ),
+        "{wrong:?}"
+    );
+    assert!(store.head(&key).await.unwrap().is_none());
+    assert!(!store.stream_paths(&key).dir.exists());
+    assert_eq!(s.offset(&key, 100).await.unwrap(), 0);
+    assert_eq!(store.used.load(Ordering::SeqCst), 0);
+}
+
+/// Two processes on one directory (two stores): while one appends, the
+/// other's append is refused before it reads a byte, by the stream's lock;
+/// and bytes written after the last checkpoint (a crash) are cut off when
+/// the upload is taken up again.
+#[tokio::test]
+async fn one_writer_a_stream_and_a_crash_loses_only_the_unchecked_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (
+        LocalStore::open(dir.path(), 1 << 30, 8).unwrap(),
+        LocalStore::open(dir.path(), 1 << 30, 8).unwrap(),
+    );
+    let data = vec![3u8; 1000];
+    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(&data));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<io::Result<Bytes>>();
+    tx.send(Ok(Bytes::from(vec![3u8; 100]))).unwrap();
+    let rx = futures_util::stream::unfold(rx, |mut rx| async { rx.recv().await.map(|x| (x, rx)) });
+    let writing = {
+        let one = one.clone();
+        let key = key.clone();
+        tokio::spawn(async move { streamed(&one).append(&key, 1000, sha, 0, rx.boxed()).await })
+    };
+    // Once the first writer holds the stream's lock (as another process
+    // would see it), the second is refused.
+    let data_path = one.stream_paths(&key).data;
+    loop {
+        let held = std::fs::File::open(&data_path)
+            .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)));
+        if held {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let second = streamed(&two)
+        .append(&key, 1000, sha, 0, body_of(vec![vec![3; 10]], None))
+        .await;
+    assert!(
+        matches!(second, Err(StoreError::Busy(crate::store::Busy::Upload))),
+        "{second:?}"
+    );
+    drop(tx);
+    let first = writing.await.unwrap().unwrap();
+    assert_eq!(first.offset, 100);
+    // A crash after writing more, before a checkpoint: 50 stray bytes.
+    let paths = one.stream_paths(&key);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&paths.data)
+        .unwrap();
+    std::io::Write::write_all(&mut f, &[9u8; 50]).unwrap();
+    drop(f);
+    assert_eq!(streamed(&two).offset(&key, 1000).await.unwrap(), 100);
+    let done = streamed(&two)
+        .append(&key, 1000, sha, 100, body_of(vec![vec![3; 900]], None))
+        .await
+        .unwrap();
+    assert!(done.complete, "{done:?}");
+}

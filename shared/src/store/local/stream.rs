@@ -1,0 +1,321 @@
+//! Resumable uploads to a directory (tus's one stream per upload): an
+//! upload's bytes are appended to `parts/<owner>/<id>/stream` at the offset
+//! it stands at, hashed once as they arrive, and the offset and the hash
+//! state are checkpointed together in `stream.at` (a [`Midstate`]
+//! checkpoint, written aside and renamed over it) once the bytes before it
+//! are synced: at the end of each append and every [`STREAM_CHECKPOINT`]
+//! bytes within one. So a resume, after a dropped connection, a killed
+//! client or a restart, hashes only what it is sent and never reads the
+//! stored bytes again; whatever was written after the last checkpoint (a
+//! crash between the two) is cut off and sent again.
+//!
+//! One writer per upload: in this process the upload's claim
+//! ([`LocalStore::begin_upload`]), across processes sharing the directory
+//! an exclusive lock on the stream file, taken before the checkpoint is
+//! read. The last byte decides: the pinned digest links the stream into
+//! place as the object (no-clobber, as a whole PUT is) and removes the
+//! staging; any other removes it, and nothing is readable.
+
+use std::fs::File;
+use std::io::{self, Seek as _, Write as _};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+
+use super::files::{join_error, refuse_if_there};
+use super::slots::release;
+use super::{CHUNK, LocalStore, QUEUED};
+use crate::file::ObjectKey;
+use crate::sha::{Midstate, Mismatch, Sha256};
+use crate::store::{Appended, Busy, ByteStream, STREAM_CHECKPOINT, StoreError, StreamStore};
+
+/// Where an upload's stream and its checkpoint live.
+#[derive(Debug, Clone)]
+pub(super) struct Paths {
+    pub(super) dir: PathBuf,
+    pub(super) data: PathBuf,
+    at: PathBuf,
+}
+
+/// The name of a stream's checkpoint, beside it.
+pub(super) const CHECKPOINT_FILE: &str = "stream.at";
+
+impl LocalStore {
+    pub(super) fn stream_paths(&self, key: &ObjectKey) -> Paths {
+        let dir = self.objects.join(key.parts_prefix());
+        Paths {
+            data: dir.join("stream"),
+            at: dir.join(CHECKPOINT_FILE),
+            dir,
+        }
+    }
+}
+
+/// The hash state of the last checkpoint (its offset with it), if there is
+/// one that reads; one that does not is no checkpoint (the upload starts
+/// over).
+fn checkpointed(at: &Path) -> io::Result<Option<Midstate>> {
+    match std::fs::read_to_string(at) {
+        Ok(saved) => Ok(Midstate::resume(&saved)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// An upload's stream open for appending, under its lock.
+struct Open {
+    file: io::BufWriter<File>,
+    hash: Midstate,
+    /// Bytes written.
+    at: u64,
+    /// Bytes up to the last checkpoint.
+    kept: u64,
+    paths: Paths,
+}
+
+impl Open {
+    /// Opens the stream of `paths`, locked, cut back to its last
+    /// checkpoint (or to nothing, where there is none).
+    fn at_checkpoint(paths: Paths) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(&paths.dir)?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&paths.data)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Busy(Busy::Upload)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
+        let mut hash = checkpointed(&paths.at)?.unwrap_or_default();
+        let len = file.metadata()?.len();
+        if len < hash.offset() {
+            // Bytes a checkpoint counted are gone: start over.
+            tracing::warn!(dir = %paths.dir.display(), "a stream is shorter than its checkpoint: starting it over");
+            hash = Midstate::new();
+        }
+        let at = hash.offset();
+        if len != at {
+            file.set_len(at)?;
+        }
+        let mut file = file;
+        file.seek(io::SeekFrom::Start(at))?;
+        Ok(Self {
+            file: io::BufWriter::with_capacity(CHUNK, file),
+            hash,
+            at,
+            kept: at,
+            paths,
+        })
+    }
+
+    /// Hashes and writes `chunks`, checkpointing every
+    /// [`STREAM_CHECKPOINT`] bytes.
+    fn write(mut self, chunks: Vec<Bytes>) -> Result<Self, StoreError> {
+        for chunk in chunks {
+            self.hash.update(&chunk);
+            self.file.write_all(&chunk)?;
+            self.at += chunk.len() as u64;
+            if self.at - self.kept >= STREAM_CHECKPOINT {
+                self.checkpoint()?;
+            }
+        }
+        Ok(self)
+    }
+
+    /// Syncs the bytes written, then records their offset and hash state.
+    fn checkpoint(&mut self) -> Result<(), StoreError> {
+        self.file.flush()?;
+        self.file.get_ref().sync_data()?;
+        let aside = self.paths.at.with_extension("at.new");
+        let mut saved = File::create(&aside)?;
+        saved.write_all(self.hash.checkpoint().as_bytes())?;
+        saved.sync_all()?;
+        std::fs::rename(&aside, &self.paths.at)?;
+        File::open(&self.paths.dir)?.sync_all()?;
+        self.kept = self.at;
+        Ok(())
+    }
+
+    /// Cuts off what was written after the last checkpoint (and drops
+    /// what the buffer still holds unwritten).
+    fn cut_to_checkpoint(self) -> Result<(), StoreError> {
+        let (file, _unwritten) = self.file.into_parts();
+        file.set_len(self.kept)?;
+        Ok(())
+    }
+
+    /// The last byte is in: the pinned digest makes the object at `dest`;
+    /// any other removes the stream.
+    fn finish(mut self, sha256: Sha256, dest: &Path) -> Result<(), StoreError> {
+        self.file.flush()?;
+        self.file.get_ref().sync_data()?;
+        let actual = self.hash.clone().finish();
+        if actual != sha256 {
+            remove_staging(&self.paths.dir)?;
+            return Err(Mismatch::Digest {
+                expected: sha256,
+                actual,
+            }
+            .into());
+        }
+        let dir = dest.parent().expect("object keys have a directory");
+        std::fs::create_dir_all(dir)?;
+        let linked = std::fs::hard_link(&self.paths.data, dest);
+        remove_staging(&self.paths.dir)?;
+        match linked {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::AlreadyExists);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        File::open(dir)?.sync_all()?;
+        Ok(())
+    }
+}
+
+/// Removes an upload's staging directory (its stream and checkpoint).
+fn remove_staging(dir: &Path) -> io::Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+#[async_trait::async_trait]
+impl StreamStore for LocalStore {
+    async fn offset(&self, key: &ObjectKey, size: u64) -> Result<u64, StoreError> {
+        let (object, paths) = (self.path(key), self.stream_paths(key));
+        tokio::task::spawn_blocking(move || -> Result<u64, StoreError> {
+            if object.exists() {
+                return Ok(size);
+            }
+            Ok(checkpointed(&paths.at)?.map_or(0, |h| h.offset()))
+        })
+        .await
+        .map_err(join_error)?
+    }
+
+    async fn append(
+        &self,
+        key: &ObjectKey,
+        size: u64,
+        sha256: Sha256,
+        offset: u64,
+        mut body: ByteStream,
+    ) -> Result<Appended, StoreError> {
+        let dest = self.path(key);
+        refuse_if_there(&dest).await?;
+        // Refusals decided before any byte is read, in this order: another
+        // writer of this upload here, no transfer slot, another writer in
+        // another process, another offset, no room for the rest.
+        let mut guard = self.begin_upload(key, 0)?;
+        let _slot = self.transfer_slot(key)?;
+        let paths = self.stream_paths(key);
+        let open = tokio::task::spawn_blocking(move || Open::at_checkpoint(paths))
+            .await
+            .map_err(join_error)??;
+        if open.at != offset {
+            return Err(StoreError::Offset { at: open.at });
+        }
+        self.reserve(&mut guard, size - offset)?;
+
+        // As a whole PUT is written (`files::stream_into`): the body is
+        // read here, up to QUEUED bytes ahead of the disk, and each batch
+        // of CHUNK bytes hashed and written by one short blocking task.
+        let mut state = Some(open);
+        let mut pending: Option<tokio::task::JoinHandle<Result<Open, StoreError>>> = None;
+        let (mut batch, mut batched) = (Vec::new(), 0usize);
+        let mut received = offset;
+        let (mut ended, mut past_end) = (false, false);
+        let mut broke = None;
+        loop {
+            if pending.is_none() && !past_end && (batched >= CHUNK || (ended && batched > 0)) {
+                let open = state.take().expect("no write is in flight");
+                let chunks = std::mem::take(&mut batch);
+                batched = 0;
+                pending = Some(tokio::task::spawn_blocking(move || open.write(chunks)));
+            }
+            if (ended || past_end) && pending.is_none() {
+                break;
+            }
+            tokio::select! {
+                written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
+                    pending = None;
+                    state = Some(written.map_err(join_error)??);
+                }
+                next = body.next(), if !ended && !past_end && batched < QUEUED => match next {
+                    // Nothing of this chunk is written, nor anything after
+                    // the last checkpoint.
+                    Some(Ok(chunk)) if received + chunk.len() as u64 > size => past_end = true,
+                    Some(Ok(chunk)) => {
+                        received += chunk.len() as u64;
+                        batched += chunk.len();
+                        batch.push(chunk);
+                    }
+                    // What arrived before the body broke off is kept.
+                    Some(Err(e)) => {
+                        broke = Some(e);
+                        ended = true;
+                    }
+                    None => ended = true,
+                },
+            }
+        }
+        let failed = if past_end {
+            Some(StoreError::PastEnd { size })
+        } else {
+            broke.map(StoreError::Body)
+        };
+        let open = state.expect("the last write returned the stream");
+        let complete = failed.is_none() && open.at == size;
+        let done = tokio::task::spawn_blocking(move || -> Result<u64, StoreError> {
+            match &failed {
+                Some(StoreError::PastEnd { .. }) => {
+                    let kept = open.kept;
+                    open.cut_to_checkpoint()?;
+                    Ok(kept)
+                }
+                _ if complete => {
+                    let at = open.at;
+                    open.finish(sha256, &dest)?;
+                    Ok(at)
+                }
+                _ => {
+                    let mut open = open;
+                    open.checkpoint()?;
+                    Ok(open.at)
+                }
+            }
+            .and_then(|kept| failed.map_or(Ok(kept), Err))
+        })
+        .await
+        .map_err(join_error)?;
+        match done {
+            Ok(kept) => {
+                // What was written and kept stays counted, as usage.
+                guard.keep(kept - offset);
+                Ok(Appended {
+                    offset: kept,
+                    complete,
+                })
+            }
+            Err(e @ (StoreError::Mismatch(_) | StoreError::AlreadyExists)) => {
+                // The stream is gone: so is what earlier appends kept.
+                release(&self.used, offset);
+                Err(e)
+            }
+            Err(e) => {
+                // Checkpointed before the error: what this append kept.
+                if let Ok(at) = self.offset(key, size).await {
+                    guard.keep(at.saturating_sub(offset));
+                }
+                Err(e)
+            }
+        }
+    }
+}
