@@ -67,6 +67,29 @@ pub fn upload_via_command<'a>(
     )
 }
 
+/// The one line that uploads `local_file`, of `size` bytes, to the upload
+/// link `link` where sluice receives the bytes, as one resumable (tus 1.0)
+/// stream: it asks where the upload stands (`HEAD`, `Upload-Offset`) and
+/// sends the file from there in one `PATCH` (`curl -C`), so a rerun after
+/// any interruption sends only what the server does not have, and a rerun
+/// after the end sends nothing. It says how far the upload stands when it ends; a
+/// refusal is said in the server's words (`--fail-with-body`). The offset
+/// is taken as digits only and goes nowhere but curl's `-C` and the
+/// header. A longer file is refused before a byte is read (its length
+/// goes past the upload's); a shorter one ends short of the size, and the
+/// line says how far. Short: the line, the name twice and the answer
+/// around it fit in a kilobyte.
+pub fn stream_command(link: &str, local_file: &str, size: u64) -> String {
+    format!(
+        "L={link}; f={file}; S={size}; H=Tus-Resumable:1.0.0; \
+         o=$(curl -fsSI -H $H \"$L\" | grep -i ^upload-offset | tr -dc 0-9) && {{ [ \"$o\" = $S ] && echo sluice: stored || \
+         curl --fail-with-body -sS -X PATCH -H $H -H Content-Type:application/offset+octet-stream \
+         -H \"Upload-Offset: $o\" -C \"$o\" -T \"$f\" \"$L\" -w \"sluice: %header{{upload-offset}} of $S stored\\n\"; }}",
+        link = shell_quote(link),
+        file = path_arg(local_file),
+    )
+}
+
 /// The one line that uploads `local_file` in parts through the upload link
 /// `link`: it fetches the link's script (`GET <link>/sh`, [`PARTS_SCRIPT`])
 /// and runs it with `sh` only if its SHA-256 is [`parts_script_sha256`]'s,

@@ -39,6 +39,7 @@ mod service;
 mod sizes;
 mod template;
 mod tools;
+mod tus;
 mod upload;
 mod watch;
 mod webhooks;

@@ -95,7 +95,7 @@ fn one_named_transfer(base: &str, token: &str, name: &str) -> (usize, usize) {
     assert_eq!(
         serde_json::to_string(s)
             .unwrap()
-            .matches("--upload-file")
+            .matches("--fail-with-body")
             .count(),
         1,
         "{s}"

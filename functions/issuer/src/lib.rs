@@ -9,6 +9,7 @@
 //! deletes a file (`DELETE /files/{file}`).
 
 mod page;
+mod tus;
 
 use std::io;
 
@@ -17,7 +18,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post, put};
+use axum::routing::{delete, get, head, post, put};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use http::{HeaderMap, StatusCode, header};
 use sluice::http::auth::require;
@@ -64,24 +65,47 @@ fn widget_routes(state: &Sluice) -> Routes<Sluice> {
         .collect();
     let cors = CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))
-        .allow_methods([http::Method::GET, http::Method::POST, http::Method::PUT])
-        .allow_headers([
-            header::CONTENT_TYPE,
-            header::IF_NONE_MATCH,
-            http::HeaderName::from_static("x-amz-checksum-sha256"),
-            http::HeaderName::from_static("x-amz-sdk-checksum-algorithm"),
+        .allow_methods([
+            http::Method::GET,
+            http::Method::HEAD,
+            http::Method::POST,
+            http::Method::PUT,
+            http::Method::PATCH,
         ])
-        // A "not now" says when to ask again; the widget, on another
-        // origin, may read it only if it is exposed (not a safelisted header).
-        .expose_headers([header::RETRY_AFTER])
+        .allow_headers(
+            [
+                header::CONTENT_TYPE,
+                header::IF_NONE_MATCH,
+                http::HeaderName::from_static("x-amz-checksum-sha256"),
+                http::HeaderName::from_static("x-amz-sdk-checksum-algorithm"),
+            ]
+            .into_iter()
+            .chain(tus::REQUEST_HEADERS)
+            .collect::<Vec<_>>(),
+        )
+        // A "not now" says when to ask again, and a resumable upload where
+        // it stands; the widget, on another origin, may read them only if
+        // they are exposed (none is a safelisted header).
+        .expose_headers(
+            std::iter::once(header::RETRY_AFTER)
+                .chain(tus::ANSWER_HEADERS)
+                .collect::<Vec<_>>(),
+        )
         .max_age(std::time::Duration::from_secs(600));
     // An upload's body has its own limits (`sluice::service::uploads`).
     let own_limits = || axum::middleware::from_fn(own_body_limits);
+    let max_size = state.transfers().max_upload_bytes;
     Routes::new()
+        // The upload link: one PUT of the whole file, or, where sluice
+        // receives the bytes, a tus upload (`tus`: HEAD, PATCH, OPTIONS).
         .route(
             "/u/{token}",
-            "GET, PUT",
-            put(upload_short).get(upload_location).layer(own_limits()),
+            "GET, HEAD, PUT, PATCH",
+            put(upload_short)
+                .get(upload_location)
+                .merge(head(tus::head))
+                .patch(tus::patch)
+                .layer(own_limits()),
         )
         // Uploads in parts (`sluice::service::multipart`).
         .route("/u/{token}/sh", "GET", get(parts_script))
@@ -94,6 +118,9 @@ fn widget_routes(state: &Sluice) -> Routes<Sluice> {
         .route("/u/{token}/complete", "POST", post(complete_parts))
         .route("/browser/{token}/start", "POST", post(start_browser))
         .cors(cors)
+        .layer(axum::middleware::from_fn(move |request, next| {
+            tus::options(max_size, request, next)
+        }))
 }
 
 async fn request_upload(
@@ -334,7 +361,7 @@ async fn complete_parts(
 }
 
 /// The request's `Content-Length`, if it has one.
-fn content_length(headers: &HeaderMap) -> Result<Option<u64>, HttpError> {
+pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, HttpError> {
     headers
         .get(header::CONTENT_LENGTH)
         .map(|value| {

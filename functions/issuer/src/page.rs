@@ -23,13 +23,19 @@ pub struct Asset {
 
 const JS: &str = "text/javascript; charset=utf-8";
 
-/// The page's scripts (the hasher, the shared form, the page's own) and
+/// The page's scripts (the hasher, the tus client, the shared form, the
+/// page's own) and
 /// style, in the order the page loads them.
-pub const ASSETS: [Asset; 4] = [
+pub const ASSETS: [Asset; 5] = [
     Asset {
         name: "noble-sha256.js",
         content_type: JS,
         body: web::NOBLE_SHA256_JS,
+    },
+    Asset {
+        name: "tus.js",
+        content_type: JS,
+        body: web::TUS_JS,
     },
     Asset {
         name: "upload.js",
@@ -122,6 +128,7 @@ pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
          <meta name=\"referrer\" content=\"no-referrer\">\n<title>Upload a file</title>\n\
          <link rel=\"stylesheet\" href=\"assets/upload.css\">\n\
          <script src=\"assets/noble-sha256.js\" defer></script>\n\
+         <script src=\"assets/tus.js\" defer></script>\n\
          <script src=\"assets/upload.js\" defer></script>\n\
          <script src=\"assets/page.js\" defer></script>\n</head>\n<body>\n{body}\n</body>\n</html>\n"
     );

@@ -69,6 +69,7 @@ pub fn html() -> &'static str {
             &web::form("", intro),
             &[
                 web::NOBLE_SHA256_JS,
+                web::TUS_JS,
                 web::UPLOAD_JS,
                 include_str!("assets/widget.js"),
             ],

@@ -110,6 +110,20 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         self
     }
 
+    /// Puts every route so far behind `layer` (outside any layer before
+    /// it), serving nothing more.
+    pub fn layer<L>(mut self, layer: L) -> Self
+    where
+        L: Layer<Route> + Clone + Send + Sync + 'static,
+        L::Service: Service<Request> + Clone + Send + Sync + 'static,
+        <L::Service as Service<Request>>::Response: IntoResponse + 'static,
+        <L::Service as Service<Request>>::Error: Into<Infallible> + 'static,
+        <L::Service as Service<Request>>::Future: Send + 'static,
+    {
+        self.router = self.router.layer(layer);
+        self
+    }
+
     /// What these routes serve, in the order they were added.
     pub fn served(&self) -> &[Served] {
         &self.served

@@ -293,7 +293,7 @@ impl Sluice {
         }
         // The uploads in parts begun (S3's upload is made when issued).
         futures_util::stream::iter(to_send)
-            .map(|f| async move { self.begin_parts(&f).await })
+            .map(|f| async move { self.begin_upload(&f).await })
             .buffer_unordered(AT_ONCE)
             .try_collect::<Vec<_>>()
             .await?;

@@ -93,6 +93,11 @@ pub struct BrowserTarget {
     /// For a file in parts: where the page sends them, part by part.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parts: Option<PageParts>,
+    /// Where sluice receives the bytes: the upload link as a resumable
+    /// (tus) upload's URL, which the page sends the file to from where it
+    /// stands (a reload of the page goes on from there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
 }
 
 /// How a page sends a file in parts: the upload link whose part routes it
@@ -382,7 +387,7 @@ impl Sluice {
         };
         // A file in parts: the same parts as the upload line's, so a page
         // started again (a reload) sends only those not stored yet.
-        if let Some(plan) = self.begin_parts(&file).await? {
+        if let Some(plan) = self.begin_upload(&file).await? {
             let upload = self.upload_target(&file, expires_at, Reader::Model).await?;
             return Ok(BrowserTarget {
                 parts: Some(PageParts {
@@ -392,10 +397,13 @@ impl Sluice {
                 }),
                 upload,
                 file_id: file.id,
+                stream: None,
             });
         }
+        let upload = self.upload_target(&file, expires_at, Reader::Page).await?;
         Ok(BrowserTarget {
-            upload: self.upload_target(&file, expires_at, Reader::Page).await?,
+            stream: self.upload_streams().then(|| upload.url.clone()),
+            upload,
             file_id: file.id,
             parts: None,
         })

@@ -98,7 +98,7 @@ impl Sluice {
         req: UploadRequest,
     ) -> Result<UploadTicket, Error> {
         let (file, handle, expires_at) = self.issue_file(owner, req, FileId::random()).await?;
-        let plan = self.begin_parts(&file).await?;
+        let plan = self.begin_upload(&file).await?;
         let target = self.upload_target(&file, expires_at, Reader::Model).await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header
@@ -120,6 +120,10 @@ impl Sluice {
             (None, Access::Direct(_)) => (
                 curl::upload_via_command(&target.url, headers, local),
                 curl::ORIGIN_REACHED.to_owned(),
+            ),
+            (None, Access::Proxied) if self.upload_streams() => (
+                curl::stream_command(&target.url, local, file.size),
+                curl::shell_quote(&curl::origin_of(&target.url)),
             ),
             (None, Access::Proxied) => (
                 curl::upload_command(&target.url, headers, local),
@@ -199,6 +203,13 @@ impl Sluice {
                 req.size
             )));
         }
+        if req.size == 0 && req.sha256 != Sha256::of(b"") {
+            return Err(Error::Invalid(format!(
+                "a file of 0 bytes has the sha256 {}, not {}",
+                Sha256::of(b""),
+                req.sha256
+            )));
+        }
         let content_type = match req.content_type.as_deref().map(str::trim) {
             None | Some("") => mime_guess::from_path(filename)
                 .first_or_octet_stream()
@@ -220,10 +231,11 @@ impl Sluice {
         record_expires: i64,
         reader: Reader,
     ) -> Result<UploadTarget, Error> {
-        // A file in parts may take long, and its line resumes: its link
-        // lives as long as its record.
+        // A file in parts, or as large in one resumable stream, may take
+        // long, and its line resumes: its link lives as long as its record.
         let parted = self.plan_of(file).is_some();
-        let ttl = if parted {
+        let long = self.upload_streams() && file.size > self.transfers().single_put_max_bytes;
+        let ttl = if parted || long {
             self.transfers().handle_ttl
         } else {
             self.transfers().upload_ttl

@@ -5,6 +5,8 @@
 //!   limits → recorded pending → its handle and upload target signed.
 //! - [`uploads`]: bytes arrive on an upload link (proxied stores only) →
 //!   verified while they stream → stored → the file marked ready.
+//! - [`stream`]: the same link as a resumable (tus) upload: where it stands
+//!   → bytes appended from there, hashed once → the last byte decides.
 //! - [`links`]: a download link is issued for a stored file, and redeemed:
 //!   verify → refuse if spent → find → check the pin → spend → deliver.
 //! - [`files`]: which file a caller means (a handle, a file id), what its
@@ -33,6 +35,7 @@ pub mod multipart;
 pub mod progress;
 mod proof;
 pub mod small;
+pub mod stream;
 pub mod uploads;
 pub mod waits;
 

@@ -38,11 +38,16 @@ struct Parted {
 
 impl Sluice {
     /// How `file` is cut if it is uploaded in parts: over the single-PUT
-    /// size.
+    /// size, on a store that takes parts and cannot take the file as one
+    /// resumable stream (where sluice receives the bytes, a file is one
+    /// stream whatever its size: [`super::stream`]).
     pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
         let transfers = self.transfers();
-        (file.size > transfers.single_put_max_bytes && self.store().parts().is_some())
-            .then(|| Plan::new(file.size, transfers.part_bytes))
+        let store = self.store();
+        (file.size > transfers.single_put_max_bytes
+            && store.stream().is_none()
+            && store.parts().is_some())
+        .then(|| Plan::new(file.size, transfers.part_bytes))
     }
 
     /// The store's uploads in parts (asked for only where a file has a
@@ -53,11 +58,14 @@ impl Sluice {
             .ok_or_else(|| Error::bug("a file has parts on a store without them"))
     }
 
-    /// [`Sluice::plan_of`] `file`, with its upload in parts begun in the
-    /// store when it has one (once, when the file is issued, so that parts
-    /// asked for at once all join the one upload).
-    pub(crate) async fn begin_parts(&self, file: &FileMeta) -> Result<Option<Plan>, Error> {
+    /// Begins the upload of `file` in the store, once, when the file is
+    /// issued: [`Sluice::plan_of`] `file`, with its upload in parts begun
+    /// when it has one (so that parts asked for at once all join the one
+    /// upload); an empty file on a store that streams is stored now
+    /// ([`Sluice::stream_empty`]).
+    pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Option<Plan>, Error> {
         let Some(plan) = self.plan_of(file) else {
+            self.stream_empty(file).await?;
             return Ok(None);
         };
         self.part_store()?
@@ -243,7 +251,7 @@ impl Sluice {
                 // The link stays usable: a fresh upload in parts under it,
                 // so a part someone else sent costs a rerun, not the file.
                 self.reject(file, &parted.jti).await;
-                self.begin_parts(file).await?;
+                self.begin_upload(file).await?;
                 return Err(Error::PartsNotTheFile(m));
             }
             Err(e) => return Err(e.into()),

@@ -23,13 +23,20 @@ pub struct Arrivals(Arc<Mutex<HashMap<FileId, Arc<AtomicU64>>>>);
 impl Arrivals {
     /// `body`, counted under `file` as it passes (one atomic add a chunk).
     pub(crate) fn count(&self, file: &FileId, body: ByteStream) -> ByteStream {
+        self.count_from(file, 0, body)
+    }
+
+    /// `body`, counted under `file` as it passes, after the `kept` bytes
+    /// before it (an append to a resumable upload: what it stands on).
+    pub(crate) fn count_from(&self, file: &FileId, kept: u64, body: ByteStream) -> ByteStream {
         use futures_util::StreamExt as _;
         let counter = self.lock().entry(file.clone()).or_default().clone();
+        counter.fetch_add(kept, Ordering::Relaxed);
         let mut carried = Carried {
             arrivals: self.clone(),
             file: file.clone(),
             counter,
-            bytes: 0,
+            bytes: kept,
         };
         body.map(move |chunk| {
             if let Ok(bytes) = &chunk {
@@ -95,6 +102,11 @@ impl Sluice {
     /// How far the upload of `file` has come, by what this process sees.
     pub(crate) async fn progress_of(&self, file: &FileMeta) -> Result<Progress, Error> {
         let mut received = self.progress_seen(file).received;
+        if let Some(stream) = self.store().stream() {
+            // What the stream kept (checkpointed) or what this process
+            // sees arriving on it, whichever is further.
+            received = received.max(stream.offset(&file.object_key(), file.size).await?);
+        }
         if let (Some(plan), Ok(parts)) = (self.plan_of(file), self.part_store()) {
             for n in parts.stored_parts(&file.object_key()).await? {
                 received += plan.len(n).unwrap_or(0);

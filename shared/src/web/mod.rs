@@ -22,6 +22,15 @@ pub const UPLOAD_CSS: &str = include_str!("upload.css");
 /// is `noble-hashes.LICENSE` beside it).
 pub const NOBLE_SHA256_JS: &str = include_str!("noble-sha256.js");
 
+/// tus-js-client's browser build as one script defining `tus`, bundled by
+/// `tests/clients/vendor.mjs` (its MIT licence is `tus-js-client.LICENSE`
+/// beside it): how the page and the widget send a file where sluice
+/// receives the bytes, resuming from where the upload stands.
+pub const TUS_JS: &str = include_str!("tus.js");
+
+/// The tus-js-client release [`TUS_JS`] is built from.
+pub const TUS_VERSION: &str = "4.3.1";
+
 /// The `@noble/hashes` release [`NOBLE_SHA256_JS`] is built from.
 pub const NOBLE_VERSION: &str = "2.0.1";
 

@@ -1,8 +1,9 @@
 // The upload form, shared by the browser page (page.js) and the in-chat
 // widget (widget.js): hash the picked file (SHA-256), ask sluice for a PUT
 // signed for exactly that size and digest, send the file straight to the
-// store with a progress bar (in parts above the single-PUT size), and say
-// plainly when it is done or why not. Each caller runs `sluiceForm(how)`
+// store with a progress bar (in parts above the single-PUT size; where
+// sluice receives the bytes, as one resumable tus upload, by the vendored
+// tus-js-client), and say plainly when it is done or why not. Each caller runs `sluiceForm(how)`
 // with where its start goes and what to do once the file is stored.
 "use strict";
 
@@ -246,6 +247,45 @@ function sluiceForm(how) {
     });
   }
 
+  // Where sluice receives the bytes: the file as one resumable tus upload
+  // to the upload link (its URL: the upload exists already), by the
+  // vendored tus-js-client. It asks where the upload stands (HEAD) and
+  // sends the rest in one PATCH; a dropped connection, a writer still
+  // finishing (409, 423) or a "not now" is taken up again from where the
+  // server stands, a few times, and a reload of the page goes on from
+  // there too. Any other refusal (the bytes not the file) is final.
+  function putStream(link, file, started, showProgress) {
+    return new Promise((resolve, reject) => {
+      const upload = new tus.Upload(file, {
+        uploadUrl: link,
+        retryDelays: [0, 1000, 3000, 5000, 10000],
+        storeFingerprintForResuming: false,
+        onShouldRetry: (err) => {
+          const status = err.originalResponse ? err.originalResponse.getStatus() : 0;
+          return status === 0 || status === 409 || status === 423 || NOT_NOW.has(status);
+        },
+        onProgress: (sent) => showProgress(sent, started),
+        onSuccess: () => resolve(),
+        onError: (err) => {
+          const answer = err.originalResponse;
+          if (!answer) {
+            reject(new Stop("The upload was interrupted. Try again: what was sent is kept.", {}));
+            return;
+          }
+          let message = `The server refused the file (${answer.getStatus()}).`;
+          try {
+            const body = JSON.parse(answer.getBody());
+            if (body.message) message = body.message;
+          } catch (_) {
+            // not a JSON answer: its status says it
+          }
+          reject(new Stop(message, {}));
+        },
+      });
+      upload.start();
+    });
+  }
+
   // A file in parts: the parts not stored yet (a start again, e.g. after a
   // reload, sends only those), PARTS_IN_FLIGHT at a time, each hashed
   // (`partHasher`), its URL asked for and PUT with progress (one request alone
@@ -358,7 +398,10 @@ function sluiceForm(how) {
     phase(`Uploading ${file.name}…`);
     started = performance.now();
     showProgress(0, started);
-    if (target.parts) {
+    if (target.stream) {
+      read.bytes = null;
+      await putStream(target.stream, file, started, showProgress);
+    } else if (target.parts) {
       await putParts(target.parts, file, read, started, showProgress);
     } else {
       read.bytes = null;

@@ -1,0 +1,333 @@
+//! The upload link as one resumable stream where sluice receives the bytes
+//! (tus 1.0, `sluice::service::stream`): `HEAD` says where it stands,
+//! `PATCH` appends from there, and every bad request of DESIGN.md's table
+//! is refused with nothing written; the model's line resumes after it is
+//! cut and the server restarted; clients nobody here wrote (tuspy,
+//! tus-js-client) upload, stop, and resume across a restart.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::util::{
+    Reply, Server, bytes, out_text, request, response_status, sh, stalled_request,
+    stored_objects,
+};
+
+const TUS: (&str, &str) = ("Tus-Resumable", "1.0.0");
+const OCTETS: (&str, &str) = ("Content-Type", "application/offset+octet-stream");
+
+/// The upload link of a new file of `data`, from `POST /uploads`.
+fn link_for(server: &Server, data: &[u8]) -> String {
+    let token = server.token("alice", &[]);
+    let ticket = server.request_upload(&token, "f.bin", data);
+    ticket["upload"]["url"].as_str().unwrap().to_owned()
+}
+
+fn head(link: &str) -> Reply {
+    request("HEAD", link, &[TUS], None)
+}
+
+/// Where the upload stands, as `HEAD` says.
+fn offset(link: &str) -> u64 {
+    let reply = head(link);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    reply.header("upload-offset").unwrap().parse().unwrap()
+}
+
+fn patch(link: &str, at: u64, body: &[u8]) -> Reply {
+    let at = at.to_string();
+    request("PATCH", link, &[TUS, OCTETS, ("Upload-Offset", &at)], Some(body))
+}
+
+/// The bytes of the stream an upload keeps so far, on disk.
+fn staged_bytes(data_dir: &Path) -> u64 {
+    sluice_testkit::files_under(&data_dir.join("objects").join("parts"))
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "stream"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum()
+}
+
+#[test]
+fn head_and_patch_speak_tus_and_the_last_byte_makes_the_file_ready() {
+    let (server, _dir) = Server::start();
+    let data = bytes(300_000, 1);
+    let link = link_for(&server, &data);
+
+    let h = head(&link);
+    assert_eq!(h.status, 200);
+    assert_eq!(h.header("tus-resumable"), Some("1.0.0"));
+    assert_eq!(h.header("upload-offset"), Some("0"));
+    assert_eq!(h.header("upload-length"), Some("300000"));
+    assert_eq!(h.header("cache-control"), Some("no-store"));
+    assert!(h.header("upload-expires").is_some_and(|v| v.ends_with("GMT")));
+
+    let first = patch(&link, 0, &data[..100_000]);
+    assert_eq!(first.status, 204, "{}", first.text());
+    assert_eq!(first.header("upload-offset"), Some("100000"));
+    assert_eq!(offset(&link), 100_000);
+    assert!(stored_objects(&server.data_dir).is_empty(), "nothing readable yet");
+
+    let last = patch(&link, 100_000, &data[100_000..]);
+    assert_eq!(last.status, 204, "{}", last.text());
+    assert_eq!(last.header("upload-offset"), Some("300000"));
+    // Ready at once: no completion request.
+    assert_eq!(offset(&link), 300_000);
+    let objects = stored_objects(&server.data_dir);
+    assert_eq!(objects.len(), 1);
+    assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
+    assert_eq!(staged_bytes(&server.data_dir), 0);
+
+    // OPTIONS (not a preflight) says what the server speaks.
+    let options = request("OPTIONS", &link, &[], None);
+    assert_eq!(options.status, 204);
+    assert_eq!(options.header("tus-version"), Some("1.0.0"));
+    assert_eq!(options.header("tus-extension"), Some("expiration"));
+    assert!(options.header("tus-max-size").unwrap().parse::<u64>().unwrap() > 0);
+}
+
+/// DESIGN.md's bad input, for the stream: each refused with its status,
+/// and nothing written (the upload stands where it stood).
+#[test]
+fn bad_appends_are_refused_and_write_nothing() {
+    let (server, _dir) = Server::start();
+    let data = bytes(10_000, 2);
+    let link = link_for(&server, &data);
+    assert_eq!(patch(&link, 0, &data[..4000]).status, 204);
+
+    // Another offset: 409, and where it stands.
+    for at in [0, 3999, 4001, 10_000] {
+        let wrong = patch(&link, at, &data[at as usize..(at as usize + 10).min(10_000)]);
+        assert_eq!(wrong.status, 409, "offset {at}: {}", wrong.text());
+        assert_eq!(wrong.header("upload-offset"), Some("4000"));
+        assert!(wrong.message().contains("stands at byte 4000"), "{}", wrong.message());
+    }
+    // No version, another version: 412 with the version spoken.
+    let at = [("Upload-Offset", "4000")];
+    for headers in [
+        vec![OCTETS, at[0]],
+        vec![("Tus-Resumable", "0.2.2"), OCTETS, at[0]],
+    ] {
+        let refused = request("PATCH", &link, &headers, Some(&data[4000..]));
+        assert_eq!(refused.status, 412, "{}", refused.text());
+        assert_eq!(refused.header("tus-version"), Some("1.0.0"));
+    }
+    // Another content type: 415.
+    for ct in ["application/octet-stream", "text/plain"] {
+        let refused = request(
+            "PATCH",
+            &link,
+            &[TUS, ("Content-Type", ct), at[0]],
+            Some(&data[4000..]),
+        );
+        assert_eq!(refused.status, 415, "{ct}: {}", refused.text());
+    }
+    // No offset, or one that is not plain digits: 400.
+    for bad in ["", "+4000", "4000.0", "-1"] {
+        let refused = request("PATCH", &link, &[TUS, OCTETS, ("Upload-Offset", bad)], Some(&data[4000..]));
+        assert_eq!(refused.status, 400, "{bad:?}: {}", refused.text());
+    }
+    // Bytes past the length: 413, nothing past it kept.
+    let mut longer = data[4000..].to_vec();
+    longer.push(0);
+    let past = patch(&link, 4000, &longer);
+    assert_eq!(past.status, 413, "{}", past.text());
+    assert_eq!(offset(&link), 4000);
+    assert_eq!(staged_bytes(&server.data_dir), 4000);
+    // Chunked (no length to refuse up front): cut at the last checkpoint.
+    let chunked = request(
+        "PATCH",
+        &link,
+        &[TUS, OCTETS, at[0], ("Transfer-Encoding", "chunked")],
+        Some(&longer),
+    );
+    assert_eq!(chunked.status, 413, "{}", chunked.text());
+    assert_eq!(offset(&link), 4000);
+    assert_eq!(staged_bytes(&server.data_dir), 4000);
+    assert!(stored_objects(&server.data_dir).is_empty());
+
+    // After all that, the rest goes on from where it stood.
+    assert_eq!(patch(&link, 4000, &data[4000..]).status, 204);
+    assert_eq!(std::fs::read(&stored_objects(&server.data_dir)[0]).unwrap(), data);
+
+    // A finished link: as a PUT to it is answered (409, uploaded already).
+    let finished = patch(&link, 10_000, b"x");
+    assert_eq!(finished.status, 409, "{}", finished.text());
+    let put = request("PUT", &link, &[], Some(&data));
+    assert_eq!(put.status, finished.status);
+
+    // A foreign (forged) link, and HEAD of it: as today, 404.
+    let forged = format!("{}x", &link[..link.len() - 1]);
+    assert_eq!(patch(&forged, 0, b"x").status, 404);
+    assert_eq!(head(&forged).status, 404);
+}
+
+/// The last byte decides: bytes that are not the file pinned are freed at
+/// once, nothing is readable, and the answer says to ask again.
+#[test]
+fn a_stream_of_other_bytes_is_freed_at_its_last_byte() {
+    let (server, _dir) = Server::start();
+    let data = bytes(50_000, 3);
+    let link = link_for(&server, &data);
+    assert_eq!(patch(&link, 0, &data[..20_000]).status, 204);
+    let other = bytes(30_000, 4);
+    let refused = patch(&link, 20_000, &other);
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    assert!(refused.message().contains("not the file declared"), "{}", refused.message());
+    assert!(refused.message().contains("ask for a new upload"), "{}", refused.message());
+    assert!(stored_objects(&server.data_dir).is_empty());
+    assert_eq!(staged_bytes(&server.data_dir), 0);
+    assert_eq!(offset(&link), 0);
+}
+
+/// An expired link: what the link answers today (404), to HEAD and PATCH.
+#[test]
+fn an_expired_link_is_refused_as_today() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[("SLUICE_HANDLE_TTL_SECS", "1")]);
+    let data = bytes(1000, 5);
+    let link = link_for(&server, &data);
+    assert_eq!(patch(&link, 0, &data[..10]).status, 204);
+    std::thread::sleep(Duration::from_millis(2100));
+    let put = request("PUT", &link, &[], Some(&data));
+    assert_eq!(put.status, 404, "{}", put.text());
+    assert_eq!(patch(&link, 10, &data[10..]).status, 404);
+    assert_eq!(head(&link).status, 404);
+}
+
+/// Two writers of one link at once, in one process and in two processes
+/// sharing the data directory: one writes, the other is refused (409)
+/// before a byte of it is read, and the file comes out right.
+#[test]
+fn two_writers_of_one_link_one_writes_the_other_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = Server::start_in(dir.path(), &[]);
+    let two = Server::start_in(dir.path(), &[]);
+    let data = bytes(200_000, 6);
+    let link = link_for(&one, &data);
+    let path = link.split_once("/u/").map(|(_, t)| format!("/u/{t}")).unwrap();
+
+    // A writer that sent 1000 bytes and stalls, on the first process.
+    let mut stalled = stalled_request(
+        &one.base,
+        &format!(
+            "PATCH {path} HTTP/1.1\r\nTus-Resumable: 1.0.0\r\nContent-Type: application/offset+octet-stream\r\n\
+             Upload-Offset: 0\r\nContent-Length: {}",
+            data.len()
+        ),
+        &data[..1000],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    for server in [&one, &two] {
+        let other = format!("{}{path}", server.base);
+        let refused = patch(&other, 0, &data);
+        assert_eq!(refused.status, 409, "{}: {}", server.base, refused.text());
+        assert!(refused.message().contains("in progress"), "{}", refused.message());
+    }
+    // The stalled writer goes away: what it sent is kept, and the file
+    // is finished through the other process.
+    stalled.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(stalled);
+    let other = format!("{}{path}", two.base);
+    let mut at = None;
+    for _ in 0..100 {
+        let reply = patch(&other, 1000, &data[1000..]);
+        if reply.status == 204 {
+            at = reply.header("upload-offset").map(str::to_owned);
+            break;
+        }
+        assert_eq!(reply.status, 409, "{}", reply.text());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(at.as_deref(), Some("200000"));
+    let objects = stored_objects(dir.path());
+    assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
+    let _ = response_status(&mut std::net::TcpStream::connect(one.base.trim_start_matches("http://")).unwrap(), Duration::from_millis(1));
+}
+
+/// The model's line: cut off part way, the server restarted, run again: it
+/// sends from where the server stands (never from the start), and the file
+/// is stored; run once more, it sends nothing.
+#[test]
+fn the_line_resumes_after_a_cut_and_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[]);
+    let data = bytes(96 * 1024 * 1024, 7);
+    let token = server.token("alice", &[]);
+    let ticket = server.request_upload(&token, "big.bin", &data);
+    let line = ticket["command"].as_str().unwrap().to_owned();
+    let link = ticket["upload"]["url"].as_str().unwrap().to_owned();
+    assert!(line.contains("-X PATCH") && !line.contains("/sh"), "{line}");
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("big.bin"), &data).unwrap();
+
+    // Cut: the line's curl sends slowly and is killed part way.
+    let slow = work.path().join("bin");
+    crate::util::curl_limited(&slow, "20M");
+    let cut = std::process::Command::new("timeout")
+        .args(["2", "sh", "-c", &line])
+        .current_dir(work.path())
+        .env("PATH", format!("{}:{}", slow.display(), std::env::var("PATH").unwrap()))
+        .output()
+        .unwrap();
+    assert!(!cut.status.success(), "{}", out_text(&cut));
+    drop(server);
+    let server = Server::start_in(dir.path(), &[]);
+    let link = link.replace(
+        link.split("/u/").next().unwrap(),
+        &server.base,
+    );
+    let line = line.replace(ticket["upload"]["url"].as_str().unwrap(), &link);
+    let kept = offset(&link);
+    assert!(kept > 0 && kept < data.len() as u64, "kept {kept}");
+
+    let out = sh(&line, work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    let said = out_text(&out);
+    assert!(said.contains(&format!("{} of {} stored", data.len(), data.len())), "{said}");
+    assert_eq!(offset(&link), data.len() as u64);
+    let objects = stored_objects(dir.path());
+    assert_eq!(sluice::Sha256::of(&std::fs::read(&objects[0]).unwrap()), sluice::Sha256::of(&data));
+
+    let again = sh(&line, work.path());
+    assert!(again.status.success(), "{}", out_text(&again));
+    assert!(out_text(&again).contains("sluice: stored"), "{}", out_text(&again));
+}
+
+/// tuspy (PyPI), a tus client of another language: it uploads part of the
+/// file to the link and stops; the server restarts; it takes the upload up
+/// again from the server's offset (not from the start) and finishes it.
+#[test]
+fn tuspy_resumes_the_link_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[]);
+    let data = bytes(5 * 1024 * 1024 + 17, 8);
+    let link = link_for(&server, &data);
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("f.bin");
+    std::fs::write(&file, &data).unwrap();
+    let tuspy = |link: &str, stop: Option<u64>| {
+        let mut cmd = std::process::Command::new(crate::util::venv_python());
+        cmd.arg(crate::util::root().join("tests/clients/tus_upload.py"))
+            .arg(link)
+            .arg(&file)
+            .arg((1024 * 1024).to_string());
+        if let Some(stop) = stop {
+            cmd.arg(stop.to_string());
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", out_text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let first = tuspy(&link, Some(2 * 1024 * 1024));
+    assert_eq!(first["started"], 0);
+    assert_eq!(first["offset"], 2 * 1024 * 1024);
+    drop(server);
+    let server = Server::start_in(dir.path(), &[]);
+    let link = format!("{}/u/{}", server.base, link.split("/u/").nth(1).unwrap());
+    let second = tuspy(&link, None);
+    assert_eq!(second["started"], 2 * 1024 * 1024, "resumed from the server's offset");
+    assert_eq!(second["offset"], data.len());
+    let objects = stored_objects(dir.path());
+    assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
+}
