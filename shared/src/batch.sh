@@ -10,15 +10,18 @@
 # server answers is data, checked before anything is read or sent:
 # `GET BATCH_LINK` lists every file of the batch, one a line: sha256, size,
 # path, then its upload link (`-`: stored already; `x`: deleted or
-# expired) and its part size in MiB (0: one PUT), tab-separated. The first
+# expired) and how it goes: its part size in MiB, 0 for one PUT, or `s`
+# for one resumable (tus) stream where sluice receives the bytes,
+# tab-separated. The first
 # three fields of every line are the manifest: their SHA-256 must be
 # MANIFEST_SHA256, so the server cannot name another file to read. Every
 # path must be plain (relative, no `.` or `..` part, no part starting with
 # `.` or `-`, no control character) and every number plain digits. Each link
 # must be an upload link beside the batch's; a file in one PUT goes to the
 # target its link answers (a URL under ORIGIN, at most the headers a
-# presigned PUT signs), a file in parts through the parts script, run only
-# if its SHA-256 is PARTS_SHA256.
+# presigned PUT signs), a stream to its link from where it stands (the
+# offset taken as digits only), a file in parts through the parts script,
+# run only if its SHA-256 is PARTS_SHA256.
 set -eu
 B=$1 O=$2 P=$3 D=$4 K=4
 I=${B%/b/*}
@@ -35,7 +38,7 @@ while IFS=$tab read -r h z p u m; do
   case "$h" in *[!0-9a-f]*) bad "has a digest that is not hex" ;; esac
   [ "${#h}" -eq 64 ] || bad "has a digest that is not 64 digits"
   case "$z" in ''|*[!0-9]*|0?*|????????????????*) bad "has a size that is not plain digits" ;; esac
-  case "$m" in ''|*[!0-9]*|0?*|??????*) bad "has a part size that is not plain digits" ;; esac
+  case "$m" in s) ;; ''|*[!0-9]*|0?*|??????*) bad "has a part size that is not plain digits" ;; esac
   case "$p" in ''|/*|*//*|*[[:cntrl:]]*) bad "names a path that is not plain" ;; esac
   case "/$p" in */.*|*/-*) bad "names a path with a part that is hidden or starts with -" ;; esac
   case "$u" in -) ;; x) gone=$((gone + 1)) ;; "$I"/u/*) n=$((n + 1)) ;; *) bad "has a link that is not an upload link of $I" ;; esac
@@ -63,14 +66,26 @@ T
   case "$u" in "$O"/*) ;; *) echo "sluice: its target is not under $O: refused" >&2; return 1 ;; esac
   curl -g --fail-with-body -sS -o /dev/null -X PUT "$@" -T "$f" "$u"
 }
-# Sends one file of the list: path, link, size, part MiB (all checked
+# Sends file $1 (path) of $3 bytes through link $2 as one resumable (tus)
+# stream: from where the upload stands, nothing when it is whole.
+T='Tus-Resumable: 1.0.0'
+stream() {
+  o=$(curl -fsSI -H "$T" "$2" | grep -i '^upload-offset:' | tr -dc 0-9)
+  [ -n "$o" ] || { echo "sluice: $1: its link does not say where its upload stands" >&2; return 1; }
+  [ "$o" != "$3" ] || return 0
+  curl -g --fail-with-body -sS -o /dev/null -X PATCH -H "$T" -H 'Content-Type: application/offset+octet-stream' \
+    -H "Upload-Offset: $o" -C "$o" -T "$f" "$2"
+}
+# Sends one file of the list: path, link, size, how (all checked
 # above). The number of parts is counted here, from the size and the part
 # size, never taken from the list.
 one() {
   f=./$1
   [ -f "$f" ] || { echo "sluice: $1: there is no such file here: run the line where the files are" >&2; return 1; }
   [ "$(wc -c < "$f")" -eq "$3" ] || { echo "sluice: $1 is not $3 bytes: it is not the file asked for" >&2; return 1; }
-  if [ "$4" -gt 0 ]; then
+  if [ "$4" = s ]; then
+    stream "$1" "$2" "$3"
+  elif [ "$4" -gt 0 ]; then
     c=$(( ($3 + $4 * 1048576 - 1) / ($4 * 1048576) ))
     [ "$c" -le 10000 ] || { echo "sluice: $1: more than 10000 parts: refused" >&2; return 1; }
     s=$(curl -fsS "$2/sh") || return 1
@@ -80,9 +95,9 @@ one() {
     put "$1" "$2"
   fi
 }
-# Files in one PUT, K at a time (a slot is taken from a FIFO before a file
-# starts and given back when it ends); then files in parts one after
-# another, each with its own parts in flight.
+# Files in one PUT or one stream, K at a time (a slot is taken from a FIFO
+# before a file starts and given back when it ends); then files in parts
+# one after another, each with its own parts in flight.
 mkfifo "$d/slots"
 exec 3<>"$d/slots"
 k=0
@@ -91,7 +106,7 @@ i=0
 while IFS=$tab read -r h z path link mib; do
   i=$((i + 1))
   case "$link" in -|x) continue ;; esac
-  [ "$mib" = 0 ] || continue
+  case "$mib" in 0|s) ;; *) continue ;; esac
   read -r _ <&3
   (
     trap 'echo >&3' EXIT
@@ -106,7 +121,7 @@ i=0
 while IFS=$tab read -r h z path link mib; do
   i=$((i + 1))
   case "$link" in -|x) continue ;; esac
-  [ "$mib" != 0 ] || continue
+  case "$mib" in 0|s) continue ;; esac
   if one "$path" "$link" "$z" "$mib" < /dev/null; then
     echo "sluice: $path sent" >&2; : > "$d/$i.ok"
   fi

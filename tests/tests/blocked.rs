@@ -149,10 +149,11 @@ fn lines_whose_host_is_blocked_say_which_and_what_to_do_instead() {
         "the line went through the proxy"
     );
 
-    // In parts: the line's first request already cannot get through.
+    // A large file, as one resumable stream: the line's first request
+    // (where the upload stands) already cannot get through.
     let ticket = server.request_upload(&token, "large.bin", &large);
     let line = ticket["command"].as_str().unwrap();
-    assert!(line.contains("/sh"), "a line in parts: {line}");
+    assert!(line.contains("-X PATCH"), "a resumable line: {line}");
     let out = run(line, work.path(), Some(&proxy));
     says_unreachable(&out, "files.example.test", "request_browser_upload");
 

@@ -428,8 +428,9 @@ fn the_pages_incremental_sha256_is_sha256() {
     );
 }
 
-/// A page for big.bin on a server that sends files over 1 MiB in parts of
-/// 5 MiB (and `env`), and the file: 12 MiB and 5 bytes of `seed`, three parts.
+/// A page for big.bin on a server whose part size is 5 MiB (the page's
+/// requests of a resumable upload; `env` besides), and the file: 12 MiB
+/// and 5 bytes of `seed`, three requests.
 /// (The server is dropped, and stopped, before its data directory.)
 struct PartsPage {
     server: Server,
@@ -481,23 +482,27 @@ fn parts_page(env: &[(&str, &str)], seed: u64) -> PartsPage {
     }
 }
 
-/// A file over the single-PUT size goes from the page in parts (the same
-/// parts and routes as the upload line), proven whole, byte for byte.
+/// A large file goes from the page as one resumable (tus) upload to the
+/// upload link, in requests of the part size, by the vendored tus-js-client
+/// in Chromium: proven at its last byte, byte for byte, nothing staged
+/// left behind.
 #[test]
-fn a_large_file_goes_from_the_page_in_parts() {
+fn a_large_file_goes_from_the_page_as_one_resumable_upload() {
     let page = parts_page(&[], 17);
     // What the page is told when it starts (a start is repeatable with the
-    // same file): three parts of 5 MiB through the upload link.
+    // same file): the upload link, as a tus upload, in 5 MiB requests.
     let start = crate::util::post_json(
         &format!("{}/start", page.page_url),
         None,
         &json!({"filename": "big.bin", "size": page.data.len(), "sha256": sluice::Sha256::of(&page.data)}),
     );
     assert_eq!(start.status, 200, "{}", start.text());
-    let parts = &start.json()["parts"];
-    assert_eq!(parts["count"], 3, "{parts}");
-    assert!(parts["link"].as_str().unwrap().contains("/u/"), "{parts}");
-    let checks = page.browse("upload", "parts-");
+    let answer = start.json();
+    let stream = &answer["stream"];
+    assert!(stream["link"].as_str().unwrap().contains("/u/"), "{answer}");
+    assert_eq!(stream["chunk_size"], 5 * 1024 * 1024, "{answer}");
+    assert!(answer.get("parts").is_none(), "{answer}");
+    let checks = page.browse("upload", "stream-");
     for expected in ["upload done", "no third-party requests, no CSP violation"] {
         assert!(
             checks.iter().any(|c| c == expected),
@@ -505,15 +510,15 @@ fn a_large_file_goes_from_the_page_in_parts() {
         );
     }
     page.assert_stored();
-    // No part is left behind: the joined file is the object.
+    // Nothing staged is left behind: the stream became the object.
     assert!(sluice_testkit::files_under(&page.dir.path().join("objects/parts")).is_empty());
 }
 
 /// A server that answers "not now" does not fail the page: with its one
-/// transfer taken (a stalled upload of another user's), each part's PUT is
-/// refused with 503 and a Retry-After; the page says it waits, asks again
-/// after it, as the upload line's curl does, and once the slot is free the
-/// file goes in parts without the person doing anything, byte for byte.
+/// transfer taken (a stalled upload of another user's), the upload's
+/// request is refused with 503 and a Retry-After; the page says it waits,
+/// asks again after it, as the upload line's curl does, and once the slot
+/// is free the file goes without the person doing anything, byte for byte.
 /// (Before: "Part 1 was refused (503)", and the person had to try again.)
 #[test]
 fn the_page_waits_out_a_busy_server_and_goes_on_by_itself() {

@@ -1,5 +1,6 @@
 //! Deleting a file before it expires (`delete_file`, `DELETE /files/{file}`):
-//! the record and the bytes go, an upload in parts is aborted, and every
+//! the record and the bytes go, an upload under way (a stream, or in
+//! parts on S3) is dropped, and every
 //! handle and link of the file answers as expired at once, on every replica;
 //! a second delete answers the same as the first.
 
@@ -132,20 +133,30 @@ fn a_deleted_file_is_gone_with_its_bytes_handle_and_links() {
     // Bob still cannot tell it existed by its id.
     assert_eq!(delete(&server.base, &bob, file_id).status, 400);
 
-    // Through REST, by id, an upload in parts under way: its part goes.
+    // Through REST, by id, a resumable upload under way: its bytes go.
     let data = bytes(12 * MIB, 5);
     let ticket = server.request_upload(&alice, "big.bin", &data);
-    upload_one_part(&ticket, &data, "big.bin");
+    let link = ticket["upload"]["url"].as_str().unwrap();
+    let sent = request(
+        "PATCH",
+        link,
+        &[
+            ("Tus-Resumable", "1.0.0"),
+            ("Content-Type", "application/offset+octet-stream"),
+            ("Upload-Offset", "0"),
+        ],
+        Some(&data[..MIB]),
+    );
+    assert_eq!(sent.status, 204, "{}", sent.text());
     let file_id = ticket["file_id"].as_str().unwrap();
     assert!(!files_named(&dir.path().join("objects"), file_id).is_empty());
     let gone = delete(&server.base, &alice, file_id);
     assert_eq!(gone.status, 200, "{}", gone.text());
     assert_eq!(gone.json()["file_id"], file_id);
     let left = files_named(&dir.path().join("objects"), file_id);
-    assert!(left.is_empty(), "parts left: {left:?}");
-    let link = ticket["upload"]["url"].as_str().unwrap();
+    assert!(left.is_empty(), "bytes left: {left:?}");
     assert_eq!(
-        request("GET", &format!("{link}/parts"), &[], None).status,
+        request("HEAD", link, &[("Tus-Resumable", "1.0.0")], None).status,
         404,
         "its upload link is dead"
     );

@@ -74,7 +74,7 @@ fn a_wrong_method_on_a_link_is_405_with_allow_and_does_not_spend_it() {
 
     let upload = request("DELETE", &format!("{}/u/x", server.base), &[], None);
     assert_eq!(upload.status, 405);
-    assert_eq!(upload.header("allow"), Some("GET, PUT"));
+    assert_eq!(upload.header("allow"), Some("GET, HEAD, PUT, PATCH"));
 }
 
 #[test]

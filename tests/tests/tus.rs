@@ -9,8 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::util::{
-    Reply, Server, bytes, out_text, request, response_status, sh, stalled_request,
-    stored_objects,
+    Reply, Server, bytes, out_text, request, response_status, sh, stalled_request, stored_objects,
 };
 
 const TUS: (&str, &str) = ("Tus-Resumable", "1.0.0");
@@ -36,7 +35,12 @@ fn offset(link: &str) -> u64 {
 
 fn patch(link: &str, at: u64, body: &[u8]) -> Reply {
     let at = at.to_string();
-    request("PATCH", link, &[TUS, OCTETS, ("Upload-Offset", &at)], Some(body))
+    request(
+        "PATCH",
+        link,
+        &[TUS, OCTETS, ("Upload-Offset", &at)],
+        Some(body),
+    )
 }
 
 /// The bytes of the stream an upload keeps so far, on disk.
@@ -60,13 +64,19 @@ fn head_and_patch_speak_tus_and_the_last_byte_makes_the_file_ready() {
     assert_eq!(h.header("upload-offset"), Some("0"));
     assert_eq!(h.header("upload-length"), Some("300000"));
     assert_eq!(h.header("cache-control"), Some("no-store"));
-    assert!(h.header("upload-expires").is_some_and(|v| v.ends_with("GMT")));
+    assert!(
+        h.header("upload-expires")
+            .is_some_and(|v| v.ends_with("GMT"))
+    );
 
     let first = patch(&link, 0, &data[..100_000]);
     assert_eq!(first.status, 204, "{}", first.text());
     assert_eq!(first.header("upload-offset"), Some("100000"));
     assert_eq!(offset(&link), 100_000);
-    assert!(stored_objects(&server.data_dir).is_empty(), "nothing readable yet");
+    assert!(
+        stored_objects(&server.data_dir).is_empty(),
+        "nothing readable yet"
+    );
 
     let last = patch(&link, 100_000, &data[100_000..]);
     assert_eq!(last.status, 204, "{}", last.text());
@@ -83,7 +93,14 @@ fn head_and_patch_speak_tus_and_the_last_byte_makes_the_file_ready() {
     assert_eq!(options.status, 204);
     assert_eq!(options.header("tus-version"), Some("1.0.0"));
     assert_eq!(options.header("tus-extension"), Some("expiration"));
-    assert!(options.header("tus-max-size").unwrap().parse::<u64>().unwrap() > 0);
+    assert!(
+        options
+            .header("tus-max-size")
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
 }
 
 /// DESIGN.md's bad input, for the stream: each refused with its status,
@@ -97,10 +114,18 @@ fn bad_appends_are_refused_and_write_nothing() {
 
     // Another offset: 409, and where it stands.
     for at in [0, 3999, 4001, 10_000] {
-        let wrong = patch(&link, at, &data[at as usize..(at as usize + 10).min(10_000)]);
+        let wrong = patch(
+            &link,
+            at,
+            &data[at as usize..(at as usize + 10).min(10_000)],
+        );
         assert_eq!(wrong.status, 409, "offset {at}: {}", wrong.text());
         assert_eq!(wrong.header("upload-offset"), Some("4000"));
-        assert!(wrong.message().contains("stands at byte 4000"), "{}", wrong.message());
+        assert!(
+            wrong.message().contains("stands at byte 4000"),
+            "{}",
+            wrong.message()
+        );
     }
     // No version, another version: 412 with the version spoken.
     let at = [("Upload-Offset", "4000")];
@@ -124,7 +149,12 @@ fn bad_appends_are_refused_and_write_nothing() {
     }
     // No offset, or one that is not plain digits: 400.
     for bad in ["", "+4000", "4000.0", "-1"] {
-        let refused = request("PATCH", &link, &[TUS, OCTETS, ("Upload-Offset", bad)], Some(&data[4000..]));
+        let refused = request(
+            "PATCH",
+            &link,
+            &[TUS, OCTETS, ("Upload-Offset", bad)],
+            Some(&data[4000..]),
+        );
         assert_eq!(refused.status, 400, "{bad:?}: {}", refused.text());
     }
     // Bytes past the length: 413, nothing past it kept.
@@ -148,7 +178,10 @@ fn bad_appends_are_refused_and_write_nothing() {
 
     // After all that, the rest goes on from where it stood.
     assert_eq!(patch(&link, 4000, &data[4000..]).status, 204);
-    assert_eq!(std::fs::read(&stored_objects(&server.data_dir)[0]).unwrap(), data);
+    assert_eq!(
+        std::fs::read(&stored_objects(&server.data_dir)[0]).unwrap(),
+        data
+    );
 
     // A finished link: as a PUT to it is answered (409, uploaded already).
     let finished = patch(&link, 10_000, b"x");
@@ -173,8 +206,16 @@ fn a_stream_of_other_bytes_is_freed_at_its_last_byte() {
     let other = bytes(30_000, 4);
     let refused = patch(&link, 20_000, &other);
     assert_eq!(refused.status, 400, "{}", refused.text());
-    assert!(refused.message().contains("not the file declared"), "{}", refused.message());
-    assert!(refused.message().contains("ask for a new upload"), "{}", refused.message());
+    assert!(
+        refused.message().contains("not the file declared"),
+        "{}",
+        refused.message()
+    );
+    assert!(
+        refused.message().contains("ask for a new upload"),
+        "{}",
+        refused.message()
+    );
     assert!(stored_objects(&server.data_dir).is_empty());
     assert_eq!(staged_bytes(&server.data_dir), 0);
     assert_eq!(offset(&link), 0);
@@ -184,7 +225,13 @@ fn a_stream_of_other_bytes_is_freed_at_its_last_byte() {
 #[test]
 fn an_expired_link_is_refused_as_today() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(dir.path(), &[("SLUICE_HANDLE_TTL_SECS", "1")]);
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_HANDLE_TTL_SECS", "1"),
+            ("SLUICE_UPLOAD_TTL_SECS", "1"),
+        ],
+    );
     let data = bytes(1000, 5);
     let link = link_for(&server, &data);
     assert_eq!(patch(&link, 0, &data[..10]).status, 204);
@@ -205,10 +252,13 @@ fn two_writers_of_one_link_one_writes_the_other_is_refused() {
     let two = Server::start_in(dir.path(), &[]);
     let data = bytes(200_000, 6);
     let link = link_for(&one, &data);
-    let path = link.split_once("/u/").map(|(_, t)| format!("/u/{t}")).unwrap();
+    let path = link
+        .split_once("/u/")
+        .map(|(_, t)| format!("/u/{t}"))
+        .unwrap();
 
     // A writer that sent 1000 bytes and stalls, on the first process.
-    let mut stalled = stalled_request(
+    let stalled = stalled_request(
         &one.base,
         &format!(
             "PATCH {path} HTTP/1.1\r\nTus-Resumable: 1.0.0\r\nContent-Type: application/offset+octet-stream\r\n\
@@ -222,7 +272,11 @@ fn two_writers_of_one_link_one_writes_the_other_is_refused() {
         let other = format!("{}{path}", server.base);
         let refused = patch(&other, 0, &data);
         assert_eq!(refused.status, 409, "{}: {}", server.base, refused.text());
-        assert!(refused.message().contains("in progress"), "{}", refused.message());
+        assert!(
+            refused.message().contains("in progress"),
+            "{}",
+            refused.message()
+        );
     }
     // The stalled writer goes away: what it sent is kept, and the file
     // is finished through the other process.
@@ -242,7 +296,10 @@ fn two_writers_of_one_link_one_writes_the_other_is_refused() {
     assert_eq!(at.as_deref(), Some("200000"));
     let objects = stored_objects(dir.path());
     assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
-    let _ = response_status(&mut std::net::TcpStream::connect(one.base.trim_start_matches("http://")).unwrap(), Duration::from_millis(1));
+    let _ = response_status(
+        &mut std::net::TcpStream::connect(one.base.trim_start_matches("http://")).unwrap(),
+        Duration::from_millis(1),
+    );
 }
 
 /// The model's line: cut off part way, the server restarted, run again: it
@@ -261,37 +318,66 @@ fn the_line_resumes_after_a_cut_and_a_restart() {
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("big.bin"), &data).unwrap();
 
-    // Cut: the line's curl sends slowly and is killed part way.
+    // Cut: the line's curl sends slowly, and is killed once the server
+    // has checkpointed part of it (64 MiB: HEAD says so); then the server
+    // is killed too.
     let slow = work.path().join("bin");
-    crate::util::curl_limited(&slow, "20M");
-    let cut = std::process::Command::new("timeout")
-        .args(["2", "sh", "-c", &line])
-        .current_dir(work.path())
-        .env("PATH", format!("{}:{}", slow.display(), std::env::var("PATH").unwrap()))
-        .output()
+    curl_limited(&slow, "20M");
+    let mut cut = {
+        use std::os::unix::process::CommandExt as _;
+        std::process::Command::new("sh")
+            .args(["-c", &line])
+            .current_dir(work.path())
+            .env(
+                "PATH",
+                format!("{}:{}", slow.display(), std::env::var("PATH").unwrap()),
+            )
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while offset(&link) == 0 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let group = cut.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-s", "KILL", "--", &format!("-{group}")])
+        .status()
         .unwrap();
-    assert!(!cut.status.success(), "{}", out_text(&cut));
+    assert!(killed.success());
+    let _ = cut.wait();
     drop(server);
     let server = Server::start_in(dir.path(), &[]);
-    let link = link.replace(
-        link.split("/u/").next().unwrap(),
-        &server.base,
-    );
-    let line = line.replace(ticket["upload"]["url"].as_str().unwrap(), &link);
+    let old_base = link.split("/u/").next().unwrap().to_owned();
+    let link = link.replace(&old_base, &server.base);
+    let line = line.replace(&old_base, &server.base);
     let kept = offset(&link);
-    assert!(kept > 0 && kept < data.len() as u64, "kept {kept}");
+    assert!(kept >= 64 << 20 && kept < data.len() as u64, "kept {kept}");
 
     let out = sh(&line, work.path());
     assert!(out.status.success(), "{}", out_text(&out));
     let said = out_text(&out);
-    assert!(said.contains(&format!("{} of {} stored", data.len(), data.len())), "{said}");
+    assert!(
+        said.contains(&format!("{} of {} stored", data.len(), data.len())),
+        "{said}"
+    );
     assert_eq!(offset(&link), data.len() as u64);
     let objects = stored_objects(dir.path());
-    assert_eq!(sluice::Sha256::of(&std::fs::read(&objects[0]).unwrap()), sluice::Sha256::of(&data));
+    assert_eq!(
+        sluice::Sha256::of(&std::fs::read(&objects[0]).unwrap()),
+        sluice::Sha256::of(&data)
+    );
 
     let again = sh(&line, work.path());
     assert!(again.status.success(), "{}", out_text(&again));
-    assert!(out_text(&again).contains("sluice: stored"), "{}", out_text(&again));
+    assert!(
+        out_text(&again).contains("sluice: stored"),
+        "{}",
+        out_text(&again)
+    );
 }
 
 /// tuspy (PyPI), a tus client of another language: it uploads part of the
@@ -307,8 +393,8 @@ fn tuspy_resumes_the_link_across_a_restart() {
     let file = work.path().join("f.bin");
     std::fs::write(&file, &data).unwrap();
     let tuspy = |link: &str, stop: Option<u64>| {
-        let mut cmd = std::process::Command::new(crate::util::venv_python());
-        cmd.arg(crate::util::root().join("tests/clients/tus_upload.py"))
+        let mut cmd = std::process::Command::new(sluice_testkit::root().join(".venv/bin/python"));
+        cmd.arg(sluice_testkit::root().join("tests/clients/tus_upload.py"))
             .arg(link)
             .arg(&file)
             .arg((1024 * 1024).to_string());
@@ -326,8 +412,37 @@ fn tuspy_resumes_the_link_across_a_restart() {
     let server = Server::start_in(dir.path(), &[]);
     let link = format!("{}/u/{}", server.base, link.split("/u/").nth(1).unwrap());
     let second = tuspy(&link, None);
-    assert_eq!(second["started"], 2 * 1024 * 1024, "resumed from the server's offset");
+    assert_eq!(
+        second["started"],
+        2 * 1024 * 1024,
+        "resumed from the server's offset"
+    );
     assert_eq!(second["offset"], data.len());
     let objects = stored_objects(dir.path());
     assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
+}
+
+/// A `curl` in `dir` that is the real one sending at most `rate` a second
+/// (a line a test can cut part way).
+fn curl_limited(dir: &Path, rate: &str) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::create_dir_all(dir).unwrap();
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v curl"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let script = dir.join("curl");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec {} --limit-rate {rate} \"$@\"\n",
+            real.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 }

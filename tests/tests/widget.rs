@@ -162,7 +162,7 @@ fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
     let sandbox = free_port();
     let origin = format!("http://localhost:{sandbox}");
     let dir = tempfile::tempdir().unwrap();
-    // Files over 4 MiB go in parts of 5 MiB.
+    // The page's requests of a resumable upload are of 5 MiB.
     let server = Server::start_in(
         dir.path(),
         &[
@@ -187,8 +187,9 @@ fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
             .starts_with("$uploadedFile:")
     );
 
-    // A file in three parts, the page reloaded after the first: the same
-    // file picked again in the widget rendered again sends only the rest.
+    // A file in three requests, the page reloaded after the first: the
+    // same file picked again in the widget rendered again sends only the
+    // rest, from where the server stands.
     picked_and_downloaded(
         &mcp,
         &token,
@@ -197,7 +198,7 @@ fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
         (
             "reload-",
             &["--reload"],
-            Some("reloaded mid-upload, resumed: sent again only parts 2, 3"),
+            Some("reloaded mid-upload, resumed: sent again only from byte 5242880"),
         ),
     );
 

@@ -85,11 +85,19 @@ pub async fn patch(
     let media = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
     if media.as_deref() != Some(OFFSET_OCTET_STREAM) {
         return refuse(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("a PATCH's body is sent as Content-Type: {OFFSET_OCTET_STREAM}; nothing was written"),
+            format!(
+                "a PATCH's body is sent as Content-Type: {OFFSET_OCTET_STREAM}; nothing was written"
+            ),
         );
     }
     let Some(offset) = headers
@@ -110,8 +118,11 @@ pub async fn patch(
     match sluice.append_upload(&token, offset, declared, stream).await {
         Ok(at) => standing(StatusCode::NO_CONTENT, at),
         Err(sluice::Error::OffsetConflict(at)) => {
-            let mut answer = tus_error(HttpError::from(sluice::Error::OffsetConflict(at)).into_response());
-            answer.headers_mut().insert(UPLOAD_OFFSET, HeaderValue::from(at));
+            let mut answer =
+                tus_error(HttpError::from(sluice::Error::OffsetConflict(at)).into_response());
+            answer
+                .headers_mut()
+                .insert(UPLOAD_OFFSET, HeaderValue::from(at));
             answer
         }
         Err(e) => tus_error(HttpError::from(e).into_response()),
@@ -156,7 +167,9 @@ fn speaks_this_version(headers: &HeaderMap) -> Result<(), Response> {
     }
     let mut refused = refuse(
         StatusCode::PRECONDITION_FAILED,
-        format!("this link speaks tus {VERSION}: send Tus-Resumable: {VERSION}; nothing was written"),
+        format!(
+            "this link speaks tus {VERSION}: send Tus-Resumable: {VERSION}; nothing was written"
+        ),
     );
     refused
         .headers_mut()
@@ -182,9 +195,7 @@ fn standing(status: StatusCode, at: StreamAt) -> Response {
 
 /// A refusal in the words of the service's errors (a JSON `error`).
 fn refuse(status: StatusCode, message: String) -> Response {
-    tus_error(
-        HttpError::Body { status, message }.into_response(),
-    )
+    tus_error(HttpError::Body { status, message }.into_response())
 }
 
 /// Any answer of the link's tus routes says the version.

@@ -516,10 +516,14 @@ impl Sluice {
                 }
                 let file = record.file;
                 let target = self.upload_target(&file, expires, Reader::Model).await?;
-                let mib = self
-                    .plan_of(&file)
-                    .map_or(0, |p| p.part_size / (1024 * 1024));
-                Ok::<_, Error>(format!("{line}\t{}\t{mib}\n", target.url))
+                // How it goes: one resumable stream where sluice receives
+                // the bytes, else its part size in MiB (0: one PUT).
+                let how = match self.plan_of(&file) {
+                    _ if self.upload_streams() => "s".to_owned(),
+                    Some(p) => (p.part_size / (1024 * 1024)).to_string(),
+                    None => "0".to_owned(),
+                };
+                Ok::<_, Error>(format!("{line}\t{}\t{how}\n", target.url))
             })
             .buffered(AT_ONCE)
             .try_collect()

@@ -93,11 +93,21 @@ pub struct BrowserTarget {
     /// For a file in parts: where the page sends them, part by part.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parts: Option<PageParts>,
-    /// Where sluice receives the bytes: the upload link as a resumable
-    /// (tus) upload's URL, which the page sends the file to from where it
-    /// stands (a reload of the page goes on from there).
+    /// Where sluice receives the bytes: the file as one resumable (tus)
+    /// upload, sent from where it stands (a reload of the page goes on
+    /// from there).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stream: Option<String>,
+    pub stream: Option<PageStream>,
+}
+
+/// How a page sends a file as one resumable (tus) upload.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct PageStream {
+    /// The upload link: the tus upload's URL.
+    pub link: String,
+    /// The bytes each of the page's requests sends (the part size): what a
+    /// dropped request costs the page to send again, at most.
+    pub chunk_size: u64,
 }
 
 /// How a page sends a file in parts: the upload link whose part routes it
@@ -402,7 +412,10 @@ impl Sluice {
         }
         let upload = self.upload_target(&file, expires_at, Reader::Page).await?;
         Ok(BrowserTarget {
-            stream: self.upload_streams().then(|| upload.url.clone()),
+            stream: self.upload_streams().then(|| PageStream {
+                link: upload.url.clone(),
+                chunk_size: self.transfers().part_bytes,
+            }),
             upload,
             file_id: file.id,
             parts: None,

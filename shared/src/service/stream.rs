@@ -99,6 +99,10 @@ impl Sluice {
         if let Some(len) = declared
             && offset.checked_add(len).is_none_or(|end| end > file.size)
         {
+            // A finished link answers as it does to a PUT.
+            if streams.offset(&file.object_key(), file.size).await? == file.size {
+                return Err(Error::AlreadyUploaded);
+            }
             return Err(Error::TooLarge(format!(
                 "this upload is {} bytes: {len} more from byte {offset} go past its end; nothing was written",
                 file.size

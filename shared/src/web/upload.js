@@ -249,41 +249,52 @@ function sluiceForm(how) {
 
   // Where sluice receives the bytes: the file as one resumable tus upload
   // to the upload link (its URL: the upload exists already), by the
-  // vendored tus-js-client. It asks where the upload stands (HEAD) and
-  // sends the rest in one PATCH; a dropped connection, a writer still
-  // finishing (409, 423) or a "not now" is taken up again from where the
-  // server stands, a few times, and a reload of the page goes on from
-  // there too. Any other refusal (the bytes not the file) is final.
-  function putStream(link, file, started, showProgress) {
-    return new Promise((resolve, reject) => {
+  // vendored tus-js-client, in requests of `chunk_size` bytes. It asks
+  // where the upload stands (HEAD) and sends the rest from there; a
+  // dropped connection or a writer still finishing (409, 423) is taken up
+  // again from where the server stands, a few times, and a reload of the
+  // page goes on from there too. A "not now" (503 and its kin) is waited
+  // out after its Retry-After, as every request of this form is
+  // (`patiently`), and the upload then goes on from where it stood. Any
+  // other refusal (the bytes not the file) is final.
+  async function putStream(stream, file, started, showProgress) {
+    const attempt = () => new Promise((resolve, reject) => {
       const upload = new tus.Upload(file, {
-        uploadUrl: link,
-        retryDelays: [0, 1000, 3000, 5000, 10000],
+        uploadUrl: stream.link,
+        chunkSize: stream.chunk_size,
+        retryDelays: [0, 1000, 3000, 5000],
         storeFingerprintForResuming: false,
         onShouldRetry: (err) => {
           const status = err.originalResponse ? err.originalResponse.getStatus() : 0;
-          return status === 0 || status === 409 || status === 423 || NOT_NOW.has(status);
+          return status === 0 || status === 409 || status === 423;
         },
         onProgress: (sent) => showProgress(sent, started),
-        onSuccess: () => resolve(),
+        onSuccess: () => resolve({ status: 204 }),
         onError: (err) => {
           const answer = err.originalResponse;
           if (!answer) {
-            reject(new Stop("The upload was interrupted. Try again: what was sent is kept.", {}));
-            return;
+            reject(new Stop("The upload was interrupted. Try again: what was sent is kept.", { retry: true }));
+          } else if (NOT_NOW.has(answer.getStatus())) {
+            // For `patiently`: the answer, and when to ask again.
+            resolve({ status: answer.getStatus(), getResponseHeader: (name) => answer.getHeader(name) });
+          } else {
+            let message = `The server refused the file (${answer.getStatus()}).`;
+            try {
+              const body = JSON.parse(answer.getBody());
+              if (body.message) message = body.message;
+            } catch (_) {
+              // not a JSON answer: its status says it
+            }
+            reject(new Stop(message, { retry: answer.getStatus() !== 400 }));
           }
-          let message = `The server refused the file (${answer.getStatus()}).`;
-          try {
-            const body = JSON.parse(answer.getBody());
-            if (body.message) message = body.message;
-          } catch (_) {
-            // not a JSON answer: its status says it
-          }
-          reject(new Stop(message, {}));
         },
       });
       upload.start();
     });
+    const done = await patiently(attempt, waiting(file));
+    if (done.status !== 204) {
+      throw new Stop(`The server is busy (${done.status}). Try again in a moment: what was sent is kept.`, { retry: true });
+    }
   }
 
   // A file in parts: the parts not stored yet (a start again, e.g. after a
