@@ -1,6 +1,8 @@
-//! The store contract over what a store may add to its core: uploads in
-//! parts (begin, put, list, join, abort) and ranged reads on both stores,
-//! presigned requests on S3 (s3s-fs), and a store that presigns but does
+//! The store contract over what a store may add to its core: one
+//! resumable stream per upload where sluice receives the bytes (the local
+//! store), uploads in parts (begin, put, list, join, abort) where the store
+//! does (S3, as s3s-fs), ranged reads on both, presigned requests on S3,
+//! and a store that presigns but does
 //! not check SHA-256 (as Google Cloud Storage or Azure Blob sign only MD5
 //! or CRC): sluice proves its files once by reading them, and refuses a
 //! false one, rather than refusing every file.
@@ -67,7 +69,9 @@ fn put(p: &Presigned, data: &[u8]) -> crate::util::Reply {
 }
 
 async fn parts_contract(store: &dyn ObjectStore) {
-    let parts = store.parts().expect("both stores take parts");
+    let parts = store
+        .parts()
+        .expect("a store that receives the bytes takes parts");
     let data = bytes(11 * MIB as usize, 71);
     let f = file("alice", "parts.bin", &data);
     let key = f.object_key();
@@ -120,12 +124,11 @@ async fn parts_contract(store: &dyn ObjectStore) {
     }
     assert_eq!(parts.stored_parts(&key).await.unwrap(), [1, 2, 3]);
     let joined = parts.join(&key, &plan, f.sha256).await.unwrap();
-    // A store that proves while joining says so; one that does not gives
-    // the object's entity tag, for the service's proof.
-    match (&joined, store.access()) {
-        (Joined::Proven, Access::Proxied) => {}
-        (Joined::Unproven { etag }, Access::Direct(_)) => assert!(!etag.is_empty()),
-        other => panic!("{other:?}"),
+    // A store that does not prove while joining gives the object's
+    // entity tag, for the service's proof.
+    match &joined {
+        Joined::Unproven { etag } => assert!(!etag.is_empty()),
+        Joined::Proven => {}
     }
     assert_eq!(parts.join(&key, &plan, f.sha256).await.unwrap(), joined);
     assert!(read(store, &key).await.unwrap() == data);
@@ -256,12 +259,102 @@ async fn presign_contract(store: &dyn ObjectStore) {
     assert!(got.body == data);
 }
 
+/// One resumable stream per upload: appended at the offset it stands at
+/// (any other refused, nothing written), kept across a store opened again,
+/// nothing past its length, the last byte making the object (readable,
+/// ranged) or freeing the bytes; a store that streams takes no parts.
+async fn stream_contract(store: &dyn ObjectStore, again: &dyn ObjectStore) {
+    use sluice::store::Appended;
+    assert!(
+        store.parts().is_none(),
+        "a store that streams takes no parts"
+    );
+    let streams = store.stream().expect("the local store streams");
+    let data = bytes(3 * MIB as usize + 5, 72);
+    let f = file("alice", "stream.bin", &data);
+    let (key, size) = (f.object_key(), f.size);
+    assert_eq!(streams.offset(&key, size).await.unwrap(), 0);
+    let first = streams
+        .append(&key, size, f.sha256, 0, body(&data[..MIB as usize]))
+        .await
+        .unwrap();
+    assert_eq!(
+        first,
+        Appended {
+            offset: MIB,
+            complete: false
+        }
+    );
+    let wrong = streams
+        .append(&key, size, f.sha256, 0, body(b"x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(wrong, StoreError::Offset { at } if at == MIB),
+        "{wrong:?}"
+    );
+    let past = streams
+        .append(
+            &key,
+            size,
+            f.sha256,
+            MIB,
+            body(&[data[MIB as usize..].to_vec(), vec![0]].concat()),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(past, StoreError::PastEnd { .. }), "{past:?}");
+    assert!(
+        store.head(&key).await.unwrap().is_none(),
+        "nothing readable yet"
+    );
+    // Another store on the same place (a restart) goes on from there.
+    let streams = again.stream().unwrap();
+    assert_eq!(streams.offset(&key, size).await.unwrap(), MIB);
+    let done = streams
+        .append(&key, size, f.sha256, MIB, body(&data[MIB as usize..]))
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        Appended {
+            offset: size,
+            complete: true
+        }
+    );
+    assert!(read(again, &key).await.unwrap() == data);
+    let info = again.head(&key).await.unwrap().unwrap();
+    let range = MIB - 3..MIB + 5;
+    let slice = collect(
+        again
+            .get_range(&key, range.clone(), info.etag.as_deref())
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .await;
+    assert!(slice == data[range.start as usize..range.end as usize]);
+
+    // Every byte in, and not the file declared: freed, nothing readable.
+    let liar = file("alice", "liar.bin", &data);
+    let mut declared = liar.clone();
+    declared.sha256 = Sha256::of(b"another file");
+    let refused = streams
+        .append(&liar.object_key(), size, declared.sha256, 0, body(&data))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, StoreError::Mismatch(_)), "{refused:?}");
+    assert!(again.head(&liar.object_key()).await.unwrap().is_none());
+    assert_eq!(streams.offset(&liar.object_key(), size).await.unwrap(), 0);
+}
+
 #[test]
-fn the_local_store_keeps_the_parts_contract() {
+fn the_local_store_keeps_the_stream_contract() {
     let dir = tempfile::tempdir().unwrap();
     runtime().block_on(async {
         let store = sluice::store::LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
-        parts_contract(&store).await;
+        let again = sluice::store::LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+        stream_contract(&store, &again).await;
     });
 }
 

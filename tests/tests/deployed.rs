@@ -125,6 +125,8 @@ fn every_flow_works_through_the_templates_routes() {
     let link = ticket["upload"]["url"].as_str().unwrap();
     for (path, method) in [
         ("", "PUT"),
+        ("", "PATCH"),
+        ("", "HEAD"),
         ("/sh", "GET"),
         ("/parts", "GET"),
         ("/parts/1", "POST"),

@@ -28,7 +28,6 @@ mod mcp_http;
 mod metrics;
 mod oauth;
 mod parts;
-mod parts_hardening;
 mod readme;
 mod refusals;
 mod restart;

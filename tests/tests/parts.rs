@@ -1,25 +1,19 @@
-//! Files uploaded in parts (local store): the one line the model runs,
-//! resumed after an interruption; the whole file proven before it is ready;
-//! and every bad input of the part protocol.
+//! Files uploaded in parts, where the store receives the bytes (S3, as
+//! s3s-fs emulates it): the one line the model runs, resumed after an
+//! interruption; the whole file proven before it is ready; and every bad
+//! input of the part protocol. (Where sluice receives the bytes, a file is
+//! one resumable stream instead: `tus.rs`.)
 
 use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{Server, bytes, is_part_body, out_text, post_json, request, run_noting_puts, sh};
+use crate::util::{
+    Emulators, Server, aws_server, aws_token, bytes, is_part_body, out_text, post_json, provision,
+    request, run_noting_puts, sh,
+};
 
 const MIB: usize = 1024 * 1024;
-
-/// A server that sends files over 1 MiB in parts of 5 MiB (S3's smallest).
-fn server(dir: &Path) -> Server {
-    Server::start_in(
-        dir,
-        &[
-            ("SLUICE_PART_BYTES", "5242880"),
-            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
-        ],
-    )
-}
 
 /// Runs `line` in `dir` with [`sluice_testkit::counting_curl`].
 fn run_counting(line: &str, dir: &Path, fail_from: Option<usize>) -> std::process::Output {
@@ -72,60 +66,6 @@ fn issue(server: &Server, token: &str, name: &str, size: usize, sha256: &str) ->
     reply.json()
 }
 
-#[test]
-fn a_large_file_goes_in_parts_and_one_line_resumes_it_after_an_interruption() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = server(dir.path());
-    let token = server.token("alice", &[]);
-    let data = bytes(12 * MIB + 3, 21);
-    let ticket = server.request_upload(&token, "big.bin", &data);
-    let line = ticket["command"].as_str().unwrap();
-    assert!(line.len() <= 1024, "{line}");
-    assert!(line.contains("$L/sh"), "an upload in parts: {line}");
-    let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("big.bin"), &data).unwrap();
-
-    // The connection drops while parts 2 and 3 are sent (with part 1).
-    let first = run_counting(line, work.path(), Some(2));
-    assert!(!first.status.success(), "{}", out_text(&first));
-    assert!(
-        out_text(&first).contains("run the same line again"),
-        "{}",
-        out_text(&first)
-    );
-    // Part 1 and 2 at least were tried; part 3 too unless part 2 had failed
-    // before its turn came (the line starts no part after a failure).
-    let tried = sent(work.path());
-    assert!((2..=3).contains(&tried), "{tried} parts tried");
-    let link = ticket["upload"]["url"].as_str().unwrap();
-    assert_eq!(
-        request("GET", &format!("{link}/parts"), &[], None).text(),
-        "1\n"
-    );
-    let handle = ticket["handle"].as_str().unwrap();
-    assert_eq!(server.resolve(&token, handle).status, 409, "not ready yet");
-
-    // The same line again sends only the parts not stored: two, not three.
-    std::fs::remove_file(work.path().join("sent")).unwrap();
-    let second = run_counting(line, work.path(), None);
-    assert!(second.status.success(), "{}", out_text(&second));
-    assert_eq!(sent(work.path()), 2, "part 1 is not sent again");
-    let done: Value = serde_json::from_slice(&second.stdout).unwrap();
-    assert_eq!(done["size"], data.len());
-
-    // Ready, and the bytes come back exact; no part is left behind.
-    let url = server.download_ticket(&token, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let got = request("GET", &url, &[], None);
-    assert_eq!(got.status, 200);
-    assert!(got.body == data, "the joined file is the file sent");
-    let parts = dir.path().join("objects/parts");
-    let left: Vec<_> = walk(&parts);
-    assert!(left.is_empty(), "parts left: {left:?}");
-}
-
 /// The line copies each part once into a file of its own and sends that
 /// copy (hashed where it was sent from); a client with no room for the
 /// copies (here a limit on the size of the files it writes, below one
@@ -133,9 +73,8 @@ fn a_large_file_goes_in_parts_and_one_line_resumes_it_after_an_interruption() {
 /// the same.
 #[test]
 fn parts_go_from_a_copy_and_through_pipes_where_there_is_no_room() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = server(dir.path());
-    let token = server.token("alice", &[]);
+    let emulators = Emulators::start();
+    let (server, _dir, token) = on_the_bucket(&emulators, "copies", &[]);
     for (name, limit) in [("roomy.bin", None), ("cramped.bin", Some(2048))] {
         let data = bytes(12 * MIB + 3, 5);
         let ticket = server.request_upload(&token, name, &data);
@@ -153,53 +92,22 @@ fn parts_go_from_a_copy_and_through_pipes_where_there_is_no_room() {
             assert_eq!(piped, 0, "every part from its copy: {bodies:?}");
         }
         let handle = ticket["handle"].as_str().unwrap();
-        let url = server.download_ticket(&token, handle)["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let download = server.download_ticket(&token, handle);
+        std::fs::remove_file(work.path().join(name)).unwrap();
+        let fetched = sh(download["command"].as_str().unwrap(), work.path());
+        assert!(fetched.status.success(), "{}", out_text(&fetched));
         assert!(
-            request("GET", &url, &[], None).body == data,
+            std::fs::read(work.path().join(name)).unwrap() == data,
             "{name}: the file sent"
         );
     }
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .flat_map(|e| {
-            let p = e.path();
-            if p.is_dir() { walk(&p) } else { vec![p] }
-        })
-        .collect()
-}
-
-/// Every part self-consistent (each sent with its own true SHA-256), but the
-/// whole is not the file declared: the completion refuses it, the parts are
-/// discarded, and the file never turns ready.
-#[test]
-fn parts_whose_whole_is_not_the_declared_file_never_turn_ready() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = server(dir.path());
-    let token = server.token("alice", &[]);
-    let text = upload_a_liar(&server, &token);
-    assert!(
-        text.contains("part 2 of 2 sent"),
-        "every part was accepted: {text}"
-    );
-    assert!(walk(&dir.path().join("objects/parts")).is_empty());
-    assert!(walk(&dir.path().join("objects/files")).is_empty());
-}
-
 /// The part protocol's refusals, each clear, each leaving nothing.
 #[test]
 fn bad_parts_are_refused_and_nothing_is_joined() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = server(dir.path());
-    let token = server.token("alice", &[]);
+    let emulators = Emulators::start();
+    let (server, _dir, token) = on_the_bucket(&emulators, "refusals", &[]);
     let data = bytes(7 * MIB, 8);
     let ticket = issue(
         &server,
@@ -210,14 +118,27 @@ fn bad_parts_are_refused_and_nothing_is_joined() {
     );
     let link = ticket["upload"]["url"].as_str().unwrap();
     let (one, two) = data.split_at(5 * MIB);
-    let b64 = |d: &[u8]| sluice::Sha256::of(d).to_base64();
-    let put = |n: u32, body: &[u8], digest: &str| {
-        request(
-            "PUT",
-            &format!("{link}/parts/{n}"),
-            &[("x-amz-checksum-sha256", digest)],
-            Some(body),
-        )
+    // Where to send part `n` of digest `sha256`: the target's answer.
+    let target = |n: u32, body: &[u8]| {
+        let hex = sluice::Sha256::of(body).to_hex();
+        request("POST", &format!("{link}/parts/{n}?sha256={hex}"), &[], None)
+    };
+    // Part `n` sent where its target says, with the headers it says.
+    let put = |n: u32, body: &[u8]| {
+        let asked = target(n, body);
+        assert_eq!(asked.status, 200, "{}", asked.text());
+        let text = asked.text();
+        let mut lines = text.lines();
+        let url = lines.next().unwrap().to_owned();
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(": "))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        request("PUT", &url, &headers, Some(body))
     };
     // Where to send a part beyond the plan: refused, naming the plan.
     let beyond = request(
@@ -228,17 +149,19 @@ fn bad_parts_are_refused_and_nothing_is_joined() {
     );
     assert_eq!(beyond.status, 400);
     assert!(beyond.text().contains("parts 1 to 2"), "{}", beyond.text());
-    // A part of another size, or of another digest than declared.
-    let short = put(1, &one[..100], &b64(&one[..100]));
-    assert_eq!(short.status, 400, "{}", short.text());
-    assert!(short.text().contains("5242880"), "{}", short.text());
-    let wrong = put(1, one, &b64(two));
-    assert_eq!(wrong.status, 400, "{}", wrong.text());
+    // A digest that is not one.
+    let junk = request("POST", &format!("{link}/parts/1?sha256=xyz"), &[], None);
+    assert_eq!(junk.status, 400, "{}", junk.text());
+    // (A part of another size or digest than its URL signs is refused by
+    // S3 itself, 400 BadDigest; s3s-fs 0.14.1 does not check it, so that
+    // refusal is not tested here: the whole file's proof is, below and in
+    // `on_s3`.)
     let listed = request("GET", &format!("{link}/parts"), &[], None);
     assert_eq!(listed.text(), "", "nothing was stored");
-    // A good part; the same part again is not stored twice.
-    assert_eq!(put(1, one, &b64(one)).status, 204);
-    let again = put(1, one, &b64(one));
+    // A good part; the same part asked for again is refused, so whoever
+    // else holds the link cannot replace it.
+    assert_eq!(put(1, one).status, 200);
+    let again = target(1, one);
     assert_eq!(again.status, 400);
     assert!(again.text().contains("already stored"), "{}", again.text());
     // Completing with part 2 missing names it.
@@ -250,12 +173,12 @@ fn bad_parts_are_refused_and_nothing_is_joined() {
         "1\n"
     );
     // Then the rest, and completion once.
-    assert_eq!(put(2, two, &b64(two)).status, 204);
+    assert_eq!(put(2, two).status, 200);
     let done = request("POST", &format!("{link}/complete"), &[], None);
     assert_eq!(done.status, 200, "{}", done.text());
     let twice = request("POST", &format!("{link}/complete"), &[], None);
     assert_eq!(twice.status, 409, "{}", twice.text());
-    let replay = put(2, two, &b64(two));
+    let replay = target(2, two);
     assert_eq!(
         replay.status,
         409,
@@ -269,6 +192,25 @@ fn bad_parts_are_refused_and_nothing_is_joined() {
     assert_eq!(no.status, 400, "{}", no.text());
 }
 
+/// A server on the AWS backends (S3 as s3s-fs, DynamoDB as dynalite) that
+/// sends files over 1 MiB in parts of 5 MiB (S3's smallest), with `env`;
+/// and alice's token.
+fn on_the_bucket(
+    emulators: &Emulators,
+    name: &str,
+    env: &[(&str, &str)],
+) -> (Server, tempfile::TempDir, String) {
+    provision(emulators, name);
+    let mut env = env.to_vec();
+    env.extend([
+        ("SLUICE_PART_BYTES", "5242880"),
+        ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
+    ]);
+    let (server, dir) = aws_server(emulators, name, &env);
+    let token = aws_token(emulators, "alice", &[]);
+    (server, dir, token)
+}
+
 // On S3 (s3s-fs): parts go straight to the bucket at presigned UploadPart
 // URLs minted one at a time, and sluice proves the joined object itself.
 // s3s-fs 0.14.1 does not check a part's signed checksum against its bytes
@@ -277,7 +219,6 @@ fn bad_parts_are_refused_and_nothing_is_joined() {
 
 mod on_s3 {
     use super::*;
-    use crate::util::{Emulators, aws_server, aws_token, provision};
 
     /// Parts of 5 MiB, and a proof that reads one part's worth per
     /// completion (as a file too large to prove in one request would), so
@@ -620,17 +561,15 @@ mod on_s3 {
 /// in words, and nothing is joined.
 #[test]
 fn an_expired_upload_in_parts_says_to_ask_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
+    let emulators = Emulators::start();
+    let (server, _dir, token) = on_the_bucket(
+        &emulators,
+        "expired",
         &[
-            ("SLUICE_PART_BYTES", "5242880"),
-            ("SLUICE_SINGLE_PUT_MAX_BYTES", "1048576"),
             ("SLUICE_HANDLE_TTL_SECS", "2"),
             ("SLUICE_UPLOAD_TTL_SECS", "1"),
         ],
     );
-    let token = server.token("alice", &[]);
     let data = bytes(6 * MIB, 2);
     let ticket = server.request_upload(&token, "late.bin", &data);
     let work = tempfile::tempdir().unwrap();
@@ -659,5 +598,10 @@ fn an_expired_upload_in_parts_says_to_ask_again() {
         request("GET", &format!("{link}/parts"), &[], None).status,
         404
     );
-    assert!(walk(&dir.path().join("objects/files")).is_empty());
+    assert!(
+        sluice_testkit::files_under(emulators.s3_dir())
+            .iter()
+            .all(|p| !p.to_string_lossy().contains("late.bin")),
+        "nothing joined"
+    );
 }

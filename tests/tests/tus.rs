@@ -195,6 +195,32 @@ fn bad_appends_are_refused_and_write_nothing() {
     assert_eq!(head(&forged).status, 404);
 }
 
+/// A stream, its checkpoint and the object it becomes are sluice's alone
+/// (0600), as a file uploaded in one PUT is.
+#[test]
+fn a_stream_and_its_object_are_private() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let (server, _dir) = Server::start();
+    let data = bytes(100_000, 9);
+    let link = link_for(&server, &data);
+    assert_eq!(patch(&link, 0, &data[..50_000]).status, 204);
+    let staged = sluice_testkit::files_under(&server.data_dir.join("objects").join("parts"));
+    assert_eq!(staged.len(), 2, "the stream and its checkpoint: {staged:?}");
+    for path in staged {
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", path.display());
+    }
+    assert_eq!(patch(&link, 50_000, &data[50_000..]).status, 204);
+    let object = &stored_objects(&server.data_dir)[0];
+    let mode = std::fs::metadata(object).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert_eq!(
+        std::fs::metadata(object).unwrap().nlink(),
+        1,
+        "the stream moved, not linked twice"
+    );
+}
+
 /// The last byte decides: bytes that are not the file pinned are freed at
 /// once, nothing is readable, and the answer says to ask again.
 #[test]

@@ -110,11 +110,7 @@ fn widget_routes(state: &Sluice) -> Routes<Sluice> {
         // Uploads in parts (`sluice::service::multipart`).
         .route("/u/{token}/sh", "GET", get(parts_script))
         .route("/u/{token}/parts", "GET", get(stored_parts))
-        .route(
-            "/u/{token}/parts/{n}",
-            "POST, PUT",
-            post(part_target).put(upload_part).layer(own_limits()),
-        )
+        .route("/u/{token}/parts/{n}", "POST", post(part_target))
         .route("/u/{token}/complete", "POST", post(complete_parts))
         .route("/browser/{token}/start", "POST", post(start_browser))
         .cors(cors)
@@ -312,30 +308,6 @@ async fn part_target(
     let sha256 = sluice::Sha256::parse(&q.sha256)
         .map_err(|e| sluice::Error::Invalid(format!("sha256: {e}")))?;
     Ok(text(sluice.part_target(&token, n, sha256).await?))
-}
-
-/// Stores part `n`, of the digest its `x-amz-checksum-sha256` header
-/// declares ([`Sluice::accept_part`]).
-async fn upload_part(
-    State(sluice): State<Sluice>,
-    Path((token, n)): Path<(String, u32)>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<StatusCode, HttpError> {
-    let sha256 = headers
-        .get("x-amz-checksum-sha256")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| sluice::Sha256::from_base64(v).ok())
-        .ok_or_else(|| HttpError::Body {
-            status: StatusCode::BAD_REQUEST,
-            message: "a part needs its SHA-256 in x-amz-checksum-sha256 (base64)".into(),
-        })?;
-    let declared = content_length(&headers)?;
-    let stream = body.into_data_stream().map_err(io::Error::other).boxed();
-    sluice
-        .accept_part(&token, n, declared, sha256, stream)
-        .await?;
-    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Joins the parts and proves the whole file ([`Sluice::complete_parts`]):

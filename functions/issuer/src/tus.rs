@@ -62,7 +62,7 @@ pub async fn head(
     // A client need not say its version to ask (curl -I does not); one
     // that says another is refused as tus says.
     if headers.contains_key(TUS_RESUMABLE)
-        && let Err(refused) = speaks_this_version(&headers)
+        && let Some(refused) = not_this_version(&headers)
     {
         return refused;
     }
@@ -79,7 +79,7 @@ pub async fn patch(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    if let Err(refused) = speaks_this_version(&headers) {
+    if let Some(refused) = not_this_version(&headers) {
         return refused;
     }
     let media = headers
@@ -160,10 +160,11 @@ fn plain_number(v: &str) -> Option<u64> {
         .flatten()
 }
 
-/// `Ok` for a request of this version; the tus refusal otherwise.
-fn speaks_this_version(headers: &HeaderMap) -> Result<(), Response> {
+/// The tus refusal of a request of another version (or none); `None` for
+/// one of this version.
+fn not_this_version(headers: &HeaderMap) -> Option<Response> {
     if headers.get(TUS_RESUMABLE).is_some_and(|v| v == VERSION) {
-        return Ok(());
+        return None;
     }
     let mut refused = refuse(
         StatusCode::PRECONDITION_FAILED,
@@ -174,7 +175,7 @@ fn speaks_this_version(headers: &HeaderMap) -> Result<(), Response> {
     refused
         .headers_mut()
         .insert(TUS_VERSION, HeaderValue::from_static(VERSION));
-    Err(refused)
+    Some(refused)
 }
 
 /// Where the upload stands, as tus answers it.

@@ -27,6 +27,7 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::{Deserialize, Serialize};
 
 use super::issue::{Reader, UploadRequest};
+use super::uploads::Protocol;
 use super::{Sluice, Stored};
 use crate::auth::Caller;
 use crate::curl;
@@ -518,10 +519,10 @@ impl Sluice {
                 let target = self.upload_target(&file, expires, Reader::Model).await?;
                 // How it goes: one resumable stream where sluice receives
                 // the bytes, else its part size in MiB (0: one PUT).
-                let how = match self.plan_of(&file) {
-                    _ if self.upload_streams() => "s".to_owned(),
-                    Some(p) => (p.part_size / (1024 * 1024)).to_string(),
-                    None => "0".to_owned(),
+                let how = match self.protocol_of(&file) {
+                    Protocol::Stream => "s".to_owned(),
+                    Protocol::Parts(p) => (p.part_size / (1024 * 1024)).to_string(),
+                    Protocol::Put => "0".to_owned(),
                 };
                 Ok::<_, Error>(format!("{line}\t{}\t{how}\n", target.url))
             })

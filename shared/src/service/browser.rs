@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Sluice;
 use super::issue::{MAX_FILENAME_BYTES, Reader, UploadRequest, UploadTarget};
+use super::uploads::Protocol;
 use crate::error::Error;
 use crate::file::FileId;
 use crate::keys::{Keyring, Purpose};
@@ -395,30 +396,43 @@ impl Sluice {
                 }
             }
         };
-        // A file in parts: the same parts as the upload line's, so a page
-        // started again (a reload) sends only those not stored yet.
-        if let Some(plan) = self.begin_upload(&file).await? {
-            let upload = self.upload_target(&file, expires_at, Reader::Model).await?;
-            return Ok(BrowserTarget {
-                parts: Some(PageParts {
-                    link: upload.url.clone(),
-                    count: plan.count,
-                    part_size: plan.part_size,
-                }),
-                upload,
-                file_id: file.id,
-                stream: None,
-            });
-        }
-        let upload = self.upload_target(&file, expires_at, Reader::Page).await?;
+        let upload = match self.begin_upload(&file).await? {
+            // In parts: the same parts as the upload line's, so a page
+            // started again (a reload) sends only those not stored yet.
+            Protocol::Parts(plan) => {
+                let upload = self.upload_target(&file, expires_at, Reader::Model).await?;
+                return Ok(BrowserTarget {
+                    parts: Some(PageParts {
+                        link: upload.url.clone(),
+                        count: plan.count,
+                        part_size: plan.part_size,
+                    }),
+                    upload,
+                    file_id: file.id,
+                    stream: None,
+                });
+            }
+            // As one resumable stream: a page started again goes on from
+            // where the upload stands.
+            Protocol::Stream => {
+                let upload = self.upload_target(&file, expires_at, Reader::Page).await?;
+                return Ok(BrowserTarget {
+                    stream: Some(PageStream {
+                        link: upload.url.clone(),
+                        chunk_size: self.transfers().part_bytes,
+                    }),
+                    upload,
+                    file_id: file.id,
+                    parts: None,
+                });
+            }
+            Protocol::Put => self.upload_target(&file, expires_at, Reader::Page).await?,
+        };
         Ok(BrowserTarget {
-            stream: self.upload_streams().then(|| PageStream {
-                link: upload.url.clone(),
-                chunk_size: self.transfers().part_bytes,
-            }),
             upload,
             file_id: file.id,
             parts: None,
+            stream: None,
         })
     }
 

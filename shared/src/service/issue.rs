@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::Sluice;
+use super::uploads::Protocol;
 use crate::curl;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
@@ -98,7 +99,7 @@ impl Sluice {
         req: UploadRequest,
     ) -> Result<UploadTicket, Error> {
         let (file, handle, expires_at) = self.issue_file(owner, req, FileId::random()).await?;
-        let plan = self.begin_upload(&file).await?;
+        let protocol = self.begin_upload(&file).await?;
         let target = self.upload_target(&file, expires_at, Reader::Model).await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header
@@ -112,20 +113,20 @@ impl Sluice {
         // What the line tries again when it fails, to tell an unreachable
         // host: the link's origin, or (through a short link to the store)
         // the URL it was reaching when it failed.
-        let (command, probe) = match (&plan, self.store().access()) {
-            (Some(plan), _) => (
-                curl::parts_command(&target.url, local, plan, &self.part_origin().await?),
-                curl::ORIGIN_OF_LINK.to_owned(),
-            ),
-            (None, Access::Direct(_)) => (
-                curl::upload_via_command(&target.url, headers, local),
-                curl::ORIGIN_REACHED.to_owned(),
-            ),
-            (None, Access::Proxied) if self.upload_streams() => (
+        let (command, probe) = match (protocol, self.store().access()) {
+            (Protocol::Stream, _) => (
                 curl::stream_command(&target.url, local, file.size),
                 curl::shell_quote(&curl::origin_of(&target.url)),
             ),
-            (None, Access::Proxied) => (
+            (Protocol::Parts(plan), _) => (
+                curl::parts_command(&target.url, local, &plan, &self.part_origin().await?),
+                curl::ORIGIN_OF_LINK.to_owned(),
+            ),
+            (Protocol::Put, Access::Direct(_)) => (
+                curl::upload_via_command(&target.url, headers, local),
+                curl::ORIGIN_REACHED.to_owned(),
+            ),
+            (Protocol::Put, Access::Proxied) => (
                 curl::upload_command(&target.url, headers, local),
                 curl::shell_quote(&curl::origin_of(&target.url)),
             ),
@@ -233,9 +234,14 @@ impl Sluice {
     ) -> Result<UploadTarget, Error> {
         // A file in parts, or as large in one resumable stream, may take
         // long, and its line resumes: its link lives as long as its record.
-        let parted = self.plan_of(file).is_some();
-        let long = self.upload_streams() && file.size > self.transfers().single_put_max_bytes;
-        let ttl = if parted || long {
+        let protocol = self.protocol_of(file);
+        let parted = matches!(protocol, Protocol::Parts(_));
+        let long = match protocol {
+            Protocol::Parts(_) => true,
+            Protocol::Stream => file.size > self.transfers().single_put_max_bytes,
+            Protocol::Put => false,
+        };
+        let ttl = if long {
             self.transfers().handle_ttl
         } else {
             self.transfers().upload_ttl

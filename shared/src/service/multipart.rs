@@ -1,28 +1,29 @@
-//! Uploads in parts (proxied stores): a file over the single-PUT size is
-//! sent as the parts of its [`Plan`], each through its upload link, in this
-//! order: the upload line fetches its script (`GET /u/{token}/sh`) → asks
-//! which parts are stored (`GET …/parts`) → for each missing part asks
-//! where to send it, declaring its SHA-256 (`POST …/parts/{n}?sha256=`),
-//! and sends it (`PUT …/parts/{n}`: its planned size and declared digest
-//! checked while it streams; nothing kept otherwise) → asks to complete
+//! Uploads in parts, where the store receives the bytes (S3): a file over
+//! the single-PUT size is sent as the parts of its [`Plan`], through its
+//! upload link, in this order: the upload line fetches its script
+//! (`GET /u/{token}/sh`) → asks which parts are stored (`GET …/parts`) →
+//! for each missing part asks where to send it, declaring its SHA-256
+//! (`POST …/parts/{n}?sha256=`: a presigned UploadPart that signs it, so
+//! the store refuses other bytes) and sends it there → asks to complete
 //! (`POST …/complete`): every part there, then the parts joined into the
 //! file's object, which must come out the size and SHA-256 declared when
 //! the file was issued (the proof: parts each self-consistent but whose
-//! whole is another file never turn ready). The local store proves while
-//! it joins; an object S3 joined is proven by the service ([`super::proof`]).
-//! A file already complete refuses any further part or completion.
+//! whole is another file never turn ready). An object the store joined is
+//! proven by the service ([`super::proof`]). A file already complete
+//! refuses any further part or completion. Where sluice receives the bytes
+//! a file is one resumable stream instead ([`super::stream`]).
 
 use std::time::Duration;
 
 use super::Sluice;
 use super::proof::{Held, PROOF_SLICE, Proved};
-use super::uploads::{Uploaded, until_expiry};
+use super::uploads::{Protocol, Uploaded};
 use crate::curl;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::multipart::Plan;
 use crate::sha::Sha256;
-use crate::store::{Access, ByteStream, Joined, PartStore, StoreError, idle_timeout};
+use crate::store::{Access, Joined, PartStore, StoreError};
 
 /// How long a part's presigned URL lives: minted as the part is about to be
 /// sent, it needs minutes, not the upload's whole life.
@@ -40,7 +41,7 @@ impl Sluice {
     /// How `file` is cut if it is uploaded in parts: over the single-PUT
     /// size, on a store that takes parts and cannot take the file as one
     /// resumable stream (where sluice receives the bytes, a file is one
-    /// stream whatever its size: [`super::stream`]).
+    /// stream whatever its size: [`Sluice::protocol_of`]).
     pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
         let transfers = self.transfers();
         let store = self.store();
@@ -59,19 +60,22 @@ impl Sluice {
     }
 
     /// Begins the upload of `file` in the store, once, when the file is
-    /// issued: [`Sluice::plan_of`] `file`, with its upload in parts begun
-    /// when it has one (so that parts asked for at once all join the one
-    /// upload); an empty file on a store that streams is stored now
+    /// issued; what its link speaks. In parts: the upload in parts begun
+    /// in the store (so that parts asked for at once all join the one
+    /// upload). As a stream: an empty file is stored now
     /// ([`Sluice::stream_empty`]).
-    pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Option<Plan>, Error> {
-        let Some(plan) = self.plan_of(file) else {
-            self.stream_empty(file).await?;
-            return Ok(None);
-        };
-        self.part_store()?
-            .begin(&file.object_key(), &file.content_type)
-            .await?;
-        Ok(Some(plan))
+    pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Protocol, Error> {
+        let protocol = self.protocol_of(file);
+        match protocol {
+            Protocol::Parts(_) => {
+                self.part_store()?
+                    .begin(&file.object_key(), &file.content_type)
+                    .await?
+            }
+            Protocol::Stream => self.stream_empty(file).await?,
+            Protocol::Put => {}
+        }
+        Ok(protocol)
     }
 
     /// The file upload link `token` names, if it goes in parts.
@@ -166,60 +170,8 @@ impl Sluice {
                     .map(|(k, v)| (k.as_str(), v.as_str()));
                 Ok(curl::part_target(&p.url, headers))
             }
-            Access::Proxied => {
-                let url = format!("{}/u/{token}/parts/{n}", self.issuer_base());
-                Ok(curl::part_target(
-                    &url,
-                    [("x-amz-checksum-sha256", sha256.to_base64().as_str())],
-                ))
-            }
-        }
-    }
-
-    /// Stores part `n` of `token`'s file: exactly its planned size, of the
-    /// digest declared with it, once.
-    pub async fn accept_part(
-        &self,
-        token: &str,
-        n: u32,
-        declared: Option<u64>,
-        sha256: Sha256,
-        body: ByteStream,
-    ) -> Result<(), Error> {
-        // With a direct store (S3) parts go straight to it.
-        if self.stores_directly() {
-            return Err(Error::NotFound);
-        }
-        let parted = self.parted(token).await?;
-        let len = planned_len(&parted.plan, n)?;
-        if let Some(declared) = declared
-            && declared != len
-        {
-            return Err(Error::Invalid(format!(
-                "part {n} is {len} bytes, not {declared}; nothing was stored"
-            )));
-        }
-        self.not_complete(&parted.file).await?;
-        let body = idle_timeout(body, self.transfers().body_idle_timeout);
-        let body = self.arrivals().count(&parted.file.id, body);
-        let key = parted.file.object_key();
-        let offset = u64::from(n - 1) * parted.plan.part_size;
-        let put = self
-            .part_store()?
-            .put_part(&key, n, offset, len, sha256, body);
-        let Some(stored) = until_expiry(parted.expires_at, put).await else {
-            return Err(Error::UploadExpired);
-        };
-        match stored {
-            Ok(()) => {
-                tracing::info!(file_id = %parted.file.id, jti = %parted.jti, part = n, "part stored");
-                Ok(())
-            }
-            Err(crate::store::StoreError::AlreadyExists) => Err(already_stored(n)),
-            Err(e) => {
-                tracing::info!(file_id = %parted.file.id, part = n, error = %e, "part refused");
-                Err(e.into())
-            }
+            // Where sluice receives the bytes a file is one stream.
+            Access::Proxied => Err(Error::bug("a proxied store takes no parts")),
         }
     }
 

@@ -18,6 +18,26 @@ use crate::store::{Access, ByteStream, idle_timeout};
 use crate::time::now_unix;
 use crate::token::Method;
 
+/// What an upload link speaks, decided in one place
+/// ([`Sluice::protocol_of`]) from what the store can do and the file's
+/// size (DESIGN.md, "Files of any size": whoever receives the bytes checks
+/// them, once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Where sluice receives the bytes (a store that streams): one
+    /// resumable tus stream whatever the size, hashed once as it arrives
+    /// ([`super::stream`]); a plain PUT of the whole file works too.
+    Stream,
+    /// Where the store receives the bytes and takes parts, above the
+    /// single-PUT size: parts, each checked by the store against its
+    /// signed SHA-256, the whole proven by sluice ([`super::multipart`]).
+    Parts(crate::multipart::Plan),
+    /// One PUT of the whole file: presigned where the store receives the
+    /// bytes (up to the single-PUT size, or the store's limit where it
+    /// takes no parts).
+    Put,
+}
+
 /// How long after its link expires an upload may still finish.
 pub const UPLOAD_GRACE_SECS: i64 = 10;
 
@@ -55,6 +75,17 @@ pub(crate) struct Upload {
 }
 
 impl Sluice {
+    /// What the upload link of `file` speaks ([`Protocol`]).
+    pub fn protocol_of(&self, file: &FileMeta) -> Protocol {
+        if self.store().stream().is_some() {
+            return Protocol::Stream;
+        }
+        match self.plan_of(file) {
+            Some(plan) => Protocol::Parts(plan),
+            None => Protocol::Put,
+        }
+    }
+
     /// Verifies upload link `token` and finds its file. A short link whose
     /// record has expired is refused like any dead link (404).
     pub(crate) async fn upload_of(&self, token: &str) -> Result<Upload, Error> {

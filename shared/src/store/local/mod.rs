@@ -9,11 +9,12 @@
 //!
 //! Layout: this file is the store and its `ObjectStore` methods (whole
 //! objects); `stream` resumable uploads, one stream each, appended at
-//! their offset and checkpointed with their hash state; `parts` uploads in parts (staged in one file per upload and
-//! joined by a proving read and a rename); `slots` the transfer slots, the per-link and per-file
-//! claims and the quota's running figure; `files` bodies to files and back,
-//! hashed and verified in chunks; `sweep` what expires, and how the quota
-//! counts what is on disk.
+//! their offset and checkpointed with their hash state (this store
+//! receives every byte, so it takes no parts: DESIGN.md, "Files of any
+//! size"); `slots` the transfer slots, the per-link claims and the quota's
+//! running figure; `files` bodies to files and back, hashed and verified
+//! in chunks; `sweep` what expires, and how the quota counts what is on
+//! disk.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -29,7 +30,6 @@ use crate::file::ObjectKey;
 use crate::sha::Sha256;
 
 mod files;
-mod parts;
 mod slots;
 mod stream;
 mod sweep;
@@ -71,12 +71,6 @@ pub struct LocalStore {
     /// every slot from everyone else.
     per_owner: Arc<Mutex<std::collections::HashMap<String, usize>>>,
     share: usize,
-    /// The whole file's SHA-256 of each upload in parts, run over its
-    /// parts in order as they are stored ([`parts`]).
-    running: Arc<Mutex<std::collections::HashMap<String, parts::Running>>>,
-    /// Writers of parts take turns on a staging file, by a lock of this
-    /// set chosen by the file's key ([`parts`]).
-    part_writers: Arc<[Mutex<()>]>,
 }
 
 impl LocalStore {
@@ -98,8 +92,6 @@ impl LocalStore {
             uploading: Arc::new(Mutex::new(HashSet::new())),
             transfers: Arc::new(Semaphore::new(max_transfers.max(1))),
             per_owner: Arc::new(Mutex::new(std::collections::HashMap::new())),
-            running: Arc::new(Mutex::new(std::collections::HashMap::new())),
-            part_writers: (0..parts::WRITER_LOCKS).map(|_| Mutex::new(())).collect(),
             share: max_transfers.max(1),
         })
     }
@@ -114,12 +106,6 @@ impl LocalStore {
         // Keys are built by `FileMeta::object_key` from a hash, a parsed file
         // id and a sanitized name, so they are always relative and plain.
         self.objects.join(key.as_str())
-    }
-
-    /// The file the parts of an upload to `key` are written into, each at
-    /// its offset (beside their markers, [`ObjectKey::part`]).
-    fn staging(&self, key: &ObjectKey) -> PathBuf {
-        self.objects.join(key.parts_prefix()).join("data")
     }
 }
 
@@ -274,10 +260,6 @@ impl ObjectStore for LocalStore {
 
     fn access(&self) -> super::Access<'_> {
         super::Access::Proxied
-    }
-
-    fn parts(&self) -> Option<&dyn super::PartStore> {
-        Some(self)
     }
 
     fn stream(&self) -> Option<&dyn super::StreamStore> {

@@ -1,6 +1,6 @@
 //! Transfer slots (the store's, and each owner's share of them), the
-//! claims that keep one upload per link and one join per file, and the
-//! running figure of the quota.
+//! claims that keep one upload per link, and the running figure of the
+//! quota.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,7 +100,6 @@ impl LocalStore {
     }
 
     /// Claims `key` for one upload and reserves `size` bytes of the quota.
-    /// A part's upload is refused while its file's parts are being joined.
     pub(super) fn begin_upload(
         &self,
         key: &ObjectKey,
@@ -108,9 +107,6 @@ impl LocalStore {
     ) -> Result<UploadGuard, StoreError> {
         {
             let mut keys = self.uploading.lock().unwrap_or_else(|p| p.into_inner());
-            if keys.contains(&joining(key.as_str())) {
-                return Err(StoreError::Busy(crate::store::Busy::Completing));
-            }
             if !keys.insert(key.as_str().to_owned()) {
                 return Err(StoreError::Busy(crate::store::Busy::Upload));
             }
@@ -140,36 +136,6 @@ impl LocalStore {
         guard.reserved += size;
         Ok(())
     }
-
-    /// Claims the join of `key`'s parts: one at a time, and none while a
-    /// part of it is being uploaded (a part written after the proof's read
-    /// would change what was proven).
-    pub(super) fn begin_join(&self, key: &ObjectKey) -> Result<UploadGuard, StoreError> {
-        let claim = joining(&key.parts_prefix());
-        let mut keys = self.uploading.lock().unwrap_or_else(|p| p.into_inner());
-        if keys.contains(&claim) {
-            return Err(StoreError::Busy(crate::store::Busy::Completing));
-        }
-        if keys.iter().any(|k| k.starts_with(&key.parts_prefix())) {
-            return Err(StoreError::Busy(crate::store::Busy::Upload));
-        }
-        keys.insert(claim.clone());
-        Ok(UploadGuard {
-            key: claim,
-            uploading: self.uploading.clone(),
-            used: self.used.clone(),
-            reserved: 0,
-        })
-    }
-}
-
-/// The claim that the parts under `prefix` (a key's
-/// [`ObjectKey::parts_prefix`], or one part's key) are being joined.
-fn joining(key_or_prefix: &str) -> String {
-    let prefix = key_or_prefix
-        .rsplit_once('/')
-        .map_or(key_or_prefix, |(dir, _)| dir);
-    format!("{prefix}/joining")
 }
 
 /// Takes `bytes` off the running figure `used`, never below zero: another

@@ -78,12 +78,15 @@ impl Open {
     /// Opens the stream of `paths`, locked, cut back to its last
     /// checkpoint (or to nothing, where there is none).
     fn at_checkpoint(paths: Paths) -> Result<Self, StoreError> {
+        use std::os::unix::fs::OpenOptionsExt as _;
         std::fs::create_dir_all(&paths.dir)?;
+        // sluice's alone, as every object is: the stream becomes one.
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
+            .mode(0o600)
             .open(&paths.data)?;
         match file.try_lock() {
             Ok(()) => {}
@@ -130,8 +133,14 @@ impl Open {
     fn checkpoint(&mut self) -> Result<(), StoreError> {
         self.file.flush()?;
         self.file.get_ref().sync_data()?;
+        use std::os::unix::fs::OpenOptionsExt as _;
         let aside = self.paths.at.with_extension("at.new");
-        let mut saved = File::create(&aside)?;
+        let mut saved = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&aside)?;
         saved.write_all(self.hash.checkpoint().as_bytes())?;
         saved.sync_all()?;
         std::fs::rename(&aside, &self.paths.at)?;

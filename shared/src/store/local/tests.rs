@@ -143,58 +143,6 @@ async fn one_failing_delete_does_not_stop_the_sweep() {
     assert!(walk(&store.objects).unwrap().is_empty());
 }
 
-/// The proof runs while the parts arrive: the whole file's hash is carried
-/// over each part that continues it in order (a part that arrives early
-/// waits), so that joining reads nothing more; and the carried hash proves
-/// the right file and refuses another. (Before: joining read the whole
-/// file after the last part.)
-#[tokio::test]
-async fn the_whole_is_hashed_while_the_parts_arrive() {
-    use crate::store::{Joined, PartStore as _};
-    let dir = tempfile::tempdir().unwrap();
-    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
-    let mib = 1024 * 1024;
-    let data: Vec<u8> = (0..(5 * mib / 2)).map(|i| (i % 251) as u8).collect();
-    let plan = crate::multipart::Plan::new(data.len() as u64, mib as u64);
-    assert_eq!(plan.count, 3);
-    let hashed = |store: &LocalStore, key: &ObjectKey| {
-        store.running.lock().unwrap()[&key.parts_prefix()].hashed
-    };
-    for (declared, ready) in [(Sha256::of(&data), true), (Sha256::of(b"another"), false)] {
-        let meta = FileMeta {
-            id: FileId::random(),
-            owner: "alice".into(),
-            filename: "p.bin".into(),
-            content_type: "application/octet-stream".into(),
-            size: data.len() as u64,
-            sha256: declared,
-        };
-        let key = meta.object_key();
-        for (n, carried) in [(2u32, 0u64), (1, 2 * mib as u64), (3, data.len() as u64)] {
-            let from = (u64::from(n - 1) * plan.part_size) as usize;
-            let part = Bytes::copy_from_slice(&data[from..from + plan.len(n).unwrap() as usize]);
-            let sha = Sha256::of(&part);
-            let len = part.len() as u64;
-            let body: ByteStream = futures_util::stream::once(async move { Ok(part) }).boxed();
-            store
-                .put_part(&key, n, from as u64, len, sha, body)
-                .await
-                .unwrap();
-            assert_eq!(hashed(&store, &key), carried, "after part {n}");
-        }
-        let joined = store.join(&key, &plan, declared).await;
-        match joined {
-            Ok(Joined::Proven) => assert!(ready),
-            Err(StoreError::Mismatch(_)) => assert!(!ready),
-            other => panic!("{other:?}"),
-        }
-        assert!(
-            store.running.lock().unwrap().is_empty(),
-            "taken by the join"
-        );
-    }
-}
-
 /// A stream of `chunks`, ending in `end` (an error, where given).
 fn body_of(chunks: Vec<Vec<u8>>, end: Option<io::ErrorKind>) -> ByteStream {
     let mut items: Vec<io::Result<Bytes>> =
