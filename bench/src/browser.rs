@@ -359,14 +359,12 @@ pub fn run() -> anyhow::Result<String> {
          Apps policy does not grant the widget. @noble/hashes runs at {:.2}× the browser's upload \
          ceiling (the bare PUT above), so above 512 MiB hashing, not the upload, bounds the page; \
          WebCrypto, used up to 512 MiB and for each part, is {:.1}× faster still.\n\n\
-         Since files of any size, a file over the single-PUT size (64 MiB) goes from the page and \
-         the widget in parts, as from the upload line: this 256 MiB file in four parts of 64 MiB, \
-         each hashed (WebCrypto) from the bytes read for the whole file's hash, one after another \
-         in the order they go and each once the one before is on its way, all four on their way \
-         at once, then proven whole by sluice at \
-         completion; so the page reaches {:.2}× the bare PUT where one PUT did 1.06× (an earlier \
-         run of this table), the price of resuming after a failure or a reload. The widget \
-         reaches {:.2}× the page in the same rounds{}.\n",
+         Locally (where sluice receives the bytes) the page and the widget send a file as one \
+         resumable tus upload, by the vendored tus-js-client {}: after the file's hash (WebCrypto up \
+         to 512 MiB), a `HEAD` for where the upload stands, then `PATCH` requests of the part size \
+         (64 MiB: this 256 MiB file in four), each byte hashed once by sluice as it arrives; so the \
+         page reaches {:.2}× the bare PUT (the parts it sent before reached 0.68× in this table). \
+         The widget reaches {:.2}× the page in the same rounds{}.\n",
         sluice::web::NOBLE_VERSION,
         rate(noble),
         noble_vs_old,
@@ -382,12 +380,13 @@ pub fn run() -> anyhow::Result<String> {
         },
         browser_sink / noble,
         noble / webcrypto,
+        sluice::web::TUS_VERSION,
         browser_sink / page,
         page / widget,
         if widget > page {
-            ": its host frame and the cross-origin preflights of each part's requests"
+            ": its host frame and the cross-origin preflights of each request"
         } else {
-            ", for all its host frame and the cross-origin preflights of each part's requests"
+            ", for all its host frame and the cross-origin preflights of each request"
         },
     ));
     Ok(out)

@@ -39,7 +39,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "peer", "batch", "ops"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -119,6 +119,9 @@ fn main() -> anyhow::Result<()> {
                 args.runs.min(2),
             )?);
         }
+    }
+    if wants("resume") {
+        report.push_str(&parts::resume(args.parts_size_mib.min(1024), args.runs)?);
     }
     if wants("peer") {
         report.push_str(&peer::run(args.runs)?);

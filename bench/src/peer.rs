@@ -1,5 +1,5 @@
 //! sluice beside a peer doing the same job: a 1 GiB upload through
-//! `request_upload`'s own line (in parts, the default for a file this size)
+//! `request_upload`'s own line (locally one resumable stream)
 //! and through mcp-upload 1.1.2's documented path (a ticket, then
 //! `curl -F file=@FILE`, streamed to its filesystem sink), both declaring
 //! the file's size and SHA-256 and both writing and syncing it to disk;
@@ -129,7 +129,7 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
          `target/fast/sluice-bench --only peer --runs {runs}` (server: `{}`): the same 1 GiB file, declared \
          (size and SHA-256) and written and synced to disk by each, {runs} interleaved rounds, medians. \
          **sluice**: `POST /uploads` (what `request_upload` does), then its `command` line where the file is \
-         (in parts, the default above 64 MiB, so that a rerun resumes). **mcp-upload 1.1.2** \
+         (locally one resumable tus stream, so that a rerun resumes). **mcp-upload 1.1.2** \
          (`bench/peer/`, on uvicorn with httptools and uvloop): a ticket for its filesystem sink, then its \
          documented `curl -F file=@payload.bin <url>`. Each server's last file is deleted just before \
          its next upload (sluice's by `DELETE /files/{{id}}`), so that each writes into page cache just freed. Peak RSS growth is each server's `VmHWM` over its \
