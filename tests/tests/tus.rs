@@ -472,3 +472,46 @@ fn curl_limited(dir: &Path, rate: &str) {
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// tus-js-client (npm), the library the page and the widget send files
+/// with, here in Node: it uploads part of the file to the link and stops;
+/// the server restarts; it takes the upload up again from the server's
+/// offset (its first PATCH from there, not from 0) and finishes it.
+#[test]
+fn tus_js_client_resumes_the_link_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(dir.path(), &[]);
+    let data = bytes(5 * 1024 * 1024 + 33, 10);
+    let link = link_for(&server, &data);
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("f.bin");
+    std::fs::write(&file, &data).unwrap();
+    let client = |link: &str, stop: Option<u64>| {
+        let mut cmd = std::process::Command::new("node");
+        cmd.arg(sluice_testkit::root().join("tests/clients/tus_upload.mjs"))
+            .arg(link)
+            .arg(&file)
+            .arg((1024 * 1024).to_string())
+            .current_dir(sluice_testkit::root().join("tests/clients"));
+        if let Some(stop) = stop {
+            cmd.arg(stop.to_string());
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", out_text(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let first = client(&link, Some(2 * 1024 * 1024));
+    assert_eq!(first["done"], "stopped", "{first}");
+    assert_eq!(first["started"], 0);
+    let kept = offset(&link);
+    assert!(kept >= 2 * 1024 * 1024, "kept {kept}");
+    drop(server);
+    let server = Server::start_in(dir.path(), &[]);
+    let link = format!("{}/u/{}", server.base, link.split("/u/").nth(1).unwrap());
+    let second = client(&link, None);
+    assert_eq!(second["done"], "finished", "{second}");
+    assert_eq!(second["started"], kept, "resumed from the server's offset");
+    assert_eq!(second["offset"], data.len());
+    let objects = stored_objects(dir.path());
+    assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
+}
