@@ -71,7 +71,11 @@ pub(crate) fn stream_offset(link: &str) -> anyhow::Result<u64> {
         .output()?;
     let head = String::from_utf8(out.stdout)?;
     head.lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("upload-offset:").map(|v| v.trim().to_owned()))
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("upload-offset:")
+                .map(|v| v.trim().to_owned())
+        })
         .context("no Upload-Offset")?
         .parse()
         .context("Upload-Offset")
@@ -385,7 +389,11 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
     let cpu_ratio = med(&|r| r.parts.cpu() / r.one_put.cpu());
     let server_ratio = med(&|r| r.parts.server / r.one_put.server);
     let verdict = if of_put >= 0.95 { "met" } else { "**missed**" };
-    let server_verdict = if server_ratio <= 1.1 { "met" } else { "**missed**" };
+    let server_verdict = if server_ratio <= 1.1 {
+        "met"
+    } else {
+        "**missed**"
+    };
     let profile = crate::sluice_bin()?
         .parent()
         .and_then(Path::file_name)
@@ -465,14 +473,19 @@ pub fn resume(size_mib: u64, runs: usize) -> anyhow::Result<String> {
             link.replace(&old_base, &sluice.base),
             line.replace(&old_base, &sluice.base),
         );
-        anyhow::ensure!(stream_offset(&link)? == size / 2, "half kept across the restart");
+        anyhow::ensure!(
+            stream_offset(&link)? == size / 2,
+            "half kept across the restart"
+        );
         let pid = sluice.process.id();
         let (cpu_before, read_before) = (cpu_seconds(pid, Whose::Own)?, read_bytes(pid)?);
         crate::timed_sh(&line, &up_dir)?;
         let second = cpu_seconds(pid, Whose::Own)? - cpu_before;
         let read = read_bytes(pid)? - read_before;
         anyhow::ensure!(stream_offset(&link)? == size, "the resumed upload is whole");
-        eprintln!("  uninterrupted {whole:.2} s CPU; resumed after a restart {second:.2} s CPU, {read} bytes read");
+        eprintln!(
+            "  uninterrupted {whole:.2} s CPU; resumed after a restart {second:.2} s CPU, {read} bytes read"
+        );
         Ok((whole, second, read))
     })?;
     let ratio = median(results.iter().map(|(w, s, _)| s / w).collect());

@@ -351,3 +351,102 @@ fn a_download_keeps_to_a_partial_file_of_its_own() {
         std::fs::remove_file(work.path().join(&long)).unwrap();
     }
 }
+
+/// Runs `line` in `work` under the shell in `shell_dir`, with a stand-in
+/// `curl` whose `HEAD` (`-I`) answers `offset` as the upload's
+/// `Upload-Offset` and which logs every other request (a `PATCH`) to
+/// `sent`, succeeding.
+fn run_stream(work: &Path, shell_dir: &Path, line: &str, list: &str, offset: &str) -> Run {
+    let stub = work.join(".stream-stub");
+    std::fs::create_dir_all(&stub).unwrap();
+    std::fs::write(stub.join("list"), list).unwrap();
+    std::fs::write(
+        stub.join("head"),
+        format!("HTTP/1.1 200 OK\r\nUpload-Offset: {offset}\r\n\r\n"),
+    )
+    .unwrap();
+    let _ = std::fs::remove_file(stub.join("sent"));
+    std::fs::write(
+        stub.join("curl"),
+        format!(
+            "#!/bin/sh\nout=\nprev=\nhead=\nfor a in \"$@\"; do case \"$prev\" in -o) out=$a;; esac; \
+             [ \"$a\" = -fsSI ] && head=1; prev=$a; done\n\
+             case \"$a\" in\n*/sh) cat {script};;\n{LINK}) cp {d}/list \"$out\";;\n\
+             *) if [ -n \"$head\" ]; then cat {d}/head; else echo \"$@\" >> {d}/sent; fi;;\nesac\n",
+            d = stub.display(),
+            script = work.join(".stream-stub/script").display(),
+        ),
+    )
+    .unwrap();
+    std::fs::write(stub.join("script"), BATCH_SCRIPT).unwrap();
+    std::fs::set_permissions(stub.join("curl"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        shell_dir.display(),
+        stub.display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(shell_dir.join("sh"))
+        .arg("-c")
+        .arg(line)
+        .current_dir(work)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    Run {
+        ok: out.status.success(),
+        said: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        sent: std::fs::read_to_string(stub.join("sent")).unwrap_or_default(),
+    }
+}
+
+/// The offset a resumable upload's `HEAD` answers is data: the stream
+/// line and the batch line keep its digits only, and they go nowhere but
+/// curl's `-C` and the `Upload-Offset` header; code in it runs under
+/// neither dash nor bash as `sh`.
+#[test]
+fn an_offset_that_is_code_runs_nothing_under_dash_or_bash_as_sh() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("a.txt"), b"hello").unwrap();
+    let sha = Sha256::of(b"hello");
+    for (name, shell) in shells(work.path()) {
+        for evil in [
+            "$(touch pwned)2",
+            "`touch pwned`2",
+            "2;touch pwned",
+            "x[$(touch pwned)]2",
+        ] {
+            let line = curl::stream_command(&format!("{ORIGIN}/u/T1"), "a.txt", 5);
+            let r = run_stream(work.path(), &shell, &line, "", evil);
+            assert!(
+                !work.path().join("pwned").exists(),
+                "{name}: {evil}: {}",
+                r.said
+            );
+            assert!(
+                r.sent.contains("Upload-Offset: 2") && r.sent.contains("-C 2"),
+                "{name}: {evil}: {}",
+                r.sent
+            );
+
+            let list = entry(&sha, "5", "a.txt", &format!("{ORIGIN}/u/T1\ts"));
+            let line = curl::batch_command(LINK, ORIGIN, &digest_of(&list));
+            let r = run_stream(work.path(), &shell, &line, &list, evil);
+            assert!(
+                !work.path().join("pwned").exists(),
+                "{name}: {evil}: {}",
+                r.said
+            );
+            assert!(
+                r.sent.contains("Upload-Offset: 2") && r.sent.contains("-X PATCH"),
+                "{name}: {evil}: {} {}",
+                r.sent,
+                r.said
+            );
+        }
+    }
+}
