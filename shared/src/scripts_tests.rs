@@ -83,6 +83,13 @@ fn run_stub(
     )
     .unwrap();
     std::fs::set_permissions(stub.join("curl"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    run_line(work, shell_dir, &stub, line)
+}
+
+/// Runs `line` in `work` under the shell in `shell_dir`, the stand-in
+/// `curl` in `stub` first on the PATH; what it left (its stderr, and the
+/// requests the stand-in logged to `stub/sent`).
+fn run_line(work: &Path, shell_dir: &Path, stub: &Path, line: &str) -> Run {
     let path = format!(
         "{}:{}:{}",
         shell_dir.display(),
@@ -380,28 +387,7 @@ fn run_stream(work: &Path, shell_dir: &Path, line: &str, list: &str, offset: &st
     .unwrap();
     std::fs::write(stub.join("script"), BATCH_SCRIPT).unwrap();
     std::fs::set_permissions(stub.join("curl"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}:{}",
-        shell_dir.display(),
-        stub.display(),
-        std::env::var("PATH").unwrap()
-    );
-    let out = Command::new(shell_dir.join("sh"))
-        .arg("-c")
-        .arg(line)
-        .current_dir(work)
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    Run {
-        ok: out.status.success(),
-        said: format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        sent: std::fs::read_to_string(stub.join("sent")).unwrap_or_default(),
-    }
+    run_line(work, shell_dir, &stub, line)
 }
 
 /// The offset a resumable upload's `HEAD` answers is data: the stream

@@ -136,16 +136,7 @@ async fn parts_contract(store: &dyn ObjectStore) {
     // Ranged reads: any slice, pinned to the object.
     let info = store.head(&key).await.unwrap().unwrap();
     assert_eq!(info.size, f.size);
-    let range = 5 * MIB - 3..5 * MIB + 5;
-    let slice = collect(
-        store
-            .get_range(&key, range.clone(), info.etag.as_deref())
-            .await
-            .unwrap()
-            .unwrap(),
-    )
-    .await;
-    assert!(slice == data[range.start as usize..range.end as usize]);
+    reads_a_range(store, &key, &data, 5 * MIB - 3..5 * MIB + 5).await;
     let absent = file("alice", "absent.bin", b"x").object_key();
     assert!(
         store
@@ -259,6 +250,26 @@ async fn presign_contract(store: &dyn ObjectStore) {
     assert!(got.body == data);
 }
 
+/// `range` of the object at `key`, read pinned to its entity tag, is that
+/// range of `data`.
+async fn reads_a_range(
+    store: &dyn ObjectStore,
+    key: &ObjectKey,
+    data: &[u8],
+    range: std::ops::Range<u64>,
+) {
+    let info = store.head(key).await.unwrap().unwrap();
+    let slice = collect(
+        store
+            .get_range(key, range.clone(), info.etag.as_deref())
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .await;
+    assert!(slice == data[range.start as usize..range.end as usize]);
+}
+
 /// One resumable stream per upload: appended at the offset it stands at
 /// (any other refused, nothing written), kept across a store opened again,
 /// nothing past its length, the last byte making the object (readable,
@@ -323,17 +334,7 @@ async fn stream_contract(store: &dyn ObjectStore, again: &dyn ObjectStore) {
         }
     );
     assert!(read(again, &key).await.unwrap() == data);
-    let info = again.head(&key).await.unwrap().unwrap();
-    let range = MIB - 3..MIB + 5;
-    let slice = collect(
-        again
-            .get_range(&key, range.clone(), info.etag.as_deref())
-            .await
-            .unwrap()
-            .unwrap(),
-    )
-    .await;
-    assert!(slice == data[range.start as usize..range.end as usize]);
+    reads_a_range(again, &key, &data, MIB - 3..MIB + 5).await;
 
     // Every byte in, and not the file declared: freed, nothing readable.
     let liar = file("alice", "liar.bin", &data);

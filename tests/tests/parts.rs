@@ -127,18 +127,7 @@ fn bad_parts_are_refused_and_nothing_is_joined() {
     let put = |n: u32, body: &[u8]| {
         let asked = target(n, body);
         assert_eq!(asked.status, 200, "{}", asked.text());
-        let text = asked.text();
-        let mut lines = text.lines();
-        let url = lines.next().unwrap().to_owned();
-        let headers: Vec<(String, String)> = lines
-            .filter_map(|l| l.split_once(": "))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        let headers: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        request("PUT", &url, &headers, Some(body))
+        put_to_target(&asked.text(), body)
     };
     // Where to send a part beyond the plan: refused, naming the plan.
     let beyond = request(
@@ -190,6 +179,15 @@ fn bad_parts_are_refused_and_nothing_is_joined() {
     let url = small["upload"]["url"].as_str().unwrap();
     let no = request("GET", &format!("{url}/parts"), &[], None);
     assert_eq!(no.status, 400, "{}", no.text());
+}
+
+/// PUTs `body` where a part's target (`POST …/parts/{n}`'s answer) says:
+/// its URL, with the headers it lists.
+fn put_to_target(target: &str, body: &[u8]) -> crate::util::Reply {
+    let mut lines = target.lines();
+    let url = lines.next().unwrap().to_owned();
+    let headers: Vec<(&str, &str)> = lines.filter_map(|l| l.split_once(": ")).collect();
+    request("PUT", &url, &headers, Some(body))
 }
 
 /// A server on the AWS backends (S3 as s3s-fs, DynamoDB as dynalite) that
@@ -447,20 +445,7 @@ mod on_s3 {
         let hex = sluice::Sha256::of(&other).to_hex();
         let target =
             |hex: &str| request("POST", &format!("{link}/parts/2?sha256={hex}"), &[], None);
-        let answer = target(&hex).text();
-        let mut lines = answer.lines();
-        let url = lines.next().unwrap().to_owned();
-        let headers: Vec<(String, String)> = lines
-            .filter_map(|h| {
-                h.split_once(": ")
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            })
-            .collect();
-        let headers: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        assert_eq!(request("PUT", &url, &headers, Some(&other)).status, 200);
+        assert_eq!(put_to_target(&target(&hex).text(), &other).status, 200);
         // Stored: no second target for it, whoever asks.
         let own = sluice::Sha256::of(&data[5 * MIB..10 * MIB]).to_hex();
         let refused = target(&own);

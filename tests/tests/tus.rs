@@ -411,39 +411,73 @@ fn the_line_resumes_after_a_cut_and_a_restart() {
 /// again from the server's offset (not from the start) and finishes it.
 #[test]
 fn tuspy_resumes_the_link_across_a_restart() {
+    let python = sluice_testkit::root().join(".venv/bin/python");
+    resumes_across_a_restart(8, |link, file, stop| {
+        let mut cmd = std::process::Command::new(&python);
+        cmd.arg(sluice_testkit::root().join("tests/clients/tus_upload.py"));
+        client_args(&mut cmd, link, file, stop);
+        cmd
+    });
+}
+
+/// tus-js-client (npm), the library the page and the widget send files
+/// with, here in Node: the same.
+#[test]
+fn tus_js_client_resumes_the_link_across_a_restart() {
+    resumes_across_a_restart(10, |link, file, stop| {
+        let mut cmd = std::process::Command::new("node");
+        cmd.arg(sluice_testkit::root().join("tests/clients/tus_upload.mjs"))
+            .current_dir(sluice_testkit::root().join("tests/clients"));
+        client_args(&mut cmd, link, file, stop);
+        cmd
+    });
+}
+
+/// A tus client's arguments: the link, the file, 1 MiB requests, and where
+/// to stop, if it does.
+fn client_args(cmd: &mut std::process::Command, link: &str, file: &Path, stop: Option<u64>) {
+    cmd.arg(link).arg(file).arg((1024 * 1024).to_string());
+    if let Some(stop) = stop {
+        cmd.arg(stop.to_string());
+    }
+}
+
+/// A tus client (`client(link, file, stop_at)`, which prints where it
+/// started and where it ended as JSON) uploads 2 MiB of a file of `seed`
+/// and stops; the server restarts; the client takes the upload up from
+/// the server's offset and finishes it, byte for byte.
+fn resumes_across_a_restart(
+    seed: u64,
+    client: impl Fn(&str, &Path, Option<u64>) -> std::process::Command,
+) {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start_in(dir.path(), &[]);
-    let data = bytes(5 * 1024 * 1024 + 17, 8);
+    let data = bytes(5 * 1024 * 1024 + 17, seed);
     let link = link_for(&server, &data);
     let work = tempfile::tempdir().unwrap();
     let file = work.path().join("f.bin");
     std::fs::write(&file, &data).unwrap();
-    let tuspy = |link: &str, stop: Option<u64>| {
-        let mut cmd = std::process::Command::new(sluice_testkit::root().join(".venv/bin/python"));
-        cmd.arg(sluice_testkit::root().join("tests/clients/tus_upload.py"))
-            .arg(link)
-            .arg(&file)
-            .arg((1024 * 1024).to_string());
-        if let Some(stop) = stop {
-            cmd.arg(stop.to_string());
-        }
-        let out = cmd.output().unwrap();
+    let run = |link: &str, stop: Option<u64>| {
+        let out = client(link, &file, stop).output().unwrap();
         assert!(out.status.success(), "{}", out_text(&out));
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
-    let first = tuspy(&link, Some(2 * 1024 * 1024));
-    assert_eq!(first["started"], 0);
-    assert_eq!(first["offset"], 2 * 1024 * 1024);
+    let first = run(&link, Some(2 * 1024 * 1024));
+    assert_eq!(first["started"], 0, "{first}");
+    let kept = offset(&link);
+    assert!(
+        kept >= 2 * 1024 * 1024 && kept < data.len() as u64,
+        "kept {kept}"
+    );
     drop(server);
     let server = Server::start_in(dir.path(), &[]);
     let link = format!("{}/u/{}", server.base, link.split("/u/").nth(1).unwrap());
-    let second = tuspy(&link, None);
+    let second = run(&link, None);
     assert_eq!(
-        second["started"],
-        2 * 1024 * 1024,
-        "resumed from the server's offset"
+        second["started"], kept,
+        "resumed from the server's offset: {second}"
     );
-    assert_eq!(second["offset"], data.len());
+    assert_eq!(second["offset"], data.len(), "{second}");
     let objects = stored_objects(dir.path());
     assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
 }
@@ -471,47 +505,4 @@ fn curl_limited(dir: &Path, rate: &str) {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// tus-js-client (npm), the library the page and the widget send files
-/// with, here in Node: it uploads part of the file to the link and stops;
-/// the server restarts; it takes the upload up again from the server's
-/// offset (its first PATCH from there, not from 0) and finishes it.
-#[test]
-fn tus_js_client_resumes_the_link_across_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(dir.path(), &[]);
-    let data = bytes(5 * 1024 * 1024 + 33, 10);
-    let link = link_for(&server, &data);
-    let work = tempfile::tempdir().unwrap();
-    let file = work.path().join("f.bin");
-    std::fs::write(&file, &data).unwrap();
-    let client = |link: &str, stop: Option<u64>| {
-        let mut cmd = std::process::Command::new("node");
-        cmd.arg(sluice_testkit::root().join("tests/clients/tus_upload.mjs"))
-            .arg(link)
-            .arg(&file)
-            .arg((1024 * 1024).to_string())
-            .current_dir(sluice_testkit::root().join("tests/clients"));
-        if let Some(stop) = stop {
-            cmd.arg(stop.to_string());
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "{}", out_text(&out));
-        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
-    };
-    let first = client(&link, Some(2 * 1024 * 1024));
-    assert_eq!(first["done"], "stopped", "{first}");
-    assert_eq!(first["started"], 0);
-    let kept = offset(&link);
-    assert!(kept >= 2 * 1024 * 1024, "kept {kept}");
-    drop(server);
-    let server = Server::start_in(dir.path(), &[]);
-    let link = format!("{}/u/{}", server.base, link.split("/u/").nth(1).unwrap());
-    let second = client(&link, None);
-    assert_eq!(second["done"], "finished", "{second}");
-    assert_eq!(second["started"], kept, "resumed from the server's offset");
-    assert_eq!(second["offset"], data.len());
-    let objects = stored_objects(dir.path());
-    assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
 }

@@ -96,7 +96,7 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         <L::Service as Service<Request>>::Error: Into<Infallible> + 'static,
         <L::Service as Service<Request>>::Future: Send + 'static,
     {
-        self.router = self.router.layer(cors);
+        self = self.layer(cors);
         let paths: Vec<&'static str> = self.served.iter().map(|s| s.path).collect();
         for path in paths {
             let preflight = Served {
