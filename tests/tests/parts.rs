@@ -174,6 +174,21 @@ fn bad_parts_are_refused_and_nothing_is_joined() {
         "a part after completion: {}",
         replay.text()
     );
+    // Where the store receives the bytes the link is no tus upload: HEAD
+    // and PATCH find nothing (404), and write nothing.
+    let tus = [("Tus-Resumable", "1.0.0")];
+    assert_eq!(request("HEAD", link, &tus, None).status, 404);
+    let patched = request(
+        "PATCH",
+        link,
+        &[
+            tus[0],
+            ("Content-Type", "application/offset+octet-stream"),
+            ("Upload-Offset", "0"),
+        ],
+        Some(b"x"),
+    );
+    assert_eq!(patched.status, 404, "{}", patched.text());
     // A file in one PUT has no parts.
     let small = server.request_upload(&token, "s.txt", b"small");
     let url = small["upload"]["url"].as_str().unwrap();

@@ -71,8 +71,17 @@ struct Open {
     at: u64,
     /// Bytes up to the last checkpoint.
     kept: u64,
+    /// Bytes whose writeback has been started.
+    flushing: u64,
+    /// The writeback under way, if any ([`Open::start_writeback`]).
+    syncing: Option<std::thread::JoinHandle<io::Result<()>>>,
     paths: Paths,
 }
+
+/// How many bytes written start their writeback: so that a checkpoint's
+/// sync finds most of its bytes on their way to the disk already, rather
+/// than holding the stream while it writes them all.
+const WRITEBACK_EVERY: u64 = 8 * 1024 * 1024;
 
 impl Open {
     /// Opens the stream of `paths`, locked, cut back to its last
@@ -111,6 +120,8 @@ impl Open {
             hash,
             at,
             kept: at,
+            flushing: at,
+            syncing: None,
             paths,
         })
     }
@@ -124,13 +135,41 @@ impl Open {
             self.at += chunk.len() as u64;
             if self.at - self.kept >= STREAM_CHECKPOINT {
                 self.checkpoint()?;
+            } else if self.at - self.flushing >= WRITEBACK_EVERY {
+                self.start_writeback()?;
             }
         }
         Ok(self)
     }
 
+    /// Starts the writeback of what was written so far and does not wait
+    /// for it: a sync of the stream's file on a thread of its own (one at a
+    /// time), while the writes go on.
+    fn start_writeback(&mut self) -> Result<(), StoreError> {
+        if self.syncing.as_ref().is_some_and(|s| !s.is_finished()) {
+            return Ok(());
+        }
+        self.finish_writeback()?;
+        self.file.flush()?;
+        let file = self.file.get_ref().try_clone()?;
+        self.syncing = Some(std::thread::spawn(move || file.sync_data()));
+        self.flushing = self.at;
+        Ok(())
+    }
+
+    /// Waits for the writeback started last, if any.
+    fn finish_writeback(&mut self) -> Result<(), StoreError> {
+        if let Some(syncing) = self.syncing.take() {
+            syncing
+                .join()
+                .map_err(|_| io::Error::other("the writeback's thread panicked"))??;
+        }
+        Ok(())
+    }
+
     /// Syncs the bytes written, then records their offset and hash state.
     fn checkpoint(&mut self) -> Result<(), StoreError> {
+        self.finish_writeback()?;
         self.file.flush()?;
         self.file.get_ref().sync_data()?;
         use std::os::unix::fs::OpenOptionsExt as _;
@@ -146,6 +185,7 @@ impl Open {
         std::fs::rename(&aside, &self.paths.at)?;
         File::open(&self.paths.dir)?.sync_all()?;
         self.kept = self.at;
+        self.flushing = self.at;
         Ok(())
     }
 
@@ -160,6 +200,7 @@ impl Open {
     /// The last byte is in: the pinned digest makes the object at `dest`;
     /// any other removes the stream.
     fn finish(mut self, sha256: Sha256, dest: &Path) -> Result<(), StoreError> {
+        self.finish_writeback()?;
         self.file.flush()?;
         self.file.get_ref().sync_data()?;
         let actual = self.hash.clone().finish();
