@@ -256,7 +256,7 @@ pub const SETTINGS: &[Setting] = &[
         Limits,
         Parse::Positive,
         Value("67108864"),
-        "size of each part of a file uploaded in parts (64 MiB; rounded up to whole MiB, at least 5 MiB, at most 5 GiB; larger where 10,000 parts would not hold the file)",
+        "size of each part of a file uploaded in parts on S3, and of each request of the page's and the widget's resumable upload where sluice receives the bytes (64 MiB; rounded up to whole MiB, at least 5 MiB, at most 5 GiB; larger where 10,000 parts would not hold the file)",
     ),
     s(
         "SLUICE_PROOF_MILLIS",
@@ -270,7 +270,7 @@ pub const SETTINGS: &[Setting] = &[
         Limits,
         Parse::Positive,
         Value("67108864"),
-        "files up to this size are uploaded in one PUT, larger ones in parts that a rerun of the same command resumes (64 MiB)",
+        "on S3, files up to this size are uploaded in one PUT, larger ones in parts that a rerun of the same command resumes (where sluice receives the bytes a file of any size is one resumable stream, whose upload link lives as long as its record above this size) (64 MiB)",
     ),
     s(
         "SLUICE_QUOTA_BYTES",
