@@ -165,6 +165,9 @@ impl ObjectStore for LocalStore {
         .map_err(join_error)??;
         // Stored: the reservation becomes usage.
         guard.stored();
+        // Part of the file sent as a resumable stream before is of no use
+        // now that the whole is stored.
+        self.drop_stream(key).await?;
         Ok(())
     }
 

@@ -236,6 +236,27 @@ fn remove_staging(dir: &Path) -> io::Result<()> {
     }
 }
 
+impl LocalStore {
+    /// Removes what a resumable upload to `key` kept, if anything, and
+    /// gives its bytes back to the quota (the file was stored whole by
+    /// other means).
+    pub(super) async fn drop_stream(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        let (dir, used) = (self.stream_paths(key).dir, self.used.clone());
+        tokio::task::spawn_blocking(move || -> io::Result<()> {
+            if !dir.exists() {
+                return Ok(());
+            }
+            let staged = super::sweep::dir_size(&dir)?;
+            remove_staging(&dir)?;
+            release(&used, staged);
+            Ok(())
+        })
+        .await
+        .map_err(join_error)??;
+        Ok(())
+    }
+}
+
 #[async_trait::async_trait]
 impl StreamStore for LocalStore {
     async fn offset(&self, key: &ObjectKey, size: u64) -> Result<u64, StoreError> {

@@ -377,3 +377,21 @@ async fn one_writer_a_stream_and_a_crash_loses_only_the_unchecked_tail() {
         .unwrap();
     assert!(done.complete, "{done:?}");
 }
+
+/// A file stored whole by a PUT after part of it came as a stream: the
+/// stream's bytes go, and the quota counts the file once.
+#[tokio::test]
+async fn a_whole_put_drops_a_stream_begun_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let (key, data, sha) = file(4);
+    streamed(&store)
+        .append(&key, 100, sha, 0, body_of(vec![data[..40].to_vec()], None))
+        .await
+        .unwrap();
+    assert_eq!(store.used.load(Ordering::SeqCst), 40);
+    let body: ByteStream = futures_util::stream::once(async move { Ok(data) }).boxed();
+    store.put(&key, 100, sha, body).await.unwrap();
+    assert!(!store.stream_paths(&key).dir.exists());
+    assert_eq!(store.used.load(Ordering::SeqCst), 100);
+}
