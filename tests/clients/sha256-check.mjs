@@ -1,8 +1,9 @@
-// Checks the browser's incremental SHA-256 (shared/src/web/noble-sha256.js,
-// the vendored @noble/hashes, which the page and the widget use above
-// 512 MiB) against Node's, on many lengths and chunkings, and that the
-// vendored file is a fresh build of the pinned release. Prints a JSON
-// summary line.
+// Checks the browser's incremental SHA-256s against Node's, on many
+// lengths and chunkings: shared/src/web/noble-sha256.js (the vendored
+// @noble/hashes, which the widget uses above 512 MiB) and
+// shared/src/web/hash-wasm-sha256.js (the vendored hash-wasm, WebAssembly,
+// which the page uses there); and that the vendored files are fresh builds
+// of the pinned releases. Prints a JSON summary line.
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -35,4 +36,23 @@ const big = randomBytes(3 * 1024 * 1024 + 17);
 const sha = new Sha256();
 for (let at = 0; at < big.length; at += 1024 * 1024) sha.update(big.subarray(at, at + 1024 * 1024));
 check(sha.hex() === createHash("sha256").update(big).digest("hex"), "3 MiB in 1 MiB chunks");
-console.log(JSON.stringify({ checks: [`${cases + 1} digests equal to node:crypto`, ...fresh.checks] }));
+
+const wasmSource = readFileSync(new URL("../../shared/src/web/hash-wasm-sha256.js", import.meta.url), "utf8");
+const wasmScope = {};
+new Function("globalThis", wasmSource)(wasmScope);
+let wasmCases = 0;
+for (const len of [0, 1, 55, 56, 63, 64, 65, 1000, 3 * 1024 * 1024 + 17]) {
+  const data = randomBytes(len);
+  for (const chunk of [1, 64, 1000, 1024 * 1024]) {
+    if (len > 100000 && chunk < 1000) continue;
+    const h = await wasmScope.hashWasmSha256();
+    h.init();
+    for (let at = 0; at < len; at += chunk) h.update(data.subarray(at, at + chunk));
+    const got = Buffer.from(h.digest("binary")).toString("hex");
+    check(got === createHash("sha256").update(data).digest("hex"), `hash-wasm: length ${len} in chunks of ${chunk}`);
+    wasmCases++;
+  }
+}
+console.log(JSON.stringify({
+  checks: [`${cases + 1} digests equal to node:crypto`, `${wasmCases} hash-wasm digests equal to node:crypto`, ...fresh.checks],
+}));

@@ -30,6 +30,13 @@ const scripts = [
     // Its package maps its Node entry to the browser's for this platform.
     options: { platform: "browser", target: "es2020" },
   },
+  {
+    pkg: "hash-wasm",
+    file: "hash-wasm-sha256.js",
+    what: "createSHA256 only; MIT, see hash-wasm.LICENSE",
+    source: 'import { createSHA256 } from "hash-wasm";\nglobalThis.hashWasmSha256 = createSHA256;\n',
+    options: { platform: "browser", target: "es2020" },
+  },
 ];
 
 const checks = [];

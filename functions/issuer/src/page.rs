@@ -26,11 +26,16 @@ const JS: &str = "text/javascript; charset=utf-8";
 /// The page's scripts (the hasher, the tus client, the shared form, the
 /// page's own) and
 /// style, in the order the page loads them.
-pub const ASSETS: [Asset; 5] = [
+pub const ASSETS: [Asset; 6] = [
     Asset {
         name: "noble-sha256.js",
         content_type: JS,
         body: web::NOBLE_SHA256_JS,
+    },
+    Asset {
+        name: "hash-wasm-sha256.js",
+        content_type: JS,
+        body: web::HASH_WASM_SHA256_JS,
     },
     Asset {
         name: "tus.js",
@@ -56,14 +61,16 @@ pub const ASSETS: [Asset; 5] = [
 
 /// The headers of every page answer: never stored, never framed, no
 /// referrer, and a policy that allows only the page's own assets, its own
-/// origin, and `store_origin` (the presigned PUT's, on S3).
+/// origin, and `store_origin` (the presigned PUT's, on S3); and the
+/// compiling of its own WebAssembly (`'wasm-unsafe-eval'`: hash-wasm's
+/// SHA-256, which no `eval` of a string can reach).
 pub fn headers(store_origin: Option<&str>) -> HeaderMap {
     let connect = match store_origin {
         Some(origin) => format!("'self' {origin}"),
         None => "'self'".to_owned(),
     };
     let csp = format!(
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+        "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; \
          connect-src {connect}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     );
     let mut h = HeaderMap::new();
@@ -128,6 +135,7 @@ pub fn render(page: &Result<PageToken, TokenError>) -> (StatusCode, String) {
          <meta name=\"referrer\" content=\"no-referrer\">\n<title>Upload a file</title>\n\
          <link rel=\"stylesheet\" href=\"assets/upload.css\">\n\
          <script src=\"assets/noble-sha256.js\" defer></script>\n\
+         <script src=\"assets/hash-wasm-sha256.js\" defer></script>\n\
          <script src=\"assets/tus.js\" defer></script>\n\
          <script src=\"assets/upload.js\" defer></script>\n\
          <script src=\"assets/page.js\" defer></script>\n</head>\n<body>\n{body}\n</body>\n</html>\n"

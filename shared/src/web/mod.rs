@@ -28,6 +28,17 @@ pub const NOBLE_SHA256_JS: &str = include_str!("noble-sha256.js");
 /// receives the bytes, resuming from where the upload stands.
 pub const TUS_JS: &str = include_str!("tus.js");
 
+/// hash-wasm's SHA-256 (WebAssembly) as one script defining
+/// `hashWasmSha256`, bundled by `tests/clients/vendor.mjs` (MIT,
+/// `hash-wasm.LICENSE` beside it): how the page hashes a file too large
+/// for WebCrypto, at several times @noble/hashes' speed. The page's policy
+/// allows it (`'wasm-unsafe-eval'`); the widget's host gives no such
+/// permission, so the widget does without it.
+pub const HASH_WASM_SHA256_JS: &str = include_str!("hash-wasm-sha256.js");
+
+/// The hash-wasm release [`HASH_WASM_SHA256_JS`] is built from.
+pub const HASH_WASM_VERSION: &str = "4.13.0";
+
 /// The tus-js-client release [`TUS_JS`] is built from.
 pub const TUS_VERSION: &str = "4.3.1";
 

@@ -9,8 +9,9 @@
 
 // Files up to this size are hashed by WebCrypto in one call (native speed,
 // the file held in memory once); larger ones incrementally, 8 MiB at a time,
-// by @noble/hashes (vendored: noble-sha256.js), so a multi-GiB file never
-// has to fit in memory. WebCrypto cannot hash a stream.
+// by hash-wasm where WebAssembly may run (the page), else by @noble/hashes
+// (the widget), so a multi-GiB file never has to fit in memory. WebCrypto
+// cannot hash a stream.
 const WHOLE_HASH_MAX = 512 * 1024 * 1024;
 const CHUNK = 8 * 1024 * 1024;
 // Parts of a large file sent at once (BENCHMARKS.md, "Browser upload page":
@@ -56,12 +57,29 @@ async function sha256Read(blob, onProgress) {
     onProgress(blob.size);
     return { sha256: hex(digest), bytes };
   }
-  const sha = nobleSha256.create();
+  const sha = await incrementalSha256();
   for (let at = 0; at < blob.size; at += CHUNK) {
     sha.update(new Uint8Array(await blob.slice(at, at + CHUNK).arrayBuffer()));
     onProgress(Math.min(at + CHUNK, blob.size));
   }
   return { sha256: hex(sha.digest()), bytes: null };
+}
+
+// An incremental SHA-256 (`update(bytes)`, then `digest()` as bytes):
+// hash-wasm's (WebAssembly, vendored: hash-wasm-sha256.js) where the page
+// has it and its policy lets it compile (the page's does; an MCP Apps
+// host's, for the widget, does not), else @noble/hashes'.
+async function incrementalSha256() {
+  if (globalThis.hashWasmSha256 && globalThis.WebAssembly) {
+    try {
+      const sha = await hashWasmSha256();
+      sha.init();
+      return { update: (bytes) => sha.update(bytes), digest: () => sha.digest("binary") };
+    } catch (_) {
+      // WebAssembly refused here: the JavaScript hasher below.
+    }
+  }
+  return nobleSha256.create();
 }
 
 // The SHA-256 (hex) of each of the parts numbered `numbers` (`slice(n)`:
