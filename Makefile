@@ -36,9 +36,10 @@ clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.i
 /usr/bin/chromium:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
 
-# The browser's incremental SHA-256 (shared/src/web/noble-sha256.js): the
-# pinned @noble/hashes, bundled by the pinned esbuild (package-lock.json).
-# The tests check the committed file is this build.
+# The browser's vendored scripts (shared/src/web/: @noble/hashes' and
+# hash-wasm's SHA-256, tus-js-client), each its pinned release bundled by
+# the pinned esbuild (package-lock.json). The tests check each committed
+# file is this build.
 vendor: $(CLIENTS)/node_modules/.installed
 	cd $(CLIENTS) && node vendor.mjs
 
