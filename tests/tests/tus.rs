@@ -43,6 +43,23 @@ fn patch(link: &str, at: u64, body: &[u8]) -> Reply {
     )
 }
 
+/// Whether a writer holds the lock of an upload's stream under
+/// `data_dir`, as `/proc/locks` lists it (looking takes no lock).
+fn stream_locked(data_dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+    sluice_testkit::files_under(&data_dir.join("objects").join("parts"))
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == "stream"))
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .any(|m| {
+            let inode = format!(":{} ", m.ino());
+            locks
+                .lines()
+                .any(|l| l.contains("FLOCK") && l.contains(&inode))
+        })
+}
+
 /// The bytes of the stream an upload keeps so far, on disk.
 fn staged_bytes(data_dir: &Path) -> u64 {
     sluice_testkit::files_under(&data_dir.join("objects").join("parts"))
@@ -293,7 +310,16 @@ fn two_writers_of_one_link_one_writes_the_other_is_refused() {
         ),
         &data[..1000],
     );
-    std::thread::sleep(Duration::from_millis(300));
+    // Until the stalled writer holds the stream's lock (as another process
+    // sees it).
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    while !stream_locked(dir.path()) {
+        assert!(
+            std::time::Instant::now() < until,
+            "the first writer never held the stream"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for server in [&one, &two] {
         let other = format!("{}{path}", server.base);
         let refused = patch(&other, 0, &data);

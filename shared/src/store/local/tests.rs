@@ -343,10 +343,17 @@ async fn one_writer_a_stream_and_a_crash_loses_only_the_unchecked_tail() {
     };
     // Once the first writer holds the stream's lock (as another process
     // would see it), the second is refused.
+    // (Looked for in /proc/locks: trying the lock would take it.)
     let data_path = one.stream_paths(&key).data;
     loop {
-        let held = std::fs::File::open(&data_path)
-            .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)));
+        use std::os::unix::fs::MetadataExt as _;
+        let locks = std::fs::read_to_string("/proc/locks").unwrap_or_default();
+        let held = std::fs::metadata(&data_path).is_ok_and(|m| {
+            let inode = format!(":{} ", m.ino());
+            locks
+                .lines()
+                .any(|l| l.contains("FLOCK") && l.contains(&inode))
+        });
         if held {
             break;
         }
