@@ -85,7 +85,8 @@ pub struct UploadTicket {
     /// the same link's part routes, which `command` drives).
     pub upload: UploadTarget,
     /// The one line to run where the file is (POSIX sh and curl); run
-    /// again after an interruption, it resumes a file in parts.
+    /// again after an interruption, it resumes (a stream from where it
+    /// stands; in parts, the parts not stored).
     pub command: String,
     /// The largest size accepted.
     pub max_bytes: u64,

@@ -4,10 +4,12 @@
 //!
 //! The form's script ([`UPLOAD_JS`]) hashes the picked file, asks the
 //! page's start route for a PUT signed for exactly that size and digest,
-//! and sends the bytes straight to the store with progress (in parts above
-//! the single-PUT size). Files over 512 MiB are hashed incrementally by
-//! `@noble/hashes` ([`NOBLE_SHA256_JS`], vendored: see [`NOBLE_VERSION`]);
-//! smaller ones by the browser's WebCrypto.
+//! and sends the bytes straight to the store with progress (locally as one
+//! resumable tus upload, [`TUS_JS`]; on S3 in parts above the single-PUT
+//! size). Files over 512 MiB are hashed incrementally, by hash-wasm on the
+//! page ([`HASH_WASM_SHA256_JS`]) and by `@noble/hashes` in the widget
+//! ([`NOBLE_SHA256_JS`], vendored: see [`NOBLE_VERSION`]); smaller ones by
+//! the browser's WebCrypto.
 
 use crate::sha::Sha256;
 
