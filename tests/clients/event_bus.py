@@ -12,12 +12,11 @@ A message whose detail-type is not its detail's type is logged as
 
 import argparse
 import json
-import logging
 
 import boto3
-from moto.server import ThreadedMotoServer
 
 from event_log import appender, delivered
+from moto_loopback import start
 
 
 def main():
@@ -27,10 +26,7 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
-    server.start()
-    _, port = server.get_host_and_port()
+    port = start(args.port)
     reach = dict(
         endpoint_url=f"http://127.0.0.1:{port}",
         region_name="us-east-1",

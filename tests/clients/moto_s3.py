@@ -3,20 +3,16 @@ keeps none): starts moto's server on --port (0 for any), prints
 `listening on <port>`, and serves until it is killed."""
 
 import argparse
-import logging
 import threading
 
-from moto.server import ThreadedMotoServer
+from moto_loopback import start
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
-    server.start()
-    _, port = server.get_host_and_port()
+    port = start(args.port)
     print(f"listening on {port}", flush=True)
     threading.Event().wait()
 

@@ -112,15 +112,15 @@ impl Sluice {
     }
 
     /// Where the parts of a file go, as the upload line is told (the script
-    /// sends a part nowhere else): the store's origin, or the issuer's own
-    /// routes.
+    /// sends a part nowhere else): the store's origin.
     pub(crate) async fn part_origin(&self) -> Result<String, Error> {
         match self.store().access() {
             Access::Direct(_) => self
                 .store_origin()
                 .await
                 .ok_or_else(|| Error::bug("a direct store presigns URLs with an origin")),
-            Access::Proxied => Ok(self.issuer_base().to_owned()),
+            // Where sluice receives the bytes a file is one stream.
+            Access::Proxied => Err(Error::bug("a proxied store takes no parts")),
         }
     }
 
