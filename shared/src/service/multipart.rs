@@ -38,17 +38,13 @@ struct Parted {
 }
 
 impl Sluice {
-    /// How `file` is cut if it is uploaded in parts: over the single-PUT
-    /// size, on a store that takes parts and cannot take the file as one
-    /// resumable stream (where sluice receives the bytes, a file is one
-    /// stream whatever its size: [`Sluice::protocol_of`]).
+    /// How `file` is cut if its link speaks parts ([`Sluice::protocol_of`]
+    /// decides).
     pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
-        let transfers = self.transfers();
-        let store = self.store();
-        (file.size > transfers.single_put_max_bytes
-            && store.stream().is_none()
-            && store.parts().is_some())
-        .then(|| Plan::new(file.size, transfers.part_bytes))
+        match self.protocol_of(file) {
+            Protocol::Parts(plan) => Some(plan),
+            Protocol::Stream | Protocol::Put => None,
+        }
     }
 
     /// The store's uploads in parts (asked for only where a file has a
@@ -111,16 +107,16 @@ impl Sluice {
         Ok(curl::PARTS_SCRIPT)
     }
 
-    /// Where the parts of a file go, as the upload line is told (the script
-    /// sends a part nowhere else): the store's origin.
+    /// Where the bytes of a file go, as the upload and batch lines are told
+    /// (their scripts send a part or a whole file nowhere else): the
+    /// store's origin, or the issuer's own routes.
     pub(crate) async fn part_origin(&self) -> Result<String, Error> {
         match self.store().access() {
             Access::Direct(_) => self
                 .store_origin()
                 .await
                 .ok_or_else(|| Error::bug("a direct store presigns URLs with an origin")),
-            // Where sluice receives the bytes a file is one stream.
-            Access::Proxied => Err(Error::bug("a proxied store takes no parts")),
+            Access::Proxied => Ok(self.issuer_base().to_owned()),
         }
     }
 

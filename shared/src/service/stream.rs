@@ -40,17 +40,12 @@ impl Sluice {
         self.store().stream().ok_or(Error::NotFound)
     }
 
-    /// Whether an upload link is a resumable stream (a store that streams).
-    pub fn upload_streams(&self) -> bool {
-        self.store().stream().is_some()
-    }
-
-    /// Stores `file` now if it is empty and the store streams: there is
-    /// nothing to send, and a resumable upload standing at its length is
+    /// Stores `file`, whose link speaks a stream, now if it is empty: there
+    /// is nothing to send, and a resumable upload standing at its length is
     /// finished to every tus client (which then sends nothing). Its pinned
     /// digest was checked to be the empty one when it was asked for.
     pub(crate) async fn stream_empty(&self, file: &crate::file::FileMeta) -> Result<(), Error> {
-        if file.size != 0 || self.store().stream().is_none() {
+        if file.size != 0 {
             return Ok(());
         }
         let nothing: ByteStream = Box::pin(futures_util::stream::empty());

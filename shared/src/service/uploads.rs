@@ -75,14 +75,17 @@ pub(crate) struct Upload {
 }
 
 impl Sluice {
-    /// What the upload link of `file` speaks ([`Protocol`]).
+    /// What the upload link of `file` speaks ([`Protocol`]): one stream
+    /// where the store streams, whatever the size; else parts over the
+    /// single-PUT size where the store takes them; else one PUT.
     pub fn protocol_of(&self, file: &FileMeta) -> Protocol {
-        if self.store().stream().is_some() {
-            return Protocol::Stream;
-        }
-        match self.plan_of(file) {
-            Some(plan) => Protocol::Parts(plan),
-            None => Protocol::Put,
+        let (store, transfers) = (self.store(), self.transfers());
+        if store.stream().is_some() {
+            Protocol::Stream
+        } else if file.size > transfers.single_put_max_bytes && store.parts().is_some() {
+            Protocol::Parts(crate::multipart::Plan::new(file.size, transfers.part_bytes))
+        } else {
+            Protocol::Put
         }
     }
 
