@@ -270,7 +270,13 @@ fn an_expired_handle_is_refused_naming_the_field_and_the_next_step() {
         ],
     );
     let token = server.token("alice", ALL);
-    let handle = upload(&server, &token, "a.txt", b"hello");
+    // One PUT to the link (the line's HEAD and PATCH are two requests, which
+    // a loaded machine can stretch past the one-second link).
+    let ticket = server.request_upload(&token, "a.txt", b"hello");
+    let url = ticket["upload"]["url"].as_str().unwrap();
+    let put = crate::util::request("PUT", url, &[], Some(b"hello"));
+    assert_eq!(put.status, 200, "{}", put.text());
+    let handle = ticket["handle"].as_str().unwrap().to_owned();
     std::thread::sleep(std::time::Duration::from_millis(2100));
     let message = tool_error(&call_tool(
         &server.base,
