@@ -99,10 +99,12 @@ pub async fn run() -> anyhow::Result<String> {
     let strip = |u: &str| u.trim_start_matches("http://").to_owned();
     let (s3_proxy, s3_count) = counting_proxy(strip(&emulators.s3_url)).await?;
     let (ddb_proxy, ddb_count) = counting_proxy(strip(&emulators.dynamodb_url)).await?;
-    let mut settings = emulators.settings("scale");
-    settings.s3_endpoint = Some(s3_proxy.parse()?);
-    settings.dynamodb_endpoint = Some(ddb_proxy.parse()?);
-    let (store, ledger) = sluice_aws::backends(&sluice_testkit::emulators::sdk_config(), &settings);
+    let mut bucket = emulators.bucket("scale");
+    bucket.endpoint = Some(s3_proxy.parse()?);
+    let mut table = emulators.table("scale");
+    table.endpoint = Some(ddb_proxy.parse()?);
+    let (store, ledger) =
+        sluice_aws::backends(&sluice_testkit::emulators::sdk_config(), &bucket, &table);
     let records = sluice_aws::DynamoRecords::beside(&ledger);
 
     eprintln!("scale: writing {FILES} files' records (both designs) and objects…");
@@ -124,7 +126,7 @@ pub async fn run() -> anyhow::Result<String> {
         store
             .client()
             .put_object()
-            .bucket(&settings.bucket)
+            .bucket(&bucket.bucket)
             .key(format!(
                 "records/{}/{}.json",
                 sluice::file::owner_hash(&f.owner),

@@ -15,8 +15,8 @@ use axum::Router;
 #[cfg(feature = "aws")]
 use sluice::MasterSecret;
 use sluice::actions::{AuthValue, Catalog, CatalogError};
-use sluice::config::ActionsSource;
-use sluice::{Backend, Config, Keyring, Sluice};
+use sluice::config::{ActionsSource, Records, Store};
+use sluice::{Config, Keyring, Sluice};
 use url::Url;
 
 /// Sluice over the configured backends.
@@ -121,7 +121,8 @@ async fn load_catalog(config: &Config, bucket: Option<&Bucket>) -> Result<Catalo
                     reason,
                 },
             };
-            let bucket = bucket.ok_or_else(|| refuse("needs SLUICE_BACKEND=aws".into()))?;
+            let bucket =
+                bucket.ok_or_else(|| refuse("needs the bytes in S3 (SLUICE_STORE=s3)".into()))?;
             let bytes = bucket
                 .read_whole(key)
                 .await
@@ -166,59 +167,119 @@ async fn load_catalog(config: &Config, bucket: Option<&Bucket>) -> Result<Catalo
 
 /// A Secrets Manager secret's string, for an action's auth header.
 async fn read_action_secret(config: &Config, id: &str) -> Result<String, String> {
-    match &config.backend {
+    #[cfg(feature = "aws")]
+    return sluice_aws::read_secret(id, config.aws.region.as_deref())
+        .await
+        .map_err(|e| e.to_string());
+    #[cfg(not(feature = "aws"))]
+    return Err(format!(
+        "secret_id {id:?} is read from AWS Secrets Manager, which this build leaves out ({}): give the value",
+        config.backends_said()
+    ));
+}
+
+/// Opens the backends `config` names, each by its own arm: the bytes
+/// (`SLUICE_STORE`), the records with the ledger and the outbox
+/// (`SLUICE_RECORDS`), the keys, then the actions (whose catalog may be an
+/// object in the bucket).
+pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
+    #[cfg(feature = "aws")]
+    let sdk = match (&config.store, &config.records) {
+        (Store::Dir, Records::Sqlite) => None,
+        _ => Some(sluice_aws::sdk_config(&config.aws).await),
+    };
+    #[cfg(not(feature = "aws"))]
+    let sdk: Option<Sdk> = None;
+    let bytes = open_store(config, sdk.as_ref())?;
+    let opened = open_records(config, sdk.as_ref(), &bytes)?;
+    Ok(Backends {
+        keys: keyring(config).await?,
+        catalog: load_catalog(config, bytes.bucket.as_ref()).await?,
+        store: bytes.store,
+        ledger: opened.ledger,
+        records: opened.records,
+        #[cfg(feature = "local")]
+        local: opened.local,
+    })
+}
+
+/// The SDK's configuration, shared by every AWS client (none without them).
+#[cfg(feature = "aws")]
+type Sdk = sluice_aws::SdkConfig;
+#[cfg(not(feature = "aws"))]
+type Sdk = std::convert::Infallible;
+
+/// The bytes' backend.
+struct OpenedStore {
+    store: Arc<dyn sluice::ObjectStore>,
+    /// The bucket, when the bytes are in one (an actions catalog may be
+    /// read from it).
+    bucket: Option<Bucket>,
+    /// The directory, when the bytes are in one (the local binary sweeps it).
+    #[cfg(feature = "local")]
+    dir: Option<sluice::store::LocalStore>,
+}
+
+fn open_store(config: &Config, sdk: Option<&Sdk>) -> Result<OpenedStore, StartError> {
+    match &config.store {
+        #[cfg(feature = "local")]
+        Store::Dir => {
+            let _ = sdk;
+            let dir = runtime::local_store(config)?;
+            Ok(OpenedStore {
+                store: Arc::new(dir.clone()),
+                bucket: None,
+                dir: Some(dir),
+            })
+        }
+        #[cfg(not(feature = "local"))]
+        Store::Dir => Err(StartError::NoLocalBackend),
         #[cfg(feature = "aws")]
-        Backend::Aws(aws) => sluice_aws::read_secret(id, aws.region.as_deref())
-            .await
-            .map_err(|e| e.to_string()),
+        Store::S3(s3) => {
+            let bucket = sluice_aws::S3Store::new(sdk.expect("made for an S3 store"), s3);
+            Ok(OpenedStore {
+                store: Arc::new(bucket.clone()),
+                bucket: Some(bucket),
+                #[cfg(feature = "local")]
+                dir: None,
+            })
+        }
         #[cfg(not(feature = "aws"))]
-        Backend::Aws(_) => Err(StartError::NoAwsBackend.to_string()),
-        Backend::Local => Err(format!(
-            "secret_id {id:?} is read from AWS Secrets Manager, which needs SLUICE_BACKEND=aws: locally, give the value"
-        )),
+        Store::S3(_) => Err(StartError::NoAwsBackend),
     }
 }
 
-/// Opens the backends `config` names: the data directory, or the AWS
-/// clients (and the master secret from Secrets Manager, if so configured).
-pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
-    match &config.backend {
+/// The records' backend, with the ledger and the outbox beside them.
+struct OpenedRecords {
+    records: Arc<dyn sluice::records::RecordStore>,
+    ledger: Arc<dyn sluice::Ledger>,
+    #[cfg(feature = "local")]
+    local: Option<runtime::LocalBackends>,
+}
+
+fn open_records(
+    config: &Config,
+    sdk: Option<&Sdk>,
+    bytes: &OpenedStore,
+) -> Result<OpenedRecords, StartError> {
+    let _ = bytes;
+    match &config.records {
         #[cfg(feature = "local")]
-        Backend::Local => {
-            let local = runtime::local_backends(config)?;
-            Ok(Backends {
-                catalog: load_catalog(config, None).await?,
-                keys: runtime::local_keyring(config)?,
-                store: Arc::new(local.store.clone()),
-                ledger: local.ledger.clone(),
+        Records::Sqlite => {
+            let _ = sdk;
+            let local = runtime::local_records(config, bytes.dir.clone())?;
+            Ok(OpenedRecords {
                 records: Arc::new(local.records.clone()),
+                ledger: local.ledger.clone(),
                 local: Some(local),
             })
         }
         #[cfg(not(feature = "local"))]
-        Backend::Local => Err(StartError::NoLocalBackend),
-        #[cfg(not(feature = "aws"))]
-        Backend::Aws(_) => Err(StartError::NoAwsBackend),
+        Records::Sqlite => Err(StartError::NoLocalBackend),
         #[cfg(feature = "aws")]
-        Backend::Aws(aws) => {
-            let keys = match (&config.master_secret, &aws.master_secret_id) {
-                (Some(secret), _) => Keyring::new(
-                    (config.key_id.clone(), secret.clone()),
-                    config.previous.clone(),
-                ),
-                (None, Some(id)) => secret_manager_keys(id, aws.region.as_deref()).await?,
-                (None, None) => {
-                    return Err(StartError::Secret(
-                        "SLUICE_MASTER_SECRET or SLUICE_MASTER_SECRET_ID is required with SLUICE_BACKEND=aws"
-                            .into(),
-                    ));
-                }
-            };
-            let (store, ledger) = sluice_aws::connect(aws).await;
-            Ok(Backends {
-                catalog: load_catalog(config, Some(&store)).await?,
-                keys,
-                store: Arc::new(store),
+        Records::DynamoDb(table) => {
+            let ledger = sluice_aws::DynamoLedger::new(sdk.expect("made for a table"), table);
+            Ok(OpenedRecords {
                 records: Arc::new(
                     sluice_aws::DynamoRecords::beside(&ledger).living(config.transfers.handle_ttl),
                 ),
@@ -227,7 +288,37 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
                 local: None,
             })
         }
+        #[cfg(not(feature = "aws"))]
+        Records::DynamoDb(_) => Err(StartError::NoAwsBackend),
     }
+}
+
+/// The keys: `SLUICE_MASTER_SECRET`, or the Secrets Manager secret
+/// `SLUICE_MASTER_SECRET_ID` names, or (records on this machine only) the
+/// secret generated and kept in the data directory.
+async fn keyring(config: &Config) -> Result<Keyring, StartError> {
+    if let Some(secret) = &config.master_secret {
+        return Ok(Keyring::new(
+            (config.key_id.clone(), secret.clone()),
+            config.previous.clone(),
+        ));
+    }
+    if let Some(id) = &config.aws.master_secret_id {
+        #[cfg(feature = "aws")]
+        return secret_manager_keys(id, config.aws.region.as_deref()).await;
+        #[cfg(not(feature = "aws"))]
+        return Err(StartError::Secret(format!(
+            "SLUICE_MASTER_SECRET_ID {id} is read from AWS Secrets Manager, which this build leaves out: build with `--features aws`"
+        )));
+    }
+    #[cfg(feature = "local")]
+    if config.records_here() {
+        return runtime::local_keyring(config);
+    }
+    Err(StartError::Secret(
+        "SLUICE_MASTER_SECRET or SLUICE_MASTER_SECRET_ID is required with the records in DynamoDB"
+            .into(),
+    ))
 }
 
 #[cfg(feature = "aws")]

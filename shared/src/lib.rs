@@ -64,7 +64,7 @@ mod props;
 mod scripts_tests;
 
 pub use auth::{Caller, Scope};
-pub use config::{AwsConfig, Backend, Config, ConfigError};
+pub use config::{AwsConfig, Config, ConfigError};
 pub use error::{Error, FieldError};
 pub use file::{FileId, FileMeta, ObjectKey};
 pub use keys::{KeyId, Keyring, MasterSecret};

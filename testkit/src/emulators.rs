@@ -137,24 +137,31 @@ impl Emulators {
         wait_for(self.s3_port, "s3s-fs");
     }
 
-    /// Settings for a bucket and table of these emulators.
-    pub fn settings(&self, name: &str) -> sluice::AwsConfig {
-        sluice::AwsConfig {
+    /// Bucket `name` of these emulators.
+    pub fn bucket(&self, name: &str) -> sluice::config::S3Config {
+        sluice::config::S3Config {
             bucket: name.to_owned(),
-            table: name.to_owned(),
-            region: Some(REGION.to_owned()),
-            s3_endpoint: Some(self.s3_url.parse().unwrap()),
-            dynamodb_endpoint: Some(self.dynamodb_url.parse().unwrap()),
-            master_secret_id: None,
-            event_bus: None,
-            eventbridge_endpoint: None,
+            endpoint: Some(self.s3_url.parse().unwrap()),
         }
+    }
+
+    /// Table `name` of these emulators.
+    pub fn table(&self, name: &str) -> sluice::config::DynamoConfig {
+        sluice::config::DynamoConfig {
+            table: name.to_owned(),
+            endpoint: Some(self.dynamodb_url.parse().unwrap()),
+        }
+    }
+
+    /// Bucket and table `name`, as this process's SDK reaches them.
+    pub fn backends(&self, name: &str) -> (sluice_aws::S3Store, sluice_aws::DynamoLedger) {
+        sluice_aws::backends(&sdk_config(), &self.bucket(name), &self.table(name))
     }
 
     /// Creates bucket and table `name` (the table as `template.yaml`
     /// declares it, [`crate::table`]), and returns the backends.
     pub async fn provision(&self, name: &str) -> (sluice_aws::S3Store, sluice_aws::DynamoLedger) {
-        let (store, ledger) = sluice_aws::backends(&sdk_config(), &self.settings(name));
+        let (store, ledger) = self.backends(name);
         store
             .client()
             .create_bucket()
@@ -166,6 +173,21 @@ impl Emulators {
             .await
             .expect("table created");
         (store, ledger)
+    }
+
+    /// Environment for a sluice process whose bytes are in bucket `name`
+    /// and whose records are in SQLite in its data directory (one machine
+    /// on an S3-compatible bucket): no DynamoDB, no shared secret.
+    pub fn s3_env(&self, name: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("SLUICE_STORE", "s3".into()),
+            ("SLUICE_S3_BUCKET", name.into()),
+            ("SLUICE_AWS_REGION", REGION.into()),
+            ("SLUICE_S3_ENDPOINT_URL", self.s3_url.clone()),
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY.into()),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.into()),
+            ("AWS_EC2_METADATA_DISABLED", "true".into()),
+        ]
     }
 
     /// Environment for a sluice process on bucket and table `name`.

@@ -418,7 +418,11 @@ fn s3_refusing_access_is_unavailable_not_missing() {
                 "wrong",
             )))
             .build();
-        let (store, _) = sluice_aws::backends(&wrong, &emulators.settings("denied"));
+        let (store, _) = sluice_aws::backends(
+            &wrong,
+            &emulators.bucket("denied"),
+            &emulators.table("denied"),
+        );
         let key = sluice::FileMeta {
             id: sluice::FileId::random(),
             owner: "alice".into(),

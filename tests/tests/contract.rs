@@ -519,10 +519,7 @@ fn concurrent_batches_never_pass_a_cap_on_dynamodb() {
     let emulators = Emulators::start();
     runtime().block_on(async {
         let (_, ledger) = emulators.provision("admission").await;
-        let (_, other) = sluice_aws::backends(
-            &sluice_testkit::emulators::sdk_config(),
-            &emulators.settings("admission"),
-        );
+        let (_, other) = emulators.backends("admission");
         let replicas = [
             Arc::new(sluice_aws::DynamoRecords::beside(&ledger)),
             Arc::new(sluice_aws::DynamoRecords::beside(&other)),

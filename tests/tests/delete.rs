@@ -380,19 +380,13 @@ mod on_versioned_s3 {
             std::process::Command::new(crate::mcp_clients::root().join(".venv/bin/python"));
         command.arg(crate::mcp_clients::root().join("tests/clients/moto_s3.py"));
         let (mut moto, port) = crate::util::spawn_announcing(command);
-        let aws = sluice::AwsConfig {
+        let bucket = sluice::config::S3Config {
             bucket: "versioned".into(),
-            table: "unused".into(),
-            region: Some("us-east-1".into()),
-            s3_endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
-            dynamodb_endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
-            master_secret_id: None,
-            event_bus: None,
-            eventbridge_endpoint: None,
+            endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
         };
         let runtime = crate::contract::runtime();
         let left = runtime.block_on(async {
-            let (store, _) = sluice_aws::backends(&sluice_testkit::emulators::sdk_config(), &aws);
+            let store = sluice_aws::S3Store::new(&sluice_testkit::emulators::sdk_config(), &bucket);
             let s3 = store.client();
             s3.create_bucket().bucket("versioned").send().await.unwrap();
             s3.put_bucket_versioning()

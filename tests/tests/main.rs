@@ -6,6 +6,7 @@ mod util;
 
 mod actions;
 mod aws;
+mod backends;
 mod batch;
 mod blocked;
 mod browser;

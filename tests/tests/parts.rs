@@ -534,10 +534,7 @@ mod on_s3 {
         // `file.rejected`, for the table's stream: an item of its own,
         // which the events function's filter takes (an INSERT with `ev`).
         let events = tokio::runtime::Runtime::new().unwrap().block_on(async {
-            let (_, ledger) = sluice_aws::backends(
-                &sluice_testkit::emulators::sdk_config(),
-                &emulators.settings("liar"),
-            );
+            let (_, ledger) = emulators.backends("liar");
             sluice_testkit::emulators::items_with_events(&ledger)
                 .await
                 .iter()

@@ -694,9 +694,11 @@ mod on_aws {
         let bus = Receiver::event_bus("sluice-files", &log, 0);
         let port = bus.port;
         let emulators = Emulators::start();
-        let mut settings = emulators.settings("bus");
-        settings.event_bus = Some("sluice-files".into());
-        settings.eventbridge_endpoint = Some(format!("http://127.0.0.1:{port}").parse().unwrap());
+        let settings = sluice::AwsConfig {
+            event_bus: Some("sluice-files".into()),
+            eventbridge_endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
+            ..Default::default()
+        };
         let sinks = sluice_events::Sinks {
             webhooks: None,
             bus: sluice_aws::EventBus::new(&sluice_testkit::emulators::sdk_config(), &settings),
@@ -819,11 +821,12 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
 
     let rt = crate::contract::runtime();
     // The functions' own settings, from the env file.
-    let sluice::Backend::Aws(settings) = sluice::Config::from_vars(env.clone()).unwrap().backend
+    let sluice::config::Records::DynamoDb(table) =
+        sluice::Config::from_vars(env.clone()).unwrap().records
     else {
-        panic!("the env file is not aws mode: {env:?}");
+        panic!("the env file does not keep the records in DynamoDB: {env:?}");
     };
-    let (_, ledger) = sluice_aws::backends(&sluice_testkit::emulators::sdk_config(), &settings);
+    let ledger = sluice_aws::DynamoLedger::new(&sluice_testkit::emulators::sdk_config(), &table);
     let records = sluice_aws::DynamoRecords::beside(&ledger);
     let record_key = sluice_aws::DynamoRecords::key_of(&file_id);
     let before = rt

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::error::DisplayErrorContext;
 use aws_sdk_dynamodb::types::AttributeValue;
 use sluice::ledger::{Ledger, LedgerError, Spend};
 
-use sluice::AwsConfig;
+use sluice::config::DynamoConfig;
 
 /// The partition key attribute.
 pub const KEY: &str = "pk";
@@ -22,15 +22,16 @@ pub struct DynamoLedger {
 }
 
 impl DynamoLedger {
-    pub(crate) fn new(shared: &aws_config::SdkConfig, aws: &AwsConfig) -> Self {
+    /// The table `dynamodb` names.
+    pub fn new(shared: &aws_config::SdkConfig, dynamodb: &DynamoConfig) -> Self {
         let mut config =
             aws_sdk_dynamodb::config::Builder::from(shared).timeout_config(crate::timeouts());
-        if let Some(endpoint) = &aws.dynamodb_endpoint {
+        if let Some(endpoint) = &dynamodb.endpoint {
             config = config.endpoint_url(crate::endpoint(endpoint));
         }
         Self {
             client: aws_sdk_dynamodb::Client::from_conf(config.build()),
-            table: aws.table.clone(),
+            table: dynamodb.table.clone(),
         }
     }
 

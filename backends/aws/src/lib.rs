@@ -16,15 +16,9 @@ pub use s3::S3Store;
 use std::time::Duration;
 
 use aws_config::BehaviorVersion;
+pub use aws_config::SdkConfig;
 use sluice::AwsConfig;
 use url::Url;
-
-/// Builds both backends where `config` says. Clients are built once, at
-/// start; credentials come from the SDK's default chain (the Lambda role in
-/// production).
-pub async fn connect(config: &AwsConfig) -> (S3Store, DynamoLedger) {
-    backends(&sdk_config(config).await, config)
-}
 
 /// The SDK's configuration from its default chain, in `config`'s region.
 pub async fn sdk_config(config: &AwsConfig) -> aws_config::SdkConfig {
@@ -35,11 +29,19 @@ pub async fn sdk_config(config: &AwsConfig) -> aws_config::SdkConfig {
     loader.load().await
 }
 
-/// Builds both backends from an SDK configuration made elsewhere.
-pub fn backends(shared: &aws_config::SdkConfig, config: &AwsConfig) -> (S3Store, DynamoLedger) {
+/// Both backends from an SDK configuration made elsewhere (tests and
+/// setup; sluice opens each where its configuration says, through
+/// [`S3Store::new`] and [`DynamoLedger::new`]). Clients are built once, at
+/// start; credentials come from the SDK's default chain (the Lambda role in
+/// production).
+pub fn backends(
+    shared: &aws_config::SdkConfig,
+    s3: &sluice::config::S3Config,
+    dynamodb: &sluice::config::DynamoConfig,
+) -> (S3Store, DynamoLedger) {
     (
-        S3Store::new(shared, config),
-        DynamoLedger::new(shared, config),
+        S3Store::new(shared, s3),
+        DynamoLedger::new(shared, dynamodb),
     )
 }
 

@@ -23,7 +23,7 @@ use aws_lambda_events::event::dynamodb::{Event as StreamEvent, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use sluice::events::Event;
 use sluice::webhooks::Webhooks;
-use sluice::{Backend, Config, Sha256};
+use sluice::{Config, Sha256};
 use sluice_aws::EventBus;
 
 /// The event a stream record reports, if any, under an id of its own that
@@ -77,11 +77,9 @@ impl Sinks {
     /// The sinks `config` names: its webhooks, and in aws mode its bus.
     pub async fn from_config(config: &Config) -> Result<Self, String> {
         let webhooks = sluice_runtime::webhooks(config).map_err(|e| e.to_string())?;
-        let bus = match &config.backend {
-            Backend::Aws(aws) if aws.event_bus.is_some() => {
-                EventBus::new(&sluice_aws::sdk_config(aws).await, aws)
-            }
-            _ => None,
+        let bus = match &config.aws.event_bus {
+            Some(_) => EventBus::new(&sluice_aws::sdk_config(&config.aws).await, &config.aws),
+            None => None,
         };
         if webhooks.is_none() && bus.is_none() {
             return Err("no destination: set SLUICE_WEBHOOK_URL and SLUICE_WEBHOOK_SECRET, or SLUICE_WEBHOOKS_FILE, or SLUICE_EVENT_BUS".into());
@@ -183,11 +181,7 @@ pub async fn read_webhook_secret(config: &mut Config) -> Result<(), String> {
     let Some(WebhookSource::Stored { url, secret_id }) = &config.webhooks else {
         return Ok(());
     };
-    let region = match &config.backend {
-        Backend::Aws(aws) => aws.region.clone(),
-        Backend::Local => None,
-    };
-    let value = sluice_aws::read_secret(secret_id, region.as_deref())
+    let value = sluice_aws::read_secret(secret_id, config.aws.region.as_deref())
         .await
         .map_err(|e| format!("SLUICE_WEBHOOK_SECRET_ID: {e}"))?;
     config.webhooks = Some(WebhookSource::One {

@@ -113,7 +113,7 @@ fn serve(config: Config) -> Result<(), StartError> {
         let mut backends = sluice_runtime::open_backends(&config).await?;
         // The example upstream: on by default when nothing else is configured.
         let examples = config.example_actions.unwrap_or(
-            matches!(config.backend, sluice::Backend::Local) && config.actions.is_none(),
+            config.records_here() && config.actions.is_none(),
         );
         let example_key = crate::example::ExampleKey::random();
         if examples {
@@ -131,7 +131,7 @@ fn serve(config: Config) -> Result<(), StartError> {
                 tokio::spawn(webhooks.run(std::sync::Arc::new(local.records.clone())));
             }
             (Some(_), None) => tracing::warn!(
-                "webhooks: with the aws backend the events function delivers them, from the table's stream; this server does not"
+                "webhooks: with the records in DynamoDB the events function delivers them, from the table's stream; this server does not"
             ),
             (None, _) => {}
         }
@@ -222,14 +222,10 @@ fn announce(config: &Config, sluice: &sluice::Sluice, bound: std::net::SocketAdd
     if config.public_url.is_some() {
         println!("public URL (what clients and links use): {base}");
     }
-    match &config.backend {
-        sluice::Backend::Local => println!("data directory: {}", config.data_dir.display()),
-        sluice::Backend::Aws(aws) => {
-            println!(
-                "backend: s3://{} and DynamoDB table {}",
-                aws.bucket, aws.table
-            )
-        }
+    if config.bytes_here() && config.records_here() {
+        println!("data directory: {}", config.data_dir.display());
+    } else {
+        println!("backends: {}", config.backends_said());
     }
     let actions: Vec<&str> = sluice
         .actions()

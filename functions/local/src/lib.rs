@@ -23,9 +23,11 @@ pub fn app(state: Sluice) -> Router {
         .merge(sluice_resolver::router(state))
 }
 
-/// Deletes expired objects and file records every minute. Objects live as
-/// long as the handle that names them, plus a margin for downloads issued
-/// just before expiry; records until their own expiry.
+/// Deletes expired file records every minute, and, when the bytes are in
+/// the data directory too, expired objects (in a bucket, its lifecycle rule
+/// expires them). Objects live as long as the handle that names them, plus
+/// a margin for downloads issued just before expiry; records until their
+/// own expiry.
 pub async fn sweep_forever(local: LocalBackends, handle_ttl: Duration, link_ttl: Duration) {
     let max_age = handle_ttl + link_ttl + Duration::from_secs(60);
     let mut tick = tokio::time::interval(Duration::from_secs(60));
@@ -34,7 +36,10 @@ pub async fn sweep_forever(local: LocalBackends, handle_ttl: Duration, link_ttl:
         let local = local.clone();
         let swept = tokio::task::spawn_blocking(move || {
             local.records.sweep(sluice::time::now_unix())?;
-            local.store.sweep(max_age, |ids| local.records.live(ids))
+            match &local.store {
+                Some(store) => store.sweep(max_age, |ids| local.records.live(ids)),
+                None => Ok(0),
+            }
         });
         match swept.await {
             Ok(Ok(0)) => {}

@@ -95,7 +95,7 @@ pub fn assemble(
     catalog: Catalog,
 ) -> Sluice {
     let mcp_url = mcp_url(config, &public_url);
-    if config.dev_tokens && !matches!(config.backend, sluice::config::Backend::Local) {
+    if config.dev_tokens && !config.records_here() {
         tracing::warn!(
             "SLUICE_DEV_TOKENS=true: bearer tokens minted from the master secret are accepted; \
              for development only, never in production"
@@ -134,28 +134,41 @@ pub fn assemble(
     })
 }
 
-/// The local backends: a directory of objects, an SQLite ledger, SQLite
-/// file records.
+/// What this machine keeps in its data directory: the file records, the
+/// ledger and the outbox in SQLite, and, when the bytes are here too, the
+/// directory of objects. The local binary sweeps them and delivers the
+/// outbox's events.
 #[cfg(feature = "local")]
 #[derive(Debug, Clone)]
 pub struct LocalBackends {
-    /// The objects.
-    pub store: LocalStore,
+    /// The objects, when they are in the data directory (`SLUICE_STORE=dir`).
+    pub store: Option<LocalStore>,
     /// Spent tokens.
     pub ledger: Arc<SqliteLedger>,
     /// File records.
     pub records: sluice::records::SqliteRecords,
 }
 
-/// Opens the local backends in the data directory.
+/// Opens the directory of objects in the data directory.
 #[cfg(feature = "local")]
-pub fn local_backends(config: &Config) -> Result<LocalBackends, StartError> {
-    let store = LocalStore::open(&config.data_dir, config.quota_bytes, config.max_transfers)
-        .map_err(|e| StartError::Io {
-            what: format!("opening the store in {}", config.data_dir.display()),
-            source: io::Error::other(e),
-        })?
-        .with_user_share(config.max_transfers_per_user);
+pub fn local_store(config: &Config) -> Result<LocalStore, StartError> {
+    Ok(
+        LocalStore::open(&config.data_dir, config.quota_bytes, config.max_transfers)
+            .map_err(|e| StartError::Io {
+                what: format!("opening the store in {}", config.data_dir.display()),
+                source: io::Error::other(e),
+            })?
+            .with_user_share(config.max_transfers_per_user),
+    )
+}
+
+/// Opens the records, the ledger and the outbox in the data directory,
+/// beside `store` when the bytes are here too.
+#[cfg(feature = "local")]
+pub fn local_records(
+    config: &Config,
+    store: Option<LocalStore>,
+) -> Result<LocalBackends, StartError> {
     let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
     let mut records = sluice::records::SqliteRecords::open(&config.data_dir.join("files.sqlite3"))
         .map_err(|e| StartError::Io {
@@ -180,12 +193,13 @@ pub fn local_sluice(
     public_url: Url,
 ) -> Result<(Sluice, LocalBackends), StartError> {
     let keys = local_keyring(config)?;
-    let local = local_backends(config)?;
+    let store = local_store(config)?;
+    let local = local_records(config, Some(store.clone()))?;
     let sluice = assemble(
         config,
         public_url,
         keys,
-        Arc::new(local.store.clone()),
+        Arc::new(store),
         local.ledger.clone(),
         Arc::new(local.records.clone()),
         Catalog::default(),

@@ -42,15 +42,17 @@ pub enum StartError {
     },
     /// The config names the local backends, which this binary was built without.
     #[error(
-        "SLUICE_BACKEND=local, but this binary was built for AWS without the local backends: \
-         set SLUICE_BACKEND=aws, run the `sluice` binary, or build with `--features local`"
+        "SLUICE_BACKEND=local (or SLUICE_STORE=dir, or SLUICE_RECORDS=sqlite), but this binary was \
+         built for AWS without the local backends: set SLUICE_BACKEND=aws, run the `sluice` binary, \
+         or build with `--features local`"
     )]
     NoLocalBackend,
     /// `SLUICE_BACKEND=aws` in a build without the AWS backends (the
     /// `sluice` binary's default, so that a first run is quick).
     #[error(
-        "SLUICE_BACKEND=aws needs the AWS backends, which this build leaves out: \
-         build with `--features aws` (e.g. `cargo run --profile fast --bin sluice --features aws`)"
+        "SLUICE_BACKEND=aws (or SLUICE_STORE=s3, or SLUICE_RECORDS=dynamodb) needs the AWS backends, \
+         which this build leaves out: build with `--features aws` \
+         (e.g. `cargo run --profile fast --bin sluice --features aws`)"
     )]
     NoAwsBackend,
 }

@@ -4,6 +4,7 @@
 //! names the variable. The rules that tie settings together live in one
 //! place (`rules`). Nothing else reads the environment.
 
+mod backends;
 mod read;
 pub mod settings;
 #[cfg(test)]
@@ -14,6 +15,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use backends::{AwsConfig, DynamoConfig, Records, S3Config, Store};
 pub use transfers::Transfers;
 
 use tracing_subscriber::filter::Targets;
@@ -33,43 +35,15 @@ pub struct ConfigError {
     pub reason: String,
 }
 
-/// Where objects and spent tokens live.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Backend {
-    /// A directory and an SQLite file under `SLUICE_DATA_DIR`.
-    Local,
-    /// S3 and DynamoDB.
-    Aws(Box<AwsConfig>),
-}
-
-/// The AWS resources (`SLUICE_BACKEND=aws`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AwsConfig {
-    /// `SLUICE_S3_BUCKET`: objects and file records.
-    pub bucket: String,
-    /// `SLUICE_DYNAMODB_TABLE`: spent tokens (partition key `pk`, TTL `expires_at`).
-    pub table: String,
-    /// `SLUICE_AWS_REGION`; otherwise the SDK's chain (`AWS_REGION`).
-    pub region: Option<String>,
-    /// `SLUICE_S3_ENDPOINT_URL`: an S3 emulator, path-style.
-    pub s3_endpoint: Option<Url>,
-    /// `SLUICE_DYNAMODB_ENDPOINT_URL`: a DynamoDB emulator.
-    pub dynamodb_endpoint: Option<Url>,
-    /// `SLUICE_MASTER_SECRET_ID`: a Secrets Manager secret holding the master
-    /// secret, read at start (instead of `SLUICE_MASTER_SECRET`).
-    pub master_secret_id: Option<String>,
-    /// `SLUICE_EVENT_BUS`: the EventBridge bus the events function puts
-    /// each event on.
-    pub event_bus: Option<String>,
-    /// `SLUICE_EVENTBRIDGE_ENDPOINT_URL`: an EventBridge emulator.
-    pub eventbridge_endpoint: Option<Url>,
-}
-
 /// The validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Which backends (`SLUICE_BACKEND`, `local` or `aws`; default `local`).
-    pub backend: Backend,
+    /// Where the bytes live (`SLUICE_STORE`; `SLUICE_BACKEND` names a pair).
+    pub store: Store,
+    /// Where the records, the ledger and the outbox live (`SLUICE_RECORDS`).
+    pub records: Records,
+    /// What the AWS clients share (region, secrets, the event bus).
+    pub aws: AwsConfig,
     /// Whether the process runs inside AWS Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
     pub lambda: bool,
     /// Address to listen on (`SLUICE_HOST`, default `127.0.0.1`).
@@ -266,11 +240,14 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let vars = Vars::new(vars);
         vars.check()?;
-        let backend = backend(&vars)?;
-        let local = matches!(backend, Backend::Local);
+        let store = backends::store(&vars)?;
+        let records = backends::records(&vars)?;
         rules(&vars)?;
+        let local = matches!(store, Store::Dir);
         let config = Self {
-            backend,
+            store,
+            records,
+            aws: backends::aws(&vars)?,
             lambda: vars.in_lambda(),
             host: vars
                 .value("SLUICE_HOST")
@@ -452,27 +429,6 @@ fn log_filter(vars: &Vars) -> Result<Targets, ConfigError> {
     })
 }
 
-/// The backend and, for aws, its resources.
-fn backend(vars: &Vars) -> Result<Backend, ConfigError> {
-    if vars.value("SLUICE_BACKEND") != Some("aws") {
-        return Ok(Backend::Local);
-    }
-    let required = |var: &'static str| {
-        vars.text(var)
-            .ok_or_else(|| invalid(var, "required when SLUICE_BACKEND=aws"))
-    };
-    Ok(Backend::Aws(Box::new(AwsConfig {
-        bucket: required("SLUICE_S3_BUCKET")?,
-        table: required("SLUICE_DYNAMODB_TABLE")?,
-        region: vars.text("SLUICE_AWS_REGION"),
-        s3_endpoint: vars.url("SLUICE_S3_ENDPOINT_URL")?,
-        dynamodb_endpoint: vars.url("SLUICE_DYNAMODB_ENDPOINT_URL")?,
-        master_secret_id: vars.text("SLUICE_MASTER_SECRET_ID"),
-        event_bus: vars.text("SLUICE_EVENT_BUS"),
-        eventbridge_endpoint: vars.url("SLUICE_EVENTBRIDGE_ENDPOINT_URL")?,
-    })))
-}
-
 /// Where the actions catalog comes from ([`rules`] has refused both at once).
 fn actions_source(vars: &Vars) -> Option<ActionsSource> {
     match (
@@ -525,11 +481,12 @@ fn auth_servers(vars: &Vars) -> Result<Vec<Url>, ConfigError> {
 /// The rules that tie settings together, each refusal naming the variable
 /// to change. Every value has passed its own parser by now.
 fn rules(vars: &Vars) -> Result<(), ConfigError> {
-    let aws = vars.value("SLUICE_BACKEND") == Some("aws");
-    key_rules(vars, aws)?;
-    actions_rules(vars, aws)?;
-    webhook_rules(vars)?;
-    auth_rules(vars, aws)?;
+    backends::rules(vars)?;
+    let shared = backends::shared_records(vars);
+    key_rules(vars, shared)?;
+    actions_rules(vars, backends::in_bucket(vars))?;
+    webhook_rules(vars, shared)?;
+    auth_rules(vars, shared)?;
     public_url_rules(vars)?;
     lifetime_rules(vars)
 }
@@ -540,7 +497,7 @@ fn refuse(var: &'static str, why: &str) -> Result<(), ConfigError> {
 }
 
 /// The master secret and its rotation.
-fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
+fn key_rules(vars: &Vars, shared: bool) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
     match (
         set("SLUICE_PREVIOUS_KEY_ID"),
@@ -565,10 +522,11 @@ fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
     {
         return refuse("SLUICE_PREVIOUS_KEY_ID", "must differ from SLUICE_KEY_ID");
     }
-    if aws && !set("SLUICE_MASTER_SECRET") && !set("SLUICE_MASTER_SECRET_ID") {
+    // Replicas sharing a table must share the secret: none is generated.
+    if shared && !set("SLUICE_MASTER_SECRET") && !set("SLUICE_MASTER_SECRET_ID") {
         return refuse(
             "SLUICE_MASTER_SECRET",
-            "required when SLUICE_BACKEND=aws (or set SLUICE_MASTER_SECRET_ID)",
+            "required when the records are in DynamoDB (SLUICE_BACKEND=aws): every replica signs with it (or set SLUICE_MASTER_SECRET_ID)",
         );
     }
     Ok(())
@@ -577,7 +535,7 @@ fn key_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
 /// Where webhooks go: one endpoint (a URL and its secret together) or a
 /// file, not both. Locally the server's worker delivers them; on AWS the
 /// events function, from the records table's stream.
-fn webhook_rules(vars: &Vars) -> Result<(), ConfigError> {
+fn webhook_rules(vars: &Vars, shared: bool) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
     if set("SLUICE_WEBHOOK_SECRET_ID") {
         if set("SLUICE_WEBHOOK_SECRET") {
@@ -589,10 +547,10 @@ fn webhook_rules(vars: &Vars) -> Result<(), ConfigError> {
         if !set("SLUICE_WEBHOOK_URL") {
             return refuse("SLUICE_WEBHOOK_SECRET_ID", "set without SLUICE_WEBHOOK_URL");
         }
-        if vars.value("SLUICE_BACKEND") != Some("aws") {
+        if !shared {
             return refuse(
                 "SLUICE_WEBHOOK_SECRET_ID",
-                "is read from Secrets Manager in aws mode only: set SLUICE_WEBHOOK_SECRET",
+                "is read from Secrets Manager by the events function, with the records in DynamoDB only: set SLUICE_WEBHOOK_SECRET",
             );
         }
         return Ok(());
@@ -668,7 +626,7 @@ fn webhook_retry(vars: &Vars) -> Result<Vec<Duration>, ConfigError> {
 }
 
 /// Where the actions catalog comes from.
-fn actions_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
+fn actions_rules(vars: &Vars, in_bucket: bool) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
     if let Some(key) = vars.raw("SLUICE_ACTIONS_S3_KEY") {
         if set("SLUICE_ACTIONS_FILE") {
@@ -677,10 +635,10 @@ fn actions_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
                 "set SLUICE_ACTIONS_FILE or SLUICE_ACTIONS_S3_KEY, not both",
             );
         }
-        if !aws {
+        if !in_bucket {
             return refuse(
                 "SLUICE_ACTIONS_S3_KEY",
-                "needs SLUICE_BACKEND=aws (locally, use SLUICE_ACTIONS_FILE)",
+                "needs the bytes in S3 (SLUICE_STORE=s3 or SLUICE_BACKEND=aws; otherwise, use SLUICE_ACTIONS_FILE)",
             );
         }
         if key.starts_with("files/") || key.starts_with("records/") {
@@ -716,7 +674,7 @@ fn public_url_rules(vars: &Vars) -> Result<(), ConfigError> {
 }
 
 /// Where bearer tokens come from.
-fn auth_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
+fn auth_rules(vars: &Vars, shared: bool) -> Result<(), ConfigError> {
     let set = |var| vars.is_set(var);
     let jwks = set("SLUICE_AUTH_JWKS_URL");
     let dev_tokens = vars.flag("SLUICE_DEV_TOKENS")?.unwrap_or(false);
@@ -752,10 +710,10 @@ fn auth_rules(vars: &Vars, aws: bool) -> Result<(), ConfigError> {
             "needs SLUICE_AUTH_JWKS_URL: the prefix is read off an authorization server's scopes",
         );
     }
-    if aws && !jwks && !dev_tokens {
+    if shared && !jwks && !dev_tokens {
         return refuse(
             "SLUICE_AUTH_JWKS_URL",
-            "required when SLUICE_BACKEND=aws: name your authorization server's JWKS \
+            "required when the records are in DynamoDB (SLUICE_BACKEND=aws): name your authorization server's JWKS \
              (or, for development only, set SLUICE_DEV_TOKENS=true to accept tokens from `sluice token`)",
         );
     }

@@ -126,7 +126,21 @@ pub const SETTINGS: &[Setting] = &[
         Core,
         Parse::OneOf(&["local", "aws"]),
         Value("local"),
-        "`local` (a directory and SQLite) or `aws` (S3 and DynamoDB)",
+        "the usual pair of backends: `local` (bytes in a directory, records in SQLite) or `aws` (bytes in S3, records in DynamoDB); `SLUICE_STORE` and `SLUICE_RECORDS` choose each half apart",
+    ),
+    s(
+        "SLUICE_STORE",
+        Core,
+        Parse::OneOf(&["dir", "s3"]),
+        Unset("`SLUICE_BACKEND`'s: `dir` for `local`, `s3` for `aws`"),
+        "where the bytes live: `dir` (`SLUICE_DATA_DIR`/objects; sluice receives them) or `s3` (`SLUICE_S3_BUCKET` on AWS or any S3-compatible endpoint, `SLUICE_S3_ENDPOINT_URL`; the bytes go straight to it)",
+    ),
+    s(
+        "SLUICE_RECORDS",
+        Core,
+        Parse::OneOf(&["sqlite", "dynamodb"]),
+        Unset("`SLUICE_BACKEND`'s: `sqlite` for `local`, `dynamodb` for `aws`"),
+        "where file records, batches, usage, spent links and events live: `sqlite` (in `SLUICE_DATA_DIR`, one machine) or `dynamodb` (`SLUICE_DYNAMODB_TABLE`, shared by replicas); `dir` bytes need `sqlite`",
     ),
     s(
         "SLUICE_HOST",
@@ -502,14 +516,14 @@ pub const SETTINGS: &[Setting] = &[
         "SLUICE_S3_BUCKET",
         Aws,
         Parse::Text,
-        Unset("— (required)"),
+        Unset("— (required with `s3`)"),
         "the bucket for objects",
     ),
     s(
         "SLUICE_DYNAMODB_TABLE",
         Aws,
         Parse::Text,
-        Unset("— (required)"),
+        Unset("— (required with `dynamodb`)"),
         "the table of spent tokens and file records",
     ),
     s(
@@ -524,7 +538,7 @@ pub const SETTINGS: &[Setting] = &[
         Aws,
         Parse::Url,
         Unset("AWS"),
-        "an S3 emulator's endpoint (path-style)",
+        "an S3-compatible endpoint (an emulator, MinIO, R2, B2), path-style",
     ),
     s(
         "SLUICE_DYNAMODB_ENDPOINT_URL",

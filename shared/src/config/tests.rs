@@ -117,7 +117,90 @@ fn the_aws_backend_names_what_it_lacks() {
         "SLUICE_S3_ENDPOINT_URL"
     );
     let ok = config(&bad_endpoint[..5]).unwrap();
-    assert!(matches!(ok.backend, Backend::Aws(ref a) if a.bucket == "b" && a.table == "t"));
+    assert!(matches!(ok.store, Store::S3(ref s) if s.bucket == "b"));
+    assert!(matches!(ok.records, Records::DynamoDb(ref d) if d.table == "t"));
+}
+
+/// Bytes and records are chosen apart: S3 bytes with SQLite records needs
+/// a bucket and nothing of DynamoDB (one machine keeps its own secret and
+/// takes its development tokens, as local mode does); either half of
+/// `SLUICE_BACKEND` can be overridden; the one pair that cannot work is
+/// refused naming what to change.
+#[test]
+fn bytes_and_records_are_chosen_apart() {
+    let local = config(&[]).unwrap();
+    assert_eq!((local.store, local.records), (Store::Dir, Records::Sqlite));
+    assert_eq!(
+        config(&[("SLUICE_STORE", "s3")]).unwrap_err().var,
+        "SLUICE_S3_BUCKET"
+    );
+    let s3 = config(&[
+        ("SLUICE_STORE", "s3"),
+        ("SLUICE_S3_BUCKET", "b"),
+        ("SLUICE_S3_ENDPOINT_URL", "http://127.0.0.1:9000"),
+    ])
+    .unwrap();
+    assert!(matches!(s3.store, Store::S3(ref s) if s.bucket == "b" && s.endpoint.is_some()));
+    assert_eq!(s3.records, Records::Sqlite);
+    assert!(s3.records_here() && !s3.bytes_here());
+    assert!(
+        s3.backends_said().contains("s3://b") && s3.backends_said().contains("SQLite"),
+        "{}",
+        s3.backends_said()
+    );
+    let secret = "s".repeat(32);
+    let half = config(&[
+        ("SLUICE_BACKEND", "aws"),
+        ("SLUICE_RECORDS", "sqlite"),
+        ("SLUICE_S3_BUCKET", "b"),
+    ])
+    .unwrap();
+    assert_eq!(
+        half.records,
+        Records::Sqlite,
+        "SLUICE_RECORDS overrides its half"
+    );
+    let shared_without_secret = [
+        ("SLUICE_STORE", "s3"),
+        ("SLUICE_RECORDS", "dynamodb"),
+        ("SLUICE_S3_BUCKET", "b"),
+        ("SLUICE_DYNAMODB_TABLE", "t"),
+        ("SLUICE_DEV_TOKENS", "true"),
+    ];
+    assert_eq!(
+        config(&shared_without_secret).unwrap_err().var,
+        "SLUICE_MASTER_SECRET",
+        "replicas on one table share one secret"
+    );
+    let mut shared = shared_without_secret.to_vec();
+    shared.push(("SLUICE_MASTER_SECRET", secret.as_str()));
+    assert!(config(&shared).is_ok());
+    let dir_and_table = config(&[
+        ("SLUICE_RECORDS", "dynamodb"),
+        ("SLUICE_DYNAMODB_TABLE", "t"),
+        ("SLUICE_MASTER_SECRET", secret.as_str()),
+        ("SLUICE_DEV_TOKENS", "true"),
+    ])
+    .unwrap_err();
+    assert_eq!(dir_and_table.var, "SLUICE_STORE");
+    assert!(
+        dir_and_table.reason.contains("SLUICE_RECORDS=sqlite"),
+        "{dir_and_table}"
+    );
+    for (var, value) in [("SLUICE_STORE", "gcs"), ("SLUICE_RECORDS", "postgres")] {
+        assert_eq!(config(&[(var, value)]).unwrap_err().var, var);
+    }
+    // A catalog in the bucket needs only the bucket.
+    let catalog = config(&[
+        ("SLUICE_STORE", "s3"),
+        ("SLUICE_S3_BUCKET", "b"),
+        ("SLUICE_ACTIONS_S3_KEY", "actions.toml"),
+    ])
+    .unwrap();
+    assert_eq!(
+        catalog.actions,
+        Some(ActionsSource::S3Key("actions.toml".into()))
+    );
 }
 
 #[test]
@@ -386,7 +469,7 @@ fn webhooks_come_from_one_endpoint_or_a_file() {
 /// instead of said; never both, never without a URL, never locally (where
 /// nothing reads it).
 #[test]
-fn a_webhook_secret_may_be_named_in_aws_mode_only() {
+fn a_webhook_secret_may_be_named_with_the_records_in_dynamodb_only() {
     let secret = "s".repeat(32);
     let aws = vec![
         ("SLUICE_BACKEND", "aws"),
@@ -420,5 +503,5 @@ fn a_webhook_secret_may_be_named_in_aws_mode_only() {
     ])
     .unwrap_err();
     assert_eq!(local.var, "SLUICE_WEBHOOK_SECRET_ID");
-    assert!(local.reason.contains("aws mode only"), "{local}");
+    assert!(local.reason.contains("records in DynamoDB only"), "{local}");
 }

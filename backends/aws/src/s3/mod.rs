@@ -19,7 +19,7 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use sluice::store::{Access, ByteStream, ObjectInfo, ObjectStore, PartStore, StoreError};
 use sluice::{ObjectKey, Sha256};
 
-use sluice::AwsConfig;
+use sluice::config::S3Config;
 
 mod parts;
 mod presign;
@@ -57,20 +57,21 @@ where
 }
 
 impl S3Store {
-    pub(crate) fn new(shared: &aws_config::SdkConfig, aws: &AwsConfig) -> Self {
+    /// The bucket `s3` names, on AWS or at its S3-compatible endpoint.
+    pub fn new(shared: &aws_config::SdkConfig, s3: &S3Config) -> Self {
         let mut config = aws_sdk_s3::config::Builder::from(shared)
             // Only the checksums sluice asks for: otherwise the SDK adds a
             // CRC32 to presigned requests, which no client could match.
             .request_checksum_calculation(RequestChecksumCalculation::WhenRequired)
             .timeout_config(crate::timeouts());
-        if let Some(endpoint) = &aws.s3_endpoint {
+        if let Some(endpoint) = &s3.endpoint {
             config = config
                 .endpoint_url(crate::endpoint(endpoint))
                 .force_path_style(true);
         }
         Self {
             client: aws_sdk_s3::Client::from_conf(config.build()),
-            bucket: aws.bucket.clone(),
+            bucket: s3.bucket.clone(),
         }
     }
 

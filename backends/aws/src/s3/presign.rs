@@ -171,17 +171,11 @@ mod tests {
                 aws_sdk_s3::config::Credentials::new("AKIDEXAMPLE", "secret", None, None, "test"),
             ))
             .build();
-        let aws = sluice::AwsConfig {
+        let s3 = sluice::config::S3Config {
             bucket: "bucket".into(),
-            table: "table".into(),
-            region: None,
-            s3_endpoint: None,
-            dynamodb_endpoint: None,
-            master_secret_id: None,
-            event_bus: None,
-            eventbridge_endpoint: None,
+            endpoint: None,
         };
-        S3Store::new(&shared, &aws)
+        S3Store::new(&shared, &s3)
     }
 
     /// A presigned PUT and part (fixed credentials and time) sign
