@@ -162,7 +162,7 @@ const CAP_ISSUES: usize = 100;
 /// the default caps) for an owner with no files and for one with
 /// [`READY_FILES`] ready ones, in µs, issued in turn.
 async fn issue_beside_ready_files(dir: &std::path::Path) -> anyhow::Result<(usize, f64, f64)> {
-    use sluice::records::{FileRecord, RecordStore as _, SqliteRecords};
+    use sluice::records::{FileRecord, FileRecords as _, SqliteRecords, Usage as _};
     let records = SqliteRecords::open(&dir.join("records-bench.sqlite3"))?;
     let caps = sluice::Config::from_vars([(
         "SLUICE_DATA_DIR".to_owned(),

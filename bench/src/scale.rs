@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use sluice::records::{FileRecord, RecordStore as _};
+use sluice::records::{FileRecord, FileRecords as _};
 use sluice::store::ObjectStore as _;
 use sluice::{FileId, FileMeta, Sha256};
 use sluice_testkit::emulators::Emulators;

@@ -408,3 +408,22 @@ impl From<StoreError> for Error {
         }
     }
 }
+
+impl From<crate::records::RecordError> for Error {
+    fn from(e: crate::records::RecordError) -> Self {
+        use crate::records::RecordError;
+        match e {
+            RecordError::AlreadyExists => Error::AlreadyUploaded,
+            RecordError::Admitting => Error::Busy(Busy::Admitting),
+            RecordError::Unavailable(why) => {
+                tracing::warn!(reason = %why, "records unavailable");
+                Error::StoreUnavailable
+            }
+            RecordError::Io(e) if e.kind() == std::io::ErrorKind::StorageFull => {
+                tracing::error!(error = %e, "the disk holding the data directory is full");
+                Error::DiskFull
+            }
+            RecordError::Io(e) => Error::internal(e),
+        }
+    }
+}

@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::file::FileMeta;
+use crate::records::error::RecordError;
 use crate::sha::Sha256;
-use crate::store::StoreError;
 
 /// What happened to a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -194,7 +194,7 @@ impl Subscriber {
 pub trait Outbox: Send + Sync + std::fmt::Debug {
     /// Appends `event` on its own (a change the store does not make: a
     /// link redeemed, bytes refused).
-    async fn append(&self, event: &Event) -> Result<(), StoreError>;
+    async fn append(&self, event: &Event) -> Result<(), RecordError>;
 
     /// Gives `subscriber` a delivery of each event appended since its last
     /// call that it takes, then leases up to `limit` of its deliveries due
@@ -206,15 +206,15 @@ pub trait Outbox: Send + Sync + std::fmt::Debug {
         now_ms: i64,
         lease_until_ms: i64,
         limit: usize,
-    ) -> Result<Vec<Delivery>, StoreError>;
+    ) -> Result<Vec<Delivery>, RecordError>;
 
     /// Forgets every endpoint but `endpoints` (one removed from the
     /// configuration): its deliveries still due, and where it had got to,
     /// so that the events it held back can leave the outbox.
-    async fn retain(&self, endpoints: &[String]) -> Result<(), StoreError>;
+    async fn retain(&self, endpoints: &[String]) -> Result<(), RecordError>;
 
     /// Ends a delivery: sent, or given up.
-    async fn finish(&self, seq: i64, endpoint: &str) -> Result<(), StoreError>;
+    async fn finish(&self, seq: i64, endpoint: &str) -> Result<(), RecordError>;
 
     /// Counts one more failed attempt of a delivery and sets when it is
     /// tried again.
@@ -224,7 +224,7 @@ pub trait Outbox: Send + Sync + std::fmt::Debug {
         endpoint: &str,
         attempts: u32,
         next_ms: i64,
-    ) -> Result<(), StoreError>;
+    ) -> Result<(), RecordError>;
 }
 
 #[cfg(test)]

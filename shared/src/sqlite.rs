@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::Connection;
 use rusqlite::config::DbConfig;
 
-use crate::store::StoreError;
+use crate::records::error::RecordError;
 
 /// How SQLite would run `sql` on `conn` (`EXPLAIN QUERY PLAN`), its steps
 /// joined by "; ". Unbound parameters are NULL: the plan does not depend
@@ -70,17 +70,17 @@ pub(crate) fn is_full(e: &rusqlite::Error) -> bool {
 }
 
 /// A store error from an SQLite one; a full disk keeps its kind (507).
-pub(crate) fn store_error(e: rusqlite::Error) -> StoreError {
+pub(crate) fn store_error(e: rusqlite::Error) -> RecordError {
     // A row written once under its key (a file record) met another.
     if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) {
-        return StoreError::AlreadyExists;
+        return RecordError::AlreadyExists;
     }
     let kind = if is_full(&e) {
         std::io::ErrorKind::StorageFull
     } else {
         std::io::ErrorKind::Other
     };
-    StoreError::Io(std::io::Error::new(kind, e))
+    RecordError::Io(std::io::Error::new(kind, e))
 }
 
 /// A database of the data directory: reads on one shared connection, off
@@ -94,7 +94,7 @@ pub(crate) struct Db {
 impl Db {
     /// Opens the database at `path` (see [`open_wal`]), runs `schema` on
     /// it, and starts its writer threads, named after `name`.
-    pub(crate) fn open(path: &Path, schema: &str, name: &str) -> Result<Self, StoreError> {
+    pub(crate) fn open(path: &Path, schema: &str, name: &str) -> Result<Self, RecordError> {
         let conn = open_wal(path).map_err(store_error)?;
         conn.execute_batch(schema).map_err(store_error)?;
         Ok(Self {
@@ -108,7 +108,7 @@ impl Db {
     pub(crate) fn read_now<T>(
         &self,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, RecordError> {
         let conn = self.reads.lock().unwrap_or_else(|p| p.into_inner());
         read(&conn).map_err(store_error)
     }
@@ -117,11 +117,11 @@ impl Db {
     pub(crate) async fn read<T: Send + 'static>(
         &self,
         read: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, RecordError> {
         let conn = self.reads.clone();
         tokio::task::spawn_blocking(move || read(&conn.lock().unwrap_or_else(|p| p.into_inner())))
             .await
-            .map_err(|e| StoreError::Io(std::io::Error::other(e)))?
+            .map_err(|e| RecordError::Io(std::io::Error::other(e)))?
             .map_err(store_error)
     }
 
@@ -129,7 +129,7 @@ impl Db {
     pub(crate) async fn write<T: Send + 'static>(
         &self,
         write: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, RecordError> {
         self.writes.write(write).await
     }
 
@@ -141,7 +141,7 @@ impl Db {
     pub(crate) fn sweep<T>(
         &self,
         delete: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, RecordError> {
         let lock = || self.reads.lock().unwrap_or_else(|p| p.into_inner());
         let swept = delete(&lock()).map_err(store_error)?;
         // The busy timeout waits for readers and writers, not for another
@@ -203,14 +203,14 @@ struct Failed {
     text: String,
 }
 
-impl From<&Failed> for StoreError {
+impl From<&Failed> for RecordError {
     fn from(f: &Failed) -> Self {
         let kind = if f.full {
             std::io::ErrorKind::StorageFull
         } else {
             std::io::ErrorKind::Other
         };
-        StoreError::Io(std::io::Error::new(kind, f.text.clone()))
+        RecordError::Io(std::io::Error::new(kind, f.text.clone()))
     }
 }
 
@@ -224,7 +224,7 @@ trait Job: Send {
 struct Op<F, T> {
     write: Option<F>,
     out: Option<rusqlite::Result<T>>,
-    reply: tokio::sync::oneshot::Sender<Result<T, StoreError>>,
+    reply: tokio::sync::oneshot::Sender<Result<T, RecordError>>,
 }
 
 impl<F, T> Job for Op<F, T>
@@ -242,7 +242,7 @@ where
         let result = match (failed, self.out) {
             (Some(failed), _) => Err(failed.into()),
             (None, Some(out)) => out.map_err(store_error),
-            (None, None) => Err(StoreError::Io(std::io::Error::other(
+            (None, None) => Err(RecordError::Io(std::io::Error::other(
                 "the write did not run",
             ))),
         };
@@ -285,7 +285,7 @@ impl Writer {
     /// Starts the threads `name` and `name-ckpt` with their own
     /// connections to the database at `path`; they stop once every clone
     /// of the writer is gone.
-    pub(crate) fn open(path: &Path, name: &str) -> Result<Self, StoreError> {
+    pub(crate) fn open(path: &Path, name: &str) -> Result<Self, RecordError> {
         let conn = open_writer(path).map_err(store_error)?;
         let checkpointer = open_wal(path).map_err(store_error)?;
         let (wake, wakes) = std::sync::mpsc::sync_channel::<()>(1);
@@ -302,7 +302,7 @@ impl Writer {
                     let _ = passed.try_send(());
                 }
             })
-            .map_err(StoreError::Io)?;
+            .map_err(RecordError::Io)?;
         let (queue, jobs) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name(name.into())
@@ -318,7 +318,7 @@ impl Writer {
                     },
                 )
             })
-            .map_err(StoreError::Io)?;
+            .map_err(RecordError::Io)?;
         Ok(Self { queue })
     }
 
@@ -327,9 +327,9 @@ impl Writer {
     pub(crate) async fn write<T: Send + 'static>(
         &self,
         write: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, RecordError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let gone = || StoreError::Io(std::io::Error::other("the database writer has stopped"));
+        let gone = || RecordError::Io(std::io::Error::other("the database writer has stopped"));
         self.queue
             .send(Box::new(Op {
                 write: Some(write),
@@ -490,7 +490,7 @@ mod tests {
         db: &Db,
         n: i64,
         write: impl Fn(&Connection, i64) -> rusqlite::Result<T> + Clone + Send + 'static,
-    ) -> Vec<tokio::task::JoinHandle<Result<T, StoreError>>> {
+    ) -> Vec<tokio::task::JoinHandle<Result<T, RecordError>>> {
         (0..n)
             .map(|k| {
                 let (db, write) = (db.clone(), write.clone());
@@ -528,7 +528,7 @@ mod tests {
                 Err(e) => {
                     assert_eq!(k % 3, 0, "{e}");
                     // A unique key met again is told apart from other failures.
-                    assert!(matches!(e, StoreError::AlreadyExists), "{e}");
+                    assert!(matches!(e, RecordError::AlreadyExists), "{e}");
                 }
             }
         }

@@ -311,7 +311,7 @@ impl Webhooks {
         outbox: &dyn Outbox,
         d: &Delivery,
         outcome: Outcome,
-    ) -> Result<(), crate::StoreError> {
+    ) -> Result<(), crate::records::RecordError> {
         let attempts = d.attempts + 1;
         match outcome {
             Outcome::Sent => {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::TryStreamExt as _;
 use sluice::ledger::{Ledger, Spend, SqliteLedger};
-use sluice::records::{Cursor, FileRecord, PendingCaps, RecordStore, SqliteRecords};
+use sluice::records::{
+    Cursor, FileRecord, FileRecords as _, PendingCaps, RecordStore, SqliteRecords, Usage as _,
+};
 use sluice::store::{ByteStream, LocalStore, ObjectStore, StoreError};
 use sluice::{FileId, FileMeta, ObjectKey, Sha256};
 
@@ -231,7 +233,7 @@ async fn records_contract(records: &dyn RecordStore) {
     twin.file.sha256 = sluice::Sha256::of(b"another file");
     assert!(matches!(
         records.put(&twin).await,
-        Err(sluice::StoreError::AlreadyExists)
+        Err(sluice::records::RecordError::AlreadyExists)
     ));
 
     // A record reads back whole; another owner's id is not found.
@@ -411,7 +413,7 @@ async fn records_contract(records: &dyn RecordStore) {
     assert_eq!(records.delete("frank", &gone.file.id).await.unwrap(), None);
     assert!(matches!(
         records.put(&gone).await,
-        Err(sluice::StoreError::AlreadyExists)
+        Err(sluice::records::RecordError::AlreadyExists)
     ));
     assert_eq!(records.find(&gone.file.id).await.unwrap(), None, "not back");
     assert_eq!(records.pending("frank", now, 10).await.unwrap().len(), 0);

@@ -418,7 +418,7 @@ mod on_s3 {
         let id = sluice::FileId::parse(ticket["file_id"].as_str().unwrap()).unwrap();
         let mut kept: Option<String> = None;
         let mut hold = |until: i64| {
-            use sluice::records::RecordStore as _;
+            use sluice::records::ProofLease as _;
             let proof = format!(r#"{{"lease":{until},"proven":false}}"#);
             let swapped = rt
                 .block_on(records.swap_proof("alice", &id, kept.as_deref(), Some(&proof)))

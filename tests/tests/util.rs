@@ -497,7 +497,7 @@ pub fn put_link(data_dir: &Path, size: u64, sha256: sluice::Sha256) -> String {
 /// in the data directory's records as an issue would (a link names its
 /// file by id; the record says the rest).
 pub fn put_links(data_dir: &Path, n: usize, size: u64, sha256: sluice::Sha256) -> Vec<String> {
-    use sluice::records::RecordStore as _;
+    use sluice::records::FileRecords as _;
     let keys = sluice_runtime::local_keyring(&config_for(data_dir)).unwrap();
     let records = sluice::records::SqliteRecords::open(&data_dir.join("files.sqlite3")).unwrap();
     let expires_at = sluice::time::now_unix() + 600;

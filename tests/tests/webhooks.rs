@@ -397,7 +397,7 @@ fn the_documented_lines_verify(raw: &Path, secret: &str) {
 mod on_aws {
     use aws_sdk_dynamodb::types::AttributeValue;
     use sluice::ledger::Ledger as _;
-    use sluice::records::RecordStore as _;
+    use sluice::records::FileRecords as _;
     use sluice_aws::{DynamoRecords, Item};
     use sluice_testkit::emulators::Emulators;
 

@@ -36,9 +36,9 @@ use aws_sdk_dynamodb::error::ProvideErrorMetadata as _;
 use aws_sdk_dynamodb::types::AttributeValue;
 use sluice::file::owner_hash;
 use sluice::records::{
-    Admission, Batch, Cursor, FileRecord, Page, Pending, PendingCaps, RecordStore,
+    Admission, Batch, BatchRecords, Cursor, FileRecord, FileRecords, Page, Pending, PendingCaps,
+    ProofLease, RecordError, RecordStore, Usage,
 };
-use sluice::store::StoreError;
 use sluice::{FileId, LedgerError};
 
 use crate::dynamo::{DynamoLedger, KEY, TTL, condition_held, ledger_error};
@@ -101,10 +101,10 @@ fn digest(owner_hash: &str, sha256: &sluice::Sha256, size: u64) -> String {
     format!("{owner_hash}#{}#{size}", sha256.to_hex())
 }
 
-fn store_error(e: LedgerError) -> StoreError {
+fn store_error(e: LedgerError) -> RecordError {
     match e {
-        LedgerError::Unavailable(why) => StoreError::Unavailable(why),
-        other => StoreError::Io(std::io::Error::other(other)),
+        LedgerError::Unavailable(why) => RecordError::Unavailable(why),
+        other => RecordError::Io(std::io::Error::other(other)),
     }
 }
 
@@ -134,7 +134,7 @@ pub type Item = HashMap<String, AttributeValue>;
 /// recorded with it, atomically, and the stream delivers it.
 ///
 /// - a record that becomes ready (or is written ready): `file.ready`;
-/// - a record replaced by its tombstone ([`RecordStore::delete`]):
+/// - a record replaced by its tombstone ([`FileRecords::delete`]):
 ///   `file.deleted`;
 /// - a record TTL removed: `file.expired` (a tombstone's removal is not
 ///   an event: its file's was `file.deleted`);
@@ -211,7 +211,7 @@ impl DynamoRecords {
     /// holder died). Tried again for a few seconds while another holds
     /// it; then [`sluice::store::Busy::Admitting`]. Gives the lease's
     /// holder id, for its release.
-    async fn admission(&self, owner: &str) -> Result<String, StoreError> {
+    async fn admission(&self, owner: &str) -> Result<String, RecordError> {
         let key = Self::admission_key(&owner_hash(owner));
         let holder = sluice::keys::random_id::<12>();
         let deadline = std::time::Instant::now() + ADMISSION_WAIT;
@@ -234,7 +234,7 @@ impl DynamoRecords {
                 return Ok(holder);
             }
             if std::time::Instant::now() >= deadline {
-                return Err(StoreError::Busy(sluice::store::Busy::Admitting));
+                return Err(RecordError::Admitting);
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
@@ -260,7 +260,7 @@ impl DynamoRecords {
     pub async fn item(
         &self,
         pk: String,
-    ) -> Result<Option<HashMap<String, AttributeValue>>, StoreError> {
+    ) -> Result<Option<HashMap<String, AttributeValue>>, RecordError> {
         let out = self
             .client
             .get_item()
@@ -274,13 +274,13 @@ impl DynamoRecords {
     }
 
     /// The record under `pk`, read strongly consistent.
-    async fn read(&self, pk: String) -> Result<Option<FileRecord>, StoreError> {
+    async fn read(&self, pk: String) -> Result<Option<FileRecord>, RecordError> {
         Ok(self.item(pk).await?.as_ref().and_then(record_of))
     }
 
     /// Marks the record under `pk` ready if it is there and `owner_hash`'s;
     /// whether it was.
-    async fn mark(&self, pk: String, owner_hash: &str) -> Result<bool, StoreError> {
+    async fn mark(&self, pk: String, owner_hash: &str) -> Result<bool, RecordError> {
         let result = self
             .client
             .update_item()
@@ -324,26 +324,8 @@ impl DynamoRecords {
 }
 
 #[async_trait::async_trait]
-impl RecordStore for DynamoRecords {
-    /// The count and the writes under the owner's admission lease: batches
-    /// of one user are admitted one at a time on every replica, so
-    /// concurrent batches never pass a cap together.
-    async fn put_all_within(
-        &self,
-        batch: &Admission<'_>,
-        caps: PendingCaps,
-        now: i64,
-    ) -> Result<Option<Pending>, StoreError> {
-        let Some(owner) = batch.owner() else {
-            return Ok(None);
-        };
-        let holder = self.admission(owner).await?;
-        let admitted = sluice::records::count_then_put(self, batch, caps, now).await;
-        self.release_admission(owner, &holder).await;
-        admitted
-    }
-
-    async fn put(&self, record: &FileRecord) -> Result<(), StoreError> {
+impl FileRecords for DynamoRecords {
+    async fn put(&self, record: &FileRecord) -> Result<(), RecordError> {
         let owner = owner_hash(&record.file.owner);
         let id = record.file.id.to_string();
         let mut put = self
@@ -373,15 +355,15 @@ impl RecordStore for DynamoRecords {
             .expression_attribute_names("#k", KEY);
         match condition_held(put.send().await).map_err(store_error)? {
             true => Ok(()),
-            false => Err(StoreError::AlreadyExists),
+            false => Err(RecordError::AlreadyExists),
         }
     }
 
-    async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+    async fn get(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, RecordError> {
         Ok(self.find(id).await?.filter(|r| r.file.owner == owner))
     }
 
-    async fn find(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+    async fn find(&self, id: &FileId) -> Result<Option<FileRecord>, RecordError> {
         self.read(key(id.as_str())).await
     }
 
@@ -391,7 +373,7 @@ impl RecordStore for DynamoRecords {
         limit: usize,
         after: Option<&Cursor>,
         now: i64,
-    ) -> Result<Page, StoreError> {
+    ) -> Result<Page, RecordError> {
         let hash = owner_hash(owner);
         let mut query = self
             .client
@@ -436,7 +418,7 @@ impl RecordStore for DynamoRecords {
         size: u64,
         sha256: sluice::Sha256,
         now: i64,
-    ) -> Result<Option<FileRecord>, StoreError> {
+    ) -> Result<Option<FileRecord>, RecordError> {
         // One page of at most FIND_READY_ITEMS items, whatever the filter
         // keeps (a Limit counts items read, not items kept): a user with
         // thousands of records of one digest (copies, expired ones) costs
@@ -467,36 +449,7 @@ impl RecordStore for DynamoRecords {
             .max_by_key(|r| r.expires_at))
     }
 
-    async fn put_batch(&self, batch: &Batch) -> Result<(), StoreError> {
-        let id = batch
-            .id
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .item(KEY, s(&batch_key(&id)))
-            .item(TTL, n(batch.expires_at))
-            .item(RECORD, s(&batch.to_json()))
-            .condition_expression("attribute_not_exists(#k)")
-            .expression_attribute_names("#k", KEY);
-        match condition_held(put.send().await).map_err(store_error)? {
-            true => Ok(()),
-            false => Err(StoreError::AlreadyExists),
-        }
-    }
-
-    async fn get_batch(&self, id: &FileId) -> Result<Option<Batch>, StoreError> {
-        Ok(self
-            .item(batch_key(id.as_str()))
-            .await?
-            .and_then(|item| item.get(RECORD)?.as_s().ok().cloned())
-            .and_then(|json| Batch::from_json(id, &json)))
-    }
-
-    async fn delete(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+    async fn delete(&self, owner: &str, id: &FileId) -> Result<Option<FileRecord>, RecordError> {
         let Some(record) = self.get(owner, id).await? else {
             return Ok(None);
         };
@@ -528,7 +481,7 @@ impl RecordStore for DynamoRecords {
         }
     }
 
-    async fn deleted(&self, id: &FileId) -> Result<Option<FileRecord>, StoreError> {
+    async fn deleted(&self, id: &FileId) -> Result<Option<FileRecord>, RecordError> {
         let item = self.item(key(id.as_str())).await?;
         Ok(item
             .as_ref()
@@ -536,44 +489,64 @@ impl RecordStore for DynamoRecords {
             .and_then(|json| FileRecord::from_json(json, false, None)))
     }
 
-    async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), StoreError> {
+    async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), RecordError> {
         // Not marked: not there (expired), or another owner's.
         self.mark(key(id.as_str()), &owner_hash(owner))
             .await
             .map(drop)
     }
+}
 
-    async fn swap_proof(
-        &self,
-        owner: &str,
-        id: &FileId,
-        from: Option<&str>,
-        to: Option<&str>,
-    ) -> Result<bool, StoreError> {
-        let mut update = self
+#[async_trait::async_trait]
+impl BatchRecords for DynamoRecords {
+    async fn put_batch(&self, batch: &Batch) -> Result<(), RecordError> {
+        let id = batch
+            .id
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let put = self
             .client
-            .update_item()
+            .put_item()
             .table_name(&self.table)
-            .key(KEY, s(&key(id.as_str())))
-            .expression_attribute_names("#k", KEY)
-            .expression_attribute_names("#o", OWNER)
-            .expression_attribute_names("#f", PROOF)
-            .expression_attribute_values(":o", s(&owner_hash(owner)));
-        update = match to {
-            Some(to) => update
-                .update_expression("SET #f = :to")
-                .expression_attribute_values(":to", s(to)),
-            None => update.update_expression("REMOVE #f"),
+            .item(KEY, s(&batch_key(&id)))
+            .item(TTL, n(batch.expires_at))
+            .item(RECORD, s(&batch.to_json()))
+            .condition_expression("attribute_not_exists(#k)")
+            .expression_attribute_names("#k", KEY);
+        match condition_held(put.send().await).map_err(store_error)? {
+            true => Ok(()),
+            false => Err(RecordError::AlreadyExists),
+        }
+    }
+
+    async fn get_batch(&self, id: &FileId) -> Result<Option<Batch>, RecordError> {
+        Ok(self
+            .item(batch_key(id.as_str()))
+            .await?
+            .and_then(|item| item.get(RECORD)?.as_s().ok().cloned())
+            .and_then(|json| Batch::from_json(id, &json)))
+    }
+}
+
+#[async_trait::async_trait]
+impl Usage for DynamoRecords {
+    /// The count and the writes under the owner's admission lease: batches
+    /// of one user are admitted one at a time on every replica, so
+    /// concurrent batches never pass a cap together.
+    async fn put_all_within(
+        &self,
+        batch: &Admission<'_>,
+        caps: PendingCaps,
+        now: i64,
+    ) -> Result<Option<Pending>, RecordError> {
+        let Some(owner) = batch.owner() else {
+            return Ok(None);
         };
-        update = match from {
-            Some(from) => update
-                .condition_expression("attribute_exists(#k) AND #o = :o AND #f = :from")
-                .expression_attribute_values(":from", s(from)),
-            None => update.condition_expression(
-                "attribute_exists(#k) AND #o = :o AND attribute_not_exists(#f)",
-            ),
-        };
-        condition_held(update.send().await).map_err(store_error)
+        let holder = self.admission(owner).await?;
+        let admitted = sluice::records::count_then_put(self, batch, caps, now).await;
+        self.release_admission(owner, &holder).await;
+        admitted
     }
 
     async fn pending(
@@ -581,7 +554,7 @@ impl RecordStore for DynamoRecords {
         owner: &str,
         now: i64,
         at_most: u64,
-    ) -> Result<Vec<FileRecord>, StoreError> {
+    ) -> Result<Vec<FileRecord>, RecordError> {
         let hash = owner_hash(owner);
         let mut found = Vec::new();
         let mut start: Option<HashMap<String, AttributeValue>> = None;
@@ -615,3 +588,41 @@ impl RecordStore for DynamoRecords {
         }
     }
 }
+
+#[async_trait::async_trait]
+impl ProofLease for DynamoRecords {
+    async fn swap_proof(
+        &self,
+        owner: &str,
+        id: &FileId,
+        from: Option<&str>,
+        to: Option<&str>,
+    ) -> Result<bool, RecordError> {
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&key(id.as_str())))
+            .expression_attribute_names("#k", KEY)
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_names("#f", PROOF)
+            .expression_attribute_values(":o", s(&owner_hash(owner)));
+        update = match to {
+            Some(to) => update
+                .update_expression("SET #f = :to")
+                .expression_attribute_values(":to", s(to)),
+            None => update.update_expression("REMOVE #f"),
+        };
+        update = match from {
+            Some(from) => update
+                .condition_expression("attribute_exists(#k) AND #o = :o AND #f = :from")
+                .expression_attribute_values(":from", s(from)),
+            None => update.condition_expression(
+                "attribute_exists(#k) AND #o = :o AND attribute_not_exists(#f)",
+            ),
+        };
+        condition_held(update.send().await).map_err(store_error)
+    }
+}
+
+impl RecordStore for DynamoRecords {}

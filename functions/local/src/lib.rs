@@ -35,9 +35,12 @@ pub async fn sweep_forever(local: LocalBackends, handle_ttl: Duration, link_ttl:
         tick.tick().await;
         let local = local.clone();
         let swept = tokio::task::spawn_blocking(move || {
-            local.records.sweep(sluice::time::now_unix())?;
+            local
+                .records
+                .sweep(sluice::time::now_unix())
+                .map_err(sluice::StoreError::from)?;
             match &local.store {
-                Some(store) => store.sweep(max_age, |ids| local.records.live(ids)),
+                Some(store) => store.sweep(max_age, |ids| Ok(local.records.live(ids)?)),
                 None => Ok(0),
             }
         });

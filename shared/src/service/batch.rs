@@ -418,7 +418,7 @@ impl Sluice {
 
     /// Admits and records every file of a batch under the caller's caps at
     /// once, in one step of the record store where it has a single writer
-    /// ([`RecordStore::put_all_within`]): the files to send as pending
+    /// ([`Usage::put_all_within`](crate::records::Usage::put_all_within)): the files to send as pending
     /// ones, and the bytes sent or copied (a copy takes room as much as
     /// bytes sent) under the cap on pending bytes, all of them under the
     /// cap on all the caller's bytes; or refuses the whole batch, recording

@@ -1,0 +1,109 @@
+//! One file's record, a page of them, and where a page starts: the types
+//! every record trait speaks, kept as the same JSON on both backends.
+
+use serde::{Deserialize, Serialize};
+
+use crate::file::{FileId, FileMeta};
+use crate::sha::Sha256;
+
+/// One file's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRecord {
+    /// What the file pins.
+    pub file: FileMeta,
+    /// When it was issued, in milliseconds since the Unix epoch (so that
+    /// files issued within one second still list newest first).
+    pub created_ms: i64,
+    /// When its handle and record expire.
+    pub expires_at: i64,
+    /// Whether its bytes are known to have arrived.
+    pub ready: bool,
+    /// Where the proof that its object is the file declared stands, where
+    /// the service proves it by reading (an object joined from parts on S3,
+    /// or put to a store that does not check SHA-256): the service's own
+    /// words ([`crate::service`]'s `proof`), which a store keeps as they are
+    /// and changes only through [`super::ProofLease::swap_proof`].
+    pub proof: Option<String>,
+}
+
+/// One page of a user's unexpired files, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// The records; fewer than the limit only on the last page (or, on
+    /// DynamoDB, where expired items were filtered out of a page).
+    pub records: Vec<FileRecord>,
+    /// Where the next page starts; `None` after the last.
+    pub next: Option<Cursor>,
+}
+
+/// Where a page starts: after the file issued at `created_ms` (milliseconds)
+/// with id `file_id`. The service puts it on the wire, tied to its owner
+/// (`service::files`); the stores only read and write these two fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    /// The last record's issue time.
+    pub created_ms: i64,
+    /// The last record's id.
+    pub file_id: String,
+}
+
+/// A record as stored: the same JSON on both backends.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Stored {
+    file_id: String,
+    owner: String,
+    filename: String,
+    content_type: String,
+    size: u64,
+    sha256: Sha256,
+    created_ms: i64,
+    expires_at: i64,
+}
+
+impl FileRecord {
+    /// The record of `file`, issued now, pending until its bytes arrive.
+    pub fn issued(file: &FileMeta, expires_at: i64) -> Self {
+        Self {
+            file: file.clone(),
+            created_ms: crate::time::now_millis(),
+            expires_at,
+            ready: false,
+            proof: None,
+        }
+    }
+
+    /// The record's JSON, as both backends keep it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&Stored {
+            file_id: self.file.id.to_string(),
+            owner: self.file.owner.clone(),
+            filename: self.file.filename.clone(),
+            content_type: self.file.content_type.clone(),
+            size: self.file.size,
+            sha256: self.file.sha256,
+            created_ms: self.created_ms,
+            expires_at: self.expires_at,
+        })
+        .expect("a record serializes")
+    }
+
+    /// A record from its JSON, its ready flag and its proof; `None` if this
+    /// version cannot read it (skipped, not fatal).
+    pub fn from_json(json: &str, ready: bool, proof: Option<String>) -> Option<Self> {
+        let s: Stored = serde_json::from_str(json).ok()?;
+        Some(Self {
+            file: FileMeta {
+                id: FileId::parse(&s.file_id)?,
+                owner: s.owner,
+                filename: s.filename,
+                content_type: s.content_type,
+                size: s.size,
+                sha256: s.sha256,
+            },
+            created_ms: s.created_ms,
+            expires_at: s.expires_at,
+            ready,
+            proof,
+        })
+    }
+}
