@@ -103,10 +103,10 @@ test-builds:
 
 # The second clippy checks the functions as `sam build` builds them: alone,
 # without the `local` feature the rest of the workspace turns on.
-# The shell programs sluice runs or hands out: the upload script in parts
-# (shared/src/parts.sh, which the returned line pins), the dev emulators,
+# The shell programs sluice runs or hands out: the scripts and the line
+# templates under shared/src/sh/ (what the returned lines run), the dev emulators,
 # CI's entry point.
-SHELL_SCRIPTS := shared/src/parts.sh shared/src/batch.sh shared/src/fetch.sh infra/dev-emulators.sh .ci/run bench/first-run.sh
+SHELL_SCRIPTS := $(wildcard shared/src/sh/*.sh shared/src/sh/lines/*.sh) infra/dev-emulators.sh .ci/run bench/first-run.sh
 
 lint: /usr/bin/shellcheck
 	shellcheck $(SHELL_SCRIPTS)

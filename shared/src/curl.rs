@@ -19,6 +19,36 @@ pub fn shell_quote(s: &str) -> String {
     out
 }
 
+/// A line template of `sh/lines/` filled in: its line of shell (the lines
+/// that are not comments), each `@NAME@` replaced by its value in
+/// `values`, in one pass (a value is never read for placeholders). Every
+/// value is a shell word the caller made safe (quoted, digits, hex).
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    let line: Vec<&str> = template.lines().filter(|l| !l.starts_with('#')).collect();
+    let line = line.join("\n");
+    let mut out = String::with_capacity(line.len() + 256);
+    let mut rest = line.as_str();
+    while let Some(at) = rest.find('@') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let named = after
+            .find('@')
+            .and_then(|end| values.iter().find(|(name, _)| *name == &after[..end]));
+        match named {
+            Some((name, value)) => {
+                out.push_str(value);
+                rest = &after[name.len() + 1..];
+            }
+            None => {
+                out.push('@');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A path argument that curl cannot take for an option or for stdin (`-`).
 fn path_arg(name: &str) -> String {
     if name.starts_with('-') {
@@ -60,10 +90,12 @@ pub fn upload_via_command<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a str)>,
     local_file: &str,
 ) -> String {
-    format!(
-        "L={}; u=$(curl -fsS \"$L\") && {}",
-        shell_quote(link),
-        put_to("\"$u\"", headers, local_file)
+    fill(
+        include_str!("sh/lines/via.sh"),
+        &[
+            ("LINK", &shell_quote(link)),
+            ("PUT", &put_to("\"$u\"", headers, local_file)),
+        ],
     )
 }
 
@@ -80,13 +112,13 @@ pub fn upload_via_command<'a>(
 /// line says how far. Short: the line, the name twice and the answer
 /// around it fit in a kilobyte.
 pub fn stream_command(link: &str, local_file: &str, size: u64) -> String {
-    format!(
-        "L={link}; f={file}; S={size}; H=Tus-Resumable:1.0.0; \
-         o=$(curl -fsSI -H $H \"$L\" | grep -i ^upload-offset | tr -dc 0-9) && {{ [ \"$o\" = $S ] && echo sluice: stored || \
-         curl --fail-with-body -sS -X PATCH -H $H -H Content-Type:application/offset+octet-stream \
-         -H \"Upload-Offset: $o\" -C \"$o\" -T \"$f\" \"$L\" -w \"sluice: %header{{upload-offset}} of $S stored\\n\"; }}",
-        link = shell_quote(link),
-        file = path_arg(local_file),
+    fill(
+        include_str!("sh/lines/stream.sh"),
+        &[
+            ("LINK", &shell_quote(link)),
+            ("FILE", &path_arg(local_file)),
+            ("SIZE", &size.to_string()),
+        ],
     )
 }
 
@@ -182,19 +214,25 @@ pub fn partial_name(sha256: &Sha256) -> String {
 /// its SHA-256 is `sha256`: whoever answers at the link cannot make the
 /// line run anything else.
 fn pinned_script_line(link: &str, sha256: &str, args: &str) -> String {
-    format!(
-        "L={}; s=$(curl -fsS \"$L/sh\") && if [ \"$(printf %s \"$s\" | sha256sum | cut -c1-64)\" = {sha256} ]; \
-         then sh -c \"$s\" sluice {args}; \
-         else echo \"sluice: $L/sh is not the script this line was issued with: not run\" >&2; false; fi",
-        shell_quote(link),
+    fill(
+        include_str!("sh/lines/pinned.sh"),
+        &[
+            ("LINK", &shell_quote(link)),
+            ("SHA256", sha256),
+            ("ARGS", args),
+        ],
     )
 }
 
-/// The script a batch's line runs (`batch.sh`).
-pub const BATCH_SCRIPT: &str = include_str!("batch.sh");
+/// The part protocol's target, checked (`sh/target.sh`): sent ahead of
+/// each script that PUTs to a target, so that one text checks them all.
+pub const TARGET_CHECK: &str = include_str!("sh/target.sh");
 
-/// The script a download batch's line runs (`fetch.sh`).
-pub const FETCH_SCRIPT: &str = include_str!("fetch.sh");
+/// The script a batch's line runs (`sh/batch.sh`, after [`TARGET_CHECK`]).
+pub const BATCH_SCRIPT: &str = concat!(include_str!("sh/target.sh"), include_str!("sh/batch.sh"));
+
+/// The script a download batch's line runs (`sh/fetch.sh`).
+pub const FETCH_SCRIPT: &str = include_str!("sh/fetch.sh");
 
 /// The SHA-256 of `script` as the line's shell holds it (command
 /// substitution drops its trailing newlines).
@@ -202,26 +240,40 @@ pub fn script_sha256(script: &str) -> String {
     crate::sha::Sha256::of(script.trim_end_matches('\n').as_bytes()).to_hex()
 }
 
-/// The POSIX `sh` script an upload in parts runs (`parts.sh`: its
-/// arguments, what it checks and what it sends are said there). It is the
-/// same for every upload, so the line can pin it.
-pub const PARTS_SCRIPT: &str = include_str!("parts.sh");
+/// The POSIX `sh` script an upload in parts runs (`sh/parts.sh`, after
+/// [`TARGET_CHECK`]: its arguments, what it checks and what it sends are
+/// said there). It is the same for every upload, so the line can pin it.
+pub const PARTS_SCRIPT: &str = concat!(include_str!("sh/target.sh"), include_str!("sh/parts.sh"));
 
 /// `line`, saying what to do when it fails because a host it needs cannot
 /// be reached from where it runs: no name, no route, or a proxy refusing to
 /// open a tunnel to it (a hosted sandbox's egress proxy answers 403 "Host
-/// not in allowlist" to its CONNECT). `origin` is a shell word that gives,
-/// once the line failed, the origin it was reaching (a quoted literal,
-/// [`ORIGIN_OF_LINK`] or [`ORIGIN_REACHED`]); it is tried once more, and if that cannot connect
-/// either, the host is named with `instead`. The line fails either way.
-/// A plain-HTTP proxy's 403 is not told apart from the store's own (a link
-/// expired, say): it comes as the answer itself, not as a tunnel's. Short:
-/// it is in every line, within the kilobyte a tool's answer takes.
-pub fn or_unreachable(line: &str, origin: &str, instead: &str) -> String {
-    format!(
-        "{{ {line}; }} || {{ o={origin}; curl -so /dev/null $o/; case $? in 5|6|7|56) \
-         echo sluice: ${{o#*//}}' is unreachable: allow it here, or {instead}' >&2;; esac; false; }}"
-    )
+/// not in allowlist" to its CONNECT). `origins` are shell words (one, or
+/// two), each giving, once the line failed, an origin it may have been
+/// reaching (a
+/// quoted literal, [`ORIGIN_OF_LINK`] or [`ORIGIN_REACHED`]): the link's
+/// and, for a script that PUTs to a store of another origin, the store's.
+/// Each is tried once more, and one that cannot connect either is named
+/// with `instead`. The line fails either way. This is the only probe:
+/// the scripts a line runs probe nothing of their own. A plain-HTTP
+/// proxy's 403 is not told apart from the store's own (a link expired,
+/// say): it comes as the answer itself, not as a tunnel's. Short: it is in
+/// every line, within the kilobyte a tool's answer takes.
+pub fn or_unreachable(line: &str, origins: &[&str], instead: &str) -> String {
+    match origins {
+        [origin] => fill(
+            include_str!("sh/lines/unreachable.sh"),
+            &[("LINE", line), ("ORIGIN", origin), ("INSTEAD", instead)],
+        ),
+        _ => fill(
+            include_str!("sh/lines/unreachable-each.sh"),
+            &[
+                ("LINE", line),
+                ("ORIGINS", &origins.join(" ")),
+                ("INSTEAD", instead),
+            ],
+        ),
+    }
 }
 
 /// The origin of `url` (`scheme://host[:port]`), what a proxy tunnels to;
@@ -268,16 +320,18 @@ fn put_to<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a str)>,
     local_file: &str,
 ) -> String {
-    let mut line = String::from("curl --fail-with-body -sS -X PUT");
-    for (name, value) in headers {
-        line.push_str(" -H ");
-        line.push_str(&shell_quote(&format!("{name}: {value}")));
-    }
-    line.push_str(" --upload-file ");
-    line.push_str(&path_arg(local_file));
-    line.push(' ');
-    line.push_str(url);
-    line
+    let headers: Vec<String> = headers
+        .into_iter()
+        .map(|(name, value)| format!("-H {}", shell_quote(&format!("{name}: {value}"))))
+        .collect();
+    fill(
+        include_str!("sh/lines/put.sh"),
+        &[
+            ("HEADERS", &headers.join(" ")),
+            ("FILE", &path_arg(local_file)),
+            ("URL", url),
+        ],
+    )
 }
 
 /// `curl` that downloads `url` (following a redirect) into `out_name` in the
@@ -300,14 +354,15 @@ pub fn download_command(url: &str, out_name: &str, size: u64, sha256: &Sha256) -
     // The name once, in a variable: a long name costs the model its length
     // once. A partial file already whole (the last run stopped after curl)
     // asks for nothing: a range past the end is a 416, which `-f` fails on.
-    format!(
-        "f={}; p={}; {{ [ -f $p ] && [ \"$(wc -c < $p)\" -eq {size} ] || \
-         curl -fsSL -C - -o $p {}; }} && if [ \"$(sha256sum < $p | cut -c1-64)\" = {sha} ]; \
-         then mv -f $p \"$f\"; else rm -f $p; echo \"$p: not the file's sha256, removed: ask for a new link\" >&2; false; fi",
-        path_arg(out_name),
-        partial_name(sha256),
-        shell_quote(url),
-        sha = sha256.to_hex(),
+    fill(
+        include_str!("sh/lines/download.sh"),
+        &[
+            ("FILE", &path_arg(out_name)),
+            ("PART", &partial_name(sha256)),
+            ("SIZE", &size.to_string()),
+            ("URL", &shell_quote(url)),
+            ("SHA256", &sha256.to_hex()),
+        ],
     )
 }
 
@@ -537,6 +592,43 @@ mod tests {
         }
     }
 
+    /// Every line is its template with every placeholder filled in: none
+    /// is left for the shell to read as a word, and a value that looks like
+    /// one is not filled again.
+    #[test]
+    fn every_line_fills_its_template_whole() {
+        let sha = Sha256::of(b"x");
+        let plan = crate::multipart::Plan::new(6 * 1024 * 1024, 5 * 1024 * 1024);
+        let lines = [
+            stream_command("http://h/u/t", "@LINK@.bin", 3),
+            upload_via_command("http://h/u/t", [("Content-Type", "a/b")], "f"),
+            upload_command("http://h/u/t", [], "f"),
+            parts_command("http://h/u/t", "f", &plan, "https://s"),
+            batch_command("http://h/b/t", "https://s", &sha),
+            fetch_command("http://h/g/t", &sha),
+            download_command("http://h/l/t", "f", 1, &sha),
+            or_unreachable("true", &["'o'"], UPLOAD_INSTEAD),
+            or_unreachable("true", &["'o'", "'p'"], UPLOAD_INSTEAD),
+        ];
+        let placeholder = |l: &str| {
+            l.split('@').skip(1).step_by(2).any(|w| {
+                !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+            })
+        };
+        for line in &lines[1..] {
+            assert!(!placeholder(line), "{line}");
+            assert!(!line.contains('\n'), "one line: {line}");
+        }
+        assert!(lines[0].contains("f='@LINK@.bin'"), "{}", lines[0]);
+        assert!(
+            !lines[0].contains("@SIZE@") && lines[0].contains("S=3;"),
+            "{}",
+            lines[0]
+        );
+    }
+
     #[test]
     fn names_that_look_like_options_are_made_paths() {
         let line = download_command("http://h/l", "-", 2, &crate::sha::Sha256::of(b"ab"));
@@ -579,6 +671,47 @@ mod tests {
         )
     }
 
+    /// A line that PUTs through a script to a store of another origin
+    /// tries both again: the one it cannot reach is named, once, and the
+    /// one it can is not.
+    #[test]
+    fn of_two_origins_the_unreachable_one_is_named() {
+        let line = or_unreachable(
+            "false",
+            &["'https://up.example'", "'https://store.example'"],
+            UPLOAD_INSTEAD,
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(
+            bin.join("curl"),
+            "#!/bin/sh\necho \"$3\" >> \"$PROBED\"\ncase \"$3\" in https://store.example/) exit 7;; esac\nexit 0\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(bin.join("curl"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let probed = dir.path().join("probed");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&line)
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
+            .env("PROBED", &probed)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&probed).unwrap(),
+            "https://up.example/\nhttps://store.example/\n"
+        );
+        assert_eq!(said.matches("is unreachable").count(), 1, "{said}");
+        assert!(said.contains("store.example is unreachable"), "{said}");
+    }
+
     /// A host the line cannot reach (no name, no route, a proxy refusing
     /// its tunnel) is named with what to do instead, and the line fails
     /// with curl's status; any other failure is curl's alone, and success
@@ -588,7 +721,7 @@ mod tests {
         let url = "https://up.example:8443/u/t";
         let line = or_unreachable(
             &upload_command(url, [], "f.bin"),
-            &shell_quote(&origin_of(url)),
+            &[&shell_quote(&origin_of(url))],
             UPLOAD_INSTEAD,
         );
         // (the line's exit, the probe's exit, named)
@@ -625,7 +758,7 @@ mod tests {
         // once the link answered, the link's when it did not.
         let line = or_unreachable(
             &upload_via_command("https://up.example/u/t", [], "f.bin"),
-            ORIGIN_REACHED,
+            &[ORIGIN_REACHED],
             UPLOAD_INSTEAD,
         );
         let (code, said, probed) = run_guarded(&line, 7, 7);

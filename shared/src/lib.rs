@@ -62,6 +62,8 @@ mod layers;
 mod props;
 #[cfg(test)]
 mod scripts_tests;
+#[cfg(test)]
+mod target_tests;
 
 pub use auth::{Caller, Scope};
 pub use config::{AwsConfig, Config, ConfigError};

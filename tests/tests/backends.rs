@@ -173,3 +173,37 @@ fn the_bucket_is_required_and_the_start_names_both_backends() {
         "{said}"
     );
 }
+
+/// A line in parts PUTs to the bucket, not to sluice: when the bucket is
+/// what it cannot reach, the line names the bucket's host (tried again by
+/// the line's one probe, the script probing nothing of its own), and not
+/// sluice's, which answered.
+#[test]
+fn a_bucket_the_line_cannot_reach_is_named() {
+    let mut emulators = Emulators::start();
+    bucket(&emulators, "gone");
+    let data_dir = tempfile::tempdir().unwrap();
+    let server = on_bucket_with_sqlite(&emulators, "gone", data_dir.path());
+    let token = server.token("alice", &[]);
+    let data = bytes(6 * MIB, 9);
+    let ticket = server.request_upload(&token, "big.bin", &data);
+    let line = ticket["command"].as_str().unwrap();
+    assert!(line.contains("/sh"), "in parts: {line}");
+    emulators.kill_s3();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("big.bin"), &data).unwrap();
+    let out = sh(line, work.path());
+    assert!(!out.status.success(), "{}", out_text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    let s3_host = emulators.s3_url.trim_start_matches("http://");
+    let sluice_host = server.base.trim_start_matches("http://");
+    assert_eq!(said.matches("is unreachable").count(), 1, "{said}");
+    assert!(
+        said.contains(&format!("{s3_host} is unreachable")),
+        "{said}"
+    );
+    assert!(
+        !said.contains(&format!("{sluice_host} is unreachable")),
+        "{said}"
+    );
+}

@@ -318,12 +318,11 @@ impl Sluice {
             let link = Short::batch(ShortKind::BatchUpload, id.clone(), expires_at);
             tracing::info!(batch = %id, jti = %link.jti(), files = items.len(), "batch issued");
             let url = format!("{}/b/{}", self.issuer_base(), link.encode(self.keys()));
-            let line = curl::batch_command(&url, &self.part_origin().await?, &manifest);
-            Some(curl::or_unreachable(
-                &line,
-                curl::ORIGIN_OF_LINK,
-                curl::UPLOAD_INSTEAD,
-            ))
+            let origin = self.part_origin().await?;
+            let line = curl::batch_command(&url, &origin, &manifest);
+            let probe = self.origins_probed(&origin);
+            let probe: Vec<&str> = probe.iter().map(String::as_str).collect();
+            Some(curl::or_unreachable(&line, &probe, curl::UPLOAD_INSTEAD))
         } else {
             None
         };

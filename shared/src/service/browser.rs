@@ -122,6 +122,10 @@ pub struct PageParts {
     pub count: u32,
     /// Every part's size but the last's.
     pub part_size: u64,
+    /// The origin every part's target must be under (the store's, or the
+    /// issuer's own): the page checks each target as the line's script
+    /// does.
+    pub origin: String,
 }
 
 /// Where a browser upload stands.
@@ -406,6 +410,7 @@ impl Sluice {
                         link: upload.url.clone(),
                         count: plan.count,
                         part_size: plan.part_size,
+                        origin: self.part_origin().await?,
                     }),
                     upload,
                     file_id: file.id,

@@ -117,21 +117,25 @@ impl Sluice {
         let (command, probe) = match (protocol, self.store().access()) {
             (Protocol::Stream, _) => (
                 curl::stream_command(&target.url, local, file.size),
-                curl::shell_quote(&curl::origin_of(&target.url)),
+                vec![curl::shell_quote(&curl::origin_of(&target.url))],
             ),
-            (Protocol::Parts(plan), _) => (
-                curl::parts_command(&target.url, local, &plan, &self.part_origin().await?),
-                curl::ORIGIN_OF_LINK.to_owned(),
-            ),
+            (Protocol::Parts(plan), _) => {
+                let origin = self.part_origin().await?;
+                (
+                    curl::parts_command(&target.url, local, &plan, &origin),
+                    self.origins_probed(&origin),
+                )
+            }
             (Protocol::Put, Access::Direct(_)) => (
                 curl::upload_via_command(&target.url, headers, local),
-                curl::ORIGIN_REACHED.to_owned(),
+                vec![curl::ORIGIN_REACHED.to_owned()],
             ),
             (Protocol::Put, Access::Proxied) => (
                 curl::upload_command(&target.url, headers, local),
-                curl::shell_quote(&curl::origin_of(&target.url)),
+                vec![curl::shell_quote(&curl::origin_of(&target.url))],
             ),
         };
+        let probe: Vec<&str> = probe.iter().map(String::as_str).collect();
         let command = curl::or_unreachable(&command, &probe, curl::UPLOAD_INSTEAD);
         Ok(UploadTicket {
             handle,

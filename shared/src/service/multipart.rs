@@ -120,6 +120,17 @@ impl Sluice {
         }
     }
 
+    /// What a line that PUTs to `origin` (its script's) through a link of
+    /// the issuer tries again when it fails ([`curl::or_unreachable`]): the
+    /// link's origin, and `origin` when it is another (a store's).
+    pub(crate) fn origins_probed(&self, origin: &str) -> Vec<String> {
+        let mut origins = vec![curl::ORIGIN_OF_LINK.to_owned()];
+        if curl::origin_of(self.issuer_base()) != curl::origin_of(origin) {
+            origins.push(curl::shell_quote(origin));
+        }
+        origins
+    }
+
     /// The parts of `token`'s file stored so far: all of them once they
     /// are joined (S3 lists no parts of a completed upload), so a rerun of
     /// the line goes straight to the completion.

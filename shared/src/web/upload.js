@@ -137,14 +137,39 @@ async function messageOf(response) {
   return `The server refused the upload (${response.status}).`;
 }
 
-// A part's target as the server answers it: the URL on the first line, then
-// one header a line, "Name: value".
-function partTarget(answer) {
+// A part's target as the server answers it, checked as every client checks
+// it (the grammar is in docs/ARCHITECTURE.md, "The part target"; the line's
+// scripts run sh/target.sh, and one test holds all three to it): the URL on
+// the first line, under `origin`; then headers, "Name: value", each named
+// at most once, each one a presigned PUT signs; at most 4096 bytes of
+// printable ASCII and line feeds. Refused (a `Refused`) otherwise.
+const TARGET_VALUES = {
+  "content-type": (v) => v !== "",
+  "if-none-match": (v) => v === "*",
+  "x-amz-checksum-sha256": (v) => /^[A-Za-z0-9+/=]+$/.test(v),
+  "x-amz-sdk-checksum-algorithm": (v) => /^[A-Za-z0-9]+$/.test(v),
+};
+function partTarget(answer, origin) {
+  const no = (why) => new Refused(`The part's target ${why}: refused.`);
+  if (answer.length > 4096) throw no("is longer than 4096 bytes");
+  if (/[^\n\x20-\x7e]/.test(answer)) throw no("has a byte that is not printable ASCII");
   const [url, ...lines] = answer.split("\n");
+  if (!url.startsWith(`${origin}/`)) throw no(`is not under ${origin}`);
+  if (url.includes(" ")) throw no("has a space in its URL");
   const target = { url, headers: {} };
   for (const line of lines) {
+    if (line === "") continue;
     const at = line.indexOf(": ");
-    if (at > 0) target.headers[line.slice(0, at)] = line.slice(at + 2);
+    if (at < 0) throw no("has a line that is not a header");
+    const name = line.slice(0, at);
+    const value = line.slice(at + 2);
+    const check = TARGET_VALUES[name.toLowerCase()];
+    if (!check) throw no(`asks for the header ${name}`);
+    if (Object.keys(target.headers).some((n) => n.toLowerCase() === name.toLowerCase())) {
+      throw no(`names ${name} twice`);
+    }
+    if (!check(value)) throw no(`gives ${name} an unexpected value`);
+    target.headers[name] = value;
   }
   return target;
 }
@@ -360,7 +385,7 @@ function sluiceForm(how) {
           const sha = await hasher.digest(n);
           const asked = await patiently(() => fetch(`${parts.link}/parts/${n}?sha256=${sha}`, { method: "POST" }), wait);
           if (!asked.ok) throw new Refused(await messageOf(asked));
-          const target = partTarget(await asked.text());
+          const target = partTarget(await asked.text(), parts.origin);
           const sendPart = () =>
             put(target, blob, (bytes) => {
               sending.set(n, bytes);

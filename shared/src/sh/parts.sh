@@ -9,9 +9,11 @@
 # The upload line runs this script only if its SHA-256 is the one the line
 # was issued with (one per release), so the server cannot change what runs.
 # The numbers are checked as plain digits and must agree with each other.
-# What the server answers is data: each part's target is a URL that must be
-# under ORIGIN and at most the checksum headers, with base64 values; nothing
-# it says becomes an option of curl.
+# What the server answers is data: each part's target is checked by
+# `target` (the part protocol's one grammar, sent ahead of this script: a
+# URL under ORIGIN, at most the headers a presigned PUT signs); nothing it
+# says becomes an option of curl. A host it cannot reach is told by the
+# line that runs it.
 set -eu
 # What the server or the storage answers "not now" (503 and its kin: 408,
 # 429, 500, 502, 504; S3's SlowDown) is asked again, after its Retry-After,
@@ -47,16 +49,6 @@ else H='shasum -a 256'; fi
 # Part $1, to stdout or to the file dd is given after it.
 part() { n=$1; shift; dd if="$f" bs=1048576 skip=$(( (n - 1) * M )) count="$M" "$@" 2>/dev/null; }
 refuse() { echo "sluice: part $i: $1: refused" >&2; exit 1; }
-# After curl failed on URL $1: if its host cannot be reached from here (no
-# name, no route, or a proxy refusing a tunnel to it, as a sandbox's egress
-# proxy refuses a host not on its allowlist), says so.
-blocked() {
-  o=$(printf '%s' "$1" | cut -d/ -f1-3)
-  curl -so /dev/null "$o/" && return 0
-  case $? in 5|6|7|56)
-    echo "sluice: ${o#*//} is unreachable: allow it here, or call request_browser_upload (never read the file into the conversation)" >&2 ;;
-  esac
-}
 # Sends part $1 (in a subshell of its own: it runs in the background).
 send() {
   i=$1
@@ -77,31 +69,17 @@ send() {
   [ ! -e "$d/piped" ] || t=''
   if [ -n "$t" ]; then h=$($H < "$t" | cut -c1-64); else h=$(part "$i" | $H | cut -c1-64); fi
   ask -fsS -X POST -o "$d/$i.t" "$L/parts/$i?sha256=$h"
+  u='' h=''
+  target "$d/$i.t" "$O" || exit 1
   set --
-  u='' line=''
-  {
-    IFS= read -r u || [ -n "$u" ]
-    case "$u" in "$O"/*) ;; *) refuse "its target is not under $O" ;; esac
-    while IFS= read -r line || [ -n "$line" ]; do
-      [ -n "$line" ] || continue
-      name=${line%%:*} value=${line#*: }
-      case "$(printf '%s' "$name" | tr '[:upper:]' '[:lower:]')" in
-      x-amz-checksum-sha256|x-amz-sdk-checksum-algorithm) ;;
-      *) refuse "its target asks for the header $name" ;;
-      esac
-      case "$value" in ''|*[!A-Za-z0-9+/=]*) refuse "its target gives $name an unexpected value" ;; esac
-      set -- "$@" -H "$name: $value"
-    done
-  } < "$d/$i.t"
+  while IFS= read -r line; do [ -z "$line" ] || set -- "$@" -H "$line"; done <<H
+$h
+H
   if [ -n "$t" ]; then
     ask -g --fail-with-body -sS -X PUT -T "$t" "$@" "$u"
   else
     part "$i" | curl -g --fail-with-body -sS -X PUT -T - -H "Content-Length: $len" -H 'Transfer-Encoding:' "$@" "$u"
-  fi || {
-    r=$?
-    blocked "$u"
-    exit "$r"
-  }
+  fi
   : > "$d/$i.ok"
   echo "sluice: part $i of $N sent" >&2
 }

@@ -18,8 +18,8 @@
 # path must be plain (relative, no `.` or `..` part, no part starting with
 # `.` or `-`, no control character) and every number plain digits. Each link
 # must be an upload link beside the batch's; a file in one PUT goes to the
-# target its link answers (a URL under ORIGIN, at most the headers a
-# presigned PUT signs), a stream to its link from where it stands (the
+# target its link answers (checked by `target`, sent ahead of this script:
+# a URL under ORIGIN, at most the headers a presigned PUT signs), a stream to its link from where it stands (the
 # offset taken as digits only), a file in parts through the parts script,
 # run only if its SHA-256 is PARTS_SHA256.
 set -eu
@@ -45,25 +45,17 @@ while IFS=$tab read -r h z p u m; do
 done < "$d/list"
 [ "$gone" -eq 0 ] || echo "sluice: $gone files of this batch were deleted or have expired: call request_uploads again for them" >&2
 [ "$n" -gt 0 ] || { [ "$gone" -eq 0 ] || exit 1; echo "sluice: every file of this batch is stored"; exit 0; }
-# Sends file $1 (path) through link $2 in one PUT.
+# Sends file $1 (path) through link $2 in one PUT, to the target its link
+# answers (`target`: the part protocol's grammar).
 put() {
-  t=$(curl -fsS "$2/to") || return 1
+  t=$(mktemp "$d/t.XXXXXX")
+  curl -fsS -o "$t" "$2/to" || return 1
+  u='' h=''
+  target "$t" "$O" || return 1
   set --
-  first=1
-  while IFS= read -r line || [ -n "$line" ]; do
-    [ -n "$line" ] || continue
-    if [ "$first" = 1 ]; then u=$line first=0; continue; fi
-    name=${line%%:*} value=${line#*: }
-    case "$(printf '%s' "$name" | tr '[:upper:]' '[:lower:]')" in
-    content-type|if-none-match|x-amz-checksum-sha256|x-amz-sdk-checksum-algorithm) ;;
-    *) echo "sluice: its target asks for the header $name: refused" >&2; return 1 ;;
-    esac
-    case "$value" in *[![:print:]]*) echo "sluice: its target gives $name an unexpected value: refused" >&2; return 1 ;; esac
-    set -- "$@" -H "$name: $value"
-  done <<T
-$t
-T
-  case "$u" in "$O"/*) ;; *) echo "sluice: its target is not under $O: refused" >&2; return 1 ;; esac
+  while IFS= read -r line; do [ -z "$line" ] || set -- "$@" -H "$line"; done <<H
+$h
+H
   curl -g --fail-with-body -sS -o /dev/null -X PUT "$@" -T "$f" "$u"
 }
 # Sends file $1 (path) of $3 bytes through link $2 as one resumable (tus)

@@ -1,0 +1,4 @@
+# shellcheck shell=sh
+# A PUT of a file (`curl::upload_command`): @HEADERS@ is `-H 'Name: value'`
+# words, @FILE@ and @URL@ quoted words.
+curl --fail-with-body -sS -X PUT @HEADERS@ --upload-file @FILE@ @URL@
