@@ -168,6 +168,7 @@ async fn issue_beside_ready_files(dir: &std::path::Path) -> anyhow::Result<(usiz
         "SLUICE_DATA_DIR".to_owned(),
         dir.to_string_lossy().into_owned(),
     )])?
+    .limits
     .pending_caps;
     let now = sluice::time::now_unix();
     let record = |owner: &str, ready: bool| FileRecord {

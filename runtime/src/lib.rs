@@ -108,7 +108,7 @@ impl Bucket {
 /// Reads the actions catalog `config` names (a file, or an object in the
 /// bucket) and the secrets its auth headers name.
 async fn load_catalog(config: &Config, bucket: Option<&Bucket>) -> Result<Catalog, StartError> {
-    let mut catalog = match &config.actions {
+    let mut catalog = match &config.actions.source {
         None => return Ok(Catalog::default()),
         Some(ActionsSource::File(path)) => runtime::read_catalog_file(path)?,
         Some(ActionsSource::S3Key(key)) => {
@@ -297,10 +297,10 @@ fn open_records(
 /// `SLUICE_MASTER_SECRET_ID` names, or (records on this machine only) the
 /// secret generated and kept in the data directory.
 async fn keyring(config: &Config) -> Result<Keyring, StartError> {
-    if let Some(secret) = &config.master_secret {
+    if let Some(secret) = &config.keys.master_secret {
         return Ok(Keyring::new(
-            (config.key_id.clone(), secret.clone()),
-            config.previous.clone(),
+            (config.keys.key_id.clone(), secret.clone()),
+            config.keys.previous.clone(),
         ));
     }
     if let Some(id) = &config.aws.master_secret_id {
@@ -412,8 +412,8 @@ fn emf_collector(
 async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), String> {
     use tower::ServiceExt as _;
     let backends = open_backends(&config).await.map_err(|e| e.to_string())?;
-    let emf = match config.metrics {
-        true => Some(emf_collector(&config.metrics_namespace)?),
+    let emf = match config.operations.metrics {
+        true => Some(emf_collector(&config.operations.metrics_namespace)?),
         false => None,
     };
     let app: Arc<tokio::sync::OnceCell<Router>> = Arc::new(tokio::sync::OnceCell::new());
@@ -421,7 +421,7 @@ async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), 
     let handler = lambda_http::service_fn(move |req: lambda_http::Request| {
         let (app, config, backends) = (app.clone(), config.clone(), backends.clone());
         async move {
-            let url = config.public_url.clone().or_else(|| url_of(&req));
+            let url = config.urls.public.clone().or_else(|| url_of(&req));
             let router = app
                 .get_or_try_init(|| async {
                     let url =
@@ -484,7 +484,7 @@ pub fn main_with(router: fn(Sluice) -> Router) -> ExitCode {
                 .await
                 .map_err(|e| e.to_string())?;
             println!("listening on http://{bound}");
-            if config.public_url.is_some() {
+            if config.urls.public.is_some() {
                 println!("public URL: {url}");
             }
             runtime::serve(

@@ -33,7 +33,7 @@ impl Local {
         ];
         all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let config = Config::from_vars(all).expect("the test configuration is valid");
-        let url = config.public_url.clone().expect("set above");
+        let url = config.urls.public.clone().expect("set above");
         let (sluice, _) = sluice_runtime::local_sluice(&config, url).expect("local backends open");
         Self { sluice, dir }
     }

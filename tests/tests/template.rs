@@ -368,13 +368,17 @@ fn the_cargo_lambda_env_file_is_a_valid_configuration() {
     let ends =
         |url: Option<url::Url>, suffix: &str| url.is_some_and(|u| u.as_str().ends_with(suffix));
     assert!(ends(
-        config.resolver_url.clone(),
+        config.urls.resolver.clone(),
         "/lambda-url/sluice-resolver"
     ));
-    assert!(ends(config.issuer_url.clone(), "/lambda-url/sluice-issuer"));
+    assert!(ends(
+        config.urls.issuer.clone(),
+        "/lambda-url/sluice-issuer"
+    ));
     assert!(
         config
-            .mcp_url
+            .urls
+            .mcp
             .unwrap()
             .as_str()
             .ends_with("/lambda-url/sluice-mcp/mcp")

@@ -178,13 +178,13 @@ pub async fn handle(
 /// and no plaintext variable of the function holds them.
 pub async fn read_webhook_secret(config: &mut Config) -> Result<(), String> {
     use sluice::config::WebhookSource;
-    let Some(WebhookSource::Stored { url, secret_id }) = &config.webhooks else {
+    let Some(WebhookSource::Stored { url, secret_id }) = &config.operations.webhooks else {
         return Ok(());
     };
     let value = sluice_aws::read_secret(secret_id, config.aws.region.as_deref())
         .await
         .map_err(|e| format!("SLUICE_WEBHOOK_SECRET_ID: {e}"))?;
-    config.webhooks = Some(WebhookSource::One {
+    config.operations.webhooks = Some(WebhookSource::One {
         url: url.clone(),
         secrets: sluice::config::webhook_secrets(&value),
     });

@@ -82,8 +82,8 @@ fn token(config: &Config, user: &str, mut scopes: Vec<Scope>) -> Result<(), Star
     let keys = runtime::local_keyring(config)?;
     // The audience of a development token does not depend on the URL.
     let placeholder = url::Url::parse("http://127.0.0.1/").expect("a valid URL");
-    let access = runtime::access_verifier(config, keys, &runtime::mcp_url(config, &placeholder));
-    match access.mint(user, &scopes, config.dev_token_ttl) {
+    let access = runtime::access_verifier(config, keys, &config.urls.mcp_at(&placeholder));
+    match access.mint(user, &scopes, config.auth.dev_token_ttl) {
         Some(token) => {
             println!("{token}");
             Ok(())
@@ -112,8 +112,8 @@ fn serve(config: Config) -> Result<(), StartError> {
         })?;
         let mut backends = sluice_runtime::open_backends(&config).await?;
         // The example upstream: on by default when nothing else is configured.
-        let examples = config.example_actions.unwrap_or(
-            config.records_here() && config.actions.is_none(),
+        let examples = config.actions.examples.unwrap_or(
+            config.records_here() && config.actions.source.is_none(),
         );
         let example_key = crate::example::ExampleKey::random();
         if examples {
@@ -143,13 +143,13 @@ fn serve(config: Config) -> Result<(), StartError> {
             ));
         }
         let mut app = crate::app(sluice);
-        if config.metrics {
+        if config.operations.metrics {
             match crate::metrics::install() {
                 Ok(handle) => {
-                    let public = crate::metrics::is_public(config.public_url.as_ref());
+                    let public = crate::metrics::is_public(config.urls.public.as_ref());
                     app = app.merge(crate::metrics::router(
                         handle,
-                        config.metrics_token.clone(),
+                        config.operations.metrics_token.clone(),
                         public,
                     ));
                 }
@@ -219,11 +219,11 @@ fn announce(config: &Config, sluice: &sluice::Sluice, bound: std::net::SocketAdd
     let base = sluice.base_url().to_owned();
     // The first line is machine-readable: scripts and tests wait for it.
     println!("sluice listening on http://{bound}");
-    if config.public_url.is_some() {
+    if config.urls.public.is_some() {
         println!("public URL (what clients and links use): {base}");
     }
     if config.bytes_here() && config.records_here() {
-        println!("data directory: {}", config.data_dir.display());
+        println!("data directory: {}", config.data.path.display());
     } else {
         println!("backends: {}", config.backends_said());
     }
@@ -241,7 +241,7 @@ fn announce(config: &Config, sluice: &sluice::Sluice, bound: std::net::SocketAdd
     }
     // Printed tokens end up in terminals and scrollback: short-lived.
     // `sluice token` mints longer-lived ones, when asked.
-    let printed_ttl = PRINTED_TOKEN_TTL.min(config.dev_token_ttl);
+    let printed_ttl = PRINTED_TOKEN_TTL.min(config.auth.dev_token_ttl);
     match sluice.access().mint("dev", &default_scopes(), printed_ttl) {
         Some(dev) => {
             println!(

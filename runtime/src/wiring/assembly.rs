@@ -23,26 +23,19 @@ use super::error::io_error;
 #[cfg(feature = "local")]
 use super::local_keyring;
 
-/// The MCP endpoint's URL: `SLUICE_MCP_URL`, or `public_url` + `/mcp`.
-pub fn mcp_url(config: &Config, public_url: &Url) -> Url {
-    config.mcp_url.clone().unwrap_or_else(|| {
-        let base = public_url.as_str().trim_end_matches('/');
-        Url::parse(&format!("{base}/mcp")).expect("a URL with /mcp appended is a URL")
-    })
-}
-
 /// Bearer-token validation for `config`, for the MCP endpoint at `mcp_url`.
 /// With an authorization server the audience is `SLUICE_AUTH_AUDIENCE`, or
 /// the MCP URL itself (RFC 8707), or, where client ids are configured
 /// (Cognito), none.
 pub fn access_verifier(config: &Config, keys: Keyring, mcp_url: &Url) -> AccessVerifier {
-    let issuer = config.auth_issuer.clone();
-    match &config.auth_jwks_url {
+    let issuer = config.auth.issuer.clone();
+    match &config.auth.jwks_url {
         Some(url) => {
-            let jwks = sluice::auth::Jwks::new(url.clone(), config.auth_jwks_refresh);
-            let verifier = if config.auth_client_ids.is_empty() {
+            let jwks = sluice::auth::Jwks::new(url.clone(), config.auth.jwks_refresh);
+            let verifier = if config.auth.client_ids.is_empty() {
                 let audience = config
-                    .auth_audience
+                    .auth
+                    .audience
                     .clone()
                     .unwrap_or_else(|| mcp_url.as_str().to_owned());
                 AccessVerifier::with_jwks(jwks, issuer, audience)
@@ -50,17 +43,18 @@ pub fn access_verifier(config: &Config, keys: Keyring, mcp_url: &Url) -> AccessV
                 AccessVerifier::with_jwks_for_clients(
                     jwks,
                     issuer,
-                    config.auth_client_ids.clone(),
-                    config.auth_audience.clone(),
+                    config.auth.client_ids.clone(),
+                    config.auth.audience.clone(),
                 )
             };
-            verifier.with_scope_prefix(config.auth_scope_prefix.clone())
+            verifier.with_scope_prefix(config.auth.scope_prefix.clone())
         }
         None => AccessVerifier::new(
             keys,
             issuer,
             config
-                .auth_audience
+                .auth
+                .audience
                 .clone()
                 .unwrap_or_else(|| "sluice".to_owned()),
         ),
@@ -94,43 +88,26 @@ pub fn assemble(
     records: Arc<dyn sluice::records::RecordStore>,
     catalog: Catalog,
 ) -> Sluice {
-    let mcp_url = mcp_url(config, &public_url);
-    if config.dev_tokens && !config.records_here() {
+    let endpoints = config.urls.resolve(public_url);
+    if config.auth.dev_tokens && !config.records_here() {
         tracing::warn!(
             "SLUICE_DEV_TOKENS=true: bearer tokens minted from the master secret are accepted; \
              for development only, never in production"
         );
     }
     Sluice::new(Assembly {
-        access: access_verifier(config, keys.clone(), &mcp_url),
+        access: access_verifier(config, keys.clone(), &endpoints.mcp),
         keys,
         store,
         ledger,
-        widget_origins: if config.widget_origins.is_empty() {
-            vec![format!(
-                "https://{}",
-                sluice::web::claude_domain(mcp_url.as_str())
-            )]
-        } else {
-            config.widget_origins.clone()
-        },
-        mcp_url,
-        issuer_url: config
-            .issuer_url
-            .clone()
-            .unwrap_or_else(|| public_url.clone()),
-        resolver_url: config
-            .resolver_url
-            .clone()
-            .unwrap_or_else(|| public_url.clone()),
-        public_url,
+        endpoints,
         transfers: config.transfers.clone(),
-        mcp_max_body_bytes: usize::try_from(config.mcp_max_body_bytes).unwrap_or(usize::MAX),
-        auth_servers: config.auth_servers.clone(),
-        actions: Actions::new(catalog, config.action_limits),
-        limits: sluice::rate::Limits::new(config.rates),
+        mcp_max_body_bytes: usize::try_from(config.serve.mcp_max_body_bytes).unwrap_or(usize::MAX),
+        auth_servers: config.auth.servers.clone(),
+        actions: Actions::new(catalog, config.actions.limits),
+        limits: sluice::rate::Limits::new(config.limits.rates),
         records,
-        pending_caps: config.pending_caps,
+        pending_caps: config.limits.pending_caps,
     })
 }
 
@@ -152,14 +129,16 @@ pub struct LocalBackends {
 /// Opens the directory of objects in the data directory.
 #[cfg(feature = "local")]
 pub fn local_store(config: &Config) -> Result<LocalStore, StartError> {
-    Ok(
-        LocalStore::open(&config.data_dir, config.quota_bytes, config.max_transfers)
-            .map_err(|e| StartError::Io {
-                what: format!("opening the store in {}", config.data_dir.display()),
-                source: io::Error::other(e),
-            })?
-            .with_user_share(config.max_transfers_per_user),
+    Ok(LocalStore::open(
+        &config.data.path,
+        config.data.quota_bytes,
+        config.data.max_transfers,
     )
+    .map_err(|e| StartError::Io {
+        what: format!("opening the store in {}", config.data.path.display()),
+        source: io::Error::other(e),
+    })?
+    .with_user_share(config.data.max_transfers_per_user))
 }
 
 /// Opens the records, the ledger and the outbox in the data directory,
@@ -169,14 +148,14 @@ pub fn local_records(
     config: &Config,
     store: Option<LocalStore>,
 ) -> Result<LocalBackends, StartError> {
-    let ledger = SqliteLedger::open(&config.data_dir.join("ledger.sqlite3"))?;
-    let mut records = sluice::records::SqliteRecords::open(&config.data_dir.join("files.sqlite3"))
+    let ledger = SqliteLedger::open(&config.data.path.join("ledger.sqlite3"))?;
+    let mut records = sluice::records::SqliteRecords::open(&config.data.path.join("files.sqlite3"))
         .map_err(|e| StartError::Io {
-            what: format!("opening the file records in {}", config.data_dir.display()),
+            what: format!("opening the file records in {}", config.data.path.display()),
             source: io::Error::other(e),
         })?;
     // Events are kept only for a worker to deliver them.
-    if config.webhooks.is_some() {
+    if config.operations.webhooks.is_some() {
         records = records.with_events();
     }
     Ok(LocalBackends {
@@ -212,7 +191,7 @@ pub fn local_sluice(
 pub fn webhooks(config: &Config) -> Result<Option<sluice::webhooks::Webhooks>, StartError> {
     use sluice::config::WebhookSource;
     use sluice::webhooks::{Endpoint, Webhooks};
-    let endpoints = match &config.webhooks {
+    let endpoints = match &config.operations.webhooks {
         None => return Ok(None),
         Some(WebhookSource::One { url, secrets }) => {
             vec![
@@ -240,5 +219,8 @@ pub fn webhooks(config: &Config) -> Result<Option<sluice::webhooks::Webhooks>, S
             Endpoint::from_toml(&text).map_err(|reason| StartError::Webhooks { origin, reason })?
         }
     };
-    Ok(Some(Webhooks::new(endpoints, config.webhook_retry.clone())))
+    Ok(Some(Webhooks::new(
+        endpoints,
+        config.operations.webhook_retry.clone(),
+    )))
 }

@@ -16,6 +16,6 @@ pub fn init_tracing(config: &Config) {
                 // Colour for a person at a terminal, not for CloudWatch.
                 .with_ansi(!config.lambda && io::IsTerminal::is_terminal(&io::stderr())),
         )
-        .with(config.log.clone())
+        .with(config.operations.log.clone())
         .try_init();
 }

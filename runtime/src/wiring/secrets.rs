@@ -15,10 +15,10 @@ pub const SECRET_FILE: &str = "master.key";
 /// The master secret of a local data directory: the configured one, or the
 /// one generated on first run and kept (mode 0600) in [`SECRET_FILE`].
 pub fn local_secret(config: &Config) -> Result<MasterSecret, StartError> {
-    if let Some(secret) = &config.master_secret {
+    if let Some(secret) = &config.keys.master_secret {
         return Ok(secret.clone());
     }
-    let dir = &config.data_dir;
+    let dir = &config.data.path;
     sluice::store::private_dir(dir).map_err(io_error(format!("creating {}", dir.display())))?;
     let path = dir.join(SECRET_FILE);
     match std::fs::read(&path) {
@@ -69,7 +69,7 @@ fn create_secret(path: &Path) -> Result<MasterSecret, StartError> {
 /// The keyring of a local data directory.
 pub fn local_keyring(config: &Config) -> Result<Keyring, StartError> {
     Ok(Keyring::new(
-        (config.key_id.clone(), local_secret(config)?),
-        config.previous.clone(),
+        (config.keys.key_id.clone(), local_secret(config)?),
+        config.keys.previous.clone(),
     ))
 }

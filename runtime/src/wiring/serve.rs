@@ -17,16 +17,16 @@ use super::error::io_error;
 /// Binds the configured address and works out the public URL: the configured
 /// one, or the address actually bound (which matters when the port is 0).
 pub async fn bind(config: &Config) -> Result<(TcpListener, Url), StartError> {
-    let listener = TcpListener::bind((config.host, config.port))
+    let listener = TcpListener::bind((config.serve.host, config.serve.port))
         .await
         .map_err(io_error(format!(
             "listening on {}:{}",
-            config.host, config.port
+            config.serve.host, config.serve.port
         )))?;
     let addr = listener
         .local_addr()
         .map_err(io_error("reading the bound address"))?;
-    let url = match &config.public_url {
+    let url = match &config.urls.public {
         Some(url) => url.clone(),
         None => Url::parse(&format!("http://{addr}/")).expect("a socket address makes a valid URL"),
     };
@@ -54,10 +54,10 @@ impl ServeLimits {
     /// The limits `config` sets.
     pub fn from_config(config: &Config) -> Self {
         Self {
-            max_connections: config.max_connections,
-            header_read_timeout: config.header_read_timeout,
-            write_timeout: config.write_timeout,
-            body_read_timeout: config.body_read_timeout,
+            max_connections: config.serve.max_connections,
+            header_read_timeout: config.serve.header_read_timeout,
+            write_timeout: config.serve.write_timeout,
+            body_read_timeout: config.serve.body_read_timeout,
         }
     }
 }

@@ -162,14 +162,14 @@ impl super::Config {
     /// The backends in a few words, for the start's announcement.
     pub fn backends_said(&self) -> String {
         let bytes = match &self.store {
-            Store::Dir => format!("{}/objects", self.data_dir.display()),
+            Store::Dir => format!("{}/objects", self.data.path.display()),
             Store::S3(s3) => match &s3.endpoint {
                 None => format!("s3://{}", s3.bucket),
                 Some(endpoint) => format!("s3://{} at {endpoint}", s3.bucket),
             },
         };
         let records = match &self.records {
-            Records::Sqlite => format!("SQLite in {}", self.data_dir.display()),
+            Records::Sqlite => format!("SQLite in {}", self.data.path.display()),
             Records::DynamoDb(d) => format!("DynamoDB table {}", d.table),
         };
         format!("bytes in {bytes}, records in {records}")

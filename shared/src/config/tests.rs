@@ -1,5 +1,7 @@
 //! The settings table and the rules, tested.
 
+use std::time::Duration;
+
 use super::*;
 
 fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -9,11 +11,11 @@ fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
 #[test]
 fn defaults_need_no_variables() {
     let c = config(&[]).unwrap();
-    assert_eq!(c.port, 8787);
+    assert_eq!(c.serve.port, 8787);
     assert_eq!(c.transfers.handle_ttl, Duration::from_secs(2700));
     assert_eq!(c.transfers.link_ttl, Duration::from_secs(300));
-    assert!(c.master_secret.is_none());
-    assert_eq!(c.key_id.as_str(), "k1");
+    assert!(c.keys.master_secret.is_none());
+    assert_eq!(c.keys.key_id.as_str(), "k1");
 }
 
 #[test]
@@ -71,20 +73,28 @@ fn each_bad_value_is_refused_naming_its_variable() {
 fn the_log_filter_takes_levels_and_targets() {
     use tracing::Level;
     let c = config(&[("SLUICE_LOG", "sluice=debug,warn")]).unwrap();
-    assert!(c.log.would_enable("sluice::service", &Level::DEBUG));
-    assert!(!c.log.would_enable("hyper", &Level::INFO));
-    assert!(c.log.would_enable("hyper", &Level::WARN));
+    assert!(
+        c.operations
+            .log
+            .would_enable("sluice::service", &Level::DEBUG)
+    );
+    assert!(!c.operations.log.would_enable("hyper", &Level::INFO));
+    assert!(c.operations.log.would_enable("hyper", &Level::WARN));
     let c = config(&[]).unwrap();
-    assert!(c.log.would_enable("sluice", &Level::INFO));
-    assert!(!c.log.would_enable("sluice", &Level::DEBUG));
+    assert!(c.operations.log.would_enable("sluice", &Level::INFO));
+    assert!(!c.operations.log.would_enable("sluice", &Level::DEBUG));
     // rmcp's per-request lines (naming a client it made up) are kept out,
     // unless the filter names rmcp.
-    assert!(!c.log.would_enable("rmcp::service", &Level::INFO));
-    assert!(c.log.would_enable("rmcp::service", &Level::WARN));
+    assert!(!c.operations.log.would_enable("rmcp::service", &Level::INFO));
+    assert!(c.operations.log.would_enable("rmcp::service", &Level::WARN));
     let c = config(&[("SLUICE_LOG", "debug")]).unwrap();
-    assert!(!c.log.would_enable("rmcp::service", &Level::INFO));
+    assert!(!c.operations.log.would_enable("rmcp::service", &Level::INFO));
     let c = config(&[("SLUICE_LOG", "info,rmcp=debug")]).unwrap();
-    assert!(c.log.would_enable("rmcp::service", &Level::DEBUG));
+    assert!(
+        c.operations
+            .log
+            .would_enable("rmcp::service", &Level::DEBUG)
+    );
 }
 
 #[test]
@@ -198,17 +208,17 @@ fn bytes_and_records_are_chosen_apart() {
     ])
     .unwrap();
     assert_eq!(
-        catalog.actions,
+        catalog.actions.source,
         Some(ActionsSource::S3Key("actions.toml".into()))
     );
 }
 
 #[test]
 fn the_actions_catalog_comes_from_one_place() {
-    assert_eq!(config(&[]).unwrap().actions, None);
+    assert_eq!(config(&[]).unwrap().actions.source, None);
     let c = config(&[("SLUICE_ACTIONS_FILE", "/etc/sluice/actions.toml")]).unwrap();
     assert_eq!(
-        c.actions,
+        c.actions.source,
         Some(ActionsSource::File("/etc/sluice/actions.toml".into()))
     );
     let secret = "s".repeat(32);
@@ -227,7 +237,8 @@ fn the_actions_catalog_comes_from_one_place() {
     assert_eq!(
         with(&[("SLUICE_ACTIONS_S3_KEY", "config/actions.toml")])
             .unwrap()
-            .actions,
+            .actions
+            .source,
         Some(ActionsSource::S3Key("config/actions.toml".into()))
     );
     for bad in [
@@ -244,7 +255,8 @@ fn the_actions_catalog_comes_from_one_place() {
         ("SLUICE_ACTION_READ_TIMEOUT_SECS", "3"),
     ])
     .unwrap()
-    .action_limits;
+    .actions
+    .limits;
     assert_eq!(limits.max_concurrent_reads, 2);
     assert_eq!(limits.read_timeout, Duration::from_secs(3));
     assert_eq!(limits.max_bytes, 64 << 20);
@@ -253,7 +265,8 @@ fn the_actions_catalog_comes_from_one_place() {
     let on_lambda = |memory: &'static str| {
         config(&[("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", memory)])
             .unwrap()
-            .action_limits
+            .actions
+            .limits
     };
     assert_eq!(on_lambda("256").max_answer, (256 << 20) / 6);
     assert_eq!(on_lambda("256").max_bytes, 64 << 20);
@@ -276,12 +289,12 @@ fn aws_mode_needs_an_authorization_server_or_an_explicit_dev_switch() {
     assert!(err.reason.contains("SLUICE_DEV_TOKENS=true"), "{err}");
     let mut dev = base.clone();
     dev.push(("SLUICE_DEV_TOKENS", "true"));
-    assert!(config(&dev).unwrap().dev_tokens);
+    assert!(config(&dev).unwrap().auth.dev_tokens);
     let mut jwks = base.clone();
     jwks.push(("SLUICE_AUTH_JWKS_URL", "https://auth.example.com/jwks"));
     let c = config(&jwks).unwrap();
-    assert!(!c.dev_tokens);
-    assert_eq!(c.auth_audience, None, "the MCP URL, known at run time");
+    assert!(!c.auth.dev_tokens);
+    assert_eq!(c.auth.audience, None, "the MCP URL, known at run time");
     jwks.push(("SLUICE_DEV_TOKENS", "true"));
     assert_eq!(config(&jwks).unwrap_err().var, "SLUICE_DEV_TOKENS");
 }
@@ -298,10 +311,10 @@ fn cognito_settings_are_read_with_a_jwks() {
         ),
     ])
     .unwrap();
-    assert_eq!(c.auth_client_ids, ["abc", "def"]);
-    assert_eq!(c.auth_scope_prefix.as_deref(), Some("sluice/"));
+    assert_eq!(c.auth.client_ids, ["abc", "def"]);
+    assert_eq!(c.auth.scope_prefix.as_deref(), Some("sluice/"));
     assert_eq!(
-        c.mcp_url.unwrap().as_str(),
+        c.urls.mcp.unwrap().as_str(),
         "https://x.example/lambda-url/sluice-mcp/mcp"
     );
 }
@@ -341,7 +354,7 @@ fn a_previous_key_needs_both_halves_and_a_new_id() {
         ("SLUICE_PREVIOUS_KEY_ID", "k1"),
     ])
     .unwrap();
-    assert_eq!(c.previous.unwrap().0.as_str(), "k1");
+    assert_eq!(c.keys.previous.unwrap().0.as_str(), "k1");
 }
 
 #[test]
@@ -409,16 +422,16 @@ fn the_readme_lists_exactly_the_settings_with_their_defaults() {
 #[test]
 fn webhooks_come_from_one_endpoint_or_a_file() {
     let c = config(&[]).unwrap();
-    assert!(c.webhooks.is_none());
-    assert_eq!(c.webhook_retry.len(), 7);
-    assert_eq!(c.webhook_retry[1], Duration::from_secs(300));
+    assert!(c.operations.webhooks.is_none());
+    assert_eq!(c.operations.webhook_retry.len(), 7);
+    assert_eq!(c.operations.webhook_retry[1], Duration::from_secs(300));
     let c = config(&[
         ("SLUICE_WEBHOOK_URL", "http://127.0.0.1:9000/hooks"),
         ("SLUICE_WEBHOOK_SECRET", "whsec_new whsec_old"),
         ("SLUICE_WEBHOOK_RETRY_SECS", "1, 2"),
     ])
     .unwrap();
-    match c.webhooks {
+    match c.operations.webhooks {
         Some(crate::config::WebhookSource::One { url, secrets }) => {
             assert_eq!(url.as_str(), "http://127.0.0.1:9000/hooks");
             assert_eq!(secrets, ["whsec_new", "whsec_old"]);
@@ -426,7 +439,7 @@ fn webhooks_come_from_one_endpoint_or_a_file() {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        c.webhook_retry,
+        c.operations.webhook_retry,
         [Duration::from_secs(1), Duration::from_secs(2)]
     );
     // The secret never shows in the config's debug form.
@@ -481,7 +494,7 @@ fn a_webhook_secret_may_be_named_with_the_records_in_dynamodb_only() {
     ];
     let mut named = aws.clone();
     named.push(("SLUICE_WEBHOOK_SECRET_ID", "stack/webhooks"));
-    match config(&named).unwrap().webhooks {
+    match config(&named).unwrap().operations.webhooks {
         Some(crate::config::WebhookSource::Stored { url, secret_id }) => {
             assert_eq!(url.as_str(), "https://backend.example/hooks");
             assert_eq!(secret_id, "stack/webhooks");

@@ -2,6 +2,10 @@
 
 use std::time::Duration;
 
+use super::ConfigError;
+use super::read::{Vars, invalid};
+use super::refuse;
+
 /// How files move: the lifetimes, sizes and time limits of uploads and
 /// downloads. Read here once; the service holds the group as it is
 /// ([`crate::Sluice::transfers`]).
@@ -42,3 +46,72 @@ pub const STATUS_WAIT: Duration = Duration::from_secs(45);
 
 /// The same on Lambda, where API Gateway ends a request at 30 s.
 pub const STATUS_WAIT_ON_LAMBDA: Duration = Duration::from_secs(25);
+
+impl Transfers {
+    /// The group; `in_dir`: the bytes are in the data directory (the
+    /// largest file is then the quota, not S3's largest object).
+    pub(super) fn read(vars: &Vars, in_dir: bool) -> Result<Self, ConfigError> {
+        Ok(Self {
+            download_url_ttl: vars.secs("SLUICE_DOWNLOAD_URL_TTL_SECS")?,
+            handle_ttl: vars.secs("SLUICE_HANDLE_TTL_SECS")?,
+            link_ttl: vars.secs("SLUICE_LINK_TTL_SECS")?,
+            upload_ttl: vars.secs("SLUICE_UPLOAD_TTL_SECS")?,
+            max_upload_bytes: match vars.optional_positive("SLUICE_MAX_UPLOAD_BYTES")? {
+                Some(max) => max,
+                None if in_dir => vars.positive("SLUICE_QUOTA_BYTES")?,
+                None => crate::multipart::MAX_PARTS * crate::multipart::MAX_PART_BYTES,
+            },
+            part_bytes: part_bytes(vars)?,
+            single_put_max_bytes: single_put_max_bytes(vars)?,
+            proof_budget: Duration::from_millis(vars.positive("SLUICE_PROOF_MILLIS")?),
+            body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,
+            status_wait: if vars.in_lambda() {
+                STATUS_WAIT_ON_LAMBDA
+            } else {
+                STATUS_WAIT
+            },
+        })
+    }
+}
+
+/// `SLUICE_SINGLE_PUT_MAX_BYTES`, at most what S3 takes in one PUT.
+fn single_put_max_bytes(vars: &Vars) -> Result<u64, ConfigError> {
+    use crate::multipart::MAX_PART_BYTES;
+    let bytes = vars.positive("SLUICE_SINGLE_PUT_MAX_BYTES")?;
+    if bytes > MAX_PART_BYTES {
+        return Err(invalid(
+            "SLUICE_SINGLE_PUT_MAX_BYTES",
+            format!("must be at most {MAX_PART_BYTES} (5 GiB), S3's limit for one PUT"),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// `SLUICE_PART_BYTES`, within what S3 takes for a part.
+fn part_bytes(vars: &Vars) -> Result<u64, ConfigError> {
+    use crate::multipart::{MAX_PART_BYTES, MIN_PART_BYTES};
+    let bytes = vars.positive("SLUICE_PART_BYTES")?;
+    if !(MIN_PART_BYTES..=MAX_PART_BYTES).contains(&bytes) {
+        return Err(invalid(
+            "SLUICE_PART_BYTES",
+            format!(
+                "must be from {MIN_PART_BYTES} (5 MiB) to {MAX_PART_BYTES} (5 GiB) bytes, S3's bounds for a part"
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Lifetimes that bound one another.
+pub(super) fn rules(vars: &Vars) -> Result<(), ConfigError> {
+    if vars.secs("SLUICE_DOWNLOAD_URL_TTL_SECS")? > Duration::from_secs(60) {
+        return refuse("SLUICE_DOWNLOAD_URL_TTL_SECS", "must be at most 60");
+    }
+    if vars.secs("SLUICE_UPLOAD_TTL_SECS")? > vars.secs("SLUICE_HANDLE_TTL_SECS")? {
+        return refuse(
+            "SLUICE_UPLOAD_TTL_SECS",
+            "must be at most SLUICE_HANDLE_TTL_SECS: an upload finishing after its handle expired would store a file nobody can use",
+        );
+    }
+    Ok(())
+}

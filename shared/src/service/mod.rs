@@ -17,6 +17,12 @@
 //! - [`actions`]: running an action whose File fields take handles.
 //! - [`batch`]: many files in one call and one line, each way.
 //! - [`delete`]: a file deleted before it expires, its bytes with it.
+//! - [`multipart`]: uploads in parts where the store receives the bytes
+//!   (S3): the plan → each part's target → the join → the proof.
+//! - `proof`: proving an object the store cannot vouch for, a slice at a
+//!   time, its state in the file's record under a lease.
+//! - [`progress`]: how far a person's upload has come, for a status call.
+//! - [`waits`]: who may wait on `get_upload_status`, and for how long.
 //!
 //! The service speaks the domain: its errors are [`crate::Error`]s, which
 //! the HTTP adapter ([`crate::http`]) and the MCP tools put on the wire.
@@ -70,17 +76,9 @@ pub struct Assembly {
     pub ledger: Arc<dyn Ledger>,
     /// Where file records live.
     pub records: Arc<dyn RecordStore>,
-    /// The origin (and path prefix) clients reach sluice at.
-    pub public_url: Url,
-    /// Where the issuer's routes are (upload links, browser pages).
-    pub issuer_url: Url,
-    /// Where the resolver's routes are (download links).
-    pub resolver_url: Url,
-    /// The MCP endpoint's URL (the RFC 8707 resource).
-    pub mcp_url: Url,
-    /// The origins the in-chat upload widget runs on, which the upload
-    /// routes answer CORS for.
-    pub widget_origins: Vec<String>,
+    /// Where clients reach sluice: the public URL, each function's base,
+    /// the MCP URL, the widget's origins (the `urls` group, resolved).
+    pub endpoints: crate::config::Endpoints,
     /// How files move (lifetimes, sizes, time limits).
     pub transfers: Transfers,
     /// The largest MCP request body.
@@ -106,7 +104,7 @@ pub struct Sluice(Arc<Assembly>, progress::Arrivals, waits::Waits);
 impl fmt::Debug for Sluice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sluice")
-            .field("public_url", &self.0.public_url.as_str())
+            .field("public_url", &self.0.endpoints.public.as_str())
             .finish_non_exhaustive()
     }
 }
@@ -251,33 +249,33 @@ impl Sluice {
 
     /// The public base URL, without a trailing slash.
     pub fn base_url(&self) -> &str {
-        self.0.public_url.as_str().trim_end_matches('/')
+        self.0.endpoints.public.as_str().trim_end_matches('/')
     }
 
     /// The base of the issuer's routes (`/uploads`, `/u/…`, `/browser/…`),
     /// without a trailing slash: each link follows the function that serves it.
     pub fn issuer_base(&self) -> &str {
-        self.0.issuer_url.as_str().trim_end_matches('/')
+        self.0.endpoints.issuer.as_str().trim_end_matches('/')
     }
 
     /// Where the issuer's routes are.
     pub fn issuer_url(&self) -> &Url {
-        &self.0.issuer_url
+        &self.0.endpoints.issuer
     }
 
     /// The base of the resolver's routes (`/l/…`, `/resolve`), without a trailing slash.
     pub fn resolver_base(&self) -> &str {
-        self.0.resolver_url.as_str().trim_end_matches('/')
+        self.0.endpoints.resolver.as_str().trim_end_matches('/')
     }
 
     /// The MCP endpoint's URL, e.g. `https://files.example.com/mcp`.
     pub fn mcp_url(&self) -> &str {
-        self.0.mcp_url.as_str()
+        self.0.endpoints.mcp.as_str()
     }
 
     /// The origins the in-chat upload widget runs on.
     pub fn widget_origins(&self) -> &[String] {
-        &self.0.widget_origins
+        &self.0.endpoints.widget_origins
     }
 
     /// Where the `mcp` function's routes are mounted: the MCP URL without
