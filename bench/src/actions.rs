@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 
-use crate::{Args, make_file, memory_kib, post, start_refs, start_sluice_with, timed_curl};
+use crate::Args;
+use crate::kit::{make_file, memory_kib, post, start_refs, start_sluice_with, timed_curl};
 
 /// One run: the reference download, then the action, each with the growth
 /// of peak RSS over the resting RSS before it.
@@ -170,7 +171,7 @@ pub fn run(args: &Args) -> anyhow::Result<String> {
     let _ = refs.wait();
 
     let mib = args.action_size_mib as f64;
-    let median = |f: fn(&Run) -> f64| crate::median(rows.iter().map(f).collect());
+    let median = |f: fn(&Run) -> f64| crate::harness::median(rows.iter().map(f).collect());
     let down_rate = mib / median(|r| r.download_secs);
     let action_rate = mib / median(|r| r.action_secs);
     let down_growth = median(|r| r.download_growth_kib as f64) / 1024.0;

@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{Context as _, bail};
 
 use crate::actions::call_tool;
-use crate::start_sluice_with;
+use crate::kit::start_sluice_with;
 
 /// Runs `line` in `dir`; fails if it fails.
 fn run_line(line: &str, dir: &Path) -> anyhow::Result<()> {
@@ -203,7 +203,7 @@ pub fn run() -> anyhow::Result<String> {
             o.up / b.up, o.down / b.down, o.read as f64 / b.read.max(1) as f64,
         ));
     }
-    let server = crate::sluice_bin()?;
+    let server = crate::kit::sluice_bin()?;
     Ok(format!(
         "## Many files: one call and one line beside one each\n\n\
          `target/fast/sluice-bench --only batch` (server: `{}`, local mode): the same files up and back down, \

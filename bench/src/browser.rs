@@ -18,7 +18,8 @@ use std::time::Instant;
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
-use crate::{Sluice, make_file, median, post, start_refs, start_sluice_with, timed_curl};
+use crate::harness::median;
+use crate::kit::{Sluice, make_file, post, start_refs, start_sluice_with, timed_curl};
 
 fn page_url(sluice: &Sluice) -> anyhow::Result<String> {
     let (result, _) = crate::actions::call_tool(

@@ -8,10 +8,9 @@ use std::fmt::Write as _;
 use anyhow::Context as _;
 
 use crate::harness::{self, median};
-use crate::{
-    Args, load, make_file, mcp_user_headers, post, start_refs, start_sluice_with, timed_curl,
-    tool_call,
-};
+use crate::kit::{make_file, post, start_refs, start_sluice_with, timed_curl};
+use crate::mcp::{mcp_user_headers, tool_call};
+use crate::{Args, load};
 
 /// The section: MCP calls (one that writes a pending record, one that
 /// stores a file and so emits `file.ready`) and a file up and down.
@@ -107,7 +106,7 @@ struct Row {
 async fn measure(
     args: &Args,
     requests: usize,
-    servers: [&crate::Sluice; 2],
+    servers: [&crate::kit::Sluice; 2],
     size: u64,
     sha: &sluice::Sha256,
     file: &str,
@@ -223,7 +222,7 @@ async fn measure(
 }
 
 /// What `server` counted as delivered, from its `/metrics`.
-fn delivered(server: &crate::Sluice) -> anyhow::Result<f64> {
+fn delivered(server: &crate::kit::Sluice) -> anyhow::Result<f64> {
     // Deliveries trail the load by a poll or two.
     std::thread::sleep(std::time::Duration::from_secs(2));
     let out = std::process::Command::new("curl")

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, bail};
 
-use crate::{Sluice, make_file, memory_kib, post, start_refs, start_sluice_with, timed_curl};
+use crate::kit::{Sluice, make_file, memory_kib, post, start_refs, start_sluice_with, timed_curl};
 
 /// Runs `line` in `dir` (`sh -c`), with a `curl` first on the PATH that
 /// counts the parts it sends and, with `fail_from`, drops the connection
@@ -340,7 +340,7 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
     let sluice = start_sluice_with(&work.path().join("sluice"), &[])?;
     let (server, bench) = (sluice.process.id(), std::process::id());
     let token = sluice.token.clone();
-    let mut stored = crate::LastStored::default();
+    let mut stored = crate::kit::LastStored::default();
     // A transfer's seconds, and the CPU seconds its client (the commands
     // this process ran and waited for) and the server spent on it.
     let accounted = |transfer: &mut dyn FnMut() -> anyhow::Result<f64>| -> anyhow::Result<Spent> {
@@ -364,7 +364,7 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
         let ticket = issue(&sluice, &token, size, &sha)?;
         let line = ticket["command"].as_str().context("command")?.to_owned();
         stored.replace(&sluice, &ticket)?;
-        let parts = accounted(&mut || crate::timed_sh(&line, &up_dir))?;
+        let parts = accounted(&mut || crate::kit::timed_sh(&line, &up_dir))?;
         eprintln!(
             "  hash+file {hash_file:.2} s, one PUT {:.2} s (CPU: client {:.2}, server {:.2}), \
              the line {:.2} s (CPU: client {:.2}, server {:.2})",
@@ -394,7 +394,7 @@ pub fn versus_one_put(size_mib: u64, runs: usize) -> anyhow::Result<String> {
     } else {
         "**missed**"
     };
-    let profile = crate::sluice_bin()?
+    let profile = crate::kit::sluice_bin()?
         .parent()
         .and_then(Path::file_name)
         .map(|d| d.to_string_lossy().into_owned())
@@ -459,7 +459,7 @@ pub fn resume(size_mib: u64, runs: usize) -> anyhow::Result<String> {
         let line = ticket["command"].as_str().context("command")?.to_owned();
         let pid = sluice.process.id();
         let before = cpu_seconds(pid, Whose::Own)?;
-        crate::timed_sh(&line, &up_dir)?;
+        crate::kit::timed_sh(&line, &up_dir)?;
         let whole = cpu_seconds(pid, Whose::Own)? - before;
         // Cut at half, the server restarted, the same line again.
         let ticket = issue(&sluice, &token, size, &sha)?;
@@ -479,7 +479,7 @@ pub fn resume(size_mib: u64, runs: usize) -> anyhow::Result<String> {
         );
         let pid = sluice.process.id();
         let (cpu_before, read_before) = (cpu_seconds(pid, Whose::Own)?, read_bytes(pid)?);
-        crate::timed_sh(&line, &up_dir)?;
+        crate::kit::timed_sh(&line, &up_dir)?;
         let second = cpu_seconds(pid, Whose::Own)? - cpu_before;
         let read = read_bytes(pid)? - read_before;
         anyhow::ensure!(stream_offset(&link)? == size, "the resumed upload is whole");

@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 
 use crate::harness::{median, rate_ratio, rounds};
-use crate::{make_file, memory_kib, post, start_sluice_with, timed_sh};
+use crate::kit::{make_file, memory_kib, post, start_sluice_with, timed_sh};
 
 /// The peer's venv, made by `make bench` (`bench/peer/requirements.txt`).
 const PEER_PYTHON: &str = ".venv-peer/bin/python";
@@ -66,7 +66,7 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
         let (peak, _) = memory_kib(pid)?;
         Ok(peak as f64 / 1024.0)
     };
-    let mut ours_stored = crate::LastStored::default();
+    let mut ours_stored = crate::kit::LastStored::default();
     let results = rounds(runs, "peer: 1 GiB", |_| {
         // sluice: request_upload's line, where the file is.
         let (_, rest) = memory_kib(sluice.process.id())?;
@@ -122,7 +122,7 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
     let ratio = median(results.iter().map(|r| rate_ratio(r.0, r.1)).collect());
     let ours_rss = median(results.iter().map(|r| r.2).collect());
     let theirs_rss = median(results.iter().map(|r| r.3).collect());
-    let server = crate::sluice_bin()?;
+    let server = crate::kit::sluice_bin()?;
     let verdict = |ok: bool| if ok { "met" } else { "**missed**" };
     Ok(format!(
         "## Beside a peer: a 1 GiB upload, sluice and mcp-upload 1.1.2\n\n\

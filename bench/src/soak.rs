@@ -19,7 +19,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt as _;
 
-use crate::{memory_kib, start_sluice_with};
+use crate::kit::{memory_kib, start_sluice_with};
 
 type Http = Client<HttpConnector, Full<Bytes>>;
 

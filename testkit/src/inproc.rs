@@ -135,3 +135,83 @@ pub async fn tool(
     assert_eq!(answer.status, StatusCode::OK, "{tool}: {:?}", answer.json());
     answer.json()["result"].clone()
 }
+
+/// Sluice served in this process as the `sluice` binary serves it
+/// (`sluice_runtime::bind` on port 0, the three functions' routes on one
+/// router, `sluice_runtime::serve` with its connection, header, body and
+/// write limits), over the local backends in a directory of its own: for
+/// a test that needs a real socket (a curl line, a client) and the
+/// service at hand. Stopped, gracefully, when dropped.
+#[derive(Debug)]
+pub struct Served {
+    /// The base URL it listens at, e.g. `http://127.0.0.1:40123`.
+    pub base: String,
+    /// The service it serves.
+    pub sluice: Sluice,
+    /// Its data directory.
+    pub dir: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Served {
+    /// Serves sluice with the default settings plus `vars`.
+    pub fn start(vars: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut all: Vec<(String, String)> = vec![
+            ("SLUICE_DATA_DIR".into(), dir.path().display().to_string()),
+            ("SLUICE_PORT".into(), "0".into()),
+        ];
+        all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let config = Config::from_vars(all).expect("the test configuration is valid");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (ready, started) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().expect("a runtime");
+            rt.block_on(async move {
+                let (listener, url) = sluice_runtime::bind(&config).await.expect("bound");
+                let (sluice, _) =
+                    sluice_runtime::local_sluice(&config, url).expect("local backends open");
+                let base = sluice.base_url().to_owned();
+                let _ = ready.send((base, sluice.clone()));
+                sluice_runtime::serve(
+                    listener,
+                    sluice_local::app(sluice),
+                    sluice_runtime::ServeLimits::from_config(&config),
+                    async move {
+                        let _ = stopped.await;
+                    },
+                )
+                .await
+                .expect("served");
+            });
+        });
+        let (base, sluice) = started.recv().expect("the server starts");
+        Self {
+            base,
+            sluice,
+            dir,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    /// A development bearer token for `user` with `scopes`.
+    pub fn token(&self, user: &str, scopes: &[Scope]) -> String {
+        self.sluice
+            .access()
+            .mint(user, scopes, std::time::Duration::from_secs(600))
+            .expect("local tokens")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

@@ -108,3 +108,37 @@ impl Drop for Spawned {
         let _ = self.child.wait();
     }
 }
+
+/// A bearer token for `user` with `scopes` (none: the default scopes),
+/// minted by `bin`'s own `sluice token` under exactly `vars` (the data
+/// directory, or the master secret a deployment shares): the one way the
+/// tests and the bench mint tokens, as the README says a user does.
+pub fn mint_token<K, V>(
+    bin: &std::path::Path,
+    vars: impl IntoIterator<Item = (K, V)>,
+    user: &str,
+    scopes: &[&str],
+) -> std::io::Result<String>
+where
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let mut command = Command::new(bin);
+    command
+        .env_clear()
+        .envs(vars)
+        .args(["token", "--user", user]);
+    if !scopes.is_empty() {
+        command.arg("--scope").args(scopes);
+    }
+    let out = command.output()?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(format!(
+            "sluice token --user {user}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    String::from_utf8(out.stdout)
+        .map(|t| t.trim().to_owned())
+        .map_err(std::io::Error::other)
+}

@@ -557,3 +557,70 @@ async fn a_records_only_look_reads_no_store() {
         UploadState::Ready
     );
 }
+
+/// The service served in this process through the runtime's own serve path
+/// (`sluice_testkit::inproc::Served`, port 0): the line it returns, run by
+/// a shell against that socket, stores the file, and the service it
+/// serves finds it stored; a second run of the same line sends nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_line_the_service_returns_stores_through_the_served_socket() {
+    let served = tokio::task::spawn_blocking(|| sluice_testkit::inproc::Served::start(&[]))
+        .await
+        .unwrap();
+    let data = sluice_testkit::bytes(70_000, 4);
+    let ticket = served
+        .sluice
+        .issue_upload(
+            "alice",
+            UploadRequest {
+                filename: "served.bin".into(),
+                size: data.len() as u64,
+                sha256: sluice::Sha256::of(&data),
+                content_type: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        ticket.upload.url.starts_with(&served.base),
+        "{} under {}",
+        ticket.upload.url,
+        served.base
+    );
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("served.bin"), &data).unwrap();
+    let run = |line: String, dir: std::path::PathBuf| {
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new("sh")
+                .arg("-c")
+                .arg(line)
+                .current_dir(dir)
+                .output()
+                .unwrap()
+        })
+    };
+    let out = run(ticket.command.clone(), work.path().to_owned())
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::util::out_text(&out));
+    let file = served
+        .sluice
+        .find_file("alice", &ticket.file_id)
+        .await
+        .unwrap();
+    assert!(
+        matches!(served.sluice.stored(&file).await.unwrap(), Stored::Ready(_)),
+        "stored"
+    );
+    let again = run(ticket.command.clone(), work.path().to_owned())
+        .await
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&again.stdout).contains("sluice: stored"),
+        "{}",
+        crate::util::out_text(&again)
+    );
+    tokio::task::spawn_blocking(move || drop(served))
+        .await
+        .unwrap();
+}

@@ -150,16 +150,13 @@ impl Server {
 
 /// A bearer token for `user` with `scopes` in `data_dir`.
 pub fn token_for(data_dir: &Path, user: &str, scopes: &[&str]) -> String {
-    let mut cmd = Command::new(BIN);
-    cmd.env_clear()
-        .env("SLUICE_DATA_DIR", data_dir)
-        .args(["token", "--user", user]);
-    if !scopes.is_empty() {
-        cmd.arg("--scope").args(scopes);
-    }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", out_text(&out));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    sluice_testkit::process::mint_token(
+        Path::new(BIN),
+        [("SLUICE_DATA_DIR", data_dir)],
+        user,
+        scopes,
+    )
+    .unwrap()
 }
 
 /// The configuration a server on `data_dir` reads, for minting tokens in-test.
@@ -636,21 +633,16 @@ pub fn aws_token(emulators: &Emulators, user: &str, scopes: &[&str]) -> String {
         .unwrap()
         .1
         .clone();
-    let out = std::process::Command::new(BIN)
-        .env_clear()
-        .env("SLUICE_DATA_DIR", dir.path())
-        .env("SLUICE_MASTER_SECRET", secret)
-        .args(["token", "--user", user])
-        .args(if scopes.is_empty() {
-            &[][..]
-        } else {
-            &["--scope"][..]
-        })
-        .args(scopes)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", out_text(&out));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    sluice_testkit::process::mint_token(
+        Path::new(BIN),
+        [
+            ("SLUICE_DATA_DIR", dir.path().as_os_str()),
+            ("SLUICE_MASTER_SECRET", std::ffi::OsStr::new(&secret)),
+        ],
+        user,
+        scopes,
+    )
+    .unwrap()
 }
 
 /// Runs `n` requests at once (released together by a barrier) and returns

@@ -380,15 +380,7 @@ impl Stack {
 
 /// `sluice token` with the env file's variables, as the README says to mint one.
 pub(crate) fn token(env: &BTreeMap<String, String>, user: &str, scopes: &[&str]) -> String {
-    let out = Command::new(BIN)
-        .env_clear()
-        .envs(env)
-        .args(["token", "--user", user, "--scope"])
-        .args(scopes)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", out_text(&out));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    sluice_testkit::process::mint_token(std::path::Path::new(BIN), env, user, scopes).unwrap()
 }
 
 impl Drop for Stack {
