@@ -75,6 +75,26 @@ pub(crate) struct Upload {
 }
 
 impl Sluice {
+    /// What `GET /u/{token}/to` answers for a file sent in one PUT: where
+    /// to PUT it and the headers to send ([`curl::part_target`]'s form),
+    /// for the batch script to check and use.
+    pub async fn put_target(&self, token: &str) -> Result<String, Error> {
+        let upload = self.upload_of(token).await?;
+        let target = self
+            .upload_target(&upload.file, upload.expires_at, super::issue::Reader::Page)
+            .await?;
+        let url = match self.store().access() {
+            Access::Direct(_) => target.url,
+            Access::Proxied => format!("{}/u/{token}", self.issuer_base()),
+        };
+        let headers = target
+            .headers
+            .iter()
+            .filter(|(k, _)| !k.eq_ignore_ascii_case("content-length"))
+            .map(|(k, v)| (k.as_str(), v.as_str()));
+        Ok(crate::curl::part_target(&url, headers))
+    }
+
     /// What the upload link of `file` speaks ([`Protocol`]): one stream
     /// where the store streams, whatever the size; else parts over the
     /// single-PUT size where the store takes them; else one PUT.

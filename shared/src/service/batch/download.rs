@@ -1,0 +1,149 @@
+//! Many files down in one call and one line: the steps are in the
+//! module's first lines ([`super`]).
+
+use std::collections::HashSet;
+
+use futures_util::{StreamExt as _, TryStreamExt as _};
+
+use super::*;
+
+impl Sluice {
+    /// The script a download batch's line runs ([`curl::FETCH_SCRIPT`]),
+    /// to a live list link only (asking for it does not spend the link).
+    pub async fn fetch_script(&self, token: &str) -> Result<&'static str, Error> {
+        self.batch_of(token, ShortKind::BatchDownload).await?;
+        Ok(curl::FETCH_SCRIPT)
+    }
+
+    /// Issues one line that downloads every file `files` names (file ids,
+    /// handles, or batch handles, in order) for `caller`.
+    pub async fn issue_downloads(
+        &self,
+        caller: &Caller,
+        files: Vec<String>,
+    ) -> Result<DownloadBatch, Error> {
+        let wanted = self.expanded(caller, files, MAX_BATCH_FILES).await?;
+        if wanted.is_empty() {
+            return Err(Error::Invalid(format!(
+                "files must name 1 to {MAX_BATCH_FILES} files, got {}",
+                wanted.len()
+            )));
+        }
+        self.check_rate(Kind::Links, &caller.owner)?;
+        // An owned copy for the stream: a stream of borrowed items makes the
+        // tool's future not Send-general enough for rmcp's handler.
+        let found: Vec<Result<FileMeta, String>> = futures_util::stream::iter(wanted.clone())
+            .map(|f| async move {
+                let file = match self.resolve_file(caller, &f).await {
+                    Ok(file) => file,
+                    Err(e @ (Error::StoreUnavailable | Error::Internal(_))) => return Err(e),
+                    Err(e) => return Ok(Err(e.to_string())),
+                };
+                Ok(match self.stored(&file).await? {
+                    Stored::Ready(_) => Ok(file),
+                    Stored::Missing => Err(Error::NotUploaded.to_string()),
+                    Stored::Verifying => Err(Error::Verifying.to_string()),
+                    Stored::Mismatch => Err(Error::StoredMismatch.to_string()),
+                })
+            })
+            .buffered(AT_ONCE)
+            .try_collect()
+            .await?;
+        let mut taken = HashSet::new();
+        let mut listed = Vec::new();
+        let mut items = Vec::with_capacity(found.len());
+        for (f, asked) in found.iter().zip(&wanted) {
+            items.push(match f {
+                Ok(file) => {
+                    let own = file.safe_name();
+                    let name = unique_name(&own, &mut taken);
+                    listed.push(BatchFile {
+                        id: file.id.to_string(),
+                        path: name.clone(),
+                        size: file.size,
+                        sha256: file.sha256,
+                    });
+                    DownloadItem {
+                        file_id: Some(file.id.clone()),
+                        name: (name != own).then_some(name),
+                        error: None,
+                    }
+                }
+                Err(why) => DownloadItem {
+                    file_id: None,
+                    name: None,
+                    error: Some(format!("{}: {why}", short_input(asked))),
+                },
+            });
+        }
+        if listed.is_empty() {
+            return Ok(DownloadBatch {
+                command: None,
+                files: items,
+            });
+        }
+        // Each owner's allowance charged once, for all of their files.
+        let mut by_owner: BTreeMap<&str, FileMeta> = BTreeMap::new();
+        for file in found.iter().flatten() {
+            by_owner
+                .entry(file.owner.as_str())
+                .and_modify(|sum| sum.size = sum.size.saturating_add(file.size))
+                .or_insert_with(|| file.clone());
+        }
+        for sum in by_owner.values() {
+            self.charge_download(sum).await?;
+        }
+        let expires_at = now_unix() + self.transfers().link_ttl.as_secs() as i64;
+        let id = FileId::random();
+        let manifest = manifest_of(&listed);
+        self.records()
+            .put_batch(&Batch {
+                id: Some(id.clone()),
+                owner: caller.owner.clone(),
+                expires_at,
+                files: listed,
+            })
+            .await?;
+        let link = Short::batch(ShortKind::BatchDownload, id, expires_at);
+        tracing::info!(jti = %link.jti(), files = items.len(), "download batch issued");
+        let url = format!("{}/g/{}", self.resolver_base(), link.encode(self.keys()));
+        Ok(DownloadBatch {
+            command: Some(curl::fetch_command(&url, &manifest)),
+            files: items,
+        })
+    }
+
+    /// What `GET /g/{token}` answers, once: one line per file of the batch,
+    /// in order, its [`curl::manifest_line`] (SHA-256, size, name: the line
+    /// pins their digest) and a fresh single-use download link (`x`: the
+    /// file was deleted or has expired), tab-separated.
+    pub async fn batch_links(&self, token: &str) -> Result<String, Error> {
+        let (short, batch) = self.batch_of(token, ShortKind::BatchDownload).await?;
+        let jti = short.jti();
+        if self
+            .ledger()
+            .spend(&jti, short.expires_at.unwrap_or(0))
+            .await?
+            == Spend::AlreadySpent
+        {
+            tracing::info!(%jti, "spent batch link presented again");
+            return Err(Error::NotFound);
+        }
+        // The records read a few at once, as `batch_to_send` reads them.
+        let lines: Vec<String> = futures_util::stream::iter(batch.files)
+            .map(|f| async move {
+                let (line, record) = self.listed(&f).await?;
+                Ok::<_, Error>(match record {
+                    Some(record) => {
+                        let ticket = self.download_ticket(&record.file);
+                        format!("{line}\t{}\n", ticket.download.url)
+                    }
+                    None => format!("{line}\tx\n"),
+                })
+            })
+            .buffered(AT_ONCE)
+            .try_collect()
+            .await?;
+        Ok(lines.concat())
+    }
+}
