@@ -409,21 +409,11 @@ impl From<StoreError> for Error {
     }
 }
 
+/// A record store's refusal or failure: the same words as the bytes' store
+/// (a record store out of reach is storage unavailable, a full disk is
+/// one), whose conversion says them once.
 impl From<crate::records::RecordError> for Error {
     fn from(e: crate::records::RecordError) -> Self {
-        use crate::records::RecordError;
-        match e {
-            RecordError::AlreadyExists => Error::AlreadyUploaded,
-            RecordError::Admitting => Error::Busy(Busy::Admitting),
-            RecordError::Unavailable(why) => {
-                tracing::warn!(reason = %why, "records unavailable");
-                Error::StoreUnavailable
-            }
-            RecordError::Io(e) if e.kind() == std::io::ErrorKind::StorageFull => {
-                tracing::error!(error = %e, "the disk holding the data directory is full");
-                Error::DiskFull
-            }
-            RecordError::Io(e) => Error::internal(e),
-        }
+        Error::from(StoreError::from(e))
     }
 }

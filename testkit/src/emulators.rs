@@ -158,10 +158,10 @@ impl Emulators {
         sluice_aws::backends(&sdk_config(), &self.bucket(name), &self.table(name))
     }
 
-    /// Creates bucket and table `name` (the table as `template.yaml`
-    /// declares it, [`crate::table`]), and returns the backends.
-    pub async fn provision(&self, name: &str) -> (sluice_aws::S3Store, sluice_aws::DynamoLedger) {
-        let (store, ledger) = self.backends(name);
+    /// Creates bucket `name` and returns it: the bytes' half alone (a
+    /// server whose records are in SQLite needs no table).
+    pub async fn create_bucket(&self, name: &str) -> sluice_aws::S3Store {
+        let store = sluice_aws::S3Store::new(&sdk_config(), &self.bucket(name));
         store
             .client()
             .create_bucket()
@@ -169,6 +169,14 @@ impl Emulators {
             .send()
             .await
             .expect("bucket created");
+        store
+    }
+
+    /// Creates bucket and table `name` (the table as `template.yaml`
+    /// declares it, [`crate::table`]), and returns the backends.
+    pub async fn provision(&self, name: &str) -> (sluice_aws::S3Store, sluice_aws::DynamoLedger) {
+        let store = self.create_bucket(name).await;
+        let (_, ledger) = self.backends(name);
         crate::table::create(ledger.client(), name)
             .await
             .expect("table created");

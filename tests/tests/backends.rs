@@ -12,16 +12,9 @@ const MIB: usize = 1024 * 1024;
 
 /// Creates bucket `name` on the emulator, and nothing else.
 fn bucket(emulators: &Emulators, name: &str) {
-    tokio::runtime::Runtime::new().unwrap().block_on(async {
-        let (store, _) = emulators.backends(name);
-        store
-            .client()
-            .create_bucket()
-            .bucket(name)
-            .send()
-            .await
-            .expect("bucket created");
-    });
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(emulators.create_bucket(name));
 }
 
 /// A server whose bytes are in bucket `name` and whose records are in
