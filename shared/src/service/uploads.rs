@@ -75,6 +75,27 @@ pub(crate) struct Upload {
 }
 
 impl Sluice {
+    /// The origin uploads go to when it is not sluice's own (S3's, for the
+    /// page's Content-Security-Policy); `None` where sluice takes them.
+    pub async fn store_origin(&self) -> Option<String> {
+        let Access::Direct(presign) = self.store().access() else {
+            return None;
+        };
+        let probe = crate::file::ObjectKey::from_stored("files/origin-probe".into());
+        let presigned = presign
+            .presign_put(
+                &probe,
+                0,
+                Sha256::of(b""),
+                "application/octet-stream",
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .ok()?;
+        let url = url::Url::parse(&presigned.url).ok()?;
+        Some(url.origin().ascii_serialization())
+    }
+
     /// What `GET /u/{token}/to` answers for a file sent in one PUT: where
     /// to PUT it and the headers to send ([`curl::part_target`]'s form),
     /// for the batch script to check and use.

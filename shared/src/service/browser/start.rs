@@ -1,0 +1,131 @@
+//! A page's start: the file the page hashed, issued once per page under
+//! its owner's limits, and where its bytes go (a stream, parts, or one
+//! PUT).
+
+use super::*;
+
+impl Sluice {
+    /// The signed PUT for the file the person picked on `page` (opened by
+    /// [`Sluice::page_for_start`]) as its file `n` (0 for the first): the
+    /// file is issued (once per page and number) with that file's id, for
+    /// exactly the size and digest the browser computed.
+    pub async fn start_browser_upload(
+        &self,
+        page: &PageToken,
+        n: u32,
+        start: BrowserStart,
+    ) -> Result<BrowserTarget, Error> {
+        if n >= page.files {
+            return Err(Error::PageConflict(if page.files == 1 {
+                "This link takes one file. Go back to the conversation and ask for a link for more."
+            } else {
+                "This link takes no more files. Go back to the conversation and ask for a new link for more."
+            }));
+        }
+        let file_id = page.file_id_of(n);
+        if start.size > page.max_size {
+            return Err(Error::TooLarge(format!(
+                "This file is {} bytes; this link accepts files up to {} bytes.",
+                start.size, page.max_size
+            )));
+        }
+        let (size, sha256) = (start.size, start.sha256);
+        let req = UploadRequest {
+            filename: start.filename,
+            size,
+            sha256,
+            content_type: page.content_type.clone().or(start.content_type),
+        };
+        // Everything checked first; then the page's own rate, so whoever
+        // holds its URL cannot drain its owner's issuing rate with starts.
+        self.checked(&req)?;
+        self.check_rate(Kind::PageStarts, file_id.as_str())?;
+        let (file, expires_at) = match self.records().get(&page.owner, &file_id).await? {
+            Some(record) => self.page_file_again(record, size, sha256).await?,
+            None => {
+                match self.issue_file(&page.owner, req, file_id.clone()).await {
+                    Ok((file, _, expires_at)) => (file, expires_at),
+                    // Another start of this page recorded its file first:
+                    // the record is written once, so that one stands.
+                    Err(Error::AlreadyUploaded) => {
+                        let record = self
+                            .records()
+                            .get(&page.owner, &file_id)
+                            .await?
+                            // Refused, and not there: the page's file was
+                            // deleted, and stays so.
+                            .ok_or(Error::PageConflict(
+                                "this page's file was deleted; ask for a new page",
+                            ))?;
+                        self.page_file_again(record, size, sha256).await?
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        let upload = match self.begin_upload(&file).await? {
+            // In parts: the same parts as the upload line's, so a page
+            // started again (a reload) sends only those not stored yet.
+            Protocol::Parts(plan) => {
+                let upload = self.upload_target(&file, expires_at, Reader::Model).await?;
+                return Ok(BrowserTarget {
+                    parts: Some(PageParts {
+                        link: upload.url.clone(),
+                        count: plan.count,
+                        part_size: plan.part_size,
+                        origin: self.part_origin().await?,
+                    }),
+                    upload,
+                    file_id: file.id,
+                    stream: None,
+                });
+            }
+            // As one resumable stream: a page started again goes on from
+            // where the upload stands.
+            Protocol::Stream => {
+                let upload = self.upload_target(&file, expires_at, Reader::Page).await?;
+                return Ok(BrowserTarget {
+                    stream: Some(PageStream {
+                        link: upload.url.clone(),
+                        chunk_size: self.transfers().part_bytes,
+                    }),
+                    upload,
+                    file_id: file.id,
+                    parts: None,
+                });
+            }
+            Protocol::Put => self.upload_target(&file, expires_at, Reader::Page).await?,
+        };
+        Ok(BrowserTarget {
+            upload,
+            file_id: file.id,
+            parts: None,
+            stream: None,
+        })
+    }
+
+    /// The file a page already issued, for another start of the page: the
+    /// same file may try again (a network failure mid-upload); another may not.
+    async fn page_file_again(
+        &self,
+        record: crate::records::FileRecord,
+        size: u64,
+        sha256: Sha256,
+    ) -> Result<(crate::file::FileMeta, i64), Error> {
+        let same = record.file.size == size && record.file.sha256 == sha256;
+        let record = self.settle(record).await?;
+        if record.ready {
+            return Err(Error::PageConflict(
+                "A file was already uploaded with this link. Go back to the conversation \
+                 and ask for a new link to upload another.",
+            ));
+        }
+        if !same {
+            return Err(Error::PageConflict(
+                "This link is in use for another file. Go back to the conversation and \
+                 ask for a new link.",
+            ));
+        }
+        Ok((record.file, record.expires_at))
+    }
+}

@@ -1,0 +1,140 @@
+//! A page's status: its files' records settled against the store, waited
+//! on within the status call's budget.
+
+use super::*;
+
+impl Sluice {
+    /// Where the browser upload `upload_id` of `owner` stands: for a page
+    /// of several files, `ready` once a file is ready and none is still on
+    /// its way, with every file uploaded so far.
+    pub async fn upload_status(&self, owner: &str, upload_id: &str) -> Result<UploadStatus, Error> {
+        self.upload_status_by(owner, upload_id, Look::Store).await
+    }
+
+    /// [`Sluice::upload_status`], looking only as far as `look` says: a
+    /// waiting call's polls read the records alone, and look at the store
+    /// (a HEAD and a listing of parts on S3) only now and then.
+    pub async fn upload_status_by(
+        &self,
+        owner: &str,
+        upload_id: &str,
+        look: Look,
+    ) -> Result<UploadStatus, Error> {
+        let (file_id, page_expires, files) =
+            parse_upload_id(self.keys(), owner, upload_id).ok_or(Error::NotAnUploadId)?;
+        if files == 1 {
+            return self.file_status(owner, &file_id, page_expires, look).await;
+        }
+        let page = PageToken {
+            owner: owner.to_owned(),
+            file_id,
+            filename: None,
+            content_type: None,
+            max_size: 0,
+            files,
+            expires_at: page_expires,
+        };
+        let (mut picked, mut arriving) = (Vec::new(), None::<(u64, u64)>);
+        for n in 0..files {
+            let status = self
+                .file_status(owner, &page.file_id_of(n), page_expires, look)
+                .await?;
+            match (status.state, status.handle, status.file_id, status.filename) {
+                (UploadState::Ready, Some(handle), Some(id), Some(filename)) => {
+                    picked.push(PickedFile {
+                        handle,
+                        file_id: FileId::parse(&id).ok_or_else(|| Error::bug("a file id"))?,
+                        filename,
+                        size: status.size.unwrap_or(0),
+                        sha256: status.sha256.unwrap_or_else(|| Sha256::of(b"")),
+                    });
+                }
+                (UploadState::Pending, ..) => {
+                    if let (Some(size), Some(received)) = (status.size, status.received) {
+                        let (s, r) = arriving.unwrap_or((0, 0));
+                        arriving = Some((s + size, r + received));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let state = match (picked.is_empty(), arriving.is_some()) {
+            (false, false) => UploadState::Ready,
+            (_, true) => UploadState::Pending,
+            (true, false) if now_unix() >= page_expires => UploadState::Expired,
+            (true, false) => UploadState::Pending,
+        };
+        Ok(UploadStatus {
+            state,
+            handle: None,
+            file_id: None,
+            filename: None,
+            size: arriving.map(|(s, _)| s),
+            received: arriving.map(|(_, r)| r),
+            sha256: None,
+            files: Some(picked),
+        })
+    }
+
+    /// Where one file of a page stands.
+    async fn file_status(
+        &self,
+        owner: &str,
+        file_id: &FileId,
+        page_expires: i64,
+        look: Look,
+    ) -> Result<UploadStatus, Error> {
+        let status = |state| UploadStatus {
+            state,
+            handle: None,
+            file_id: None,
+            filename: None,
+            size: None,
+            received: None,
+            sha256: None,
+            files: None,
+        };
+        let now = now_unix();
+        let Some(record) = self.records().get(owner, file_id).await? else {
+            return Ok(status(if now >= page_expires {
+                UploadState::Expired
+            } else {
+                UploadState::Pending
+            }));
+        };
+        let record = match look {
+            Look::Store => self.settle(record).await?,
+            Look::Records => record,
+        };
+        if !record.ready {
+            if now >= page_expires.max(record.expires_at) {
+                return Ok(status(UploadState::Expired));
+            }
+            // The person chose the file: how much of it has arrived (with
+            // the records alone, what this process sees arriving: no read).
+            let progress = match look {
+                Look::Store => self.progress_of(&record.file).await?,
+                Look::Records => self.progress_seen(&record.file),
+            };
+            return Ok(UploadStatus {
+                size: Some(progress.total),
+                received: Some(progress.received),
+                ..status(UploadState::Pending)
+            });
+        }
+        if record.expires_at <= now {
+            return Ok(status(UploadState::Expired));
+        }
+        let handle = self.handle_of(&record.file.id);
+        Ok(UploadStatus {
+            state: UploadState::Ready,
+            handle: Some(handle),
+            file_id: Some(record.file.id.to_string()),
+            filename: Some(record.file.filename),
+            size: Some(record.file.size),
+            received: None,
+            sha256: Some(record.file.sha256),
+            files: None,
+        })
+    }
+}
