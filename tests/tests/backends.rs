@@ -200,3 +200,73 @@ fn a_bucket_the_line_cannot_reach_is_named() {
         "{said}"
     );
 }
+
+/// The README's command for one machine on an S3-compatible bucket, run as
+/// written: only the endpoint (the emulator's), the credentials (the
+/// emulator's) and `cargo run` (the binary under test, on a data directory
+/// of the test's, on a free port) change. The server it starts keeps its
+/// bytes in the bucket the command names and its records in SQLite.
+#[test]
+fn the_readme_command_for_a_bucket_runs_as_written() {
+    let emulators = Emulators::start();
+    let blocks = crate::readme::sh_blocks("README.md", "# sluice");
+    let block = blocks
+        .iter()
+        .find(|b| b.contains("SLUICE_STORE=s3"))
+        .expect("the README's bucket command");
+    let bucket_name = block
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("SLUICE_S3_BUCKET="))
+        .expect("the command names its bucket");
+    bucket(&emulators, bucket_name);
+    let data_dir = tempfile::tempdir().unwrap();
+    let env = emulators.s3_env(bucket_name);
+    let secret = |name: &str| env.iter().find(|(k, _)| *k == name).unwrap().1.clone();
+    let script = block
+        .replace("https://minio.internal:9000", &emulators.s3_url)
+        .replace(
+            "AWS_ACCESS_KEY_ID=…",
+            &format!("AWS_ACCESS_KEY_ID={}", secret("AWS_ACCESS_KEY_ID")),
+        )
+        .replace(
+            "AWS_SECRET_ACCESS_KEY=…",
+            &format!("AWS_SECRET_ACCESS_KEY={}", secret("AWS_SECRET_ACCESS_KEY")),
+        )
+        .replace(
+            "cargo run --profile fast -p sluice-local --features aws",
+            &format!(
+                "SLUICE_DATA_DIR='{}' AWS_EC2_METADATA_DISABLED=true exec '{}'",
+                data_dir.path().display(),
+                crate::util::BIN
+            ),
+        );
+    assert!(!script.contains("cargo run"), "{script}");
+    let mut command = std::process::Command::new("bash");
+    command.args(["-c", &script]);
+    let server =
+        sluice_testkit::process::Spawned::sluice(command).expect("the command starts sluice");
+    let said = server
+        .printed_starting("backends: ", std::time::Duration::from_secs(10))
+        .expect("the start names its backends");
+    assert!(
+        said.contains(&format!("s3://{bucket_name}")) && said.contains("SQLite"),
+        "{said}"
+    );
+    let token = crate::util::token_for(data_dir.path(), "alice", &[]);
+    let data = bytes(2000, 8);
+    let reply = crate::util::post_json(
+        &format!("{}/uploads", server.base),
+        Some(&token),
+        &json!({"filename": "r.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("r.bin"), &data).unwrap();
+    let out = sh(reply.json()["command"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    assert_eq!(
+        bucket_objects(&emulators, bucket_name).len(),
+        1,
+        "the file is in the bucket"
+    );
+}

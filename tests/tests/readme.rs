@@ -15,7 +15,7 @@ use crate::util::{BIN, Server, out_text, sh};
 
 /// The fenced `sh` blocks of section `heading` of the document at `path`
 /// (up to the next heading of the same or a higher level).
-fn sh_blocks(path: &str, heading: &str) -> Vec<String> {
+pub(crate) fn sh_blocks(path: &str, heading: &str) -> Vec<String> {
     let readme = std::fs::read_to_string(root().join(path)).unwrap();
     let start = readme
         .find(heading)
