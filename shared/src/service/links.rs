@@ -22,7 +22,7 @@ use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, verified};
 use crate::time::{now_unix, rfc3339};
-use crate::token::{Method, Short, ShortKind, TokenError};
+use crate::token::{Method, Short};
 
 /// Files up to this size are read and verified whole before the first byte
 /// is sent, so a mismatch is a clean 409. Larger files stream with their last
@@ -210,31 +210,6 @@ impl Sluice {
                 expires_at: rfc3339(expires_at),
             },
         }
-    }
-
-    /// Verifies a link token for `method`. Every failure is the same
-    /// [`Error::NotFound`], so a caller learns nothing about why; the
-    /// reason is logged at debug.
-    pub(crate) fn verify_link(&self, token: &str, method: Method) -> Result<Short, Error> {
-        let kind = match method {
-            Method::Get => ShortKind::Download,
-            Method::Put => ShortKind::Upload,
-        };
-        Short::decode(self.keys(), token, kind, now_unix()).map_err(|e: TokenError| {
-            tracing::debug!(reason = %e, %method, "link refused");
-            Error::NotFound
-        })
-    }
-
-    /// The file a verified link names, with when its record expires (the
-    /// record was written once when the file was issued).
-    pub(crate) async fn file_of(&self, link: &Short) -> Result<(FileMeta, i64), Error> {
-        let record = self
-            .records()
-            .find(&link.file_id)
-            .await?
-            .ok_or(Error::NotFound)?;
-        Ok((record.file, record.expires_at))
     }
 
     /// Redeems the download link `token`, delivering the file's bytes from

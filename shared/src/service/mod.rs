@@ -23,6 +23,8 @@
 //!   time, its state in the file's record under a lease.
 //! - [`progress`]: how far a person's upload has come, for a status call.
 //! - [`waits`]: who may wait on `get_upload_status`, and for how long.
+//! - `verify`: a link, upload or download, verified in one place, and the
+//!   file it names.
 //!
 //! The service speaks the domain: its errors are [`crate::Error`]s, which
 //! the HTTP adapter ([`crate::http`]) and the MCP tools put on the wire.
@@ -43,6 +45,7 @@ mod proof;
 pub mod small;
 pub mod stream;
 pub mod uploads;
+mod verify;
 pub mod waits;
 
 use std::fmt;
