@@ -136,10 +136,28 @@ async def session_for(url, token, recorder=None, run=None):
                 return await run(session)
 
 
+def _leaves(error):
+    """The exceptions an exception group holds, however deep; or the one."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
+
+
 def run_main(main):
-    """Runs an async `main`; a failed check exits 1 naming it."""
+    """Runs an async `main`; a failed check exits 1 naming it. Any other
+    failure is raised as it was, after the code, message and data of each
+    error response it holds (the SDK's own text leaves them out)."""
     try:
         asyncio.run(main())
     except AssertionError as e:
         print(f"FAILED: {e}", file=sys.stderr)
         sys.exit(1)
+    except BaseException as e:
+        for leaf in _leaves(e):
+            code, message = getattr(leaf, "code", None), getattr(leaf, "message", None)
+            if code is not None or message is not None:
+                data = getattr(leaf, "data", None)
+                print(f"error response: code={code} message={message!r} data={data!r}", file=sys.stderr)
+        raise
