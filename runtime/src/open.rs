@@ -294,28 +294,24 @@ fn open_records(
 /// `SLUICE_MASTER_SECRET_ID` names, or (records on this machine only) the
 /// secret generated and kept in the data directory.
 async fn keyring(config: &Config) -> Result<Keyring, StartError> {
-    if let Some(secret) = &config.keys.master_secret {
-        return Ok(Keyring::new(
-            (config.keys.key_id.clone(), secret.clone()),
-            config.keys.previous.clone(),
-        ));
+    if config.keys.master_secret.is_none() {
+        if let Some(id) = &config.aws.master_secret_id {
+            #[cfg(feature = "aws")]
+            return secret_manager_keys(id, config.aws.region.as_deref()).await;
+            #[cfg(not(feature = "aws"))]
+            return Err(StartError::Secret(format!(
+                "SLUICE_MASTER_SECRET_ID {id} is read from AWS Secrets Manager, which this build leaves out: build with `--features aws`"
+            )));
+        }
+        if !config.records_here() {
+            return Err(StartError::Secret(
+                "SLUICE_MASTER_SECRET or SLUICE_MASTER_SECRET_ID is required with the records in DynamoDB"
+                    .into(),
+            ));
+        }
     }
-    if let Some(id) = &config.aws.master_secret_id {
-        #[cfg(feature = "aws")]
-        return secret_manager_keys(id, config.aws.region.as_deref()).await;
-        #[cfg(not(feature = "aws"))]
-        return Err(StartError::Secret(format!(
-            "SLUICE_MASTER_SECRET_ID {id} is read from AWS Secrets Manager, which this build leaves out: build with `--features aws`"
-        )));
-    }
-    #[cfg(feature = "local")]
-    if config.records_here() {
-        return runtime::local_keyring(config);
-    }
-    Err(StartError::Secret(
-        "SLUICE_MASTER_SECRET or SLUICE_MASTER_SECRET_ID is required with the records in DynamoDB"
-            .into(),
-    ))
+    // The configured secret, or the one this data directory keeps.
+    runtime::local_keyring(config)
 }
 
 #[cfg(feature = "aws")]

@@ -224,11 +224,9 @@ fn pinned_script_line(link: &str, sha256: &str, args: &str) -> String {
     )
 }
 
-/// The part protocol's target, checked (`sh/target.sh`): sent ahead of
-/// each script that PUTs to a target, so that one text checks them all.
-pub const TARGET_CHECK: &str = include_str!("sh/target.sh");
-
-/// The script a batch's line runs (`sh/batch.sh`, after [`TARGET_CHECK`]).
+/// The script a batch's line runs (`sh/batch.sh`, after `sh/target.sh`:
+/// the part protocol's target, checked by the one text every script that
+/// PUTs to a target is sent with).
 pub const BATCH_SCRIPT: &str = concat!(include_str!("sh/target.sh"), include_str!("sh/batch.sh"));
 
 /// The script a download batch's line runs (`sh/fetch.sh`).
@@ -241,7 +239,7 @@ pub fn script_sha256(script: &str) -> String {
 }
 
 /// The POSIX `sh` script an upload in parts runs (`sh/parts.sh`, after
-/// [`TARGET_CHECK`]: its arguments, what it checks and what it sends are
+/// `sh/target.sh`: its arguments, what it checks and what it sends are
 /// said there). It is the same for every upload, so the line can pin it.
 pub const PARTS_SCRIPT: &str = concat!(include_str!("sh/target.sh"), include_str!("sh/parts.sh"));
 
@@ -259,20 +257,27 @@ pub const PARTS_SCRIPT: &str = concat!(include_str!("sh/target.sh"), include_str
 /// proxy's 403 is not told apart from the store's own (a link expired,
 /// say): it comes as the answer itself, not as a tunnel's. Short: it is in
 /// every line, within the kilobyte a tool's answer takes.
-pub fn or_unreachable(line: &str, origins: &[&str], instead: &str) -> String {
+pub fn or_unreachable<S: AsRef<str>>(line: &str, origins: &[S], instead: &str) -> String {
     match origins {
         [origin] => fill(
             include_str!("sh/lines/unreachable.sh"),
-            &[("LINE", line), ("ORIGIN", origin), ("INSTEAD", instead)],
-        ),
-        _ => fill(
-            include_str!("sh/lines/unreachable-each.sh"),
             &[
                 ("LINE", line),
-                ("ORIGINS", &origins.join(" ")),
+                ("ORIGIN", origin.as_ref()),
                 ("INSTEAD", instead),
             ],
         ),
+        _ => {
+            let origins: Vec<&str> = origins.iter().map(AsRef::as_ref).collect();
+            fill(
+                include_str!("sh/lines/unreachable-each.sh"),
+                &[
+                    ("LINE", line),
+                    ("ORIGINS", &origins.join(" ")),
+                    ("INSTEAD", instead),
+                ],
+            )
+        }
     }
 }
 
@@ -320,14 +325,14 @@ fn put_to<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a str)>,
     local_file: &str,
 ) -> String {
-    let headers: Vec<String> = headers
+    let headers: String = headers
         .into_iter()
-        .map(|(name, value)| format!("-H {}", shell_quote(&format!("{name}: {value}"))))
+        .map(|(name, value)| format!(" -H {}", shell_quote(&format!("{name}: {value}"))))
         .collect();
     fill(
         include_str!("sh/lines/put.sh"),
         &[
-            ("HEADERS", &headers.join(" ")),
+            ("HEADERS", &headers),
             ("FILE", &path_arg(local_file)),
             ("URL", url),
         ],

@@ -21,7 +21,7 @@ const ORIGIN: &str = "http://127.0.0.1:9";
 /// The shells a line is run under: dash (Debian's `sh`), and bash under
 /// the name `sh` (its POSIX mode), first on the PATH so that the line's
 /// own `sh -c` is bash too.
-fn shells(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+pub(crate) fn shells(dir: &Path) -> Vec<(&'static str, PathBuf)> {
     let bash = dir.join("bash-as-sh");
     std::fs::create_dir_all(&bash).unwrap();
     let sh = bash.join("sh");
@@ -38,10 +38,10 @@ fn shells(dir: &Path) -> Vec<(&'static str, PathBuf)> {
 }
 
 /// What a run left: whether it succeeded, what it said, what it sent.
-struct Run {
-    ok: bool,
-    said: String,
-    sent: String,
+pub(crate) struct Run {
+    pub(crate) ok: bool,
+    pub(crate) said: String,
+    pub(crate) sent: String,
 }
 
 /// Runs `line` in `work` under the shell in `shell_dir`, with a stand-in
@@ -89,7 +89,7 @@ fn run_stub(
 /// Runs `line` in `work` under the shell in `shell_dir`, the stand-in
 /// `curl` in `stub` first on the PATH; what it left (its stderr, and the
 /// requests the stand-in logged to `stub/sent`).
-fn run_line(work: &Path, shell_dir: &Path, stub: &Path, line: &str) -> Run {
+pub(crate) fn run_line(work: &Path, shell_dir: &Path, stub: &Path, line: &str) -> Run {
     let path = format!(
         "{}:{}:{}",
         shell_dir.display(),

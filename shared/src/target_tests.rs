@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::curl::{BATCH_SCRIPT, PARTS_SCRIPT, parts_script_sha256};
+use crate::scripts_tests::{Run, run_line, shells};
 use crate::sha::Sha256;
 
 const ORIGIN: &str = "https://store.example";
@@ -112,10 +113,9 @@ fn stub(dir: &Path, target: &str, list: &str) {
     std::fs::set_permissions(dir.join("curl"), std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// What the stand-in recorded of the PUT: its URL (the last argument) and
-/// every header after `-H`; nothing if no PUT was made.
-fn put_made(dir: &Path) -> Verdict {
-    let sent = std::fs::read_to_string(dir.join("sent")).ok()?;
+/// What the stand-in recorded of the PUT (`sent`): its URL (the last
+/// argument) and every header after `-H`; nothing if no PUT was made.
+fn put_made(sent: &str) -> Verdict {
     let args: Vec<&str> = sent.lines().collect();
     let headers = args
         .windows(2)
@@ -125,28 +125,14 @@ fn put_made(dir: &Path) -> Verdict {
     Some((args.last()?.to_string(), headers))
 }
 
-/// Runs `script` with `args` in `work` under the shell in `shell_dir`, the
-/// stand-in first on the PATH.
-fn run(work: &Path, shell_dir: &Path, script: &str, args: &[&str]) -> (bool, String) {
-    let path = format!(
-        "{}:{}:{}",
-        shell_dir.display(),
-        work.join(".stub").display(),
-        std::env::var("PATH").unwrap()
-    );
-    let out = Command::new(shell_dir.join("sh"))
-        .arg("-c")
-        .arg(script)
-        .arg("sluice")
-        .args(args)
-        .current_dir(work)
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Runs `script` with `args` as a line runs it (`sh -c "$s" sluice …`),
+/// in `work` under the shell in `shell_dir`, the stand-in in `stub` first
+/// on the PATH.
+fn run(work: &Path, shell_dir: &Path, stub: &Path, script: &str, args: &[&str]) -> Run {
+    std::fs::write(stub.join("script"), script).unwrap();
+    let args: Vec<String> = args.iter().map(|a| crate::curl::shell_quote(a)).collect();
+    let line = format!("sh -c \"$(cat .stub/script)\" sluice {}", args.join(" "));
+    run_line(work, shell_dir, stub, &line)
 }
 
 /// The page's verdicts on `targets`: `upload.js`'s `partTarget`, run in
@@ -192,21 +178,6 @@ fn page_verdicts(targets: &[String]) -> Vec<Verdict> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// The shells a script is run under: dash, and bash under the name `sh`.
-fn shells(dir: &Path) -> Vec<(&'static str, std::path::PathBuf)> {
-    let mut out = Vec::new();
-    for (name, bin) in [("dash", "/bin/dash"), ("bash as sh", "/bin/bash")] {
-        let d = dir.join(format!("{}-as-sh", name.replace(' ', "-")));
-        std::fs::create_dir_all(&d).unwrap();
-        let sh = d.join("sh");
-        if !sh.exists() {
-            std::os::unix::fs::symlink(bin, &sh).unwrap();
-        }
-        out.push((name, d));
-    }
-    out
-}
-
 #[test]
 fn the_parts_script_the_batch_script_and_the_page_read_a_target_alike() {
     let cases = cases();
@@ -227,17 +198,20 @@ fn the_parts_script_the_batch_script_and_the_page_read_a_target_alike() {
     for (name, shell) in shells(work.path()) {
         for ((case, target, takes), page) in cases.iter().zip(&page) {
             stub(&stub_dir, target, &list);
-            let (parts_ok, parts_said) = run(
+            let parts_run = run(
                 work.path(),
                 &shell,
+                &stub_dir,
                 PARTS_SCRIPT,
                 &["f.bin", LINK, "1", "5", "5", ORIGIN],
             );
-            let parts = put_made(&stub_dir);
+            let (parts_ok, parts_said) = (parts_run.ok, parts_run.said);
+            let parts = put_made(&parts_run.sent);
             stub(&stub_dir, target, &list);
-            let (batch_ok, batch_said) = run(
+            let batch_run = run(
                 work.path(),
                 &shell,
+                &stub_dir,
                 BATCH_SCRIPT,
                 &[
                     "https://up.example/b/B",
@@ -246,7 +220,8 @@ fn the_parts_script_the_batch_script_and_the_page_read_a_target_alike() {
                     &manifest,
                 ],
             );
-            let batch = put_made(&stub_dir);
+            let (batch_ok, batch_said) = (batch_run.ok, batch_run.said);
+            let batch = put_made(&batch_run.sent);
             let said = format!("{name}, {case}:\nparts: {parts_said}\nbatch: {batch_said}");
             assert_eq!(parts.is_some(), *takes, "{said}");
             assert_eq!(parts_ok, *takes, "{said}");

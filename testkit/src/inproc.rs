@@ -14,6 +14,20 @@ use tower::ServiceExt as _;
 /// Where tests pretend the server is; nothing listens there.
 pub const BASE: &str = "http://127.0.0.1:8787";
 
+/// The configuration of a server on data directory `dir`: `first`, then
+/// `vars` (which may override it).
+fn config_in(dir: &tempfile::TempDir, first: (&str, &str), vars: &[(&str, &str)]) -> Config {
+    let mut all = vec![
+        (
+            "SLUICE_DATA_DIR".to_owned(),
+            dir.path().display().to_string(),
+        ),
+        (first.0.to_owned(), first.1.to_owned()),
+    ];
+    all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Config::from_vars(all).expect("the test configuration is valid")
+}
+
 /// Sluice over the local backends in a directory of its own.
 #[derive(Debug)]
 pub struct Local {
@@ -27,12 +41,7 @@ impl Local {
     /// Sluice with the default settings plus `vars`.
     pub fn with(vars: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let mut all: Vec<(String, String)> = vec![
-            ("SLUICE_DATA_DIR".into(), dir.path().display().to_string()),
-            ("SLUICE_PUBLIC_URL".into(), BASE.into()),
-        ];
-        all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let config = Config::from_vars(all).expect("the test configuration is valid");
+        let config = config_in(&dir, ("SLUICE_PUBLIC_URL", BASE), vars);
         let url = config.urls.public.clone().expect("set above");
         let (sluice, _) = sluice_runtime::local_sluice(&config, url).expect("local backends open");
         Self { sluice, dir }
@@ -158,12 +167,7 @@ impl Served {
     /// Serves sluice with the default settings plus `vars`.
     pub fn start(vars: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let mut all: Vec<(String, String)> = vec![
-            ("SLUICE_DATA_DIR".into(), dir.path().display().to_string()),
-            ("SLUICE_PORT".into(), "0".into()),
-        ];
-        all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        let config = Config::from_vars(all).expect("the test configuration is valid");
+        let config = config_in(&dir, ("SLUICE_PORT", "0"), vars);
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (ready, started) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
@@ -194,14 +198,6 @@ impl Served {
             stop: Some(stop),
             thread: Some(thread),
         }
-    }
-
-    /// A development bearer token for `user` with `scopes`.
-    pub fn token(&self, user: &str, scopes: &[Scope]) -> String {
-        self.sluice
-            .access()
-            .mint(user, scopes, std::time::Duration::from_secs(600))
-            .expect("local tokens")
     }
 }
 

@@ -135,7 +135,6 @@ impl Sluice {
                 vec![curl::shell_quote(&curl::origin_of(&target.url))],
             ),
         };
-        let probe: Vec<&str> = probe.iter().map(String::as_str).collect();
         let command = curl::or_unreachable(&command, &probe, curl::UPLOAD_INSTEAD);
         Ok(UploadTicket {
             handle,

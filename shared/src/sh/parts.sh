@@ -48,7 +48,6 @@ elif command -v sha256sum >/dev/null 2>&1; then H=sha256sum
 else H='shasum -a 256'; fi
 # Part $1, to stdout or to the file dd is given after it.
 part() { n=$1; shift; dd if="$f" bs=1048576 skip=$(( (n - 1) * M )) count="$M" "$@" 2>/dev/null; }
-refuse() { echo "sluice: part $i: $1: refused" >&2; exit 1; }
 # Sends part $1 (in a subshell of its own: it runs in the background).
 send() {
   i=$1

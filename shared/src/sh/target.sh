@@ -17,12 +17,12 @@ target() {
   tgt_no() { echo "sluice: its target $1: refused" >&2; return 1; }
   [ "$(wc -c < "$1")" -le 4096 ] || { tgt_no "is longer than 4096 bytes"; return 1; }
   [ "$(LC_ALL=C tr -d '\n\040-\176' < "$1" | wc -c)" -eq 0 ] || { tgt_no "has a byte that is not printable ASCII"; return 1; }
-  u='' h='' tgt_n=0 tgt_seen=' '
+  u='' h='' tgt_seen=' '
   while IFS= read -r tgt_l || [ -n "$tgt_l" ]; do
-    if [ "$tgt_n" -eq 0 ]; then
+    if [ -z "$u" ]; then
       case "$tgt_l" in "$2"/*) ;; *) tgt_no "is not under $2"; return 1 ;; esac
       case "$tgt_l" in *' '*) tgt_no "has a space in its URL"; return 1 ;; esac
-      u=$tgt_l tgt_n=1
+      u=$tgt_l
       continue
     fi
     [ -n "$tgt_l" ] || continue

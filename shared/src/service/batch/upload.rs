@@ -152,7 +152,6 @@ impl Sluice {
             let origin = self.part_origin().await?;
             let line = curl::batch_command(&url, &origin, &manifest);
             let probe = self.origins_probed(&origin);
-            let probe: Vec<&str> = probe.iter().map(String::as_str).collect();
             Some(curl::or_unreachable(&line, &probe, curl::UPLOAD_INSTEAD))
         } else {
             None
