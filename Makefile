@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 CLIENTS := tests/clients
 
-.PHONY: all build run test test-installs test-builds check lint fmt bench fuzz soak deny clean clients template vendor first-run
+.PHONY: all build run test test-installs test-builds check lint fmt bench fuzz soak deny clean clients template vendor first-run hops
 
 all: build
 
@@ -175,6 +175,12 @@ CARGO_DENY := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/cargo-deny
 $(CARGO_DENY):
 	$(CARGO) install cargo-deny@$(CARGO_DENY_VERSION) --locked
 	touch $@
+
+# Each flow's path through the service, counted from the source (the table
+# in docs/ARCHITECTURE.md, "The service's components"); pass TREES=<dirs>
+# to compare checkouts.
+hops:
+	$(PYTHON) docs/flow-hops.py $(TREES)
 
 deny: $(CARGO_DENY)
 	$(CARGO_DENY) check licenses bans

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice::ledger::{Ledger, SqliteLedger};
-use sluice::service::issue::UploadRequest;
+use sluice::service::uploads::issue::UploadRequest;
 use sluice::store::Presigner;
 use sluice::token::Short;
 use sluice::{FileId, FileMeta, KeyId, Keyring, MasterSecret, Sha256};
@@ -88,7 +88,7 @@ pub async fn run() -> anyhow::Result<String> {
             sha256: Sha256::of(b"report"),
             content_type: None,
         };
-        std::hint::black_box(local.issue_upload("bench", req).await?);
+        std::hint::black_box(local.uploads().issue_upload("bench", req).await?);
     }
     let local_issue = per_op(start.elapsed(), N);
 

@@ -190,6 +190,7 @@ pub async fn run() -> anyhow::Result<String> {
     for _ in 0..pages {
         let start = Instant::now();
         let page = sluice
+            .files()
             .list_files("scale", Some(50), cursor.as_deref())
             .await?;
         latencies.push(start.elapsed());

@@ -3,7 +3,7 @@
 //! ([`Error::Limited`], 429 with `Retry-After` over HTTP) while everyone else
 //! is served. The service takes from the bucket of each [`Kind`] as it
 //! issues files and links, resolves handles, runs actions and starts pages
-//! (`Sluice::check_rate`).
+//! (`crate::service::limits::Limits::check_rate`).
 //!
 //! The buckets live in the process. Locally that is the whole server; on
 //! Lambda each warm instance keeps its own, so a user spread over `n`
@@ -129,7 +129,7 @@ impl Limits {
 
     /// The bytes of download links one user may be given in an hour: an
     /// allowance kept in the ledger, so that every replica shares it
-    /// (`Sluice::charge_download`).
+    /// (`crate::service::limits::Limits::charge_download`).
     pub fn download_bytes_per_hour(&self) -> u64 {
         self.download_bytes_per_hour
     }

@@ -501,9 +501,10 @@ fn a_store_that_does_not_check_digests_has_its_files_proven_by_sluice() {
         false_bytes[100_000] ^= 1;
         for (sent, ready) in [(data.clone(), true), (false_bytes, false)] {
             let ticket = sluice
+                .uploads()
                 .issue_upload(
                     "alice",
-                    sluice::service::issue::UploadRequest {
+                    sluice::service::uploads::issue::UploadRequest {
                         filename: "u.bin".into(),
                         size: data.len() as u64,
                         sha256: Sha256::of(&data),
@@ -516,7 +517,7 @@ fn a_store_that_does_not_check_digests_has_its_files_proven_by_sluice() {
             // unchecking store presigned, with the headers it signed.
             let token = ticket.upload.url.rsplit('/').next().unwrap();
             let target = Presigned {
-                url: sluice.upload_location(token).await.unwrap(),
+                url: sluice.uploads().upload_location(token).await.unwrap(),
                 headers: ticket
                     .upload
                     .headers
@@ -535,11 +536,11 @@ fn a_store_that_does_not_check_digests_has_its_files_proven_by_sluice() {
                 .await
                 .unwrap()
                 .unwrap();
-            let stored = sluice.stored(&record.file).await.unwrap();
+            let stored = sluice.files().stored(&record.file).await.unwrap();
             let key = record.file.object_key();
             if ready {
                 assert!(
-                    matches!(stored, sluice::service::Stored::Ready(_)),
+                    matches!(stored, sluice::service::files::stored::Stored::Ready(_)),
                     "{stored:?}"
                 );
                 // Proven once: the record says so, for this object.
@@ -551,11 +552,11 @@ fn a_store_that_does_not_check_digests_has_its_files_proven_by_sluice() {
                     .unwrap();
                 assert!(record.proof.unwrap().contains("\"proven\":true"));
                 assert!(matches!(
-                    sluice.stored(&record.file).await.unwrap(),
-                    sluice::service::Stored::Ready(_)
+                    sluice.files().stored(&record.file).await.unwrap(),
+                    sluice::service::files::stored::Stored::Ready(_)
                 ));
             } else {
-                assert_eq!(stored, sluice::service::Stored::Mismatch);
+                assert_eq!(stored, sluice::service::files::stored::Stored::Mismatch);
                 assert!(
                     sluice.store().head(&key).await.unwrap().is_none(),
                     "deleted"

@@ -3,7 +3,7 @@
 
 use http::StatusCode;
 use sluice::Scope;
-use sluice::service::issue::UploadRequest;
+use sluice::service::uploads::issue::UploadRequest;
 use sluice_testkit::inproc::{BASE, Local, call};
 
 fn sha256_hex(data: &[u8]) -> String {
@@ -72,6 +72,7 @@ async fn an_upload_then_a_download_go_through_the_routes_once() {
     let data = b"hello, in-process";
     let ticket = local
         .sluice
+        .uploads()
         .issue_upload(
             "alice",
             UploadRequest {
@@ -100,10 +101,16 @@ async fn an_upload_then_a_download_go_through_the_routes_once() {
 
     let file = local
         .sluice
+        .files()
         .find_file("alice", &ticket.file_id)
         .await
         .unwrap();
-    let download = local.sluice.issue_download("alice", &file).await.unwrap();
+    let download = local
+        .sluice
+        .downloads()
+        .issue_download("alice", &file)
+        .await
+        .unwrap();
     let link = download.download.url.strip_prefix(BASE).unwrap().to_owned();
     let resolver = sluice_resolver::router(local.sluice.clone());
     let head = call(resolver.clone(), "HEAD", &link, &[], "").await;
@@ -128,6 +135,7 @@ async fn the_page_routes_serve_the_page_its_assets_and_refuse_a_bad_token_in_wor
     let issuer = sluice_issuer::router(local.sluice.clone());
     let page = local
         .sluice
+        .pages()
         .request_browser_upload("alice", Default::default())
         .unwrap();
     let path = page.page_url.strip_prefix(BASE).unwrap();
@@ -249,6 +257,7 @@ async fn a_page_start_with_a_bad_token_is_refused_before_its_body_is_read() {
     // A good token, and a body over the start's small limit.
     let page = local
         .sluice
+        .pages()
         .request_browser_upload("alice", Default::default())
         .unwrap();
     let path = format!("{}/start", page.page_url.strip_prefix(BASE).unwrap());

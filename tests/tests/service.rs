@@ -2,8 +2,8 @@
 //! temporary directory (`sluice_testkit::inproc`): each refusal is the
 //! domain error it should be, and nothing is stored or spent by one.
 
-use sluice::service::Stored;
-use sluice::service::issue::UploadRequest;
+use sluice::service::files::stored::Stored;
+use sluice::service::uploads::issue::UploadRequest;
 use sluice::{Caller, Error, Scope};
 use sluice_testkit::inproc::Local;
 
@@ -30,8 +30,9 @@ async fn small(
     owner: &str,
     name: &str,
     data: &[u8],
-) -> sluice::service::small::SmallUpload {
+) -> sluice::service::uploads::small::SmallUpload {
     sluice
+        .uploads()
         .upload_small(
             owner,
             name.into(),
@@ -48,30 +49,43 @@ async fn a_file_is_missing_until_its_bytes_arrive_then_ready() {
     let local = Local::new();
     let ticket = local
         .sluice
+        .uploads()
         .issue_upload("alice", request(b"abc"))
         .await
         .unwrap();
     let file = local
         .sluice
+        .files()
         .find_file("alice", &ticket.file_id)
         .await
         .unwrap();
-    assert_eq!(local.sluice.stored(&file).await.unwrap(), Stored::Missing);
+    assert_eq!(
+        local.sluice.files().stored(&file).await.unwrap(),
+        Stored::Missing
+    );
     assert!(matches!(
-        local.sluice.issue_download("alice", &file).await,
+        local
+            .sluice
+            .downloads()
+            .issue_download("alice", &file)
+            .await,
         Err(Error::NotUploaded)
     ));
     let small = small(&local.sluice, "alice", "b.txt", b"abc").await;
     let stored = local
         .sluice
+        .files()
         .find_file("alice", &small.file_id)
         .await
         .unwrap();
     assert!(matches!(
-        local.sluice.stored(&stored).await.unwrap(),
+        local.sluice.files().stored(&stored).await.unwrap(),
         Stored::Ready(_)
     ));
-    assert_eq!(local.sluice.read_small(&stored).await.unwrap(), b"abc");
+    assert_eq!(
+        local.sluice.downloads().read_small(&stored).await.unwrap(),
+        b"abc"
+    );
 }
 
 #[tokio::test]
@@ -79,22 +93,32 @@ async fn file_ids_and_handles_never_cross_owners() {
     let local = Local::new();
     let ticket = local
         .sluice
+        .uploads()
         .issue_upload("alice", request(b"x"))
         .await
         .unwrap();
     assert!(matches!(
-        local.sluice.find_file("mallory", &ticket.file_id).await,
+        local
+            .sluice
+            .files()
+            .find_file("mallory", &ticket.file_id)
+            .await,
         Err(Error::UnknownFile(_))
     ));
     let mallory = caller("mallory", &[Scope::FilesRead]);
     assert!(matches!(
-        local.sluice.redeem_handle(&mallory, &ticket.handle).await,
+        local
+            .sluice
+            .files()
+            .redeem_handle(&mallory, &ticket.handle)
+            .await,
         Err(Error::OtherUsersHandle)
     ));
     let service = caller("backend", &[Scope::FilesResolve]);
     assert_eq!(
         local
             .sluice
+            .files()
             .redeem_handle(&service, &ticket.handle)
             .await
             .unwrap()
@@ -104,6 +128,7 @@ async fn file_ids_and_handles_never_cross_owners() {
     assert!(matches!(
         local
             .sluice
+            .files()
             .redeem_handle(&mallory, "$uploadedFile:nope")
             .await,
         Err(Error::NotAHandle)
@@ -115,6 +140,7 @@ async fn a_wrong_digest_on_the_inline_fallback_stores_nothing() {
     let local = Local::new();
     let refused = local
         .sluice
+        .uploads()
         .upload_small(
             "alice",
             "a.txt".into(),
@@ -127,7 +153,12 @@ async fn a_wrong_digest_on_the_inline_fallback_stores_nothing() {
         matches!(refused, Err(Error::Invalid(ref m)) if m.contains("nothing was stored")),
         "{refused:?}"
     );
-    let page = local.sluice.list_files("alice", None, None).await.unwrap();
+    let page = local
+        .sluice
+        .files()
+        .list_files("alice", None, None)
+        .await
+        .unwrap();
     assert!(page.files.is_empty(), "{:?}", page.files);
 }
 
@@ -137,11 +168,17 @@ async fn the_pending_caps_refuse_with_a_time_to_come_back() {
     for _ in 0..2 {
         local
             .sluice
+            .uploads()
             .issue_upload("alice", request(b"y"))
             .await
             .unwrap();
     }
-    match local.sluice.issue_upload("alice", request(b"y")).await {
+    match local
+        .sluice
+        .uploads()
+        .issue_upload("alice", request(b"y"))
+        .await
+    {
         Err(Error::Limited {
             message,
             retry_after,
@@ -154,6 +191,7 @@ async fn the_pending_caps_refuse_with_a_time_to_come_back() {
     assert!(
         local
             .sluice
+            .uploads()
             .issue_upload("bob", request(b"y"))
             .await
             .is_ok(),
@@ -222,6 +260,7 @@ async fn an_upstream_is_told_the_user_as_the_tokens_sub_in_both_deliveries() {
     let stored = small(&sluice, &caller.owner, "a.txt", b"hi").await;
     for action in ["inline", "linked"] {
         let outcome = sluice
+            .actions()
             .execute_action(&caller, action, serde_json::json!({"doc": stored.handle}))
             .await
             .unwrap();
@@ -267,39 +306,73 @@ async fn each_kind_of_request_has_a_per_user_rate_of_its_own() {
         let mut bad = request(b"x");
         bad.content_type = Some("not a type".into());
         assert!(matches!(
-            sluice.issue_upload("alice", bad).await,
+            sluice.uploads().issue_upload("alice", bad).await,
             Err(Error::Invalid(_))
         ));
     }
     let small = small(&sluice, "alice", "a.txt", b"hi").await;
-    sluice.issue_upload("alice", request(b"x")).await.unwrap();
+    sluice
+        .uploads()
+        .issue_upload("alice", request(b"x"))
+        .await
+        .unwrap();
     limited(
-        &sluice.issue_upload("alice", request(b"x")).await.map(drop),
+        &sluice
+            .uploads()
+            .issue_upload("alice", request(b"x"))
+            .await
+            .map(drop),
         "too many files requested",
     );
 
-    let file = sluice.find_file("alice", &small.file_id).await.unwrap();
+    let file = sluice
+        .files()
+        .find_file("alice", &small.file_id)
+        .await
+        .unwrap();
     for _ in 0..2 {
-        sluice.issue_download("alice", &file).await.unwrap();
+        sluice
+            .downloads()
+            .issue_download("alice", &file)
+            .await
+            .unwrap();
     }
     limited(
-        &sluice.issue_download("alice", &file).await.map(drop),
+        &sluice
+            .downloads()
+            .issue_download("alice", &file)
+            .await
+            .map(drop),
         "too many download links",
     );
     assert!(
-        sluice.issue_download("bob", &file).await.is_ok(),
+        sluice
+            .downloads()
+            .issue_download("bob", &file)
+            .await
+            .is_ok(),
         "another user's bucket"
     );
 
     let alice = caller("alice", &[Scope::FilesRead, Scope::ActionsExecute]);
-    sluice.resolve_handle(&alice, &small.handle).await.unwrap();
+    sluice
+        .downloads()
+        .resolve_handle(&alice, &small.handle)
+        .await
+        .unwrap();
     limited(
-        &sluice.resolve_handle(&alice, &small.handle).await.map(drop),
+        &sluice
+            .downloads()
+            .resolve_handle(&alice, &small.handle)
+            .await
+            .map(drop),
         "too many handles resolved",
     );
 
     let run = |name: &'static str| {
-        sluice.execute_action(&alice, name, serde_json::json!({"doc": small.handle}))
+        sluice
+            .actions()
+            .execute_action(&alice, name, serde_json::json!({"doc": small.handle}))
     };
     run("inline").await.unwrap();
     limited(&run("linked").await.map(drop), "too many actions run");
@@ -309,7 +382,7 @@ async fn each_kind_of_request_has_a_per_user_rate_of_its_own() {
 /// its owner's issuing rate with starts, valid or not.
 #[tokio::test]
 async fn a_browser_page_has_a_start_rate_of_its_own() {
-    use sluice::service::browser::{BrowserStart, BrowserUploadRequest};
+    use sluice::service::pages::{BrowserStart, BrowserUploadRequest};
     let local = Local::with(&[
         ("SLUICE_PAGE_START_RATE_PER_MINUTE", "1"),
         ("SLUICE_PAGE_START_BURST", "2"),
@@ -319,11 +392,12 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
     let page = |_: ()| {
         let url = local
             .sluice
+            .pages()
             .request_browser_upload("alice", BrowserUploadRequest::default())
             .unwrap()
             .page_url;
         let token = url.rsplit('/').next().unwrap();
-        local.sluice.page_for_start(token).unwrap()
+        local.sluice.pages().page_for_start(token).unwrap()
     };
     let start = |name: &str| BrowserStart {
         filename: name.into(),
@@ -336,6 +410,7 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
     for _ in 0..3 {
         let bad = local
             .sluice
+            .pages()
             .start_browser_upload(&first, 0, start(""))
             .await;
         assert!(matches!(bad, Err(Error::Invalid(_))), "{bad:?}");
@@ -343,12 +418,14 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
     for _ in 0..2 {
         local
             .sluice
+            .pages()
             .start_browser_upload(&first, 0, start("scan.pdf"))
             .await
             .unwrap();
     }
     match local
         .sluice
+        .pages()
         .start_browser_upload(&first, 0, start("scan.pdf"))
         .await
     {
@@ -361,12 +438,14 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
     let second = page(());
     local
         .sluice
+        .pages()
         .start_browser_upload(&second, 0, start("scan.pdf"))
         .await
         .unwrap();
     assert!(
         local
             .sluice
+            .uploads()
             .issue_upload("alice", request(b"y"))
             .await
             .is_err(),
@@ -394,6 +473,7 @@ async fn an_actions_result_files_are_kept_whatever_the_callers_limits() {
     let alice = caller("alice", &[Scope::ActionsExecute]);
     // The caller's issuing burst is spent, and a file of theirs is pending.
     sluice
+        .uploads()
         .issue_upload("alice", request(b"pending"))
         .await
         .unwrap();
@@ -402,6 +482,7 @@ async fn an_actions_result_files_are_kept_whatever_the_callers_limits() {
         sluice::datauri::DataUri::encode("text/plain", Some("r.txt"), &data)
     };
     let outcome = sluice
+        .actions()
         .execute_action(
             &alice,
             "pair",
@@ -431,15 +512,16 @@ async fn an_actions_result_files_are_kept_whatever_the_callers_limits() {
 /// one whose PUT was signed (a replaced record would mark another file ready).
 #[tokio::test]
 async fn two_starts_of_one_page_at_once_issue_one_file() {
-    use sluice::service::browser::{BrowserStart, BrowserUploadRequest};
+    use sluice::service::pages::{BrowserStart, BrowserUploadRequest};
     let local = Local::new();
     for _ in 0..10 {
         let page = local
             .sluice
+            .pages()
             .request_browser_upload("alice", BrowserUploadRequest::default())
             .unwrap();
         let token = page.page_url.rsplit('/').next().unwrap();
-        let opened = local.sluice.page_for_start(token).unwrap();
+        let opened = local.sluice.pages().page_for_start(token).unwrap();
         let start = |data: &[u8]| BrowserStart {
             filename: "scan.pdf".into(),
             size: data.len() as u64,
@@ -449,9 +531,11 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
         let (a, b) = tokio::join!(
             local
                 .sluice
+                .pages()
                 .start_browser_upload(&opened, 0, start(b"first file")),
             local
                 .sluice
+                .pages()
                 .start_browser_upload(&opened, 0, start(b"second, other file")),
         );
         let (won, lost) = match (a, b) {
@@ -460,11 +544,17 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
             other => panic!("exactly one start is issued: {other:?}"),
         };
         assert!(matches!(lost, Error::PageConflict(_)), "{lost:?}");
-        let recorded = local.sluice.find_file("alice", &won.file_id).await.unwrap();
+        let recorded = local
+            .sluice
+            .files()
+            .find_file("alice", &won.file_id)
+            .await
+            .unwrap();
         let signed = won.upload.url.clone();
         assert!(!signed.is_empty());
         let again = local
             .sluice
+            .pages()
             .start_browser_upload(
                 &opened,
                 0,
@@ -492,6 +582,7 @@ async fn an_answer_over_the_limit_says_the_action_ran() {
     let alice = caller("alice", &[Scope::ActionsExecute]);
     let small = small(&sluice, "alice", "a.txt", b"a").await;
     let refused = sluice
+        .actions()
         .execute_action(&alice, "linked", serde_json::json!({"doc": small.handle}))
         .await
         .unwrap_err()
@@ -506,17 +597,19 @@ async fn an_answer_over_the_limit_says_the_action_ran() {
 /// the bucket) are found by a look at the store, not by a records-only one.
 #[tokio::test]
 async fn a_records_only_look_reads_no_store() {
-    use sluice::service::browser::{BrowserStart, BrowserUploadRequest, Look, UploadState};
+    use sluice::service::pages::{BrowserStart, BrowserUploadRequest, Look, UploadState};
     let local = Local::new();
     let page = local
         .sluice
+        .pages()
         .request_browser_upload("alice", BrowserUploadRequest::default())
         .unwrap();
     let token = page.page_url.rsplit('/').next().unwrap();
-    let opened = local.sluice.page_for_start(token).unwrap();
+    let opened = local.sluice.pages().page_for_start(token).unwrap();
     let data = b"arrived behind the record's back";
     let started = local
         .sluice
+        .pages()
         .start_browser_upload(
             &opened,
             0,
@@ -531,6 +624,7 @@ async fn a_records_only_look_reads_no_store() {
         .unwrap();
     let file = local
         .sluice
+        .files()
         .find_file("alice", &started.file_id)
         .await
         .unwrap();
@@ -544,6 +638,7 @@ async fn a_records_only_look_reads_no_store() {
     let status = |look| {
         local
             .sluice
+            .pages()
             .upload_status_by("alice", &page.upload_id, look)
     };
     assert_eq!(
@@ -570,6 +665,7 @@ async fn the_line_the_service_returns_stores_through_the_served_socket() {
     let data = sluice_testkit::bytes(70_000, 4);
     let ticket = served
         .sluice
+        .uploads()
         .issue_upload(
             "alice",
             UploadRequest {
@@ -605,11 +701,15 @@ async fn the_line_the_service_returns_stores_through_the_served_socket() {
     assert!(out.status.success(), "{}", crate::util::out_text(&out));
     let file = served
         .sluice
+        .files()
         .find_file("alice", &ticket.file_id)
         .await
         .unwrap();
     assert!(
-        matches!(served.sluice.stored(&file).await.unwrap(), Stored::Ready(_)),
+        matches!(
+            served.sluice.files().stored(&file).await.unwrap(),
+            Stored::Ready(_)
+        ),
         "stored"
     );
     let again = run(ticket.command.clone(), work.path().to_owned())

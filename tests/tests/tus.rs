@@ -1,5 +1,5 @@
 //! The upload link as one resumable stream where sluice receives the bytes
-//! (tus 1.0, `sluice::service::stream`): `HEAD` says where it stands,
+//! (tus 1.0, `sluice::service::uploads::stream`): `HEAD` says where it stands,
 //! `PATCH` appends from there, and every bad request of DESIGN.md's table
 //! is refused with nothing written; the model's line resumes after it is
 //! cut and the server restarted; clients nobody here wrote (tuspy,

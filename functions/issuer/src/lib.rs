@@ -23,11 +23,11 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use http::{HeaderMap, StatusCode, header};
 use sluice::http::auth::require;
 use sluice::http::{HttpError, JsonBody, Routes, own_body_limits, text};
-use sluice::service::browser::{BrowserStart, BrowserTarget};
-use sluice::service::delete::DeletedFile;
-use sluice::service::issue::{UploadRequest, UploadTicket};
-use sluice::service::multipart::Completion;
-use sluice::service::uploads::Uploaded;
+use sluice::service::files::delete::DeletedFile;
+use sluice::service::pages::{BrowserStart, BrowserTarget};
+use sluice::service::uploads::issue::{UploadRequest, UploadTicket};
+use sluice::service::uploads::parts::Completion;
+use sluice::service::uploads::put::Uploaded;
 use sluice::{Caller, Scope, Sluice};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -45,7 +45,7 @@ pub fn routes(state: &Sluice) -> Routes<Sluice> {
         .merge(widget_routes(state))
         .route("/browser/assets/{name}", "GET", get(asset))
         .route("/browser/{token}", "GET", get(show_page))
-        // Many files in one line (`sluice::service::batch`), called by the
+        // Many files in one line (`sluice::service::batches`), called by the
         // line only (no CORS): the files of a batch still to send, the
         // batch's script, and where a file of a batch goes in one PUT.
         .route("/b/{token}", "GET", get(batch_to_send))
@@ -107,7 +107,7 @@ fn widget_routes(state: &Sluice) -> Routes<Sluice> {
                 .patch(tus::patch)
                 .layer(own_limits()),
         )
-        // Uploads in parts (`sluice::service::multipart`).
+        // Uploads in parts (`sluice::service::uploads::parts`).
         .route("/u/{token}/sh", "GET", get(parts_script))
         .route("/u/{token}/parts", "GET", get(stored_parts))
         .route("/u/{token}/parts/{n}", "POST", post(part_target))
@@ -125,7 +125,9 @@ async fn request_upload(
     JsonBody(req): JsonBody<UploadRequest>,
 ) -> Result<Json<UploadTicket>, HttpError> {
     require(&sluice, &caller, Scope::FilesWrite)?;
-    Ok(Json(sluice.issue_upload(&caller.owner, req).await?))
+    Ok(Json(
+        sluice.uploads().issue_upload(&caller.owner, req).await?,
+    ))
 }
 
 /// `DELETE /files/{file}` (a file id or a handle): the caller's own file
@@ -139,16 +141,16 @@ async fn delete_file(
     if !caller.has(Scope::FilesDelete) {
         require(&sluice, &caller, Scope::FilesWrite)?;
     }
-    Ok(Json(sluice.delete_file(&caller, &file).await?))
+    Ok(Json(sluice.files().delete_file(&caller, &file).await?))
 }
 
 /// The upload page for `token`, or a page saying why it cannot be used.
 async fn show_page(State(sluice): State<Sluice>, Path(token): Path<String>) -> Response {
-    let opened = sluice.open_page(&token);
+    let opened = sluice.pages().open_page(&token);
     let (status, html) = page::render(&opened);
     // On S3 the page PUTs to the store's origin: the policy must allow it.
     let store_origin = match &opened {
-        Ok(_) => sluice.store_origin().await,
+        Ok(_) => sluice.uploads().store_origin().await,
         Err(_) => None,
     };
     (status, page::headers(store_origin.as_deref()), html).into_response()
@@ -191,7 +193,7 @@ async fn start_browser(
     Query(which): Query<StartQuery>,
     body: Body,
 ) -> Result<Json<BrowserTarget>, HttpError> {
-    let page = sluice.page_for_start(&token)?;
+    let page = sluice.pages().page_for_start(&token)?;
     let bytes = axum::body::to_bytes(body, MAX_START_BYTES)
         .await
         .map_err(|_| HttpError::Body {
@@ -204,18 +206,19 @@ async fn start_browser(
     })?;
     Ok(Json(
         sluice
+            .pages()
             .start_browser_upload(&page, which.file, start)
             .await?,
     ))
 }
 
-/// Where the bytes of an upload link go ([`Sluice::upload_location`]), as
-/// text: what the upload command asks before its PUT.
+/// Where the bytes of an upload link go ([`sluice::service::uploads::Uploads::upload_location`]),
+/// as text: what the upload command asks before its PUT.
 async fn upload_location(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(text(sluice.upload_location(&token).await?))
+    Ok(text(sluice.uploads().upload_location(&token).await?))
 }
 
 /// A PUT to a short upload link: with S3, redirected (307, before any of
@@ -227,12 +230,12 @@ async fn upload_short(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
-    if !sluice.stores_directly() {
+    if !sluice.base().stores_directly() {
         return upload(State(sluice), Path(token), headers, body)
             .await
             .map(IntoResponse::into_response);
     }
-    let url = sluice.upload_location(&token).await?;
+    let url = sluice.uploads().upload_location(&token).await?;
     let location = http::HeaderValue::from_str(&url).map_err(sluice::Error::internal)?;
     Ok((
         StatusCode::TEMPORARY_REDIRECT,
@@ -249,12 +252,14 @@ async fn upload_short(
 
 /// Plain text that is not to be cached: where an upload's bytes go, and
 /// the answers of an upload in parts.
-/// The script an upload line in parts runs ([`Sluice::parts_script`]).
+/// The script an upload line in parts runs ([`sluice::service::uploads::Uploads::parts_script`]).
 async fn parts_script(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(text(sluice.parts_script(&token).await?.to_owned()))
+    Ok(text(
+        sluice.uploads().parts_script(&token).await?.to_owned(),
+    ))
 }
 
 /// The files of a batch still to send, one a line (tab-separated).
@@ -262,7 +267,7 @@ async fn batch_to_send(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(text(sluice.batch_to_send(&token).await?))
+    Ok(text(sluice.batches().batch_to_send(&token).await?))
 }
 
 /// The script a batch's line runs, to a live batch link only.
@@ -270,7 +275,7 @@ async fn batch_script(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(text(sluice.batch_script(&token).await?))
+    Ok(text(sluice.batches().batch_script(&token).await?))
 }
 
 /// Where a file of a batch goes in one PUT: the URL, then its headers.
@@ -278,7 +283,7 @@ async fn put_target(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(text(sluice.put_target(&token).await?))
+    Ok(text(sluice.uploads().put_target(&token).await?))
 }
 
 /// The parts stored so far, one number a line.
@@ -286,7 +291,7 @@ async fn stored_parts(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    let parts = sluice.stored_parts(&token).await?;
+    let parts = sluice.uploads().stored_parts(&token).await?;
     Ok(text(
         parts.iter().map(|n| format!("{n}\n")).collect::<String>(),
     ))
@@ -307,17 +312,17 @@ async fn part_target(
 ) -> Result<Response, HttpError> {
     let sha256 = sluice::Sha256::parse(&q.sha256)
         .map_err(|e| sluice::Error::Invalid(format!("sha256: {e}")))?;
-    Ok(text(sluice.part_target(&token, n, sha256).await?))
+    Ok(text(sluice.uploads().part_target(&token, n, sha256).await?))
 }
 
-/// Joins the parts and proves the whole file ([`Sluice::complete_parts`]):
-/// 200 with the file once it is proven; 202 while its proof goes on, which
-/// the upload script answers by asking again.
+/// Joins the parts and proves the whole file
+/// ([`sluice::service::uploads::Uploads::complete_parts`]): 200 with the file once it is proven;
+/// 202 while its proof goes on, which the upload script answers by asking again.
 async fn complete_parts(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(match sluice.complete_parts(&token).await? {
+    Ok(match sluice.uploads().complete_parts(&token).await? {
         Completion::Ready(done) => Json(done).into_response(),
         Completion::Verifying { proven, size } => (
             StatusCode::ACCEPTED,
@@ -349,7 +354,7 @@ pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, HttpErr
         .transpose()
 }
 
-/// Streams the body into the store ([`Sluice::accept_upload`]).
+/// Streams the body into the store ([`sluice::service::uploads::Uploads::accept_upload`]).
 async fn upload(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
@@ -358,5 +363,10 @@ async fn upload(
 ) -> Result<Json<Uploaded>, HttpError> {
     let declared = content_length(&headers)?;
     let stream = body.into_data_stream().map_err(io::Error::other).boxed();
-    Ok(Json(sluice.accept_upload(&token, declared, stream).await?))
+    Ok(Json(
+        sluice
+            .uploads()
+            .accept_upload(&token, declared, stream)
+            .await?,
+    ))
 }

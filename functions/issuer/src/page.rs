@@ -6,7 +6,7 @@
 
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use sluice::service::browser::page_refusal;
+use sluice::service::pages::page_refusal;
 use sluice::token::{PageToken, TokenError};
 use sluice::web::{self, escape, human_size};
 

@@ -1,6 +1,6 @@
 //! The upload link as a tus 1.0 upload URL (core protocol, and the
 //! `expiration` extension), where sluice receives the bytes
-//! (`sluice::service::stream`): `HEAD` says where the upload stands,
+//! (`sluice::service::uploads::stream`): `HEAD` says where the upload stands,
 //! `PATCH` appends from there, `OPTIONS` says what this server speaks. The
 //! upload already exists (`request_upload` made it, pinned to its size and
 //! SHA-256), so a client resumes it by its "upload URL": there is no
@@ -22,7 +22,7 @@ use futures_util::{StreamExt as _, TryStreamExt as _};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use sluice::Sluice;
 use sluice::http::HttpError;
-use sluice::service::stream::StreamAt;
+use sluice::service::uploads::stream::StreamAt;
 
 /// The protocol's version, the only one spoken.
 pub const VERSION: &str = "1.0.0";
@@ -66,7 +66,7 @@ pub async fn head(
     {
         return refused;
     }
-    match sluice.upload_offset(&token).await {
+    match sluice.uploads().upload_offset(&token).await {
         Ok(at) => standing(StatusCode::OK, at),
         Err(e) => tus_error(HttpError::from(e).into_response()),
     }
@@ -115,7 +115,11 @@ pub async fn patch(
         Err(e) => return tus_error(e.into_response()),
     };
     let stream = body.into_data_stream().map_err(io::Error::other).boxed();
-    match sluice.append_upload(&token, offset, declared, stream).await {
+    match sluice
+        .uploads()
+        .append_upload(&token, offset, declared, stream)
+        .await
+    {
         Ok(at) => standing(StatusCode::NO_CONTENT, at),
         Err(sluice::Error::OffsetConflict(at)) => {
             let mut answer =

@@ -229,6 +229,7 @@ fn announce(config: &Config, sluice: &sluice::Sluice, bound: std::net::SocketAdd
     }
     let actions: Vec<&str> = sluice
         .actions()
+        .configured()
         .catalog()
         .actions()
         .iter()

@@ -1,7 +1,7 @@
-//! The action tools: `list_actions`, `execute_action {action, fields}`, and
-//! one typed tool per action (`action_<name>`), so a model needs no
-//! `list_actions` round trip. Every path runs the same
-//! `Sluice::execute_action`; none is listed when no action is configured.
+//! The action tools: `list_actions`, `execute_action {action, fields}`, and one typed tool per
+//! action (`action_<name>`), so a model needs no `list_actions` round trip. Every path runs the
+//! same `sluice::service::actions::Actions::execute_action`; none is listed when no action is
+//! configured.
 
 use std::sync::Arc;
 
@@ -33,6 +33,7 @@ Files in the result larger than 16 KiB come back as download links (run their cu
 fn list(sluice: &Sluice) -> Result<CallToolResult, Error> {
     let actions: Vec<ActionInfo> = sluice
         .actions()
+        .configured()
         .catalog()
         .actions()
         .iter()
@@ -57,7 +58,10 @@ async fn execute(
     action: &str,
     fields: Value,
 ) -> Result<CallToolResult, Error> {
-    let outcome = sluice.execute_action(caller, action, fields).await?;
+    let outcome = sluice
+        .actions()
+        .execute_action(caller, action, fields)
+        .await?;
     let files = match outcome.files_linked {
         0 => String::new(),
         n => format!(" {n} file(s) in the result are download links: run their curl commands."),
@@ -104,7 +108,7 @@ impl SluiceTools {
     /// `list_actions`, `execute_action` (its description naming the
     /// actions) and one `action_<name>` per action of `sluice`'s catalog.
     pub(crate) fn action_tools(sluice: &Sluice) -> ToolRouter<Self> {
-        let catalog = sluice.actions().catalog();
+        let catalog = sluice.actions().configured().catalog();
         let mut router = Self::action_router();
         let names: Vec<&str> = catalog.actions().iter().map(|a| a.name.as_str()).collect();
         if let Some(route) = router.map.get_mut("execute_action") {

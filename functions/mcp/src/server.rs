@@ -59,7 +59,7 @@ impl SluiceTools {
     /// actions are configured.
     pub fn new(sluice: Sluice) -> Self {
         let mut tool_router = Self::file_tools();
-        if !sluice.actions().catalog().is_empty() {
+        if !sluice.actions().configured().catalog().is_empty() {
             tool_router += Self::action_tools(&sluice);
         }
         for route in tool_router.map.values_mut() {
@@ -96,7 +96,7 @@ impl ServerHandler for SluiceTools {
              To download: call get_download_url and run its curl command. \
              upload_small_file / read_small_file are a fallback for files of at most 16 KiB.",
         );
-        if !self.sluice.actions().catalog().is_empty() {
+        if !self.sluice.actions().configured().catalog().is_empty() {
             instructions.push_str(
                 " Actions (action_<name>, execute_action) run backend operations; \
                  a File field takes the handle of a file uploaded with request_upload.",

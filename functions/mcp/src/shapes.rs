@@ -31,7 +31,7 @@ pub struct FileArg {
 #[serde(deny_unknown_fields)]
 pub struct UploadsArgs {
     /// Up to 1000 files.
-    pub files: Vec<sluice::service::batch::BatchEntry>,
+    pub files: Vec<sluice::service::batches::BatchEntry>,
 }
 
 /// Many files to download.
@@ -92,7 +92,8 @@ pub struct SmallFile {
 pub struct ExecuteArgs {
     /// The action's name, from list_actions.
     pub action: String,
-    /// The action's fields by name; File fields take a `$uploadedFile:` handle (FileList fields an array of them).
+    /// The action's fields by name; File fields take a `$uploadedFile:` handle (FileList fields an
+    /// array of them).
     #[serde(default)]
     pub fields: Map<String, Value>,
 }

@@ -8,13 +8,13 @@ use rmcp::handler::server::tool::{schema_for_input, schema_for_output};
 use rmcp::model::{JsonObject, ToolAnnotations};
 use schemars::JsonSchema;
 use sluice::Scope;
-use sluice::service::batch::{BatchTicket, DownloadBatch};
-use sluice::service::browser::{BrowserUpload, UploadStatus};
-use sluice::service::delete::DeletedFile;
+use sluice::service::batches::{BatchTicket, DownloadBatch};
+use sluice::service::downloads::DownloadTicket;
 use sluice::service::files::FilePage;
-use sluice::service::issue::UploadTicket;
-use sluice::service::links::DownloadTicket;
-use sluice::service::small::SmallUpload;
+use sluice::service::files::delete::DeletedFile;
+use sluice::service::pages::{BrowserUpload, UploadStatus};
+use sluice::service::uploads::issue::UploadTicket;
+use sluice::service::uploads::small::SmallUpload;
 
 use crate::shapes::{ActionList, SmallFile};
 

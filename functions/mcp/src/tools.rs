@@ -10,9 +10,9 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{ErrorData, tool, tool_router};
 use sluice::Error;
-use sluice::service::browser::{BrowserUploadRequest, UploadState};
-use sluice::service::issue::UploadRequest;
-use sluice::service::small::SMALL_FILE_MAX;
+use sluice::service::pages::{BrowserUploadRequest, UploadState};
+use sluice::service::uploads::issue::UploadRequest;
+use sluice::service::uploads::small::SMALL_FILE_MAX;
 
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ use rmcp::model::{
     InputRequiredResult, ProgressNotificationParam, ProgressToken, RequestMetaObject,
 };
 use rmcp::{Peer, RoleServer};
-use sluice::service::browser::{BrowserUpload, Look, UploadStatus};
+use sluice::service::pages::{BrowserUpload, Look, UploadStatus};
 
 use crate::reply::{caller, compact, finish, success};
 use crate::server::SluiceTools;
@@ -49,7 +49,11 @@ impl SluiceTools {
                     .into(),
             )
         })?;
-        let status = self.sluice.upload_status(owner, &page.upload_id).await?;
+        let status = self
+            .sluice
+            .pages()
+            .upload_status(owner, &page.upload_id)
+            .await?;
         page.state = Some(status.state);
         page.handle = status.handle.clone();
         let summary = match (&status.state, &status.filename, status.size) {
@@ -98,7 +102,11 @@ impl SluiceTools {
                 Look::Records
             };
             polls += 1;
-            let status = self.sluice.upload_status_by(owner, upload_id, look).await?;
+            let status = self
+                .sluice
+                .pages()
+                .upload_status_by(owner, upload_id, look)
+                .await?;
             if status.state != UploadState::Pending {
                 return Ok(status);
             }
@@ -146,7 +154,11 @@ Hosts with MCP Apps show the same form in the chat; it reports the upload itself
         if let Some(state) = state {
             return finish(self.after_elicitation(&caller.owner, &state).await).map(Into::into);
         }
-        let page = match self.sluice.request_browser_upload(&caller.owner, req) {
+        let page = match self
+            .sluice
+            .pages()
+            .request_browser_upload(&caller.owner, req)
+        {
             Ok(page) => page,
             Err(e) => return finish(Err(e)).map(Into::into),
         };
@@ -206,7 +218,7 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
             // A few waits a user, one an upload, within a rate: any other
             // call answers at once (it would hold a connection for nothing).
             let waiting = (!wait.is_zero())
-                .then(|| self.sluice.begin_wait(&caller.owner, &arg.upload_id))
+                .then(|| self.sluice.pages().begin_wait(&caller.owner, &arg.upload_id))
                 .flatten();
             let wait = if waiting.is_some() { wait } else { Duration::ZERO };
             let status = self
@@ -249,7 +261,7 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
         finish(async {
             let caller = caller(&parts)?;
             let (name, size) = (shown(&req.filename), req.size);
-            let ticket = self.sluice.issue_upload(&caller.owner, req).await?;
+            let ticket = self.sluice.uploads().issue_upload(&caller.owner, req).await?;
             // The line says itself which host a sandbox must allow, if one
             // is blocked.
             compact(
@@ -279,7 +291,7 @@ field, or each `file_id`.",
     ) -> Result<CallToolResult, ErrorData> {
         finish(async {
             let caller = caller(&parts)?;
-            let batch = self.sluice.issue_uploads(&caller.owner, args.files).await?;
+            let batch = self.sluice.batches().issue_uploads(&caller.owner, args.files).await?;
             let summary = match &batch.command {
                 Some(_) => "Run `command` where the files are; then use `handle` or the file_ids (in the order asked).",
                 None => "Nothing to send: every file was stored already or refused. Use `handle` or the file_ids.",
@@ -306,7 +318,7 @@ and one line. Run `command` where they should go: it saves each under its name (
     ) -> Result<CallToolResult, ErrorData> {
         finish(async {
             let caller = caller(&parts)?;
-            let batch = self.sluice.issue_downloads(&caller, arg.files).await?;
+            let batch = self.sluice.batches().issue_downloads(&caller, arg.files).await?;
             let summary = match &batch.command {
                 Some(_) => "Run `command` where the files should go (single use; call again for a new line to resume).",
                 None => "None of these files can be downloaded: see each one's error.",
@@ -330,8 +342,8 @@ The bytes never pass through the conversation.",
     ) -> Result<CallToolResult, ErrorData> {
         finish(async {
             let caller = caller(&parts)?;
-            let file = self.sluice.resolve_file(&caller, &arg.file).await?;
-            let ticket = self.sluice.issue_download(&caller.owner, &file).await?;
+            let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
+            let ticket = self.sluice.downloads().issue_download(&caller.owner, &file).await?;
             compact(
                 format!(
                     "Download link for {} ({} bytes), single use, valid until {}: run `command` where the file \
@@ -360,7 +372,7 @@ links stop working. Deleting it again answers the same.",
         finish(
             async {
                 let caller = caller(&parts)?;
-                let gone = self.sluice.delete_file(&caller, &arg.file).await?;
+                let gone = self.sluice.files().delete_file(&caller, &arg.file).await?;
                 success(
                     format!("Deleted {} ({} bytes).", shown(&gone.filename), gone.size),
                     &gone,
@@ -385,6 +397,7 @@ state (`pending`, `verifying`, `ready`) and expiry. Pass `next_cursor` as `curso
                 let caller = caller(&parts)?;
                 let page = self
                     .sluice
+                    .files()
                     .list_files(&caller.owner, args.limit, args.cursor.as_deref())
                     .await?;
                 let more = if page.next_cursor.is_some() {
@@ -422,7 +435,7 @@ with its sha256 (checked). Prefer request_upload: any size, and the bytes never 
                 .map_err(|_| Error::Invalid("data_base64 is not valid base64".into()))?;
             let stored = self
                 .sluice
-                .upload_small(&caller.owner, args.filename, data, args.sha256, args.content_type)
+                .uploads().upload_small(&caller.owner, args.filename, data, args.sha256, args.content_type)
                 .await?;
             success(
                 format!("Stored {} ({} bytes) as {}.", stored.filename, stored.size, stored.file_id),
@@ -445,8 +458,8 @@ as base64, verified against its sha256. Prefer get_download_url.",
         finish(
             async {
                 let caller = caller(&parts)?;
-                let file = self.sluice.resolve_file(&caller, &arg.file).await?;
-                let data = self.sluice.read_small(&file).await?;
+                let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
+                let data = self.sluice.downloads().read_small(&file).await?;
                 let out = SmallFile {
                     file_id: file.id,
                     filename: file.filename,

@@ -102,7 +102,7 @@ pub fn download_html() -> &'static str {
 /// sandbox `domain` claude.ai runs it on; a border.
 pub async fn meta(sluice: &Sluice) -> MetaObject {
     let mut connect = vec![sluice.issuer_url().origin().ascii_serialization()];
-    if let Some(store) = sluice.store_origin().await
+    if let Some(store) = sluice.uploads().store_origin().await
         && !connect.contains(&store)
     {
         connect.push(store);

@@ -12,7 +12,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use sluice::http::auth::require;
 use sluice::http::{HttpError, JsonBody, Routes, only, text};
-use sluice::service::links::{Delivery, DownloadTicket};
+use sluice::service::downloads::{Delivery, DownloadTicket};
 use sluice::{Caller, FileMeta, Scope, Sluice};
 
 /// The resolver's routes.
@@ -39,7 +39,7 @@ async fn batch_links(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(text(sluice.batch_links(&token).await?))
+    Ok(text(sluice.batches().batch_links(&token).await?))
 }
 
 /// The script a download batch's line runs, to a live list link only.
@@ -47,7 +47,7 @@ async fn fetch_script(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
 ) -> Result<Response, HttpError> {
-    Ok(text(sluice.fetch_script(&token).await?))
+    Ok(text(sluice.batches().fetch_script(&token).await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,18 +66,24 @@ async fn resolve(
     if !caller.has(Scope::FilesResolve) {
         require(&sluice, &caller, Scope::FilesRead)?;
     }
-    Ok(Json(sluice.resolve_handle(&caller, &req.handle).await?))
+    Ok(Json(
+        sluice
+            .downloads()
+            .resolve_handle(&caller, &req.handle)
+            .await?,
+    ))
 }
 
-/// Redeems a download link (the order of checks is [`Sluice::redeem_link`]'s)
-/// and delivers what it says: a redirect to the store, or the bytes.
+/// Redeems a download link (the order of checks is
+/// [`sluice::service::downloads::Downloads::redeem_link`]'s) and delivers what it says: a redirect
+/// to the store, or the bytes.
 async fn download(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
     headers: http::HeaderMap,
 ) -> Result<Response, HttpError> {
     let from = resume_offset(&headers);
-    Ok(match sluice.redeem_link(&token, from).await? {
+    Ok(match sluice.downloads().redeem_link(&token, from).await? {
         Delivery::Redirect(url) => (
             StatusCode::TEMPORARY_REDIRECT,
             [

@@ -46,6 +46,21 @@ pub struct Endpoints {
     pub widget_origins: Vec<String>,
 }
 
+impl Endpoints {
+    /// The base of the issuer's routes (`/uploads`, `/u/…`, `/browser/…`),
+    /// without a trailing slash: each link follows the function that serves
+    /// it.
+    pub fn issuer_base(&self) -> &str {
+        self.issuer.as_str().trim_end_matches('/')
+    }
+
+    /// The base of the resolver's routes (`/l/…`, `/resolve`), without a
+    /// trailing slash.
+    pub fn resolver_base(&self) -> &str {
+        self.resolver.as_str().trim_end_matches('/')
+    }
+}
+
 impl Urls {
     pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
         Ok(Self {

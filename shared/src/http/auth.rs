@@ -19,7 +19,7 @@ pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
 /// `actions:execute` where actions are configured.
 pub fn offered_scopes(sluice: &Sluice) -> Vec<Scope> {
     let mut scopes = vec![Scope::FilesRead, Scope::FilesWrite];
-    if !sluice.actions().catalog().is_empty() {
+    if !sluice.actions().configured().catalog().is_empty() {
         scopes.push(Scope::ActionsExecute);
     }
     scopes

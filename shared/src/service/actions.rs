@@ -8,14 +8,19 @@
 //! to files stored for the caller.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use futures_util::StreamExt as _;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::issue::Counted;
-use super::links::DownloadTicket;
-use super::{Sluice, Stored};
+use super::base::Base;
+use super::batches::Batches;
+use super::downloads::Downloads;
+use super::files::Files;
+use super::files::stored::Stored;
+use super::limits::Limits;
+use super::uploads::Uploads;
 use crate::actions::body::{self, Failure};
 use crate::actions::fields::{self, MAX_FILE_OCCURRENCES, Plan, Source};
 use crate::actions::results::{default_name, large_files};
@@ -26,6 +31,8 @@ use crate::datauri::DataUri;
 use crate::error::{Error, FieldError};
 use crate::file::{FileMeta, SMALL_FILE_MAX};
 use crate::rate::Kind;
+use crate::service::downloads::DownloadTicket;
+use crate::service::uploads::issue::Counted;
 use crate::sha::Sha256;
 use crate::token::HANDLE_PREFIX;
 
@@ -51,7 +58,49 @@ pub struct ResultFile {
     pub ticket: DownloadTicket,
 }
 
-impl Sluice {
+/// Actions whose File fields take handles, run for a caller.
+#[derive(Clone, Debug)]
+pub struct Actions {
+    base: Base,
+    catalog: Arc<crate::actions::Actions>,
+    uploads: Uploads,
+    downloads: Downloads,
+    batches: Batches,
+    files: Files,
+    limits: Limits,
+}
+
+impl Actions {
+    /// The actions of `catalog`, their files found through `files` and
+    /// `batches`, passed on by `downloads`, their results stored by
+    /// `uploads`.
+    pub fn new(
+        base: Base,
+        catalog: crate::actions::Actions,
+        uploads: Uploads,
+        downloads: Downloads,
+        batches: Batches,
+        files: Files,
+        limits: Limits,
+    ) -> Self {
+        Self {
+            base,
+            catalog: Arc::new(catalog),
+            uploads,
+            downloads,
+            batches,
+            files,
+            limits,
+        }
+    }
+
+    /// The configured actions (none: the action tools are not listed).
+    pub fn configured(&self) -> &crate::actions::Actions {
+        &self.catalog
+    }
+}
+
+impl Actions {
     /// Runs action `name` with `fields` for `caller`.
     pub async fn execute_action(
         &self,
@@ -59,7 +108,7 @@ impl Sluice {
         name: &str,
         fields: Value,
     ) -> Result<ActionOutcome, Error> {
-        let actions = self.actions();
+        let actions = self.configured();
         let action = actions
             .catalog()
             .get(name)
@@ -73,7 +122,7 @@ impl Sluice {
         };
         let plan = fields::plan(&redeem, action, fields)?;
         // The call checked first: a refused one takes nothing from the rate.
-        self.check_rate(Kind::Actions, &caller.owner)?;
+        self.limits.check_rate(Kind::Actions, &caller.owner)?;
         let limits = actions.limits();
         if action.file_delivery == FileDelivery::DataUri && plan.total_bytes() > limits.max_bytes {
             return Err(Error::Invalid(format!(
@@ -88,7 +137,7 @@ impl Sluice {
             FileDelivery::DataUri => {
                 let failure = Failure::default();
                 let body = body::build(
-                    self.store_arc(),
+                    self.base.store_arc(),
                     actions.reads(),
                     &failure,
                     &action.name,
@@ -150,13 +199,13 @@ impl Sluice {
                 continue;
             };
             let items = match value {
-                Value::String(s) if super::batch::is_batch_handle(s) => {
+                Value::String(s) if super::batches::is_batch_handle(s) => {
                     vec![Value::String(s.clone())]
                 }
                 Value::Array(items)
                     if items
                         .iter()
-                        .any(|i| i.as_str().is_some_and(super::batch::is_batch_handle)) =>
+                        .any(|i| i.as_str().is_some_and(super::batches::is_batch_handle)) =>
                 {
                     std::mem::take(items)
                 }
@@ -167,6 +216,7 @@ impl Sluice {
             let cap = usize::try_from(MAX_FILE_OCCURRENCES).unwrap_or(usize::MAX);
             let named: Vec<&str> = items.iter().map(|i| i.as_str().unwrap_or("")).collect();
             let batches = self
+                .batches
                 .batches_named(caller, &named, cap)
                 .await
                 .map_err(|e| Error::field(&field.name, FieldError::of_handle(&e)))?
@@ -179,9 +229,12 @@ impl Sluice {
             let mut out = Vec::with_capacity(items.len());
             for item in items {
                 match item.as_str().map(str::trim).and_then(|s| batches.get(s)) {
-                    Some(batch) => {
-                        out.extend(self.handles_in(batch).into_iter().map(Value::String))
-                    }
+                    Some(batch) => out.extend(
+                        self.batches
+                            .handles_in(batch)
+                            .into_iter()
+                            .map(Value::String),
+                    ),
                     None => out.push(item),
                 }
             }
@@ -221,7 +274,7 @@ impl Sluice {
         let distinct: Vec<String> = distinct.into_iter().map(str::to_owned).collect();
         let found: Vec<(String, Result<FileMeta, Error>)> = futures_util::stream::iter(distinct)
             .map(|h: String| async move {
-                let found = self.redeem_handle(caller, &h).await;
+                let found = self.files.redeem_handle(caller, &h).await;
                 (h, found)
             })
             .buffer_unordered(HANDLES_AT_ONCE)
@@ -248,10 +301,10 @@ impl Sluice {
         });
         // All at once here: the read slots bound how many run.
         let checks = checks.map(|(field, meta)| async move {
-            self.actions()
+            self.configured()
                 .reads()
                 .run(&field, async {
-                    match self.stored(&meta).await? {
+                    match self.files.stored(&meta).await? {
                         Stored::Ready(_) => Ok(()),
                         Stored::Missing => Err(Error::field(
                             &field,
@@ -288,6 +341,7 @@ impl Sluice {
                 (Source::Inline(uri), None) => {
                     let name = uri.name.clone().unwrap_or_else(|| "file".to_owned());
                     let (meta, _) = self
+                        .uploads
                         .store_inline(
                             &caller.owner,
                             name,
@@ -304,8 +358,8 @@ impl Sluice {
             // Stored files were checked by `check_stored`, inline ones just
             // stored: no second request to the store. Each link is egress
             // the upstream may fetch: taken from the owner's allowance.
-            self.charge_download(&meta).await?;
-            let ticket = self.download_ticket(&meta);
+            self.limits.charge_download(&meta).await?;
+            let ticket = self.downloads.download_ticket(&meta);
             links.push_back(json!({
                 "url": ticket.download.url,
                 "size": ticket.size,
@@ -346,7 +400,10 @@ impl Sluice {
             let filename = uri
                 .name
                 .clone()
-                .filter(|n| !n.trim().is_empty() && n.len() <= super::issue::MAX_FILENAME_BYTES)
+                .filter(|n| {
+                    !n.trim().is_empty()
+                        && n.len() <= crate::service::uploads::issue::MAX_FILENAME_BYTES
+                })
                 .unwrap_or_else(|| default_name(action, &uri.mime));
             let content_type = crate::datauri::essence(&uri.mime);
             let sha256 = Sha256::of(&uri.data);
@@ -354,6 +411,7 @@ impl Sluice {
             // that cannot be kept is named in its place, and the rest of the
             // result still comes back (never "try again": the action ran).
             let kept = self
+                .uploads
                 .store_inline(
                     &caller.owner,
                     filename,
@@ -382,7 +440,7 @@ impl Sluice {
                     continue;
                 }
             };
-            let ticket = self.download_ticket(&file);
+            let ticket = self.downloads.download_ticket(&file);
             tracing::info!(action, file_id = %file.id, size = file.size, "file in an action result stored");
             *slot = serde_json::to_value(ResultFile { handle, ticket }).map_err(Error::internal)?;
             stored += 1;

@@ -6,22 +6,59 @@
 //! since (their records are brought up to date) and try once more → refuse
 //! with which cap, and when the oldest pending file expires.
 
-use super::Sluice;
+use std::sync::Arc;
+
+use super::base::Base;
+use super::files::Files;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::rate::Kind;
 use crate::records::{FileRecord, Pending, PendingCaps};
 use crate::time::{now_unix, rfc3339};
 
-impl Sluice {
-    /// Takes one from `key`'s bucket of `kind` (an owner's, or a page's).
-    pub(crate) fn check_rate(&self, kind: Kind, key: &str) -> Result<(), Error> {
-        self.limits().check(kind, key)
+/// The per-user limits, called by name from every flow that issues
+/// something: the rates, the caps on pending files, and the hourly
+/// allowance of download bytes (kept in the ledger).
+#[derive(Clone, Debug)]
+pub struct Limits {
+    base: Base,
+    files: Files,
+    rates: Arc<crate::rate::Limits>,
+    pending_caps: PendingCaps,
+}
+
+impl Limits {
+    /// The `rates` and `pending_caps` read from the `limits` group, over
+    /// `files` (whose pending records are settled at a cap).
+    pub fn new(
+        base: Base,
+        files: Files,
+        rates: crate::rate::Limits,
+        pending_caps: PendingCaps,
+    ) -> Self {
+        Self {
+            base,
+            files,
+            rates: Arc::new(rates),
+            pending_caps,
+        }
     }
 
-    /// [`Sluice::check_rate`] for `n` at once (a batch of `n` files).
+    /// Per-user caps on files waiting for their bytes.
+    pub(crate) fn pending_caps(&self) -> PendingCaps {
+        self.pending_caps
+    }
+}
+
+impl Limits {
+    /// Takes one from `key`'s bucket of `kind` (an owner's, or a page's).
+    pub(crate) fn check_rate(&self, kind: Kind, key: &str) -> Result<(), Error> {
+        self.rates.check(kind, key)
+    }
+
+    /// [`Limits::check_rate`] for `n` at once (a batch of `n` files).
     pub(crate) fn check_rate_n(&self, kind: Kind, key: &str, n: usize) -> Result<(), Error> {
-        self.limits()
+        self.rates
             .check_n(kind, key, u32::try_from(n.max(1)).unwrap_or(u32::MAX))
     }
 
@@ -33,7 +70,7 @@ impl Sluice {
         expires_at: i64,
     ) -> Result<(), Error> {
         let record = FileRecord::issued(file, expires_at);
-        self.records().put(&record).await?;
+        self.base.records().put(&record).await?;
         Ok(())
     }
 
@@ -43,7 +80,7 @@ impl Sluice {
     /// store are found ready before a refusal.
     pub(crate) async fn admit(&self, file: &FileMeta, expires_at: i64) -> Result<(), Error> {
         let record = FileRecord::issued(file, expires_at);
-        let (records, caps, now) = (self.records(), self.pending_caps(), now_unix());
+        let (records, caps, now) = (self.base.records(), self.pending_caps, now_unix());
         // Cheap first: the count and the write in one step; the records
         // only at a cap, to find uploaded ones still marked pending.
         if records.put_within(&record, caps, now).await?.is_none() {
@@ -51,6 +88,7 @@ impl Sluice {
         }
         let pending = records.pending(&file.owner, now, caps.files).await?;
         let pending: Vec<_> = self
+            .files
             .refresh(pending)
             .await?
             .into_iter()
@@ -67,6 +105,47 @@ impl Sluice {
             return Err(over_stored(caps, totals, file.size));
         }
         Err(over_caps(caps, &pending, file.size, now))
+    }
+
+    /// Takes `file`'s size from its owner's allowance of download bytes for
+    /// this clock hour (`SLUICE_DOWNLOAD_BYTES_PER_HOUR`), kept in the
+    /// ledger so that every replica shares it. It bounds the bytes of the
+    /// links one user is given; each link is redeemed once, and on S3 its
+    /// redirect is a presigned GET that lives seconds
+    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`), so a link's bytes can be fetched
+    /// again only by whoever holds that URL within those seconds.
+    pub(crate) async fn charge_download(&self, file: &FileMeta) -> Result<(), Error> {
+        let limit = self.rates.download_bytes_per_hour();
+        let now = now_unix();
+        let hour = now.div_euclid(3600);
+        let owner = crate::file::owner_hash(&file.owner);
+        let key = format!("dl#{owner}#{hour}");
+        // Kept an hour past its own, for clocks a little apart.
+        let kept_until = (hour + 2) * 3600;
+        if self
+            .base
+            .ledger()
+            .charge(&key, file.size, limit, kept_until)
+            .await?
+        {
+            return Ok(());
+        }
+        let refused =
+            "you were given download links for too many bytes in this hour: none was issued";
+        if file.size > limit {
+            return Err(Error::Limited {
+                message: format!(
+                    "{refused}: this file is larger than the whole allowance ({limit} bytes an hour)"
+                ),
+                retry_after: 3600,
+            });
+        }
+        let retry_after = u64::try_from((hour + 1) * 3600 - now).unwrap_or(1).max(1);
+        tracing::info!(%owner, retry_after, "download allowance reached");
+        Err(Error::Limited {
+            message: format!("{refused}; try again in {retry_after} s"),
+            retry_after,
+        })
     }
 }
 

@@ -15,11 +15,11 @@
 //! file, and the object goes. The state lives in the record, so nothing is
 //! kept beside the object and any store with ranged reads can be proven.
 
+use super::base::Base;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::Sluice;
 use crate::file::FileMeta;
 use crate::sha::{Midstate, Mismatch, Sha256};
 use crate::store::{Busy, StoreError};
@@ -75,7 +75,7 @@ pub(crate) fn proven_for(etag: Option<String>) -> String {
     .expect("a proof serializes")
 }
 
-/// How far one call of [`Sluice::prove`] went.
+/// How far one call of [`Base::prove`] went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Proved {
     /// The object is the file declared.
@@ -92,7 +92,7 @@ pub(crate) struct Held {
     proof: Proof,
 }
 
-impl Sluice {
+impl Base {
     /// Takes `file`'s proof for one call of `budget`: refused
     /// ([`Busy::Completing`]) while another call holds it.
     pub(crate) async fn hold_proof(
@@ -203,10 +203,10 @@ impl Held {
 
     /// Writes the proof as it stands, if no other call moved it since:
     /// [`Busy::Completing`] if one did (it took over a lease thought dead).
-    async fn save(&mut self, sluice: &Sluice) -> Result<(), StoreError> {
+    async fn save(&mut self, base: &Base) -> Result<(), StoreError> {
         let next = serde_json::to_string(&self.proof).expect("a proof serializes");
         let (owner, id) = (&self.file.owner, &self.file.id);
-        if !sluice
+        if !base
             .records()
             .swap_proof(owner, id, self.kept.as_deref(), Some(&next))
             .await?
@@ -219,9 +219,9 @@ impl Held {
 
     /// Gives the lease back, keeping the proof as it stands (logged if the
     /// record cannot be written: the lease then lapses on its own).
-    pub(crate) async fn release(mut self, sluice: &Sluice) {
+    pub(crate) async fn release(mut self, base: &Base) {
         self.proof.lease = 0;
-        if let Err(e) = self.save(sluice).await {
+        if let Err(e) = self.save(base).await {
             tracing::warn!(file_id = %self.file.id, error = %e, "could not give a proof's lease back");
         }
     }

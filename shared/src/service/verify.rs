@@ -3,13 +3,13 @@
 //! their own kind, refused alike (every failure one `NotFound`), and each
 //! names a file whose record says what it pins.
 
-use super::Sluice;
+use super::base::Base;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::time::now_unix;
 use crate::token::{Method, Short, ShortKind, TokenError};
 
-impl Sluice {
+impl Base {
     /// Verifies a link token for `method`. Every failure is the same
     /// [`Error::NotFound`], so a caller learns nothing about why; the
     /// reason is logged at debug.

@@ -4,18 +4,18 @@
 //! ([`super::limits`]) → sign its handle → sign where its bytes go: a
 //! presigned PUT of a direct store, which itself enforces size, digest and
 //! single use, or a single-use link to sluice's own `PUT /uploads/{token}`
-//! ([`super::uploads`]).
+//! ([`super::put`]).
 
+use super::Uploads;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::Sluice;
-use super::uploads::Protocol;
 use crate::curl;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::rate::Kind;
+use crate::service::base::Protocol;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream};
 use crate::time::{now_unix, rfc3339};
@@ -92,7 +92,7 @@ pub struct UploadTicket {
     pub max_bytes: u64,
 }
 
-impl Sluice {
+impl Uploads {
     /// Issues a handle and a single-use upload link for a file `owner` is about to upload.
     pub async fn issue_upload(
         &self,
@@ -114,7 +114,7 @@ impl Sluice {
         // What the line tries again when it fails, to tell an unreachable
         // host: the link's origin, or (through a short link to the store)
         // the URL it was reaching when it failed.
-        let (command, probe) = match (protocol, self.store().access()) {
+        let (command, probe) = match (protocol, self.base.store().access()) {
             (Protocol::Stream, _) => (
                 curl::stream_command(&target.url, local, file.size),
                 vec![curl::shell_quote(&curl::origin_of(&target.url))],
@@ -141,7 +141,7 @@ impl Sluice {
             file_id: file.id,
             upload: target,
             command,
-            max_bytes: self.transfers().max_upload_bytes,
+            max_bytes: self.base.transfers().max_upload_bytes,
         })
     }
 
@@ -156,7 +156,7 @@ impl Sluice {
         self.issue_file_as(owner, req, id, Counted::Yes).await
     }
 
-    /// [`Sluice::issue_file`], counted against the owner's rate and pending
+    /// [`Uploads::issue_file`], counted against the owner's rate and pending
     /// caps or not.
     async fn issue_file_as(
         &self,
@@ -169,7 +169,7 @@ impl Sluice {
         // the caller's rate.
         let (filename, content_type) = self.checked(&req)?;
         if counted == Counted::Yes {
-            self.check_rate(Kind::Issue, owner)?;
+            self.limits.check_rate(Kind::Issue, owner)?;
         }
         let file = FileMeta {
             id,
@@ -179,13 +179,13 @@ impl Sluice {
             size: req.size,
             sha256: req.sha256,
         };
-        let expires_at = now_unix() + self.transfers().handle_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.base.transfers().handle_ttl.as_secs() as i64;
         match counted {
-            Counted::Yes => self.admit(&file, expires_at).await?,
-            Counted::No => self.record_uncounted(&file, expires_at).await?,
+            Counted::Yes => self.limits.admit(&file, expires_at).await?,
+            Counted::No => self.limits.record_uncounted(&file, expires_at).await?,
         }
         crate::telemetry::audit(crate::telemetry::Change::Issued, &file, None);
-        let handle = self.handle_of(&file.id);
+        let handle = self.base.handle_of(&file.id);
         Ok((file, handle, expires_at))
     }
 
@@ -201,7 +201,7 @@ impl Sluice {
                 "filename is longer than {MAX_FILENAME_BYTES} bytes"
             )));
         }
-        let max = self.transfers().max_upload_bytes;
+        let max = self.base.transfers().max_upload_bytes;
         if req.size > max {
             return Err(Error::Invalid(format!(
                 "size {} is over the limit of {max} bytes",
@@ -227,7 +227,7 @@ impl Sluice {
 
     /// Where and how to PUT `file`'s bytes: a short link of sluice's
     /// (`/u/<token>`), which a direct store's presigned URL is minted behind
-    /// when it is asked for ([`Sluice::upload_location`]); or, for a page
+    /// when it is asked for ([`Uploads::upload_location`]); or, for a page
     /// the model never reads, a direct store's presigned URL itself. Never
     /// valid past `record_expires`, when the file's record expires.
     pub(crate) async fn upload_target(
@@ -238,17 +238,17 @@ impl Sluice {
     ) -> Result<UploadTarget, Error> {
         // A file in parts, or as large in one resumable stream, may take
         // long, and its line resumes: its link lives as long as its record.
-        let protocol = self.protocol_of(file);
+        let protocol = self.base.protocol_of(file);
         let parted = matches!(protocol, Protocol::Parts(_));
         let long = match protocol {
             Protocol::Parts(_) => true,
-            Protocol::Stream => file.size > self.transfers().single_put_max_bytes,
+            Protocol::Stream => file.size > self.base.transfers().single_put_max_bytes,
             Protocol::Put => false,
         };
         let ttl = if long {
-            self.transfers().handle_ttl
+            self.base.transfers().handle_ttl
         } else {
-            self.transfers().upload_ttl
+            self.base.transfers().upload_ttl
         };
         let now = now_unix();
         let expires_at = (now + ttl.as_secs() as i64).min(record_expires);
@@ -257,9 +257,13 @@ impl Sluice {
         let short = || {
             let link = Short::upload(file.id.clone(), expires_at);
             tracing::info!(file_id = %file.id, jti = %link.jti(), size = file.size, "upload issued");
-            format!("{}/u/{}", self.issuer_base(), link.encode(self.keys()))
+            format!(
+                "{}/u/{}",
+                self.endpoints.issuer_base(),
+                link.encode(self.base.keys())
+            )
         };
-        let (url, headers) = match self.store().access() {
+        let (url, headers) = match self.base.store().access() {
             // In parts: each part's URL and headers are minted as it goes.
             Access::Direct(_) if reader == Reader::Model && parted => (short(), BTreeMap::new()),
             Access::Direct(presign) => {
@@ -310,10 +314,11 @@ impl Sluice {
         let body: ByteStream = Box::pin(futures_util::stream::once(async move {
             Ok(bytes::Bytes::from(data))
         }));
-        self.store()
+        self.base
+            .store()
             .put(&file.object_key(), file.size, file.sha256, body)
             .await?;
-        self.file_stored(&file, None).await?;
+        self.files.file_stored(&file, None).await?;
         tracing::info!(file_id = %file.id, size = file.size, "inline file stored");
         Ok((file, handle))
     }

@@ -9,21 +9,22 @@
 //! file's object, which must come out the size and SHA-256 declared when
 //! the file was issued (the proof: parts each self-consistent but whose
 //! whole is another file never turn ready). An object the store joined is
-//! proven by the service ([`super::proof`]). A file already complete
+//! proven by the service ([`crate::service::proof`]). A file already complete
 //! refuses any further part or completion. Where sluice receives the bytes
 //! a file is one resumable stream instead ([`super::stream`]).
 
+use super::Uploads;
 use std::time::Duration;
 
-use super::Sluice;
-use super::proof::{Held, PROOF_SLICE, Proved};
-use super::uploads::{Protocol, Uploaded};
+use super::put::Uploaded;
 use crate::curl;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::multipart::Plan;
+use crate::service::base::Protocol;
+use crate::service::proof::{Held, PROOF_SLICE, Proved};
 use crate::sha::Sha256;
-use crate::store::{Access, Joined, PartStore, StoreError};
+use crate::store::{Access, Joined, StoreError};
 
 /// How long a part's presigned URL lives: minted as the part is about to be
 /// sent, it needs minutes, not the upload's whole life.
@@ -37,34 +38,18 @@ struct Parted {
     expires_at: i64,
 }
 
-impl Sluice {
-    /// How `file` is cut if its link speaks parts ([`Sluice::protocol_of`]
-    /// decides).
-    pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
-        match self.protocol_of(file) {
-            Protocol::Parts(plan) => Some(plan),
-            Protocol::Stream | Protocol::Put => None,
-        }
-    }
-
-    /// The store's uploads in parts (asked for only where a file has a
-    /// plan, which a store without them never gives).
-    pub(crate) fn part_store(&self) -> Result<&dyn PartStore, Error> {
-        self.store()
-            .parts()
-            .ok_or_else(|| Error::bug("a file has parts on a store without them"))
-    }
-
+impl Uploads {
     /// Begins the upload of `file` in the store, once, when the file is
     /// issued; what its link speaks. In parts: the upload in parts begun
     /// in the store (so that parts asked for at once all join the one
     /// upload). As a stream: an empty file is stored now
-    /// ([`Sluice::stream_empty`]).
+    /// ([`Uploads::stream_empty`]).
     pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Protocol, Error> {
-        let protocol = self.protocol_of(file);
+        let protocol = self.base.protocol_of(file);
         match protocol {
             Protocol::Parts(_) => {
-                self.part_store()?
+                self.base
+                    .part_store()?
                     .begin(&file.object_key(), &file.content_type)
                     .await?
             }
@@ -76,12 +61,12 @@ impl Sluice {
 
     /// The file upload link `token` names, if it goes in parts.
     async fn parted(&self, token: &str) -> Result<Parted, Error> {
-        let super::uploads::Upload {
+        let super::put::Upload {
             file,
             jti,
             expires_at,
         } = self.upload_of(token).await?;
-        let plan = self.plan_of(&file).ok_or_else(|| {
+        let plan = self.base.plan_of(&file).ok_or_else(|| {
             Error::Invalid("this file is uploaded in one PUT to its link, not in parts".into())
         })?;
         Ok(Parted {
@@ -94,7 +79,7 @@ impl Sluice {
 
     /// Refuses anything more for a file whose object is complete.
     async fn not_complete(&self, file: &FileMeta) -> Result<(), Error> {
-        match self.store().head(&file.object_key()).await? {
+        match self.base.store().head(&file.object_key()).await? {
             Some(_) => Err(Error::AlreadyUploaded),
             None => Ok(()),
         }
@@ -111,12 +96,12 @@ impl Sluice {
     /// (their scripts send a part or a whole file nowhere else): the
     /// store's origin, or the issuer's own routes.
     pub(crate) async fn part_origin(&self) -> Result<String, Error> {
-        match self.store().access() {
+        match self.base.store().access() {
             Access::Direct(_) => self
                 .store_origin()
                 .await
                 .ok_or_else(|| Error::bug("a direct store presigns URLs with an origin")),
-            Access::Proxied => Ok(self.issuer_base().to_owned()),
+            Access::Proxied => Ok(self.endpoints.issuer_base().to_owned()),
         }
     }
 
@@ -125,7 +110,7 @@ impl Sluice {
     /// link's origin, and `origin` when it is another (a store's).
     pub(crate) fn origins_probed(&self, origin: &str) -> Vec<String> {
         let mut origins = vec![curl::ORIGIN_OF_LINK.to_owned()];
-        if curl::origin_of(self.issuer_base()) != curl::origin_of(origin) {
+        if curl::origin_of(self.endpoints.issuer_base()) != curl::origin_of(origin) {
             origins.push(curl::shell_quote(origin));
         }
         origins
@@ -137,10 +122,10 @@ impl Sluice {
     pub async fn stored_parts(&self, token: &str) -> Result<Vec<u32>, Error> {
         let parted = self.parted(token).await?;
         let key = parted.file.object_key();
-        if self.store().head(&key).await?.is_some() {
+        if self.base.store().head(&key).await?.is_some() {
             return Ok(parted.plan.numbers().collect());
         }
-        Ok(self.part_store()?.stored_parts(&key).await?)
+        Ok(self.base.part_store()?.stored_parts(&key).await?)
     }
 
     /// Where and how to send part `n` of `token`'s file, whose SHA-256 its
@@ -152,15 +137,21 @@ impl Sluice {
         self.not_complete(file).await?;
         // A part stored is not replaced (on S3 a new URL for it would be):
         // whoever else holds the link cannot swap a part the owner sent.
-        if self.part_store()?.has_part(&file.object_key(), n).await? {
+        if self
+            .base
+            .part_store()?
+            .has_part(&file.object_key(), n)
+            .await?
+        {
             return Err(already_stored(n));
         }
-        match self.store().access() {
+        match self.base.store().access() {
             // A presigned UploadPart minted now, for minutes: a long upload
             // never depends on one URL's life, nor on the signing role's.
             Access::Direct(presign) => {
                 let left = u64::try_from(parted.expires_at - crate::time::now_unix()).unwrap_or(1);
                 let ttl = self
+                    .base
                     .transfers()
                     .upload_ttl
                     .min(PART_URL_TTL)
@@ -188,15 +179,19 @@ impl Sluice {
     /// the next call ([`Completion::Verifying`]).
     pub async fn complete_parts(&self, token: &str) -> Result<Completion, Error> {
         let parted = self.parted(token).await?;
-        self.check_rate(crate::rate::Kind::Completions, parted.file.id.as_str())?;
+        self.limits
+            .check_rate(crate::rate::Kind::Completions, parted.file.id.as_str())?;
         let file = &parted.file;
-        let mut held = self.hold_proof(file, self.transfers().proof_budget).await?;
+        let mut held = self
+            .base
+            .hold_proof(file, self.base.transfers().proof_budget)
+            .await?;
         if held.is_proven() {
-            held.release(self).await;
+            held.release(&self.base).await;
             return Err(Error::AlreadyUploaded);
         }
         let outcome = self.join_and_prove(&parted, &mut held).await;
-        held.release(self).await;
+        held.release(&self.base).await;
         match outcome {
             Ok(Proved::Proven) => {}
             Ok(Proved::Partly(proven)) => {
@@ -209,14 +204,14 @@ impl Sluice {
                 tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
                 // The link stays usable: a fresh upload in parts under it,
                 // so a part someone else sent costs a rerun, not the file.
-                self.reject(file, &parted.jti).await;
+                self.base.reject(file, &parted.jti).await;
                 self.begin_upload(file).await?;
                 return Err(Error::PartsNotTheFile(m));
             }
             Err(e) => return Err(e.into()),
         }
         tracing::info!(file_id = %file.id, jti = %parted.jti, size = file.size, "parts joined and proven");
-        self.file_arrived(file, &parted.jti).await?;
+        self.files.file_arrived(file, &parted.jti).await?;
         Ok(Completion::Ready(Uploaded {
             file_id: file.id.clone(),
             size: file.size,
@@ -228,7 +223,11 @@ impl Sluice {
     /// not; a whole that is not the file is discarded with its parts.
     async fn join_and_prove(&self, parted: &Parted, held: &mut Held) -> Result<Proved, StoreError> {
         let (file, plan) = (&parted.file, &parted.plan);
-        let parts = self.store().parts().ok_or(StoreError::MissingPart(1))?;
+        let parts = self
+            .base
+            .store()
+            .parts()
+            .ok_or(StoreError::MissingPart(1))?;
         let key = file.object_key();
         let proved = match parts.join(&key, plan, file.sha256).await? {
             Joined::Proven => {
@@ -237,7 +236,8 @@ impl Sluice {
             }
             Joined::Unproven { etag } => {
                 let slice = plan.part_size.min(PROOF_SLICE);
-                self.prove(held, etag, slice, self.transfers().proof_budget)
+                self.base
+                    .prove(held, etag, slice, self.base.transfers().proof_budget)
                     .await
             }
         };

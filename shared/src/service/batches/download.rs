@@ -1,13 +1,14 @@
 //! Many files down in one call and one line: the steps are in the
 //! module's first lines ([`super`]).
 
+use super::Batches;
 use std::collections::HashSet;
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 
 use super::*;
 
-impl Sluice {
+impl Batches {
     /// The script a download batch's line runs ([`curl::FETCH_SCRIPT`]),
     /// to a live list link only (asking for it does not spend the link).
     pub async fn fetch_script(&self, token: &str) -> Result<&'static str, Error> {
@@ -29,17 +30,17 @@ impl Sluice {
                 wanted.len()
             )));
         }
-        self.check_rate(Kind::Links, &caller.owner)?;
+        self.limits.check_rate(Kind::Links, &caller.owner)?;
         // An owned copy for the stream: a stream of borrowed items makes the
         // tool's future not Send-general enough for rmcp's handler.
         let found: Vec<Result<FileMeta, String>> = futures_util::stream::iter(wanted.clone())
             .map(|f| async move {
-                let file = match self.resolve_file(caller, &f).await {
+                let file = match self.files.resolve_file(caller, &f).await {
                     Ok(file) => file,
                     Err(e @ (Error::StoreUnavailable | Error::Internal(_))) => return Err(e),
                     Err(e) => return Ok(Err(e.to_string())),
                 };
-                Ok(match self.stored(&file).await? {
+                Ok(match self.files.stored(&file).await? {
                     Stored::Ready(_) => Ok(file),
                     Stored::Missing => Err(Error::NotUploaded.to_string()),
                     Stored::Verifying => Err(Error::Verifying.to_string()),
@@ -91,12 +92,13 @@ impl Sluice {
                 .or_insert_with(|| file.clone());
         }
         for sum in by_owner.values() {
-            self.charge_download(sum).await?;
+            self.limits.charge_download(sum).await?;
         }
-        let expires_at = now_unix() + self.transfers().link_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.base.transfers().link_ttl.as_secs() as i64;
         let id = FileId::random();
         let manifest = manifest_of(&listed);
-        self.records()
+        self.base
+            .records()
             .put_batch(&Batch {
                 id: Some(id.clone()),
                 owner: caller.owner.clone(),
@@ -106,7 +108,11 @@ impl Sluice {
             .await?;
         let link = Short::batch(ShortKind::BatchDownload, id, expires_at);
         tracing::info!(jti = %link.jti(), files = items.len(), "download batch issued");
-        let url = format!("{}/g/{}", self.resolver_base(), link.encode(self.keys()));
+        let url = format!(
+            "{}/g/{}",
+            self.endpoints.resolver_base(),
+            link.encode(self.base.keys())
+        );
         Ok(DownloadBatch {
             command: Some(curl::fetch_command(&url, &manifest)),
             files: items,
@@ -121,6 +127,7 @@ impl Sluice {
         let (short, batch) = self.batch_of(token, ShortKind::BatchDownload).await?;
         let jti = short.jti();
         if self
+            .base
             .ledger()
             .spend(&jti, short.expires_at.unwrap_or(0))
             .await?
@@ -135,7 +142,7 @@ impl Sluice {
                 let (line, record) = self.listed(&f).await?;
                 Ok::<_, Error>(match record {
                     Some(record) => {
-                        let ticket = self.download_ticket(&record.file);
+                        let ticket = self.downloads.download_ticket(&record.file);
                         format!("{line}\t{}\n", ticket.download.url)
                     }
                     None => format!("{line}\tx\n"),

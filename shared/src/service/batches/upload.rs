@@ -1,13 +1,14 @@
 //! Many files up in one call and one line: the steps are in the module's
 //! first lines ([`super`]).
 
+use super::Batches;
 use std::collections::{HashMap, HashSet};
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 
 use super::*;
 
-impl Sluice {
+impl Batches {
     /// Issues every file of `entries` for `owner` at once (see the module's
     /// order).
     pub async fn issue_uploads(
@@ -35,7 +36,7 @@ impl Sluice {
             })
             .collect();
         // The rate counts files: one call of a thousand takes a thousand.
-        self.check_rate_n(
+        self.limits.check_rate_n(
             Kind::Issue,
             owner,
             checked.iter().filter(|c| c.is_ok()).count(),
@@ -69,7 +70,7 @@ impl Sluice {
             .iter()
             .map(|a| a.and_then(|k| looked.get(&k).cloned()))
             .collect();
-        let expires_at = now + self.transfers().handle_ttl.as_secs() as i64;
+        let expires_at = now + self.base.transfers().handle_ttl.as_secs() as i64;
         let files: Vec<Option<FileMeta>> = checked
             .iter()
             .map(|c| c.as_ref().ok().map(|(_, f)| f.clone()))
@@ -125,13 +126,14 @@ impl Sluice {
         }
         // The uploads in parts begun (S3's upload is made when issued).
         futures_util::stream::iter(to_send)
-            .map(|f| async move { self.begin_upload(&f).await })
+            .map(|f| async move { self.uploads.begin_upload(&f).await })
             .buffer_unordered(AT_ONCE)
             .try_collect::<Vec<_>>()
             .await?;
         let id = FileId::random();
         let manifest = manifest_of(&listed);
-        self.records()
+        self.base
+            .records()
             .put_batch(&Batch {
                 id: Some(id.clone()),
                 owner: owner.to_owned(),
@@ -148,10 +150,14 @@ impl Sluice {
         let command = if counts["send"] > 0 {
             let link = Short::batch(ShortKind::BatchUpload, id.clone(), expires_at);
             tracing::info!(batch = %id, jti = %link.jti(), files = items.len(), "batch issued");
-            let url = format!("{}/b/{}", self.issuer_base(), link.encode(self.keys()));
-            let origin = self.part_origin().await?;
+            let url = format!(
+                "{}/b/{}",
+                self.endpoints.issuer_base(),
+                link.encode(self.base.keys())
+            );
+            let origin = self.uploads.part_origin().await?;
             let line = curl::batch_command(&url, &origin, &manifest);
-            let probe = self.origins_probed(&origin);
+            let probe = self.uploads.origins_probed(&origin);
             Some(curl::or_unreachable(&line, &probe, curl::UPLOAD_INSTEAD))
         } else {
             None
@@ -159,7 +165,7 @@ impl Sluice {
         Ok(BatchTicket {
             handle: format!(
                 "{BATCH_PREFIX}{}",
-                Short::batch(ShortKind::BatchHandle, id, 0).encode(self.keys())
+                Short::batch(ShortKind::BatchHandle, id, 0).encode(self.base.keys())
             ),
             command,
             counts,
@@ -176,10 +182,15 @@ impl Sluice {
         sha256: Sha256,
         now: i64,
     ) -> Result<Option<StoredCopy>, Error> {
-        let Some(record) = self.records().find_ready(owner, size, sha256, now).await? else {
+        let Some(record) = self
+            .base
+            .records()
+            .find_ready(owner, size, sha256, now)
+            .await?
+        else {
             return Ok(None);
         };
-        Ok(match self.stored(&record.file).await? {
+        Ok(match self.files.stored(&record.file).await? {
             Stored::Ready(info) => Some((record.file, info)),
             _ => None,
         })
@@ -197,7 +208,7 @@ impl Sluice {
             sha256: e.sha256,
             content_type: e.content_type,
         };
-        let (filename, content_type) = self.checked(&req).map_err(|e| e.to_string())?;
+        let (filename, content_type) = self.uploads.checked(&req).map_err(|e| e.to_string())?;
         let file = FileMeta {
             id: FileId::random(),
             owner: owner.to_owned(),
@@ -221,6 +232,7 @@ impl Sluice {
         file: &FileMeta,
     ) -> Result<bool, Error> {
         let copy = match self
+            .base
             .store()
             .copy(&old.object_key(), &file.object_key(), info)
             .await
@@ -232,26 +244,26 @@ impl Sluice {
                 return Ok(false);
             }
         };
-        if let Access::Direct(_) = self.store().access()
+        if let Access::Direct(_) = self.base.store().access()
             && copy.sha256 != Some(file.sha256)
         {
             let proof = crate::service::proof::proven_for(copy.etag.clone());
-            self.records()
+            self.base
+                .records()
                 .swap_proof(&file.owner, &file.id, None, Some(&proof))
                 .await?;
         }
-        self.file_stored(file, None).await?;
+        self.files.file_stored(file, None).await?;
         tracing::info!(file_id = %file.id, from = %old.id, "stored copy made");
         Ok(true)
     }
 
-    /// Admits and records every file of a batch under the caller's caps at
-    /// once, in one step of the record store where it has a single writer
-    /// ([`Usage::put_all_within`](crate::records::Usage::put_all_within)): the files to send as pending
-    /// ones, and the bytes sent or copied (a copy takes room as much as
-    /// bytes sent) under the cap on pending bytes, all of them under the
-    /// cap on all the caller's bytes; or refuses the whole batch, recording
-    /// nothing, saying so.
+    /// Admits and records every file of a batch under the caller's caps at once, in one step of the
+    /// record store where it has a single writer
+    /// ([`Usage::put_all_within`](crate::records::Usage::put_all_within)): the files to send as
+    /// pending ones, and the bytes sent or copied (a copy takes room as much as bytes sent) under
+    /// the cap on pending bytes, all of them under the cap on all the caller's bytes; or refuses
+    /// the whole batch, recording nothing, saying so.
     async fn admit_batch(
         &self,
         owner: &str,
@@ -260,7 +272,7 @@ impl Sluice {
         expires_at: i64,
         now: i64,
     ) -> Result<(), Error> {
-        let (records, caps) = (self.records(), self.pending_caps());
+        let (records, caps) = (self.base.records(), self.limits.pending_caps());
         let (mut sent, mut sent_bytes, mut new_bytes) = (0u64, 0u64, 0u64);
         for (file, stored) in files.iter().zip(stored) {
             if let Some(file) = file {
@@ -286,7 +298,7 @@ impl Sluice {
         // At a cap: files uploaded straight to the store may still be
         // marked pending; settle them and try once more.
         let pending = records.pending(owner, now, caps.files).await?;
-        self.refresh(pending).await?;
+        self.files.refresh(pending).await?;
         let Some(again) = records.put_all_within(&batch, caps, now).await? else {
             return Ok(());
         };
@@ -323,15 +335,18 @@ impl Sluice {
                     return Ok(format!("{line}\tx\t0\n"));
                 };
                 let expires = record.expires_at;
-                let (record, state) = self.settle_state(record).await?;
+                let (record, state) = self.files.settle_state(record).await?;
                 if state == crate::service::files::FileState::Ready {
                     return Ok(format!("{line}\t-\t0\n"));
                 }
                 let file = record.file;
-                let target = self.upload_target(&file, expires, Reader::Model).await?;
+                let target = self
+                    .uploads
+                    .upload_target(&file, expires, Reader::Model)
+                    .await?;
                 // How it goes: one resumable stream where sluice receives
                 // the bytes, else its part size in MiB (0: one PUT).
-                let how = match self.protocol_of(&file) {
+                let how = match self.base.protocol_of(&file) {
                     Protocol::Stream => "s".to_owned(),
                     Protocol::Parts(p) => (p.part_size / (1024 * 1024)).to_string(),
                     Protocol::Put => "0".to_owned(),
@@ -354,7 +369,7 @@ impl Sluice {
             .trim_end_matches('\n')
             .to_owned();
         let record = match FileId::parse(&f.id) {
-            Some(id) => self.records().find(&id).await?,
+            Some(id) => self.base.records().find(&id).await?,
             None => None,
         };
         Ok((line, record))

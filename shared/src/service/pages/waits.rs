@@ -10,10 +10,10 @@
 //! holds one wait (it serves one request at a time), and the rate bounds
 //! how many a user starts.
 
+use super::Pages;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::Sluice;
 use crate::rate::Kind;
 
 /// The most waits one user holds at once (more hold no more information:
@@ -73,16 +73,16 @@ impl Drop for Waiting {
     }
 }
 
-impl Sluice {
+impl Pages {
     /// A wait of `owner`'s on `upload_id`, if they may wait now: within
     /// their rate of waits, fewer than [`WAITS_PER_USER`] under way, none
     /// on this upload. `None`: answer at once.
     pub fn begin_wait(&self, owner: &str, upload_id: &str) -> Option<Waiting> {
-        if let Err(e) = self.check_rate(Kind::Waits, owner) {
+        if let Err(e) = self.limits.check_rate(Kind::Waits, owner) {
             tracing::info!(error = %e, "a status call answers at once: waits over the rate");
             return None;
         }
-        let waiting = self.waits().begin(owner, upload_id);
+        let waiting = self.waits.begin(owner, upload_id);
         if waiting.is_none() {
             tracing::info!("a status call answers at once: its user holds the waits allowed");
         }

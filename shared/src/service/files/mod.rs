@@ -2,16 +2,20 @@
 //! a `file` argument is a handle (verified: its tag → its record, found by
 //! the file id it names → the record's expiry → its owner, or a caller that
 //! resolves for others) or one of the caller's file ids (looked up in the
-//! records, never across owners) → a record marked pending is settled against the store (its
-//! bytes may have arrived straight at S3) → `list_files` pages through the
-//! caller's unexpired files, newest first.
+//! records, never across owners) → a record marked pending is settled
+//! against the store (its bytes may have arrived straight at S3) → `list_files` pages through the
+//! caller's unexpired files, newest first. Where a file's object stands is
+//! [`stored`]; a delete, [`delete`].
+
+pub mod delete;
+pub mod stored;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::{Deserialize, Serialize};
 
-use super::{Sluice, Stored};
+use super::base::Base;
 use crate::auth::{Caller, Scope};
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
@@ -20,6 +24,7 @@ use crate::records::{Cursor, FileRecord};
 use crate::sha::Sha256;
 use crate::time::{now_unix, rfc3339};
 use crate::token::{HANDLE_PREFIX, Short, ShortKind};
+use stored::Stored;
 
 /// The page size of `list_files` when none is asked for.
 pub const DEFAULT_PAGE: usize = 50;
@@ -73,7 +78,22 @@ pub struct FilePage {
     pub next_cursor: Option<String>,
 }
 
-impl Sluice {
+/// The caller's files: which one a caller means, what its record says,
+/// where its object stands ([`stored`]), a page of them, and a delete
+/// ([`delete`]).
+#[derive(Clone, Debug)]
+pub struct Files {
+    base: Base,
+}
+
+impl Files {
+    /// Over the backends and keys of `base`.
+    pub fn new(base: Base) -> Self {
+        Self { base }
+    }
+}
+
+impl Files {
     /// Resolves a `file` argument: a handle (`$uploadedFile:…`) or a file id
     /// of the caller's.
     pub async fn resolve_file(&self, caller: &Caller, file: &str) -> Result<FileMeta, Error> {
@@ -91,10 +111,11 @@ impl Sluice {
         let handle = handle.trim();
         let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
         let now = now_unix();
-        let file = match Short::decode(self.keys(), token, ShortKind::Handle, now) {
+        let file = match Short::decode(self.base.keys(), token, ShortKind::Handle, now) {
             Ok(short) => {
                 // A handle we issued whose record is gone was swept: expired.
                 let record = self
+                    .base
                     .records()
                     .find(&short.file_id)
                     .await?
@@ -112,18 +133,11 @@ impl Sluice {
         Ok(file)
     }
 
-    /// The handle of file `id`.
-    pub(crate) fn handle_of(&self, id: &FileId) -> String {
-        format!(
-            "{HANDLE_PREFIX}{}",
-            Short::handle(id.clone()).encode(self.keys())
-        )
-    }
-
     /// Finds file `id` among `owner`'s files. Another user's file id is
     /// simply not found: ids are never resolved across owners.
     pub async fn find_file(&self, owner: &str, id: &FileId) -> Result<FileMeta, Error> {
         let record = self
+            .base
             .records()
             .get(owner, id)
             .await?
@@ -141,8 +155,11 @@ impl Sluice {
     /// deleted) are purged, and the answer is the uniform
     /// [`Error::NotFound`] of a dead link.
     pub async fn file_stored(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
-        self.records().mark_ready(&file.owner, &file.id).await?;
-        if self.records().deleted(&file.id).await?.is_some() {
+        self.base
+            .records()
+            .mark_ready(&file.owner, &file.id)
+            .await?;
+        if self.base.records().deleted(&file.id).await?.is_some() {
             tracing::info!(file_id = %file.id, "bytes arrived for a deleted file: purged");
             self.purge(file).await?;
             return Err(Error::NotFound);
@@ -151,7 +168,7 @@ impl Sluice {
         Ok(())
     }
 
-    /// [`Sluice::file_stored`] for bytes that just arrived through upload
+    /// [`Files::file_stored`] for bytes that just arrived through upload
     /// link `jti` (an upload, a join): they are stored whatever happens to
     /// the record now (one left pending is found ready by the next
     /// listing), unless the file was deleted meanwhile: then they are gone,
@@ -168,13 +185,13 @@ impl Sluice {
     }
 
     /// A record marked pending whose bytes have arrived by now, and match
-    /// their pin ([`Sluice::stored`]: uploads straight to S3 are not seen
+    /// their pin ([`Files::stored`]: uploads straight to S3 are not seen
     /// otherwise), is marked ready; returns the record brought up to date.
     pub(crate) async fn settle(&self, record: FileRecord) -> Result<FileRecord, Error> {
         Ok(self.settle_state(record).await?.0)
     }
 
-    /// [`Sluice::settle`], with the state a listing shows.
+    /// [`Files::settle`], with the state a listing shows.
     pub(crate) async fn settle_state(
         &self,
         mut record: FileRecord,
@@ -198,7 +215,7 @@ impl Sluice {
         Ok((record, state))
     }
 
-    /// [`Sluice::settle`] for each of `records`, with bounded-parallel HEADs;
+    /// [`Files::settle`] for each of `records`, with bounded-parallel HEADs;
     /// each with the state a listing shows.
     pub(crate) async fn refresh(
         &self,
@@ -227,9 +244,10 @@ impl Sluice {
         }
         let after = match cursor.map(str::trim).filter(|c| !c.is_empty()) {
             None => None,
-            Some(c) => Some(decode_cursor(self.keys(), owner, c).ok_or(Error::ForeignCursor)?),
+            Some(c) => Some(decode_cursor(self.base.keys(), owner, c).ok_or(Error::ForeignCursor)?),
         };
         let page = self
+            .base
             .records()
             .page(owner, limit, after.as_ref(), now_unix())
             .await?;
@@ -250,7 +268,9 @@ impl Sluice {
             .collect();
         Ok(FilePage {
             files,
-            next_cursor: page.next.map(|c| encode_cursor(self.keys(), owner, &c)),
+            next_cursor: page
+                .next
+                .map(|c| encode_cursor(self.base.keys(), owner, &c)),
         })
     }
 }

@@ -1,9 +1,10 @@
 //! A page's status: its files' records settled against the store, waited
 //! on within the status call's budget.
 
+use super::Pages;
 use super::*;
 
-impl Sluice {
+impl Pages {
     /// Where the browser upload `upload_id` of `owner` stands: for a page
     /// of several files, `ready` once a file is ready and none is still on
     /// its way, with every file uploaded so far.
@@ -11,7 +12,7 @@ impl Sluice {
         self.upload_status_by(owner, upload_id, Look::Store).await
     }
 
-    /// [`Sluice::upload_status`], looking only as far as `look` says: a
+    /// [`Pages::upload_status`], looking only as far as `look` says: a
     /// waiting call's polls read the records alone, and look at the store
     /// (a HEAD and a listing of parts on S3) only now and then.
     pub async fn upload_status_by(
@@ -21,7 +22,7 @@ impl Sluice {
         look: Look,
     ) -> Result<UploadStatus, Error> {
         let (file_id, page_expires, files) =
-            parse_upload_id(self.keys(), owner, upload_id).ok_or(Error::NotAnUploadId)?;
+            parse_upload_id(self.base.keys(), owner, upload_id).ok_or(Error::NotAnUploadId)?;
         if files == 1 {
             return self.file_status(owner, &file_id, page_expires, look).await;
         }
@@ -95,7 +96,7 @@ impl Sluice {
             files: None,
         };
         let now = now_unix();
-        let Some(record) = self.records().get(owner, file_id).await? else {
+        let Some(record) = self.base.records().get(owner, file_id).await? else {
             return Ok(status(if now >= page_expires {
                 UploadState::Expired
             } else {
@@ -103,7 +104,7 @@ impl Sluice {
             }));
         };
         let record = match look {
-            Look::Store => self.settle(record).await?,
+            Look::Store => self.files.settle(record).await?,
             Look::Records => record,
         };
         if !record.ready {
@@ -113,8 +114,8 @@ impl Sluice {
             // The person chose the file: how much of it has arrived (with
             // the records alone, what this process sees arriving: no read).
             let progress = match look {
-                Look::Store => self.progress_of(&record.file).await?,
-                Look::Records => self.progress_seen(&record.file),
+                Look::Store => self.uploads.progress_of(&record.file).await?,
+                Look::Records => self.uploads.progress_seen(&record.file),
             };
             return Ok(UploadStatus {
                 size: Some(progress.total),
@@ -125,7 +126,7 @@ impl Sluice {
         if record.expires_at <= now {
             return Ok(status(UploadState::Expired));
         }
-        let handle = self.handle_of(&record.file.id);
+        let handle = self.base.handle_of(&record.file.id);
         Ok(UploadStatus {
             state: UploadState::Ready,
             handle: Some(handle),

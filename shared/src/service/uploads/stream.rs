@@ -2,8 +2,8 @@
 //! streams, [`crate::store::StreamStore`]): the upload link is the tus 1.0
 //! upload URL of a file `request_upload` created already, pinned to its
 //! size and SHA-256. In this order: `HEAD` asks where it stands
-//! ([`Sluice::upload_offset`]) → `PATCH` appends from there
-//! ([`Sluice::append_upload`]): verify the link → refuse a store that does
+//! ([`Uploads::upload_offset`]) → `PATCH` appends from there
+//! ([`Uploads::append_upload`]): verify the link → refuse a store that does
 //! not stream, an offset that is not where it stands, a declared length
 //! past the file, before any byte is read → stream the body into the store,
 //! which hashes each byte once and checkpoints the hash state with the bytes
@@ -14,10 +14,10 @@
 //! The HTTP side of tus (its headers, its status codes) is the issuer's;
 //! this speaks the domain.
 
+use super::Uploads;
 use serde::Serialize;
 
-use super::Sluice;
-use super::uploads::{Upload, until_expiry};
+use super::put::{Upload, until_expiry};
 use crate::error::Error;
 use crate::store::{ByteStream, StoreError, StreamStore, idle_timeout};
 
@@ -32,12 +32,12 @@ pub struct StreamAt {
     pub expires_at: i64,
 }
 
-impl Sluice {
+impl Uploads {
     /// The store's resumable uploads, where it has them.
     fn streams(&self) -> Result<&dyn StreamStore, Error> {
         // A store without streams (S3) takes bytes at its presigned URLs:
         // the link is not a tus upload there.
-        self.store().stream().ok_or(Error::NotFound)
+        self.base.store().stream().ok_or(Error::NotFound)
     }
 
     /// Stores `file`, whose link speaks a stream, now if it is empty: there
@@ -50,6 +50,7 @@ impl Sluice {
         }
         let nothing: ByteStream = Box::pin(futures_util::stream::empty());
         match self
+            .base
             .store()
             .put(&file.object_key(), 0, file.sha256, nothing)
             .await
@@ -57,7 +58,7 @@ impl Sluice {
             Ok(()) | Err(StoreError::AlreadyExists) => {}
             Err(e) => return Err(e.into()),
         }
-        self.file_stored(file, None).await
+        self.files.file_stored(file, None).await
     }
 
     /// Where the upload of link `token` stands.
@@ -103,8 +104,8 @@ impl Sluice {
                 file.size
             )));
         }
-        let body = idle_timeout(body, self.transfers().body_idle_timeout);
-        let body = self.arrivals().count_from(&file.id, offset, body);
+        let body = idle_timeout(body, self.base.transfers().body_idle_timeout);
+        let body = self.arrivals.count_from(&file.id, offset, body);
         let key = file.object_key();
         let append = streams.append(&key, file.size, file.sha256, offset, body);
         let Some(appended) = until_expiry(expires_at, append).await else {
@@ -115,7 +116,7 @@ impl Sluice {
             Ok(a) => a,
             Err(StoreError::Mismatch(m)) => {
                 tracing::info!(file_id = %file.id, %jti, error = %m, "stream not the file pinned: freed");
-                self.reject(&file, &jti).await;
+                self.base.reject(&file, &jti).await;
                 return Err(Error::NotTheFile(m));
             }
             Err(e) => {
@@ -125,7 +126,7 @@ impl Sluice {
         };
         if appended.complete {
             tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-            self.file_arrived(&file, &jti).await?;
+            self.files.file_arrived(&file, &jti).await?;
         }
         Ok(StreamAt {
             offset: appended.offset,

@@ -15,16 +15,24 @@
 
 mod start;
 mod status;
+pub mod waits;
+
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::Sluice;
-use super::issue::{MAX_FILENAME_BYTES, Reader, UploadRequest, UploadTarget};
-use super::uploads::Protocol;
+use super::base::Base;
+use super::files::Files;
+use super::limits::Limits;
+use super::uploads::Uploads;
+use crate::config::Endpoints;
+
 use crate::error::Error;
 use crate::file::FileId;
 use crate::keys::{Keyring, Purpose};
 use crate::rate::Kind;
+use crate::service::base::Protocol;
+use crate::service::uploads::issue::{MAX_FILENAME_BYTES, Reader, UploadRequest, UploadTarget};
 use crate::sha::Sha256;
 use crate::time::{now_unix, rfc3339};
 use crate::token::{PageToken, TokenError};
@@ -252,14 +260,46 @@ pub fn page_refusal(e: &TokenError) -> &'static str {
     }
 }
 
-impl Sluice {
+/// The person's page and the widget: a page made for a file, started from
+/// the browser, and its status (waited on by `get_upload_status`).
+#[derive(Clone, Debug)]
+pub struct Pages {
+    base: Base,
+    uploads: Uploads,
+    files: Files,
+    limits: Limits,
+    endpoints: Arc<Endpoints>,
+    waits: waits::Waits,
+}
+
+impl Pages {
+    /// Pages under the issuer of `endpoints`, whose files `uploads` issues.
+    pub fn new(
+        base: Base,
+        uploads: Uploads,
+        files: Files,
+        limits: Limits,
+        endpoints: Arc<Endpoints>,
+    ) -> Self {
+        Self {
+            base,
+            uploads,
+            files,
+            limits,
+            endpoints,
+            waits: waits::Waits::default(),
+        }
+    }
+}
+
+impl Pages {
     /// Makes a page for the person to upload one file as `owner`.
     pub fn request_browser_upload(
         &self,
         owner: &str,
         req: BrowserUploadRequest,
     ) -> Result<BrowserUpload, Error> {
-        let limit = self.transfers().max_upload_bytes;
+        let limit = self.base.transfers().max_upload_bytes;
         let max_size = req.max_size.unwrap_or(limit);
         if max_size == 0 || max_size > limit {
             return Err(Error::Invalid(format!(
@@ -282,7 +322,7 @@ impl Sluice {
                 "files must be between 1 and {MAX_PAGE_FILES}"
             )));
         }
-        let expires_at = now_unix() + self.transfers().handle_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.base.transfers().handle_ttl.as_secs() as i64;
         let page = PageToken {
             owner: owner.to_owned(),
             file_id: FileId::random(),
@@ -300,11 +340,11 @@ impl Sluice {
             state: None,
             handle: None,
             files: (files > 1).then_some(files),
-            upload_id: upload_id(self.keys(), owner, &page.file_id, expires_at, files),
+            upload_id: upload_id(self.base.keys(), owner, &page.file_id, expires_at, files),
             page_url: format!(
                 "{}/browser/{}",
-                self.issuer_base(),
-                page.encode(self.keys())
+                self.endpoints.issuer_base(),
+                page.encode(self.base.keys())
             ),
             expires_at: rfc3339(expires_at),
         })
@@ -312,7 +352,7 @@ impl Sluice {
 
     /// Opens a page token, for the page or its start request.
     pub fn open_page(&self, token: &str) -> Result<PageToken, TokenError> {
-        PageToken::decode(self.keys(), token)
+        PageToken::decode(self.base.keys(), token)
     }
 
     /// Opens a page token for its start request: the page, or why it cannot

@@ -7,12 +7,12 @@
 //! tombstone, purges again (so a purge that failed the first time is done
 //! by the next) and answers the same. A transfer under way loses: bytes that
 //! arrive for a deleted file are purged when they would turn it ready
-//! (`Sluice::file_stored`), and a download through sluice is cut before its
-//! last chunk (`Sluice::unless_deleted`).
+//! (`Files::file_stored`), and a download through sluice is cut before its
+//! last chunk (`crate::service::downloads::Downloads::unless_deleted`).
 
+use super::Files;
 use serde::Serialize;
 
-use super::Sluice;
 use crate::auth::{Caller, Scope};
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
@@ -34,7 +34,7 @@ pub struct DeletedFile {
     pub deleted: bool,
 }
 
-impl Sluice {
+impl Files {
     /// Deletes `file` (a handle, or one of the caller's file ids): the
     /// caller's own, or, by its handle, another user's for a caller with
     /// `files:delete`. The audit line names who deleted it.
@@ -56,11 +56,12 @@ impl Sluice {
     /// File `id` of the caller's, deleted now or before.
     async fn delete_id(&self, caller: &Caller, id: &FileId) -> Result<FileRecord, Error> {
         let owner = caller.owner.as_str();
-        if let Some(record) = self.records().delete(owner, id).await? {
+        if let Some(record) = self.base.records().delete(owner, id).await? {
             crate::telemetry::audit_deleted(&record.file, &caller.owner);
             return Ok(record);
         }
-        self.records()
+        self.base
+            .records()
             .deleted(id)
             .await?
             .filter(|r| r.file.owner == owner)
@@ -72,7 +73,7 @@ impl Sluice {
     async fn delete_handle(&self, caller: &Caller, handle: &str) -> Result<FileRecord, Error> {
         let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
         let id = Short::decode(
-            self.keys(),
+            self.base.keys(),
             token,
             ShortKind::Handle,
             crate::time::now_unix(),
@@ -80,16 +81,16 @@ impl Sluice {
         .map_err(|_| Error::NotAHandle)?
         .file_id;
         let may = |r: &FileRecord| r.file.owner == caller.owner || caller.has(Scope::FilesDelete);
-        if let Some(record) = self.records().find(&id).await? {
+        if let Some(record) = self.base.records().find(&id).await? {
             if !may(&record) {
                 return Err(Error::OtherUsersHandle);
             }
-            if let Some(record) = self.records().delete(&record.file.owner, &id).await? {
+            if let Some(record) = self.base.records().delete(&record.file.owner, &id).await? {
                 crate::telemetry::audit_deleted(&record.file, &caller.owner);
                 return Ok(record);
             }
         }
-        match self.records().deleted(&id).await? {
+        match self.base.records().deleted(&id).await? {
             Some(record) if may(&record) => Ok(record),
             Some(_) => Err(Error::OtherUsersHandle),
             None => Err(Error::HandleExpired),
@@ -101,13 +102,13 @@ impl Sluice {
     /// a download could be given.
     pub(crate) async fn purge(&self, file: &FileMeta) -> Result<(), Error> {
         let key = file.object_key();
-        if let (Some(parts), Some(plan)) = (self.store().parts(), self.plan_of(file))
+        if let (Some(parts), Some(plan)) = (self.base.store().parts(), self.base.plan_of(file))
             && let Err(e) = parts.abort(&key, &plan).await
         {
             // A part arriving now holds it; the purge below takes the rest.
             tracing::warn!(file_id = %file.id, error = %e, "could not abort the upload in parts");
         }
-        self.store().purge(&key).await?;
+        self.base.store().purge(&key).await?;
         Ok(())
     }
 }

@@ -6,37 +6,17 @@
 //! nothing on a mismatch, under an idle timeout and the link's deadline →
 //! mark the file ready.
 
+use super::Uploads;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::Sluice;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, idle_timeout};
 use crate::time::now_unix;
 use crate::token::Method;
-
-/// What an upload link speaks, decided in one place
-/// ([`Sluice::protocol_of`]) from what the store can do and the file's
-/// size (DESIGN.md, "Files of any size": whoever receives the bytes checks
-/// them, once).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// Where sluice receives the bytes (a store that streams): one
-    /// resumable tus stream whatever the size, hashed once as it arrives
-    /// ([`super::stream`]); a plain PUT of the whole file works too.
-    Stream,
-    /// Where the store receives the bytes and takes parts, above the
-    /// single-PUT size: parts, each checked by the store against its
-    /// signed SHA-256, the whole proven by sluice ([`super::multipart`]).
-    Parts(crate::multipart::Plan),
-    /// One PUT of the whole file: presigned where the store receives the
-    /// bytes (up to the single-PUT size, or the store's limit where it
-    /// takes no parts).
-    Put,
-}
 
 /// How long after its link expires an upload may still finish.
 pub const UPLOAD_GRACE_SECS: i64 = 10;
@@ -74,11 +54,11 @@ pub(crate) struct Upload {
     pub(crate) expires_at: i64,
 }
 
-impl Sluice {
+impl Uploads {
     /// The origin uploads go to when it is not sluice's own (S3's, for the
     /// page's Content-Security-Policy); `None` where sluice takes them.
     pub async fn store_origin(&self) -> Option<String> {
-        let Access::Direct(presign) = self.store().access() else {
+        let Access::Direct(presign) = self.base.store().access() else {
             return None;
         };
         let probe = crate::file::ObjectKey::from_stored("files/origin-probe".into());
@@ -102,11 +82,15 @@ impl Sluice {
     pub async fn put_target(&self, token: &str) -> Result<String, Error> {
         let upload = self.upload_of(token).await?;
         let target = self
-            .upload_target(&upload.file, upload.expires_at, super::issue::Reader::Page)
+            .upload_target(
+                &upload.file,
+                upload.expires_at,
+                crate::service::uploads::issue::Reader::Page,
+            )
             .await?;
-        let url = match self.store().access() {
+        let url = match self.base.store().access() {
             Access::Direct(_) => target.url,
-            Access::Proxied => format!("{}/u/{token}", self.issuer_base()),
+            Access::Proxied => format!("{}/u/{token}", self.endpoints.issuer_base()),
         };
         let headers = target
             .headers
@@ -116,26 +100,12 @@ impl Sluice {
         Ok(crate::curl::part_target(&url, headers))
     }
 
-    /// What the upload link of `file` speaks ([`Protocol`]): one stream
-    /// where the store streams, whatever the size; else parts over the
-    /// single-PUT size where the store takes them; else one PUT.
-    pub fn protocol_of(&self, file: &FileMeta) -> Protocol {
-        let (store, transfers) = (self.store(), self.transfers());
-        if store.stream().is_some() {
-            Protocol::Stream
-        } else if file.size > transfers.single_put_max_bytes && store.parts().is_some() {
-            Protocol::Parts(crate::multipart::Plan::new(file.size, transfers.part_bytes))
-        } else {
-            Protocol::Put
-        }
-    }
-
     /// Verifies upload link `token` and finds its file. A short link whose
     /// record has expired is refused like any dead link (404).
     pub(crate) async fn upload_of(&self, token: &str) -> Result<Upload, Error> {
-        let link = self.verify_link(token, Method::Put)?;
+        let link = self.base.verify_link(token, Method::Put)?;
         let (jti, link_expires) = (link.jti(), link.expires_at.unwrap_or(0));
-        let (file, record_expires) = self.file_of(&link).await?;
+        let (file, record_expires) = self.base.file_of(&link).await?;
         let expires_at = link_expires.min(record_expires);
         if record_expires <= now_unix() {
             tracing::info!(%jti, file_id = %file.id, "upload link of an expired file");
@@ -158,21 +128,16 @@ impl Sluice {
             file, expires_at, ..
         } = self.upload_of(token).await?;
         let left = expires_at - now_unix();
-        match self.store().access() {
+        match self.base.store().access() {
             Access::Direct(presign) => {
                 let ttl = Duration::from_secs(u64::try_from(left).unwrap_or(1).max(1));
-                let p = super::issue::presign_pinned_put(presign, &file, ttl).await?;
+                let p =
+                    crate::service::uploads::issue::presign_pinned_put(presign, &file, ttl).await?;
                 tracing::info!(file_id = %file.id, "direct upload URL minted");
                 Ok(p.url)
             }
-            Access::Proxied => Ok(format!("{}/u/{token}", self.issuer_base())),
+            Access::Proxied => Ok(format!("{}/u/{token}", self.endpoints.issuer_base())),
         }
-    }
-
-    /// Whether file bytes go straight to the store (S3), never through
-    /// sluice.
-    pub fn stores_directly(&self) -> bool {
-        matches!(self.store().access(), Access::Direct(_))
     }
 
     /// Stores `body` for the upload link `token`, enforcing what the link
@@ -184,7 +149,7 @@ impl Sluice {
         body: ByteStream,
     ) -> Result<Uploaded, Error> {
         // With a direct store (S3) bytes go straight to it, never through here.
-        if let Access::Direct(_) = self.store().access() {
+        if let Access::Direct(_) = self.base.store().access() {
             return Err(Error::NotFound);
         }
         let Upload {
@@ -205,10 +170,10 @@ impl Sluice {
                 Error::Invalid(why)
             });
         }
-        let body = idle_timeout(body, self.transfers().body_idle_timeout);
-        let body = self.arrivals().count(&file.id, body);
+        let body = idle_timeout(body, self.base.transfers().body_idle_timeout);
+        let body = self.arrivals.count(&file.id, body);
         let key = file.object_key();
-        let put = self.store().put(&key, file.size, file.sha256, body);
+        let put = self.base.store().put(&key, file.size, file.sha256, body);
         let Some(stored) = until_expiry(expires_at, put).await else {
             tracing::info!(file_id = %file.id, %jti, "upload ended at its link's expiry");
             return Err(Error::UploadExpired);
@@ -216,12 +181,12 @@ impl Sluice {
         if let Err(e) = stored {
             tracing::info!(file_id = %file.id, %jti, error = %e, "upload refused");
             if matches!(e, crate::store::StoreError::Mismatch(_)) {
-                self.reject(&file, &jti).await;
+                self.base.reject(&file, &jti).await;
             }
             return Err(e.into());
         }
         tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-        self.file_arrived(&file, &jti).await?;
+        self.files.file_arrived(&file, &jti).await?;
         Ok(Uploaded {
             file_id: file.id,
             size: file.size,

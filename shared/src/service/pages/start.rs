@@ -2,11 +2,12 @@
 //! its owner's limits, and where its bytes go (a stream, parts, or one
 //! PUT).
 
+use super::Pages;
 use super::*;
 
-impl Sluice {
+impl Pages {
     /// The signed PUT for the file the person picked on `page` (opened by
-    /// [`Sluice::page_for_start`]) as its file `n` (0 for the first): the
+    /// [`Pages::page_for_start`]) as its file `n` (0 for the first): the
     /// file is issued (once per page and number) with that file's id, for
     /// exactly the size and digest the browser computed.
     pub async fn start_browser_upload(
@@ -38,17 +39,22 @@ impl Sluice {
         };
         // Everything checked first; then the page's own rate, so whoever
         // holds its URL cannot drain its owner's issuing rate with starts.
-        self.checked(&req)?;
-        self.check_rate(Kind::PageStarts, file_id.as_str())?;
-        let (file, expires_at) = match self.records().get(&page.owner, &file_id).await? {
+        self.uploads.checked(&req)?;
+        self.limits.check_rate(Kind::PageStarts, file_id.as_str())?;
+        let (file, expires_at) = match self.base.records().get(&page.owner, &file_id).await? {
             Some(record) => self.page_file_again(record, size, sha256).await?,
             None => {
-                match self.issue_file(&page.owner, req, file_id.clone()).await {
+                match self
+                    .uploads
+                    .issue_file(&page.owner, req, file_id.clone())
+                    .await
+                {
                     Ok((file, _, expires_at)) => (file, expires_at),
                     // Another start of this page recorded its file first:
                     // the record is written once, so that one stands.
                     Err(Error::AlreadyUploaded) => {
                         let record = self
+                            .base
                             .records()
                             .get(&page.owner, &file_id)
                             .await?
@@ -63,17 +69,20 @@ impl Sluice {
                 }
             }
         };
-        let upload = match self.begin_upload(&file).await? {
+        let upload = match self.uploads.begin_upload(&file).await? {
             // In parts: the same parts as the upload line's, so a page
             // started again (a reload) sends only those not stored yet.
             Protocol::Parts(plan) => {
-                let upload = self.upload_target(&file, expires_at, Reader::Model).await?;
+                let upload = self
+                    .uploads
+                    .upload_target(&file, expires_at, Reader::Model)
+                    .await?;
                 return Ok(BrowserTarget {
                     parts: Some(PageParts {
                         link: upload.url.clone(),
                         count: plan.count,
                         part_size: plan.part_size,
-                        origin: self.part_origin().await?,
+                        origin: self.uploads.part_origin().await?,
                     }),
                     upload,
                     file_id: file.id,
@@ -83,18 +92,25 @@ impl Sluice {
             // As one resumable stream: a page started again goes on from
             // where the upload stands.
             Protocol::Stream => {
-                let upload = self.upload_target(&file, expires_at, Reader::Page).await?;
+                let upload = self
+                    .uploads
+                    .upload_target(&file, expires_at, Reader::Page)
+                    .await?;
                 return Ok(BrowserTarget {
                     stream: Some(PageStream {
                         link: upload.url.clone(),
-                        chunk_size: self.transfers().part_bytes,
+                        chunk_size: self.base.transfers().part_bytes,
                     }),
                     upload,
                     file_id: file.id,
                     parts: None,
                 });
             }
-            Protocol::Put => self.upload_target(&file, expires_at, Reader::Page).await?,
+            Protocol::Put => {
+                self.uploads
+                    .upload_target(&file, expires_at, Reader::Page)
+                    .await?
+            }
         };
         Ok(BrowserTarget {
             upload,
@@ -113,7 +129,7 @@ impl Sluice {
         sha256: Sha256,
     ) -> Result<(crate::file::FileMeta, i64), Error> {
         let same = record.file.size == size && record.file.sha256 == sha256;
-        let record = self.settle(record).await?;
+        let record = self.files.settle(record).await?;
         if record.ready {
             return Err(Error::PageConflict(
                 "A file was already uploaded with this link. Go back to the conversation \

@@ -28,10 +28,18 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::issue::{Reader, UploadRequest};
-use super::uploads::Protocol;
-use super::{Sluice, Stored};
+use crate::service::base::Protocol;
+use crate::service::uploads::issue::{Reader, UploadRequest};
+use std::sync::Arc;
+
+use super::base::Base;
+use super::downloads::Downloads;
+use super::files::Files;
+use super::files::stored::Stored;
+use super::limits::Limits;
+use super::uploads::Uploads;
 use crate::auth::Caller;
+use crate::config::Endpoints;
 use crate::curl;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
@@ -178,16 +186,49 @@ fn checked_path(path: &str) -> Result<String, String> {
     Ok(parts.join("/"))
 }
 
-impl Sluice {
+/// Many files in one call and one line, each way.
+#[derive(Clone, Debug)]
+pub struct Batches {
+    base: Base,
+    uploads: Uploads,
+    downloads: Downloads,
+    files: Files,
+    limits: Limits,
+    endpoints: Arc<Endpoints>,
+}
+
+impl Batches {
+    /// Batches of the files `uploads` issues and `downloads` links.
+    pub fn new(
+        base: Base,
+        uploads: Uploads,
+        downloads: Downloads,
+        files: Files,
+        limits: Limits,
+        endpoints: Arc<Endpoints>,
+    ) -> Self {
+        Self {
+            base,
+            uploads,
+            downloads,
+            files,
+            limits,
+            endpoints,
+        }
+    }
+}
+
+impl Batches {
     /// The batch a token of `kind` names, unexpired: every failure the
     /// uniform [`Error::NotFound`].
     async fn batch_of(&self, token: &str, kind: ShortKind) -> Result<(Short, Batch), Error> {
         let now = now_unix();
-        let short = Short::decode(self.keys(), token, kind, now).map_err(|e| {
+        let short = Short::decode(self.base.keys(), token, kind, now).map_err(|e| {
             tracing::debug!(reason = %e, "batch link refused");
             Error::NotFound
         })?;
         let batch = self
+            .base
             .records()
             .get_batch(&short.file_id)
             .await?
@@ -201,9 +242,10 @@ impl Sluice {
     /// a caller counts its files before anything is built for them.
     pub(crate) async fn batch_for(&self, caller: &Caller, handle: &str) -> Result<Batch, Error> {
         let token = handle.trim().strip_prefix(BATCH_PREFIX).unwrap_or(handle);
-        let short = Short::decode(self.keys(), token, ShortKind::BatchHandle, now_unix())
+        let short = Short::decode(self.base.keys(), token, ShortKind::BatchHandle, now_unix())
             .map_err(|_| Error::NotAHandle)?;
         let batch = self
+            .base
             .records()
             .get_batch(&short.file_id)
             .await?
@@ -223,7 +265,7 @@ impl Sluice {
             .files
             .iter()
             .filter_map(|f| FileId::parse(&f.id))
-            .map(|id| self.handle_of(&id))
+            .map(|id| self.base.handle_of(&id))
             .collect()
     }
 

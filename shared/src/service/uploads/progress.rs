@@ -4,6 +4,7 @@
 //! the bytes arriving through this process right now (a proxied store: the
 //! local one), counted as they pass.
 
+use super::Uploads;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -11,8 +12,6 @@ use std::sync::{Arc, Mutex};
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::store::ByteStream;
-
-use super::Sluice;
 
 /// The bytes arriving through this process, per file: each body adds what
 /// it has carried, and takes it back when it ends, stored or not (a stored
@@ -89,12 +88,12 @@ pub struct Progress {
     pub total: u64,
 }
 
-impl Sluice {
+impl Uploads {
     /// How far the upload of `file` has come by the bytes arriving through
     /// this process alone: no read of the store.
     pub(crate) fn progress_seen(&self, file: &FileMeta) -> Progress {
         Progress {
-            received: self.arrivals().of(&file.id).min(file.size),
+            received: self.arrivals.of(&file.id).min(file.size),
             total: file.size,
         }
     }
@@ -102,12 +101,12 @@ impl Sluice {
     /// How far the upload of `file` has come, by what this process sees.
     pub(crate) async fn progress_of(&self, file: &FileMeta) -> Result<Progress, Error> {
         let mut received = self.progress_seen(file).received;
-        if let Some(stream) = self.store().stream() {
+        if let Some(stream) = self.base.store().stream() {
             // What the stream kept (checkpointed) or what this process
             // sees arriving on it, whichever is further.
             received = received.max(stream.offset(&file.object_key(), file.size).await?);
         }
-        if let (Some(plan), Ok(parts)) = (self.plan_of(file), self.part_store()) {
+        if let (Some(plan), Ok(parts)) = (self.base.plan_of(file), self.base.part_store()) {
             for n in parts.stored_parts(&file.object_key()).await? {
                 received += plan.len(n).unwrap_or(0);
             }

@@ -1,18 +1,27 @@
-//! Download links, both halves. Issuing: the file's object is there and
+//! Download links, both halves ([`Downloads`]), and the inline read
+//! ([`small`]). Issuing: the file's object is there and
 //! matches its pin → a single-use link bound to the file and the caller.
 //! Redeeming, the whole security story of a link in this order: verify the
 //! token → refuse it if already spent, before anything is read → find the
-//! object → check it against what the link pins ([`Sluice::stored`]) →
+//! object → check it against what the link pins ([`crate::service::files::Files::stored`]) →
 //! open it, taking a transfer slot where bytes pass through sluice → spend
 //! it → deliver, as a redirect to a direct store, as bytes read whole
 //! and verified, or as a stream whose last chunk is held back until it
 //! verifies.
 
+pub mod small;
+
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde::Serialize;
 
-use super::{Sluice, Stored};
+use super::base::Base;
+use super::files::Files;
+use super::files::stored::Stored;
+use super::limits::Limits;
 use crate::auth::Caller;
+use crate::config::Endpoints;
 use crate::curl;
 use crate::error::Error;
 use crate::events::{Event, EventType};
@@ -106,7 +115,28 @@ impl std::fmt::Debug for Delivery {
     }
 }
 
-impl Sluice {
+/// Download links: issued for a stored file, redeemed once.
+#[derive(Clone, Debug)]
+pub struct Downloads {
+    base: Base,
+    files: Files,
+    limits: Limits,
+    endpoints: Arc<Endpoints>,
+}
+
+impl Downloads {
+    /// Links under the resolver of `endpoints`, for `files`, within `limits`.
+    pub fn new(base: Base, files: Files, limits: Limits, endpoints: Arc<Endpoints>) -> Self {
+        Self {
+            base,
+            files,
+            limits,
+            endpoints,
+        }
+    }
+}
+
+impl Downloads {
     /// Issues a single-use download link for an uploaded file, asked for by
     /// `owner` (whose rate of links it takes from).
     pub async fn issue_download(
@@ -114,7 +144,7 @@ impl Sluice {
         owner: &str,
         file: &FileMeta,
     ) -> Result<DownloadTicket, Error> {
-        self.check_rate(Kind::Links, owner)?;
+        self.limits.check_rate(Kind::Links, owner)?;
         self.ticket_if_stored(file).await
     }
 
@@ -127,17 +157,17 @@ impl Sluice {
         caller: &Caller,
         handle: &str,
     ) -> Result<DownloadTicket, Error> {
-        self.check_rate(Kind::Resolve, &caller.owner)?;
-        let file = self.redeem_handle(caller, handle).await?;
+        self.limits.check_rate(Kind::Resolve, &caller.owner)?;
+        let file = self.files.redeem_handle(caller, handle).await?;
         self.ticket_if_stored(&file).await
     }
 
     /// A link for a file found stored, taken from its owner's hourly
     /// allowance of download bytes.
     async fn ticket_if_stored(&self, file: &FileMeta) -> Result<DownloadTicket, Error> {
-        match self.stored(file).await? {
+        match self.files.stored(file).await? {
             Stored::Ready(_) => {
-                self.charge_download(file).await?;
+                self.limits.charge_download(file).await?;
                 Ok(self.download_ticket(file))
             }
             Stored::Missing => Err(Error::NotUploaded),
@@ -146,53 +176,17 @@ impl Sluice {
         }
     }
 
-    /// Takes `file`'s size from its owner's allowance of download bytes for
-    /// this clock hour (`SLUICE_DOWNLOAD_BYTES_PER_HOUR`), kept in the
-    /// ledger so that every replica shares it. It bounds the bytes of the
-    /// links one user is given; each link is redeemed once, and on S3 its
-    /// redirect is a presigned GET that lives seconds
-    /// (`SLUICE_DOWNLOAD_URL_TTL_SECS`), so a link's bytes can be fetched
-    /// again only by whoever holds that URL within those seconds.
-    pub(crate) async fn charge_download(&self, file: &FileMeta) -> Result<(), Error> {
-        let limit = self.limits().download_bytes_per_hour();
-        let now = now_unix();
-        let hour = now.div_euclid(3600);
-        let owner = crate::file::owner_hash(&file.owner);
-        let key = format!("dl#{owner}#{hour}");
-        // Kept an hour past its own, for clocks a little apart.
-        let kept_until = (hour + 2) * 3600;
-        if self
-            .ledger()
-            .charge(&key, file.size, limit, kept_until)
-            .await?
-        {
-            return Ok(());
-        }
-        let refused =
-            "you were given download links for too many bytes in this hour: none was issued";
-        if file.size > limit {
-            return Err(Error::Limited {
-                message: format!(
-                    "{refused}: this file is larger than the whole allowance ({limit} bytes an hour)"
-                ),
-                retry_after: 3600,
-            });
-        }
-        let retry_after = u64::try_from((hour + 1) * 3600 - now).unwrap_or(1).max(1);
-        tracing::info!(%owner, retry_after, "download allowance reached");
-        Err(Error::Limited {
-            message: format!("{refused}; try again in {retry_after} s"),
-            retry_after,
-        })
-    }
-
     /// A single-use download link for a file the caller knows is stored
     /// (just stored, or just checked): no request to the store.
     pub(crate) fn download_ticket(&self, file: &FileMeta) -> DownloadTicket {
-        let expires_at = now_unix() + self.transfers().link_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.base.transfers().link_ttl.as_secs() as i64;
         let link = Short::download(file.id.clone(), expires_at);
         tracing::info!(file_id = %file.id, jti = %link.jti(), "download link issued");
-        let url = format!("{}/l/{}", self.resolver_base(), link.encode(self.keys()));
+        let url = format!(
+            "{}/l/{}",
+            self.endpoints.resolver_base(),
+            link.encode(self.base.keys())
+        );
         // No unreachable-host guard here, unlike the upload line's: with
         // it a long name's answer passes the kilobyte; curl's own message
         // and get_download_url's description say it and what to do.
@@ -222,7 +216,7 @@ impl Sluice {
     /// `from` on are sent, and the last is held back until the whole
     /// verifies, so a resumed download never completes a wrong file either.
     pub async fn redeem_link(&self, token: &str, from: u64) -> Result<Delivery, Error> {
-        let link = self.verify_link(token, Method::Get)?;
+        let link = self.base.verify_link(token, Method::Get)?;
         let (jti, expires_at) = (link.jti(), link.expires_at.unwrap_or(0));
         let replayed = || {
             tracing::info!(%jti, "spent link presented again");
@@ -230,11 +224,11 @@ impl Sluice {
         };
         // A replay is refused before anything is read: no record, no
         // object, no hash.
-        if self.ledger().is_spent(&jti).await? {
+        if self.base.ledger().is_spent(&jti).await? {
             return Err(replayed());
         }
-        let (file, _) = self.file_of(&link).await?;
-        let info = match self.stored(&file).await? {
+        let (file, _) = self.base.file_of(&link).await?;
+        let info = match self.files.stored(&file).await? {
             Stored::Ready(info) => info,
             Stored::Missing | Stored::Verifying => return Err(Error::NotFound),
             Stored::Mismatch => {
@@ -248,22 +242,23 @@ impl Sluice {
             // it (DynamoDB's stream), and in the outbox where there is one.
             let event = Event::about(EventType::Downloaded, &downloaded, Some(&jti));
             match self
+                .base
                 .ledger()
                 .spend_reporting(&jti, expires_at, &event.body())
                 .await?
             {
                 Spend::Fresh => {
-                    self.report(&event, &downloaded).await;
+                    self.base.report(&event, &downloaded).await;
                     Ok(())
                 }
                 Spend::AlreadySpent => Err(replayed()),
             }
         };
         let key = file.object_key();
-        if from > 0 && from >= file.size && !self.stores_directly() {
+        if from > 0 && from >= file.size && !self.base.stores_directly() {
             return Ok(Delivery::PastTheEnd { size: file.size });
         }
-        let delivery = match self.store().access() {
+        let delivery = match self.base.store().access() {
             // The store recorded the digest it verified on upload: never read here.
             Access::Direct(presign) => {
                 spend().await?;
@@ -273,7 +268,12 @@ impl Sluice {
                     content_type: &file.content_type,
                 };
                 let url = presign
-                    .presign_get(&key, &info, download, self.transfers().download_url_ttl)
+                    .presign_get(
+                        &key,
+                        &info,
+                        download,
+                        self.base.transfers().download_url_ttl,
+                    )
                     .await?;
                 tracing::info!(file_id = %file.id, %jti, "download redirected to the store");
                 return Ok(Delivery::Redirect(url));
@@ -283,14 +283,14 @@ impl Sluice {
                 // by another redemption is the uniform 404, not a 503.
                 let bytes = match self.read_verified(&file).await {
                     Ok(bytes) => bytes.ok_or(Error::NotFound)?,
-                    Err(Error::Busy(_)) if self.ledger().is_spent(&jti).await? => {
+                    Err(Error::Busy(_)) if self.base.ledger().is_spent(&jti).await? => {
                         return Err(replayed());
                     }
                     Err(e) => return Err(e),
                 };
                 spend().await?;
                 // A delete wins over a download under way.
-                if self.records().deleted(&file.id).await?.is_some() {
+                if self.base.records().deleted(&file.id).await?.is_some() {
                     return Err(Error::NotFound);
                 }
                 Delivery::Whole {
@@ -304,9 +304,9 @@ impl Sluice {
                 // many redemptions at once, one spends it; the others drop
                 // their slots and are 404, as are those refused a slot once
                 // it is spent.
-                let stream = match self.store().get(&key).await {
+                let stream = match self.base.store().get(&key).await {
                     Ok(stream) => stream.ok_or(Error::NotFound)?,
-                    Err(StoreError::Busy(_)) if self.ledger().is_spent(&jti).await? => {
+                    Err(StoreError::Busy(_)) if self.base.ledger().is_spent(&jti).await? => {
                         return Err(replayed());
                     }
                     Err(e) => return Err(e.into()),
@@ -330,7 +330,7 @@ impl Sluice {
     /// removed).
     fn unless_deleted(&self, file: &FileMeta, stream: ByteStream) -> ByteStream {
         use futures_util::StreamExt as _;
-        let (sluice, id, size) = (self.clone(), file.id.clone(), file.size);
+        let (base, id, size) = (self.base.clone(), file.id.clone(), file.size);
         let mut sent = 0u64;
         stream
             .then(move |chunk| {
@@ -341,9 +341,9 @@ impl Sluice {
                     }
                     Err(_) => false,
                 };
-                let (sluice, id) = (sluice.clone(), id.clone());
+                let (base, id) = (base.clone(), id.clone());
                 async move {
-                    if last && !matches!(sluice.records().deleted(&id).await, Ok(None)) {
+                    if last && !matches!(base.records().deleted(&id).await, Ok(None)) {
                         tracing::info!(file_id = %id, "download cut: the file was deleted");
                         return Err(std::io::Error::other("the file was deleted"));
                     }
