@@ -8,6 +8,7 @@ mod batch;
 mod browser;
 mod data;
 mod harness;
+mod import;
 mod kit;
 mod lambda;
 mod load;
@@ -38,7 +39,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -130,6 +131,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("ops") {
         report.push_str(&ops::run(&args)?);
+    }
+    if wants("import") {
+        report.push_str(&import::run(&args)?);
     }
     if wants("actions") {
         report.push_str(&actions::run(&args)?);

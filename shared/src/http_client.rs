@@ -8,6 +8,14 @@ use hyper_util::client::legacy::connect::HttpConnector;
 /// HTTPS with the system's trust roots (as the AWS SDK uses), or plain HTTP
 /// for a URL that names it (a local authorization server or upstream).
 pub(crate) fn https_connector() -> HttpsConnector<HttpConnector> {
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    https_over(http)
+}
+
+/// [`https_connector`] over `http`, a connector with its own resolver and
+/// timeouts (the import client's: [`crate::fetch`]).
+pub(crate) fn https_over<R>(mut http: HttpConnector<R>) -> HttpsConnector<HttpConnector<R>> {
     use hyper_rustls::ConfigBuilderExt as _;
     let builder = rustls::ClientConfig::builder_with_provider(
         rustls::crypto::aws_lc_rs::default_provider().into(),
@@ -24,9 +32,7 @@ pub(crate) fn https_connector() -> HttpsConnector<HttpConnector> {
             builder.with_root_certificates(rustls::RootCertStore::empty())
         })
         .with_no_client_auth();
-    let mut http = HttpConnector::new();
     http.enforce_http(false);
-    http.set_nodelay(true);
     hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()

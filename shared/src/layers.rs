@@ -242,7 +242,7 @@ fn no_circle_of_imports_spans_more_than_two_files() {
 fn the_layers_below_the_service_import_nothing_above_them() {
     let edges = graph();
     let above = [
-        "service", "http", "config", "actions", "auth", "rate", "webhooks",
+        "service", "http", "config", "actions", "auth", "rate", "webhooks", "fetch",
     ];
     let below = [
         "store",

@@ -21,7 +21,8 @@
 //!   [`records`] (what is known of each file), [`ledger`] (spent tokens).
 //! - **Policies**: [`auth`] (bearer tokens and who is calling), [`rate`]
 //!   (per-user token buckets), [`actions`] (the catalog, forms, the
-//!   streamed upstream call), and [`config`], which reads the environment
+//!   streamed upstream call), [`fetch`] (a URL fetched on a caller's word,
+//!   behind the import guard), and [`config`], which reads the environment
 //!   once, at start, from one table of settings.
 //! - **The service**, [`service`]: [`Sluice`], every operation the
 //!   functions offer, returning [`Error`]s in the domain's words.
@@ -36,6 +37,7 @@ pub mod curl;
 pub mod datauri;
 pub mod error;
 pub mod events;
+pub mod fetch;
 pub mod file;
 pub mod filename;
 pub mod http;

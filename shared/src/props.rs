@@ -142,3 +142,74 @@ fn curl_lines_round_trip_through_a_real_shell() {
         })
         .unwrap();
 }
+
+/// The import guard over address forms: an IPv4 address and every IPv6
+/// form that carries it (mapped, compatible, NAT64, 6to4) get the same
+/// verdict; a refused address is refused in every spelling the URL parser
+/// reads (dotted, one decimal number, hexadecimal); and any URL at all is
+/// answered with a verdict, never a panic.
+mod guard_props {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    use proptest::prelude::*;
+    use url::Url;
+
+    use crate::fetch::guard::{Guard, Reach};
+
+    fn public() -> Guard {
+        Guard {
+            reach: Reach::Public,
+            allow_loopback: false,
+            ports: Vec::new(),
+        }
+    }
+
+    /// IPv4 addresses, half of them drawn from the refused table's ranges.
+    fn v4() -> impl Strategy<Value = Ipv4Addr> {
+        let ranged = (0..crate::fetch::guard::REFUSED_V4.len(), any::<u32>()).prop_map(|(i, r)| {
+            let (net, len, _) = crate::fetch::guard::REFUSED_V4[i];
+            let host = r.checked_shr(u32::from(len)).unwrap_or(0);
+            Ipv4Addr::from(u32::from(net) | host)
+        });
+        prop_oneof![any::<u32>().prop_map(Ipv4Addr::from), ranged]
+    }
+
+    proptest! {
+        #[test]
+        fn every_form_carrying_an_ipv4_address_gets_its_verdict(v4 in v4()) {
+            let guard = public();
+            let verdict = guard.refused_range(IpAddr::V4(v4)).is_some();
+            let n = u32::from(v4);
+            let forms = [
+                v4.to_ipv6_mapped(),
+                Ipv6Addr::from(0x0064_ff9b_0000_0000_0000_0000_0000_0000u128 | u128::from(n)),
+                Ipv6Addr::from((0x2002u128 << 112) | (u128::from(n) << 80) | 1),
+            ];
+            for form in forms {
+                prop_assert_eq!(guard.refused_range(IpAddr::V6(form)).is_some(), verdict, "{} as {}", v4, form);
+            }
+            if n > 1 {
+                let compatible = Ipv6Addr::from(u128::from(n));
+                prop_assert_eq!(guard.refused_range(IpAddr::V6(compatible)).is_some(), verdict, "{} as {}", v4, compatible);
+            }
+        }
+
+        #[test]
+        fn an_address_spelled_otherwise_is_the_address(v4 in v4()) {
+            let guard = public();
+            let verdict = guard.refused_range(IpAddr::V4(v4)).is_some();
+            let n = u32::from(v4);
+            for spelled in [format!("{v4}"), format!("{n}"), format!("0x{n:x}")] {
+                let url = Url::parse(&format!("http://{spelled}/x")).unwrap();
+                prop_assert_eq!(guard.check_url(&url).is_err(), verdict, "{}", spelled);
+            }
+        }
+
+        #[test]
+        fn any_url_gets_a_verdict(s in "[a-z]{1,6}://[ -~]{0,80}") {
+            if let Ok(url) = Url::parse(&s) {
+                let _ = public().check_url(&url);
+            }
+        }
+    }
+}

@@ -19,6 +19,8 @@ pub const FILES: &str = "sluice_files_total";
 pub const BYTES: &str = "sluice_file_bytes_total";
 /// Requests refused, by reason (`reason`: the error's code).
 pub const REFUSALS: &str = "sluice_refusals_total";
+/// Imports (`import_file`), by outcome.
+pub const IMPORTS: &str = "sluice_imports_total";
 /// Tool calls by tool and outcome (`outcome`: ok, refused, error).
 pub const TOOL_CALLS: &str = "sluice_tool_calls_total";
 /// How long a tool call took, by tool (seconds).
@@ -42,6 +44,7 @@ pub fn describe() {
     describe_counter!(FILES, "Files by change of state");
     describe_counter!(BYTES, Unit::Bytes, "Bytes of files by direction");
     describe_counter!(REFUSALS, "Requests refused, by reason");
+    describe_counter!(IMPORTS, "Imports from a URL, by outcome");
     describe_counter!(TOOL_CALLS, "MCP tool calls by tool and outcome");
     describe_histogram!(TOOL_SECONDS, Unit::Seconds, "MCP tool call duration");
     describe_counter!(DELIVERIES, "Webhook deliveries by endpoint and outcome");
@@ -113,6 +116,11 @@ pub fn audit(change: Change, file: &FileMeta, token_id: Option<&str>) {
         _ => return,
     };
     metrics::counter!(BYTES, "direction" => direction).increment(file.size);
+}
+
+/// An import ended: `ready` or `rejected`.
+pub fn imported(outcome: &'static str) {
+    metrics::counter!(IMPORTS, "outcome" => outcome).increment(1);
 }
 
 /// The audit line of a delete, naming who deleted the file (`by`: the

@@ -43,6 +43,8 @@ mod front;
 mod gateway;
 // bounded resources under hostile and careless clients
 mod hardening;
+// files from the web: import_file behind the SSRF guard, against servers on loopback
+mod imports;
 // production auth: RS256/ES256 tokens verified against a JWKS
 mod jwks;
 // each function binary under the Lambda runtime API

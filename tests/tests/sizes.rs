@@ -290,6 +290,9 @@ fn tools_list_stays_within_its_budget() {
     // since request_uploads and get_download_urls (23,544 bytes: the other
     // tools gave back 2 KB when the file id's schema lost its maintainer's
     // description); 25 since delete_file (25,363 bytes: its entry is ~900,
-    // most of it the title, annotations and schemas every tool has).
-    assert!(size <= 25 * 1024, "tools/list is {size} bytes");
+    // most of it the title, annotations and schemas every tool has); 30
+    // since import_file and get_import_status (30,072 bytes: 2.7 and 1.7 KB,
+    // each answer's schema 1.1 KB of it, and 0.4 KB for the object a host
+    // fills in an action's top-level File field).
+    assert!(size <= 30 * 1024, "tools/list is {size} bytes");
 }

@@ -24,6 +24,7 @@ use http::{HeaderMap, StatusCode, header};
 use sluice::http::auth::require;
 use sluice::http::{HttpError, JsonBody, Routes, own_body_limits, text};
 use sluice::service::files::delete::DeletedFile;
+use sluice::service::imports::{ImportRequest, ImportTicket};
 use sluice::service::pages::{BrowserStart, BrowserTarget};
 use sluice::service::uploads::issue::{UploadRequest, UploadTicket};
 use sluice::service::uploads::parts::Completion;
@@ -42,6 +43,9 @@ pub fn routes(state: &Sluice) -> Routes<Sluice> {
     Routes::new()
         .route("/uploads", "POST", post(request_upload))
         .route("/files/{file}", "DELETE", delete(delete_file))
+        // Files fetched from a URL (`sluice::service::imports`).
+        .route("/imports", "POST", post(import_file))
+        .route("/imports/{file_id}", "GET", get(import_status))
         .merge(widget_routes(state))
         .route("/browser/assets/{name}", "GET", get(asset))
         .route("/browser/{token}", "GET", get(show_page))
@@ -127,6 +131,47 @@ async fn request_upload(
     require(&sluice, &caller, Scope::FilesWrite)?;
     Ok(Json(
         sluice.uploads().issue_upload(&caller.owner, req).await?,
+    ))
+}
+
+/// `POST /imports`: the server fetches a URL into a file of the caller's
+/// (`files:write`), answering when it ends or `pending` after a short wait.
+async fn import_file(
+    State(sluice): State<Sluice>,
+    caller: Caller,
+    JsonBody(req): JsonBody<ImportRequest>,
+) -> Result<Json<ImportTicket>, HttpError> {
+    require(&sluice, &caller, Scope::FilesWrite)?;
+    Ok(Json(
+        sluice.imports().import_file(&caller.owner, req).await?,
+    ))
+}
+
+/// How long `GET /imports/{file_id}` waits.
+#[derive(Debug, serde::Deserialize)]
+struct ImportWait {
+    /// Seconds, at most the status wait.
+    #[serde(default)]
+    wait_seconds: u64,
+}
+
+/// `GET /imports/{file_id}[?wait_seconds=N]`: where an import stands
+/// (`files:read`).
+async fn import_status(
+    State(sluice): State<Sluice>,
+    caller: Caller,
+    Path(file_id): Path<String>,
+    Query(wait): Query<ImportWait>,
+) -> Result<Json<ImportTicket>, HttpError> {
+    require(&sluice, &caller, Scope::FilesRead)?;
+    let id = sluice::FileId::parse(&file_id).ok_or(sluice::Error::NotFound)?;
+    let wait =
+        std::time::Duration::from_secs(wait.wait_seconds).min(sluice.transfers().status_wait);
+    Ok(Json(
+        sluice
+            .imports()
+            .import_status(&caller.owner, &id, wait)
+            .await?,
     ))
 }
 

@@ -15,7 +15,7 @@ use rmcp::{ErrorData, tool, tool_router};
 use serde_json::Value;
 use sluice::actions::Action;
 
-use crate::schema::input_schema;
+use crate::schema::{file_params, input_schema};
 use sluice::{Caller, Error, Sluice};
 
 use crate::reply::{caller, caller_of, finish, success};
@@ -82,13 +82,23 @@ fn tool_description(action: &Action) -> String {
 
 /// The `action_<name>` tool of one configured action.
 fn route(action: &Action) -> ToolRoute<SluiceTools> {
-    let tool = Tool::new(
+    let mut tool = Tool::new(
         format!("{ACTION_PREFIX}{}", action.name),
         tool_description(action),
         Arc::new(input_schema(action)),
     )
     .with_raw_output_schema(any_object())
     .with_title(format!("Run the action {}", action.name));
+    // A host that resolves attached files fills these fields with one.
+    let params = file_params(action);
+    if !params.is_empty() {
+        let mut meta = rmcp::model::MetaObject::new();
+        meta.insert(
+            sluice::service::imports::FILE_PARAMS_META.into(),
+            serde_json::json!(params),
+        );
+        tool.meta = Some(meta);
+    }
     let name = action.name.clone();
     ToolRoute::new_dyn(tool, move |context: ToolCallContext<'_, SluiceTools>| {
         let name = name.clone();

@@ -1,7 +1,10 @@
 //! An action's form as JSON Schema: what `list_actions` shows and what each
 //! `action_<name>` tool takes. File fields are strings annotated `x-mcp-file`
 //! (SEP-2356), so a host that implements it can supply the file itself; a
-//! model passes a `$uploadedFile:` handle instead.
+//! model passes a `$uploadedFile:` handle instead. A top-level File field
+//! also takes the object a host that resolves attached files fills
+//! (`{download_url, file_id}`, named by the tool's
+//! `_meta["openai/fileParams"]`), which sluice imports.
 
 use serde_json::{Map, Value, json};
 
@@ -57,6 +60,45 @@ fn file_schema(field: &Field) -> Value {
     })
 }
 
+/// A top-level File field: a handle, or the file a host hands over
+/// (`{download_url, file_id}`, the shape a tool's
+/// `_meta["openai/fileParams"]` asks the host to fill).
+fn file_or_handed(field: &Field) -> Value {
+    let mut handle = file_schema(field);
+    let object = handle.as_object_mut().expect("a file schema is an object");
+    let description = object.remove("description");
+    let annotation = object.remove("x-mcp-file");
+    json!({
+        "description": description,
+        "x-mcp-file": annotation,
+        "anyOf": [
+            handle,
+            {
+                "type": "object",
+                "description": "A file the host hands over.",
+                "properties": {
+                    "download_url": {"type": "string"},
+                    "file_id": {"type": "string"},
+                    "file_name": {"type": "string"},
+                    "mime_type": {"type": "string"},
+                },
+                "required": ["download_url", "file_id"],
+            },
+        ],
+    })
+}
+
+/// The top-level File fields of `action`: what its tool's
+/// `_meta["openai/fileParams"]` names.
+pub fn file_params(action: &Action) -> Vec<&str> {
+    action
+        .fields
+        .iter()
+        .filter(|f| matches!(f.kind, FieldKind::File))
+        .map(|f| f.name.as_str())
+        .collect()
+}
+
 fn field_schema(field: &Field) -> Value {
     let mut schema = match &field.kind {
         FieldKind::String => json!({ "type": "string" }),
@@ -68,7 +110,7 @@ fn field_schema(field: &Field) -> Value {
             "description": "A date (YYYY-MM-DD) or a date-time (RFC 3339, e.g. 2026-11-30T12:00:00Z).",
         }),
         FieldKind::Json => json!({ "description": "Any JSON value." }),
-        FieldKind::File => file_schema(field),
+        FieldKind::File => file_or_handed(field),
         FieldKind::FileList => json!({
             "type": "array",
             "items": file_schema(field),
@@ -119,7 +161,12 @@ mod tests {
         assert_eq!(schema["required"], json!(["doc"]));
         assert_eq!(schema["additionalProperties"], json!(false));
         let doc = &schema["properties"]["doc"];
-        assert_eq!(doc["type"], "string");
+        assert_eq!(doc["anyOf"][0]["type"], "string");
+        assert_eq!(
+            doc["anyOf"][1]["required"],
+            json!(["download_url", "file_id"])
+        );
+        assert_eq!(file_params(catalog.get("a").unwrap()), ["doc"]);
         assert_eq!(
             doc["x-mcp-file"],
             json!({"accept": ["application/pdf"], "maxSize": 5})

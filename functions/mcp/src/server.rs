@@ -55,12 +55,17 @@ impl std::fmt::Debug for SluiceTools {
 }
 
 impl SluiceTools {
-    /// The tools over `sluice`: the file tools, and the action tools when
-    /// actions are configured.
+    /// The tools over `sluice`: the file tools (the import tools where
+    /// imports are offered), and the action tools when actions are
+    /// configured.
     pub fn new(sluice: Sluice) -> Self {
         let mut tool_router = Self::file_tools();
         if !sluice.actions().configured().catalog().is_empty() {
             tool_router += Self::action_tools(&sluice);
+        }
+        if !sluice.imports().offered() {
+            tool_router.remove_route("import_file");
+            tool_router.remove_route("get_import_status");
         }
         for route in tool_router.map.values_mut() {
             if let Some(spec) = table::lookup(&route.attr.name) {
@@ -76,6 +81,17 @@ impl SluiceTools {
                 "request_browser_upload" => route.attr.meta = Some(widget::tool_meta(widget::URI)),
                 "get_download_url" => {
                     route.attr.meta = Some(widget::tool_meta(widget::DOWNLOAD_URI))
+                }
+                // A host that resolves attached files (ChatGPT) fills
+                // `file` with one the person attached: it reaches sluice
+                // without passing the model or its sandbox.
+                "import_file" => {
+                    let mut meta = rmcp::model::MetaObject::new();
+                    meta.insert(
+                        sluice::service::imports::FILE_PARAMS_META.into(),
+                        serde_json::json!(["file"]),
+                    );
+                    route.attr.meta = Some(meta)
                 }
                 _ => {}
             }

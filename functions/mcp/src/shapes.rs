@@ -18,6 +18,17 @@ pub struct UploadIdArg {
     pub wait_seconds: Option<u32>,
 }
 
+/// Which import.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportIdArg {
+    /// The `file_id` import_file returned.
+    pub file_id: String,
+    /// Wait up to this many seconds for the import to end (at most 45).
+    #[serde(default)]
+    pub wait_seconds: Option<u32>,
+}
+
 /// A file named by its id or its handle.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -12,6 +12,7 @@ use sluice::service::batches::{BatchTicket, DownloadBatch};
 use sluice::service::downloads::DownloadTicket;
 use sluice::service::files::FilePage;
 use sluice::service::files::delete::DeletedFile;
+use sluice::service::imports::ImportTicket;
 use sluice::service::pages::{BrowserUpload, UploadStatus};
 use sluice::service::uploads::issue::UploadTicket;
 use sluice::service::uploads::small::SmallUpload;
@@ -109,6 +110,20 @@ pub const TOOLS: &[ToolSpec] = &[
         Effect::Reads,
         Scope::FilesRead,
         output::<DownloadTicket>,
+    ),
+    spec(
+        "import_file",
+        "Import a file from a URL",
+        Effect::Adds,
+        Scope::FilesWrite,
+        output::<ImportTicket>,
+    ),
+    spec(
+        "get_import_status",
+        "Check an import",
+        Effect::Reads,
+        Scope::FilesRead,
+        output::<ImportTicket>,
     ),
     spec(
         "request_uploads",
@@ -258,6 +273,8 @@ fn plain_optionals(schema: &mut JsonObject) {
                 p.insert("type".into(), one.clone());
             }
         }
+        // An object written inline (import_file's `file`): its own fields too.
+        plain_optionals(p);
     }
 }
 

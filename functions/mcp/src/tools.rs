@@ -10,6 +10,8 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{ErrorData, tool, tool_router};
 use sluice::Error;
+use sluice::FileId;
+use sluice::service::imports::{ImportRequest, ImportState, ImportTicket};
 use sluice::service::pages::{BrowserUploadRequest, UploadState};
 use sluice::service::uploads::issue::UploadRequest;
 use sluice::service::uploads::small::SMALL_FILE_MAX;
@@ -27,7 +29,7 @@ use sluice::service::pages::{BrowserUpload, Look, UploadStatus};
 use crate::reply::{caller, compact, finish, success};
 use crate::server::SluiceTools;
 use crate::shapes::{
-    FileArg, FilesArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg, UploadsArgs,
+    FileArg, FilesArg, ImportIdArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg, UploadsArgs,
 };
 use crate::table::input;
 
@@ -278,6 +280,61 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
     }
 
     #[tool(
+        description = "Import a file that is on the web (a URL, a presigned link, a host's download_url) without it passing \
+through the conversation or your sandbox: the server fetches `url` itself. Give `size` and `sha256` if known. Answers \
+`ready` (use `handle`), `rejected` (`reason`) or `pending` (then get_import_status). For a local file use request_upload.",
+        input_schema = input::<ImportRequest>()
+    )]
+    async fn import_file(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(req): Parameters<ImportRequest>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(
+            async {
+                let caller = caller(&parts)?;
+                let ticket = self
+                    .sluice
+                    .imports()
+                    .import_file(&caller.owner, req)
+                    .await?;
+                success(import_summary(&ticket), &ticket)
+            }
+            .await,
+        )
+    }
+
+    #[tool(
+        description = "Where an import_file stands. `wait_seconds` (at most 45) waits for it to end.",
+        input_schema = input::<ImportIdArg>()
+    )]
+    async fn get_import_status(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(arg): Parameters<ImportIdArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        finish(
+            async {
+                let caller = caller(&parts)?;
+                let id = FileId::parse(arg.file_id.trim()).ok_or_else(|| {
+                    Error::Invalid(
+                        "file_id is not a file id: pass the file_id import_file returned".into(),
+                    )
+                })?;
+                let most = self.sluice.transfers().status_wait;
+                let wait = Duration::from_secs(u64::from(arg.wait_seconds.unwrap_or(0))).min(most);
+                let ticket = self
+                    .sluice
+                    .imports()
+                    .import_status(&caller.owner, &id, wait)
+                    .await?;
+                success(import_summary(&ticket), &ticket)
+            }
+            .await,
+        )
+    }
+
+    #[tool(
         description = "Upload many files with one call and one line (a folder: up to 1000). Give each file's `path` (relative to \
 where the line runs), size and sha256. Run the returned `command` there once: it sends every file still missing (a file you \
 already stored is not sent again), a line per file, and resumes when run again. Pass `handle` (`$uploadedFiles:…`) to a FileList \
@@ -481,6 +538,27 @@ as base64, verified against its sha256. Prefer get_download_url.",
 /// A file's name as a summary shows it: whole up to 64 characters, longer
 /// ones cut in the middle (the line that moves the file names it whole), so
 /// a long name does not take the model's text twice.
+/// What an import's answer says first.
+fn import_summary(ticket: &ImportTicket) -> String {
+    match ticket.state {
+        ImportState::Ready => format!(
+            "Imported {} ({} bytes) from {}. Pass `handle` for the file.",
+            shown(ticket.filename.as_deref().unwrap_or("the file")),
+            ticket.size.unwrap_or(0),
+            ticket.source
+        ),
+        ImportState::Pending => format!(
+            "Importing from {}: {} bytes so far. Call get_import_status with this file_id (wait_seconds up to 45).",
+            ticket.source,
+            ticket.received.unwrap_or(0)
+        ),
+        ImportState::Rejected => format!(
+            "Not imported: {}",
+            ticket.reason.as_deref().unwrap_or("the fetch failed")
+        ),
+    }
+}
+
 fn shown(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
     if chars.len() <= 64 {

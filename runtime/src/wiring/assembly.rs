@@ -108,6 +108,10 @@ pub fn assemble(
         limits: sluice::rate::Limits::new(config.limits.rates),
         records,
         pending_caps: config.limits.pending_caps,
+        imports: config.imports.clone(),
+        // A function is frozen once it answers: a fetch in the background
+        // would not run there.
+        imports_here: !config.lambda,
     })
 }
 

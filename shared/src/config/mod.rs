@@ -11,6 +11,7 @@ mod actions;
 mod auth;
 mod backends;
 mod data_dir;
+mod imports;
 mod keys;
 mod limits;
 mod operations;
@@ -26,6 +27,7 @@ pub use actions::{ActionsSettings, ActionsSource};
 pub use auth::AuthSettings;
 pub use backends::{AwsConfig, DynamoConfig, Records, S3Config, Store};
 pub use data_dir::DataDir;
+pub use imports::Imports;
 pub use keys::KeySettings;
 pub use limits::UserLimits;
 pub use operations::{Operations, WebhookSource, webhook_secrets};
@@ -74,6 +76,8 @@ pub struct Config {
     pub operations: Operations,
     /// How files move: lifetimes, sizes and time limits of transfers.
     pub transfers: Transfers,
+    /// Files fetched from a URL.
+    pub imports: Imports,
 }
 
 impl Config {
@@ -106,6 +110,7 @@ impl Config {
             actions: ActionsSettings::read(&vars)?,
             operations: Operations::read(&vars)?,
             transfers: Transfers::read(&vars, in_dir)?,
+            imports: Imports::read(&vars)?,
         })
     }
 }
@@ -121,6 +126,7 @@ fn rules(vars: &Vars) -> Result<(), ConfigError> {
     operations::rules(vars, shared)?;
     auth::rules(vars, shared)?;
     urls::rules(vars)?;
+    imports::rules(vars, shared)?;
     transfers::rules(vars)
 }
 

@@ -17,18 +17,21 @@ pub enum Group {
     Aws,
     /// Actions and their upstreams.
     Actions,
+    /// Files fetched from a URL (`import_file`).
+    Imports,
     /// Events to the team's backend, and metrics.
     Operations,
 }
 
 impl Group {
     /// Every group, in the configuration page's order.
-    pub const ALL: [Group; 6] = [
+    pub const ALL: [Group; 7] = [
         Group::Core,
         Group::Limits,
         Group::Auth,
         Group::Aws,
         Group::Actions,
+        Group::Imports,
         Group::Operations,
     ];
 
@@ -39,6 +42,7 @@ impl Group {
             Group::Auth => "Auth",
             Group::Aws => "AWS",
             Group::Actions => "Actions",
+            Group::Imports => "Imports",
             Group::Operations => "Webhooks and metrics",
         }
     }
@@ -117,7 +121,7 @@ const fn s(
 }
 
 use self::Default::{Unset, Value};
-use Group::{Actions, Auth, Aws, Core, Limits, Operations};
+use Group::{Actions, Auth, Aws, Core, Imports, Limits, Operations};
 
 /// Every setting, by group.
 pub const SETTINGS: &[Setting] = &[
@@ -567,6 +571,83 @@ pub const SETTINGS: &[Setting] = &[
         Parse::Seconds,
         Value("10"),
         "lifetime of the presigned GET a link redirects to (at most 60): the client follows the redirect at once, and until it expires whoever holds the URL can fetch the file again",
+    ),
+    s(
+        "SLUICE_IMPORTS",
+        Imports,
+        Parse::OneOf(&["public", "off"]),
+        Value("public"),
+        "whether `import_file` fetches URLs: `public` (a host all of whose addresses are public; never private, link-local or metadata ones) or `off`",
+    ),
+    s(
+        "SLUICE_IMPORT_HOSTS",
+        Imports,
+        Parse::List,
+        Unset("any public host"),
+        "the only hosts imports fetch from (`files.example.com`, `*.example.com` for its subdomains), still at public addresses only",
+    ),
+    s(
+        "SLUICE_IMPORT_ALLOW_LOOPBACK",
+        Imports,
+        Parse::Flag,
+        Value("false"),
+        "admit loopback addresses (127.0.0.0/8, ::1) to imports, for development and tests; with DynamoDB records, only beside a local DynamoDB emulator. No setting admits private or link-local ranges",
+    ),
+    s(
+        "SLUICE_IMPORT_PORTS",
+        Imports,
+        Parse::List,
+        Unset("the scheme's own: 80 for http, 443 for https"),
+        "ports imports may use besides the scheme's own",
+    ),
+    s(
+        "SLUICE_IMPORT_MAX_BYTES",
+        Imports,
+        Parse::Positive,
+        Unset("`SLUICE_MAX_UPLOAD_BYTES`"),
+        "largest file imported (a declared size over it is refused at once; a body past it is cut and nothing kept)",
+    ),
+    s(
+        "SLUICE_IMPORT_TIMEOUT_SECS",
+        Imports,
+        Parse::Seconds,
+        Value("900"),
+        "the whole of one import, from the request to its last byte stored (Lambda's own limit is 15 minutes)",
+    ),
+    s(
+        "SLUICE_IMPORT_CONNECT_TIMEOUT_SECS",
+        Imports,
+        Parse::Seconds,
+        Value("10"),
+        "connecting to the host of an import",
+    ),
+    s(
+        "SLUICE_IMPORT_READ_TIMEOUT_SECS",
+        Imports,
+        Parse::Seconds,
+        Value("30"),
+        "waiting for an import's answer, and for each read of its body",
+    ),
+    s(
+        "SLUICE_IMPORTS_AT_ONCE",
+        Imports,
+        Parse::Positive,
+        Value("8"),
+        "imports fetched at once by one server (more wait their turn)",
+    ),
+    s(
+        "SLUICE_IMPORTS_PER_USER",
+        Imports,
+        Parse::Positive,
+        Value("4"),
+        "imports one user may have under way",
+    ),
+    s(
+        "SLUICE_IMPORT_WAIT_SECS",
+        Imports,
+        Parse::Seconds,
+        Value("20"),
+        "how long `import_file` waits for its file before answering `pending`",
     ),
     s(
         "SLUICE_WEBHOOK_URL",

@@ -518,3 +518,63 @@ fn a_webhook_secret_may_be_named_with_the_records_in_dynamodb_only() {
     assert_eq!(local.var, "SLUICE_WEBHOOK_SECRET_ID");
     assert!(local.reason.contains("records in DynamoDB only"), "{local}");
 }
+
+/// The imports group: public by default, a list narrows it, `off` turns it
+/// off, ports are checked; loopback is admitted beside DynamoDB records
+/// only when DynamoDB is a local emulator.
+#[test]
+fn imports_are_public_by_default_and_loopback_is_for_development() {
+    use crate::fetch::guard::Reach;
+    let c = config(&[]).unwrap();
+    assert_eq!(c.imports.guard.reach, Reach::Public);
+    assert!(!c.imports.guard.allow_loopback && c.imports.guard.ports.is_empty());
+    assert_eq!(c.imports.deadline, Duration::from_secs(900));
+    let listed = config(&[("SLUICE_IMPORT_HOSTS", "files.example.com, *.cdn.example")]).unwrap();
+    assert_eq!(
+        listed.imports.guard.reach,
+        Reach::Hosts(vec!["files.example.com".into(), "*.cdn.example".into()])
+    );
+    let off = config(&[
+        ("SLUICE_IMPORTS", "off"),
+        ("SLUICE_IMPORT_HOSTS", "a.example"),
+    ])
+    .unwrap();
+    assert_eq!(off.imports.guard.reach, Reach::Off);
+    assert_eq!(
+        config(&[("SLUICE_IMPORT_PORTS", "8080,x")])
+            .unwrap_err()
+            .var,
+        "SLUICE_IMPORT_PORTS"
+    );
+    assert_eq!(
+        config(&[("SLUICE_IMPORTS", "private")]).unwrap_err().var,
+        "SLUICE_IMPORTS"
+    );
+    let secret = "s".repeat(32);
+    let aws = |endpoint: &'static str| {
+        let mut vars = vec![
+            ("SLUICE_BACKEND", "aws"),
+            ("SLUICE_S3_BUCKET", "b"),
+            ("SLUICE_DYNAMODB_TABLE", "t"),
+            ("SLUICE_MASTER_SECRET", secret.as_str()),
+            ("SLUICE_DEV_TOKENS", "true"),
+            ("SLUICE_IMPORT_ALLOW_LOOPBACK", "true"),
+        ];
+        if !endpoint.is_empty() {
+            vars.push(("SLUICE_DYNAMODB_ENDPOINT_URL", endpoint));
+        }
+        config(&vars)
+    };
+    assert_eq!(aws("").unwrap_err().var, "SLUICE_IMPORT_ALLOW_LOOPBACK");
+    assert_eq!(
+        aws("https://dynamodb.example.com").unwrap_err().var,
+        "SLUICE_IMPORT_ALLOW_LOOPBACK"
+    );
+    assert!(
+        aws("http://127.0.0.1:4567")
+            .unwrap()
+            .imports
+            .guard
+            .allow_loopback
+    );
+}

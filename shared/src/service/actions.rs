@@ -19,6 +19,7 @@ use super::batches::Batches;
 use super::downloads::Downloads;
 use super::files::Files;
 use super::files::stored::Stored;
+use super::imports::{HostFile, Imports};
 use super::limits::Limits;
 use super::uploads::Uploads;
 use crate::actions::body::{self, Failure};
@@ -58,6 +59,25 @@ pub struct ResultFile {
     pub ticket: DownloadTicket,
 }
 
+/// What an action's run calls: its files found through `files` and
+/// `batches` (and fetched by `imports` when a host hands one over), passed
+/// on by `downloads`, its results stored by `uploads`, within `limits`.
+#[derive(Debug, Clone)]
+pub struct ActionCalls {
+    #[allow(missing_docs)]
+    pub uploads: Uploads,
+    #[allow(missing_docs)]
+    pub downloads: Downloads,
+    #[allow(missing_docs)]
+    pub batches: Batches,
+    #[allow(missing_docs)]
+    pub imports: Imports,
+    #[allow(missing_docs)]
+    pub files: Files,
+    #[allow(missing_docs)]
+    pub limits: Limits,
+}
+
 /// Actions whose File fields take handles, run for a caller.
 #[derive(Clone, Debug)]
 pub struct Actions {
@@ -66,29 +86,29 @@ pub struct Actions {
     uploads: Uploads,
     downloads: Downloads,
     batches: Batches,
+    imports: Imports,
     files: Files,
     limits: Limits,
 }
 
 impl Actions {
-    /// The actions of `catalog`, their files found through `files` and
-    /// `batches`, passed on by `downloads`, their results stored by
-    /// `uploads`.
-    pub fn new(
-        base: Base,
-        catalog: crate::actions::Actions,
-        uploads: Uploads,
-        downloads: Downloads,
-        batches: Batches,
-        files: Files,
-        limits: Limits,
-    ) -> Self {
+    /// The actions of `catalog`, over the components their runs call.
+    pub fn new(base: Base, catalog: crate::actions::Actions, calls: ActionCalls) -> Self {
+        let ActionCalls {
+            uploads,
+            downloads,
+            batches,
+            imports,
+            files,
+            limits,
+        } = calls;
         Self {
             base,
             catalog: Arc::new(catalog),
             uploads,
             downloads,
             batches,
+            imports,
             files,
             limits,
         }
@@ -113,6 +133,7 @@ impl Actions {
             .catalog()
             .get(name)
             .ok_or_else(|| Error::UnknownAction(name.to_owned()))?;
+        let fields = self.host_files(caller, action, fields).await?;
         let fields = self.expand_batches(caller, action, fields).await?;
         let handles = self.redeem_handles(caller, &fields).await?;
         let redeem = |handle: &str| match handles.get(handle) {
@@ -175,6 +196,44 @@ impl Actions {
             result,
             files_linked,
         })
+    }
+
+    /// File fields a host filled with a file the person attached
+    /// (`{download_url, file_id, …}`, the shape a tool's
+    /// `_meta["openai/fileParams"]` asks for): each imported through the
+    /// import guard, as `import_file` would, and replaced by its handle, so
+    /// the file reaches the action without passing the model or its sandbox.
+    async fn host_files(
+        &self,
+        caller: &Caller,
+        action: &crate::actions::Action,
+        mut fields: Value,
+    ) -> Result<Value, Error> {
+        let Value::Object(map) = &mut fields else {
+            return Ok(fields);
+        };
+        for field in action
+            .fields
+            .iter()
+            .filter(|f| matches!(f.kind, crate::actions::FieldKind::File))
+        {
+            let Some(value @ Value::Object(_)) = map.get(&field.name) else {
+                continue;
+            };
+            let handed: HostFile = serde_json::from_value(value.clone()).map_err(|_| {
+                Error::Invalid(format!(
+                    "{}: a file handed over needs its download_url and file_id",
+                    field.name
+                ))
+            })?;
+            let handle = self
+                .imports
+                .import_handed(&caller.owner, handed)
+                .await
+                .map_err(|e| Error::Invalid(format!("{}: {e}", field.name)))?;
+            map.insert(field.name.clone(), Value::String(handle));
+        }
+        Ok(fields)
     }
 
     /// `fields` with each batch handle (`$uploadedFiles:…`) given to a

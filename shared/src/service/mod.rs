@@ -17,6 +17,8 @@
 //!   line, each way.
 //! - [`actions`] ([`actions::Actions`]): running an action whose File fields
 //!   take handles.
+//! - [`imports`] ([`imports::Imports`]): a file the server fetches from a
+//!   URL, behind the import guard.
 //!
 //! The shared parts they call by name: [`base::Base`] (the backends, keys
 //! and transfer settings, what a link speaks, a file's handle, the changes
@@ -36,6 +38,7 @@ pub mod base;
 pub mod batches;
 pub mod downloads;
 pub mod files;
+pub mod imports;
 pub mod limits;
 pub mod pages;
 mod proof;
@@ -52,6 +55,7 @@ use base::Base;
 use batches::Batches;
 use downloads::Downloads;
 use files::Files;
+use imports::Imports;
 use limits::Limits;
 use pages::Pages;
 use uploads::Uploads;
@@ -94,6 +98,11 @@ pub struct Assembly {
     pub limits: crate::rate::Limits,
     /// Per-user caps on files waiting for their bytes.
     pub pending_caps: PendingCaps,
+    /// Files fetched from a URL (the `imports` group).
+    pub imports: crate::config::Imports,
+    /// Whether imports run here: a server that lives on, not a function
+    /// frozen once it answers.
+    pub imports_here: bool,
 }
 
 /// The shared state of every function: cheap to clone. A façade: each
@@ -111,6 +120,7 @@ struct Components {
     pages: Pages,
     batches: Batches,
     actions: Actions,
+    imports: Imports,
     access: AccessVerifier,
     endpoints: Arc<Endpoints>,
     mcp_max_body_bytes: usize,
@@ -142,6 +152,8 @@ impl Sluice {
             actions,
             limits,
             pending_caps,
+            imports,
+            imports_here,
         } = assembly;
         let endpoints = Arc::new(endpoints);
         let base = Base::new(store, records, ledger, keys, transfers);
@@ -174,14 +186,25 @@ impl Sluice {
             limits.clone(),
             endpoints.clone(),
         );
+        let imports = Imports::new(
+            base.clone(),
+            uploads.clone(),
+            files.clone(),
+            limits.clone(),
+            imports,
+            imports_here,
+        );
         let actions = Actions::new(
             base.clone(),
             actions,
-            uploads.clone(),
-            downloads.clone(),
-            batches.clone(),
-            files.clone(),
-            limits.clone(),
+            actions::ActionCalls {
+                uploads: uploads.clone(),
+                downloads: downloads.clone(),
+                batches: batches.clone(),
+                imports: imports.clone(),
+                files: files.clone(),
+                limits: limits.clone(),
+            },
         );
         Self(Arc::new(Components {
             base,
@@ -192,6 +215,7 @@ impl Sluice {
             pages,
             batches,
             actions,
+            imports,
             access,
             endpoints,
             mcp_max_body_bytes,
@@ -227,6 +251,11 @@ impl Sluice {
     /// The configured actions, and running them.
     pub fn actions(&self) -> &Actions {
         &self.0.actions
+    }
+
+    /// Files fetched from a URL.
+    pub fn imports(&self) -> &Imports {
+        &self.0.imports
     }
 
     /// The per-user limits.

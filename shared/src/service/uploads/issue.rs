@@ -31,6 +31,9 @@ pub(crate) enum Counted {
     Yes,
     /// Made by an action's upstream.
     No,
+    /// Under the owner's pending caps, its rate taken already (an import
+    /// whose size and digest are known once its bytes are in).
+    CapsOnly,
 }
 
 /// Who reads an upload target.
@@ -158,7 +161,7 @@ impl Uploads {
 
     /// [`Uploads::issue_file`], counted against the owner's rate and pending
     /// caps or not.
-    async fn issue_file_as(
+    pub(crate) async fn issue_file_as(
         &self,
         owner: &str,
         req: UploadRequest,
@@ -181,7 +184,7 @@ impl Uploads {
         };
         let expires_at = now_unix() + self.base.transfers().handle_ttl.as_secs() as i64;
         match counted {
-            Counted::Yes => self.limits.admit(&file, expires_at).await?,
+            Counted::Yes | Counted::CapsOnly => self.limits.admit(&file, expires_at).await?,
             Counted::No => self.limits.record_uncounted(&file, expires_at).await?,
         }
         crate::telemetry::audit(crate::telemetry::Change::Issued, &file, None);
@@ -343,7 +346,7 @@ pub(crate) async fn presign_pinned_put(
 }
 
 /// Accepts a media type such as `text/plain; charset=utf-8`.
-fn parse_content_type(ct: &str) -> Result<String, Error> {
+pub(crate) fn parse_content_type(ct: &str) -> Result<String, Error> {
     let bad = || {
         Error::Invalid(format!(
             "content_type {ct:?} is not a media type such as text/plain"

@@ -1,0 +1,95 @@
+//! Imports (`import_file`), one group: where the server may fetch from, how
+//! much, how long, and how many at once. The guard itself is
+//! [`crate::fetch::guard`].
+
+use std::time::Duration;
+
+use super::ConfigError;
+use super::read::{Vars, invalid};
+use super::refuse;
+use crate::fetch::Timeouts;
+use crate::fetch::guard::{Guard, Reach};
+
+/// The `imports` group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Imports {
+    /// What the guard admits (`SLUICE_IMPORTS`, `SLUICE_IMPORT_HOSTS`,
+    /// `SLUICE_IMPORT_ALLOW_LOOPBACK`, `SLUICE_IMPORT_PORTS`).
+    pub guard: Guard,
+    /// The largest file imported (`SLUICE_IMPORT_MAX_BYTES`; unset: the
+    /// largest upload).
+    pub max_bytes: Option<u64>,
+    /// The whole fetch, from the request to the last byte stored
+    /// (`SLUICE_IMPORT_TIMEOUT_SECS`).
+    pub deadline: Duration,
+    /// Connecting, and each read (`SLUICE_IMPORT_CONNECT_TIMEOUT_SECS`,
+    /// `SLUICE_IMPORT_READ_TIMEOUT_SECS`).
+    pub timeouts: Timeouts,
+    /// Fetches at once in one process (`SLUICE_IMPORTS_AT_ONCE`).
+    pub at_once: usize,
+    /// Imports under way for one user (`SLUICE_IMPORTS_PER_USER`).
+    pub per_user: usize,
+    /// How long `import_file` waits for a small file before answering
+    /// `pending` (`SLUICE_IMPORT_WAIT_SECS`).
+    pub wait: Duration,
+}
+
+impl Imports {
+    pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
+        let hosts = vars.list("SLUICE_IMPORT_HOSTS");
+        let reach = match vars.value("SLUICE_IMPORTS") {
+            Some("off") => Reach::Off,
+            _ if !hosts.is_empty() => Reach::Hosts(hosts),
+            _ => Reach::Public,
+        };
+        let ports = vars
+            .list("SLUICE_IMPORT_PORTS")
+            .iter()
+            .map(|p| {
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| invalid("SLUICE_IMPORT_PORTS", format!("{p} is not a port")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            guard: Guard {
+                reach,
+                allow_loopback: vars.flag("SLUICE_IMPORT_ALLOW_LOOPBACK")?.unwrap_or(false),
+                ports,
+            },
+            max_bytes: vars.optional_positive("SLUICE_IMPORT_MAX_BYTES")?,
+            deadline: vars.secs("SLUICE_IMPORT_TIMEOUT_SECS")?,
+            timeouts: Timeouts {
+                connect: vars.secs("SLUICE_IMPORT_CONNECT_TIMEOUT_SECS")?,
+                read: vars.secs("SLUICE_IMPORT_READ_TIMEOUT_SECS")?,
+            },
+            at_once: vars.count("SLUICE_IMPORTS_AT_ONCE")?,
+            per_user: vars.count("SLUICE_IMPORTS_PER_USER")?,
+            wait: vars.secs("SLUICE_IMPORT_WAIT_SECS")?,
+        })
+    }
+}
+
+/// Loopback is admitted for development and tests alone: where the records
+/// are shared (the aws backend), only when every AWS endpoint configured is
+/// a local emulator (as under `cargo lambda watch`).
+pub(super) fn rules(vars: &Vars, shared: bool) -> Result<(), ConfigError> {
+    if vars.flag("SLUICE_IMPORT_ALLOW_LOOPBACK")? != Some(true) || !shared {
+        return Ok(());
+    }
+    let local = |name: &'static str| {
+        vars.raw(name).is_some_and(|u| {
+            url::Url::parse(u)
+                .is_ok_and(|u| matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")))
+        })
+    };
+    if !local("SLUICE_DYNAMODB_ENDPOINT_URL") {
+        return refuse(
+            "SLUICE_IMPORT_ALLOW_LOOPBACK",
+            "loopback imports are for development: with the records in DynamoDB it needs \
+             SLUICE_DYNAMODB_ENDPOINT_URL on this machine (an emulator); unset it in a deployment",
+        );
+    }
+    Ok(())
+}

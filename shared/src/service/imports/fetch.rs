@@ -1,0 +1,280 @@
+//! One import's work, in the background: a turn among the fetches at once →
+//! the guarded fetch ([`crate::fetch::Fetcher::open`]) → with a declared
+//! size and digest, the body streamed straight into the store, which checks
+//! both and keeps nothing on a mismatch; otherwise the body hashed on its way
+//! into a spool file, cut past the import limit, then the file issued under
+//! the caller's caps with what arrived and stored from the spool → the file
+//! marked ready. All of it under the import's deadline. A failure at any
+//! step rejects the import with its reason, and nothing is kept.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures_util::StreamExt as _;
+use tokio::io::AsyncWriteExt as _;
+use url::Url;
+
+use super::{ImportRequest, Imports, Outcome};
+use crate::fetch::{Fetched, Fetcher, host_of, plain_name, url_filename};
+use crate::file::{FileId, FileMeta};
+use crate::service::uploads::issue::{Counted, UploadRequest, parse_content_type};
+use crate::sha::Hasher;
+use crate::store::{ByteStream, StoreError};
+
+/// One import to run.
+pub(super) struct Work {
+    pub(super) imports: Imports,
+    pub(super) fetcher: Fetcher,
+    pub(super) owner: String,
+    pub(super) id: FileId,
+    pub(super) url: Url,
+    pub(super) req: ImportRequest,
+    pub(super) declared: Option<FileMeta>,
+    pub(super) received: Arc<AtomicU64>,
+}
+
+impl Work {
+    /// Runs the import to its end.
+    pub(super) async fn run(self) -> Outcome {
+        let _turn = self.imports.pool.clone().acquire_owned().await;
+        let deadline = self.imports.settings.deadline;
+        let source = host_of(&self.url);
+        let result = match tokio::time::timeout(deadline, self.fetch_and_store()).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "the import did not finish within {} s; nothing was kept",
+                deadline.as_secs()
+            )),
+        };
+        match result {
+            Ok(file) => {
+                tracing::info!(file_id = %file.id, %source, size = file.size, "import stored");
+                crate::telemetry::imported("ready");
+                Outcome::Ready(file)
+            }
+            Err(why) => {
+                tracing::info!(file_id = %self.id, %source, reason = %why, "import rejected");
+                crate::telemetry::imported("rejected");
+                self.forget().await;
+                Outcome::Rejected(why)
+            }
+        }
+    }
+
+    async fn fetch_and_store(&self) -> Result<FileMeta, String> {
+        let fetched = self
+            .fetcher
+            .open(&self.url)
+            .await
+            .map_err(|e| e.to_string())?;
+        let source = host_of(&fetched.url);
+        match &self.declared {
+            Some(file) => {
+                if let Some(len) = fetched.length
+                    && len != file.size
+                {
+                    return Err(format!(
+                        "{source} sends {len} bytes, not the {} declared; nothing was kept",
+                        file.size
+                    ));
+                }
+                let body = self.counted(fetched.body);
+                self.imports
+                    .base
+                    .store()
+                    .put(&file.object_key(), file.size, file.sha256, body)
+                    .await
+                    .map_err(|e| refused(&source, e))?;
+                self.imports
+                    .files
+                    .file_stored(file, None)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(file.clone())
+            }
+            None => self.spooled(fetched, &source).await,
+        }
+    }
+
+    /// A file whose size or digest was not declared: hashed into a spool
+    /// file, then issued as what arrived.
+    async fn spooled(&self, fetched: Fetched, source: &str) -> Result<FileMeta, String> {
+        let max = self.imports.max_bytes();
+        if let Some(len) = fetched.length {
+            if len > max {
+                return Err(format!(
+                    "{source} sends {len} bytes, over the import limit of {max}; nothing was fetched"
+                ));
+            }
+            if let Some(size) = self.req.size
+                && size != len
+            {
+                return Err(format!(
+                    "{source} sends {len} bytes, not the {size} declared; nothing was kept"
+                ));
+            }
+        }
+        let spool = Spool::new(&self.id);
+        let mut out = tokio::fs::File::create(&spool.0)
+            .await
+            .map_err(|e| format!("could not keep the bytes: {e}"))?;
+        let mut hash = Hasher::new();
+        let mut size = 0u64;
+        let mut body = self.counted(fetched.body);
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk
+                .map_err(|e| format!("reading from {source} failed: {e}; nothing was kept"))?;
+            size += chunk.len() as u64;
+            if size > max {
+                return Err(format!(
+                    "{source} sent more than the import limit of {max} bytes: cut, nothing was kept"
+                ));
+            }
+            hash.update(&chunk);
+            out.write_all(&chunk)
+                .await
+                .map_err(|e| format!("could not keep the bytes: {e}"))?;
+        }
+        out.flush()
+            .await
+            .map_err(|e| format!("could not keep the bytes: {e}"))?;
+        drop(out);
+        if let Some(declared) = self.req.size
+            && declared != size
+        {
+            return Err(format!(
+                "{source} sent {size} bytes, not the {declared} declared; nothing was kept"
+            ));
+        }
+        let sha256 = hash.finish();
+        if let Some(declared) = self.req.sha256
+            && declared != sha256
+        {
+            return Err(format!(
+                "{source} sent bytes whose sha256 is {sha256}, not the {declared} declared; nothing was kept"
+            ));
+        }
+        let filename = [
+            self.req.filename.clone(),
+            fetched.disposition_name.clone(),
+            url_filename(&fetched.url),
+            url_filename(&self.url),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|n| plain_name(&n))
+        .unwrap_or_else(|| "download".into());
+        let content_type = self.req.content_type.clone().or_else(|| {
+            fetched
+                .content_type
+                .as_deref()
+                .filter(|ct| parse_content_type(ct).is_ok())
+                .filter(|ct| !ct.starts_with("application/octet-stream"))
+                .map(str::to_owned)
+        });
+        let request = UploadRequest {
+            filename,
+            size,
+            sha256,
+            content_type,
+        };
+        let (file, _, _) = self
+            .imports
+            .uploads
+            .issue_file_as(&self.owner, request, self.id.clone(), Counted::CapsOnly)
+            .await
+            .map_err(|e| e.to_string())?;
+        let body = spool
+            .read()
+            .await
+            .map_err(|e| format!("could not read the bytes kept: {e}"))?;
+        self.imports
+            .base
+            .store()
+            .put(&file.object_key(), size, sha256, body)
+            .await
+            .map_err(|e| refused(source, e))?;
+        self.imports
+            .files
+            .file_stored(&file, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(file)
+    }
+
+    /// `body`, its bytes counted as they pass.
+    fn counted(&self, body: ByteStream) -> ByteStream {
+        let received = self.received.clone();
+        Box::pin(body.map(move |chunk| {
+            if let Ok(bytes) = &chunk {
+                received.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            }
+            chunk
+        }))
+    }
+
+    /// A rejected import leaves nothing: a file issued for it is reported
+    /// rejected (`file.rejected`), its record deleted and its bytes purged.
+    async fn forget(&self) {
+        let Some(file) = &self.declared else {
+            return;
+        };
+        let base = &self.imports.base;
+        base.reject(file, &format!("import-{}", file.id)).await;
+        if let Err(e) = base.records().delete(&file.owner, &file.id).await {
+            tracing::warn!(file_id = %file.id, error = %e, "a rejected import's record was not deleted");
+        }
+        if let Err(e) = self.imports.files.purge(file).await {
+            tracing::warn!(file_id = %file.id, error = %e, "a rejected import's bytes were not purged");
+        }
+    }
+}
+
+/// Why the store refused an import's bytes.
+fn refused(source: &str, e: StoreError) -> String {
+    match e {
+        StoreError::Mismatch(crate::sha::Mismatch::Digest { actual, .. }) => format!(
+            "the bytes {source} sent are not the file declared: their sha256 is {actual}; nothing was kept"
+        ),
+        StoreError::Mismatch(m) => {
+            format!("the bytes {source} sent are not the file declared ({m}); nothing was kept")
+        }
+        other => format!("the bytes could not be stored ({other}); nothing was kept"),
+    }
+}
+
+/// A file the bytes of an undeclared import wait in, removed when dropped.
+struct Spool(PathBuf);
+
+impl Spool {
+    fn new(id: &FileId) -> Self {
+        Self(std::env::temp_dir().join(format!("sluice-import-{id}")))
+    }
+
+    /// The bytes kept, as a stream.
+    async fn read(&self) -> std::io::Result<ByteStream> {
+        let file = tokio::fs::File::open(&self.0).await?;
+        Ok(Box::pin(futures_util::stream::unfold(
+            file,
+            |mut file| async move {
+                use tokio::io::AsyncReadExt as _;
+                let mut buf = vec![0u8; 256 * 1024];
+                match file.read(&mut buf).await {
+                    Ok(0) => None,
+                    Ok(n) => {
+                        buf.truncate(n);
+                        Some((Ok(bytes::Bytes::from(buf)), file))
+                    }
+                    Err(e) => Some((Err(e), file)),
+                }
+            },
+        )))
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

@@ -1,0 +1,447 @@
+//! Imports: a file the server fetches from a URL, for files already on the
+//! web (a dataset, a release asset, another system's presigned link, the
+//! `download_url` a host gives for a file the person attached). In this
+//! order: the request checked (the URL by the guard, [`crate::fetch::guard`],
+//! before anything is recorded; a declared size under the caps) → one from
+//! the caller's issuing rate, and one of the imports they may have under way
+//! → the file: with its size and SHA-256 declared, issued now and pending
+//! under the caps (it lists as pending); otherwise its id and handle chosen
+//! now, and the file issued once its bytes are in → the fetch, in the
+//! background, one of a bounded number at once, under the import's deadline
+//! ([`fetch`]) → ready (`file.ready`), or rejected with the reason
+//! (`file.rejected`, nothing kept) → the caller is answered as soon as it
+//! ends, or `pending` after a short wait, and asks again
+//! ([`Imports::import_status`]).
+//!
+//! Locally the fetches run in the server. On AWS, where a function is frozen
+//! once it answers, imports are not offered yet (the importer function is
+//! the issue's step left).
+
+mod fetch;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Semaphore, watch};
+use url::Url;
+
+use super::base::Base;
+use super::files::Files;
+use super::limits::Limits;
+use super::uploads::Uploads;
+use crate::config::Imports as Settings;
+use crate::error::Error;
+use crate::fetch::{Fetcher, host_of};
+use crate::file::{FileId, FileMeta};
+use crate::rate::Kind;
+use crate::sha::Sha256;
+
+/// How long a finished import's outcome is kept for its status.
+const KEEP_FINISHED_SECS: u64 = 3600;
+
+/// The input field a host that resolves attached files fills, as ChatGPT's
+/// Apps SDK describes it (a tool's `_meta["openai/fileParams"]` names the
+/// top-level fields that take one).
+pub const FILE_PARAMS_META: &str = "openai/fileParams";
+
+/// A file the host hands over: where to fetch it, and its id at the host.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[schemars(inline)]
+pub struct HostFile {
+    /// Where the host serves the file.
+    pub download_url: String,
+    /// The host's id of it.
+    pub file_id: String,
+    /// Its name.
+    #[serde(default)]
+    pub file_name: Option<String>,
+    /// Its media type.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+}
+
+/// What `import_file` and `POST /imports` take.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportRequest {
+    /// The `http(s)` URL to fetch.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Instead of `url`: a file the host hands over (the host fills it).
+    #[serde(default)]
+    pub file: Option<HostFile>,
+    /// The name to keep (else the server's, else the URL's).
+    #[serde(default)]
+    pub filename: Option<String>,
+    /// Exact size, if known: other lengths are rejected.
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// SHA-256, if known: other bytes are rejected.
+    #[serde(default)]
+    pub sha256: Option<Sha256>,
+    /// The media type (else the server's, else guessed).
+    #[serde(default)]
+    pub content_type: Option<String>,
+}
+
+/// Where an import stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(missing_docs)] // said by their names; kept out of the tools' schemas
+pub enum ImportState {
+    Pending,
+    Ready,
+    Rejected,
+}
+
+/// The answer to an import, and to asking how it stands.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ImportTicket {
+    /// For get_import_status.
+    pub file_id: FileId,
+    /// `$uploadedFile:…`, once ready.
+    pub handle: String,
+    /// Where it stands.
+    pub state: ImportState,
+    /// Scheme and host.
+    pub source: String,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filename: Option<String>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// What the file is pinned to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<Sha256>,
+    /// Bytes so far, while pending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub received: Option<u64>,
+    /// Why it was rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// How an import ended, or that it has not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Outcome {
+    Pending,
+    Ready(FileMeta),
+    Rejected(String),
+}
+
+/// One import under way or lately ended, in this process.
+#[derive(Debug)]
+struct Job {
+    owner: String,
+    source: String,
+    /// The file, once its size and digest are known (at once when declared).
+    declared: Option<FileMeta>,
+    received: Arc<AtomicU64>,
+    outcome: watch::Receiver<Outcome>,
+    started: Instant,
+}
+
+/// Files fetched by the server from a URL.
+#[derive(Clone)]
+pub struct Imports {
+    base: Base,
+    uploads: Uploads,
+    files: Files,
+    limits: Limits,
+    settings: Arc<Settings>,
+    /// `None`: imports are off here (the setting, or a function that is
+    /// frozen once it answers).
+    fetcher: Option<Fetcher>,
+    jobs: Arc<Mutex<HashMap<FileId, Job>>>,
+    pool: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Imports {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Imports")
+            .field("on", &self.fetcher.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Imports {
+    /// Imports under `settings`, offered where `here` (a long-lived server,
+    /// not a function frozen between requests).
+    pub fn new(
+        base: Base,
+        uploads: Uploads,
+        files: Files,
+        limits: Limits,
+        settings: Settings,
+        here: bool,
+    ) -> Self {
+        let on = here && settings.guard.reach != crate::fetch::guard::Reach::Off;
+        let fetcher = on.then(|| Fetcher::new(settings.guard.clone(), settings.timeouts));
+        Self {
+            base,
+            uploads,
+            files,
+            limits,
+            pool: Arc::new(Semaphore::new(settings.at_once.max(1))),
+            settings: Arc::new(settings),
+            fetcher,
+            jobs: Arc::default(),
+        }
+    }
+
+    /// Whether `import_file` is offered.
+    pub fn offered(&self) -> bool {
+        self.fetcher.is_some()
+    }
+
+    /// The largest file an import takes.
+    fn max_bytes(&self) -> u64 {
+        let uploads = self.base.transfers().max_upload_bytes;
+        self.settings.max_bytes.map_or(uploads, |m| m.min(uploads))
+    }
+
+    /// Imports `req.url` as a file of `owner`'s: answered when it ends, or
+    /// `pending` after the configured wait.
+    pub async fn import_file(
+        &self,
+        owner: &str,
+        req: ImportRequest,
+    ) -> Result<ImportTicket, Error> {
+        let Some(fetcher) = self.fetcher.clone() else {
+            return Err(Error::Invalid(
+                "this server does not import files from URLs: upload the file instead \
+                 (request_upload, or request_browser_upload for a file on the person's computer)"
+                    .into(),
+            ));
+        };
+        let mut req = req;
+        let raw = match (req.url.take(), req.file.take()) {
+            (Some(url), None) => url,
+            (None, Some(file)) => {
+                req.filename = req.filename.or(file.file_name);
+                req.content_type = req.content_type.or(file.mime_type);
+                file.download_url
+            }
+            _ => {
+                return Err(Error::Invalid(
+                    "give the file's url (or the file the host handed over), one of them".into(),
+                ));
+            }
+        };
+        let url =
+            Url::parse(raw.trim()).map_err(|e| Error::Invalid(format!("url is not a URL: {e}")))?;
+        fetcher
+            .guard()
+            .check_url(&url)
+            .map_err(|r| Error::Invalid(format!("{r}; nothing was fetched")))?;
+        let max = self.max_bytes();
+        if let Some(size) = req.size
+            && size > max
+        {
+            return Err(Error::Invalid(format!(
+                "size {size} is over the import limit of {max} bytes; nothing was fetched"
+            )));
+        }
+        let source = host_of(&url);
+        let id = FileId::random();
+        let declared = match (req.size, req.sha256) {
+            (Some(size), Some(sha256)) => {
+                let filename = req
+                    .filename
+                    .clone()
+                    .and_then(|n| crate::fetch::plain_name(&n))
+                    .or_else(|| {
+                        crate::fetch::url_filename(&url).and_then(|n| crate::fetch::plain_name(&n))
+                    })
+                    .unwrap_or_else(|| "download".into());
+                let request = super::uploads::issue::UploadRequest {
+                    filename,
+                    size,
+                    sha256,
+                    content_type: req.content_type.clone(),
+                };
+                self.begin(owner)?;
+                let (file, _, _) = self.uploads.issue_file(owner, request, id.clone()).await?;
+                Some(file)
+            }
+            _ => {
+                self.limits.check_rate(Kind::Issue, owner)?;
+                self.begin(owner)?;
+                None
+            }
+        };
+        let handle = self.base.handle_of(&id);
+        let (tx, rx) = watch::channel(Outcome::Pending);
+        let received = Arc::new(AtomicU64::new(0));
+        self.jobs_lock().insert(
+            id.clone(),
+            Job {
+                owner: owner.to_owned(),
+                source: source.clone(),
+                declared: declared.clone(),
+                received: received.clone(),
+                outcome: rx.clone(),
+                started: Instant::now(),
+            },
+        );
+        tracing::info!(file_id = %id, %source, "import begun");
+        let work = fetch::Work {
+            imports: self.clone(),
+            fetcher,
+            owner: owner.to_owned(),
+            id: id.clone(),
+            url,
+            req,
+            declared,
+            received,
+        };
+        tokio::spawn(async move {
+            let outcome = work.run().await;
+            let _ = tx.send(outcome);
+        });
+        let ticket = self.wait_for(owner, &id, rx, self.settings.wait).await?;
+        debug_assert_eq!(ticket.handle, handle);
+        Ok(ticket)
+    }
+
+    /// Where import `id` of `owner`'s stands, waiting up to `wait` for it to
+    /// end. An import this process no longer knows is its file's record.
+    pub async fn import_status(
+        &self,
+        owner: &str,
+        id: &FileId,
+        wait: std::time::Duration,
+    ) -> Result<ImportTicket, Error> {
+        let rx = {
+            let jobs = self.jobs_lock();
+            jobs.get(id)
+                .filter(|j| j.owner == owner)
+                .map(|j| j.outcome.clone())
+        };
+        match rx {
+            Some(rx) => self.wait_for(owner, id, rx, wait).await,
+            None => {
+                let file = self.files.find_file(owner, id).await?;
+                let record = self.base.records().get(owner, id).await?;
+                let ready = record.is_some_and(|r| r.ready);
+                Ok(ImportTicket {
+                    handle: self.base.handle_of(&file.id),
+                    file_id: file.id,
+                    state: if ready {
+                        ImportState::Ready
+                    } else {
+                        ImportState::Pending
+                    },
+                    source: String::new(),
+                    filename: Some(file.filename),
+                    size: Some(file.size),
+                    sha256: Some(file.sha256),
+                    received: None,
+                    reason: None,
+                })
+            }
+        }
+    }
+
+    /// Imports a file a host handed over for an action's File field, and
+    /// gives its handle once it is ready: waiting up to the status wait,
+    /// then telling the caller how to go on.
+    pub async fn import_handed(&self, owner: &str, file: HostFile) -> Result<String, Error> {
+        let request = ImportRequest {
+            url: None,
+            file: Some(file),
+            filename: None,
+            size: None,
+            sha256: None,
+            content_type: None,
+        };
+        let mut ticket = self.import_file(owner, request).await?;
+        if ticket.state == ImportState::Pending {
+            let wait = self.base.transfers().status_wait;
+            ticket = self.import_status(owner, &ticket.file_id, wait).await?;
+        }
+        match ticket.state {
+            ImportState::Ready => Ok(ticket.handle),
+            ImportState::Rejected => Err(Error::Invalid(format!(
+                "the file handed over was not imported: {}",
+                ticket.reason.as_deref().unwrap_or("the fetch failed")
+            ))),
+            ImportState::Pending => Err(Error::Invalid(format!(
+                "the file handed over is still being fetched ({} bytes so far): call get_import_status \
+                 with file_id {} until it is ready, then pass its handle",
+                ticket.received.unwrap_or(0),
+                ticket.file_id
+            ))),
+        }
+    }
+
+    /// Takes one of `owner`'s imports under way, if they have one left.
+    fn begin(&self, owner: &str) -> Result<(), Error> {
+        let mut jobs = self.jobs_lock();
+        jobs.retain(|_, j| {
+            *j.outcome.borrow() == Outcome::Pending
+                || j.started.elapsed().as_secs() < KEEP_FINISHED_SECS
+        });
+        let under_way = jobs
+            .values()
+            .filter(|j| j.owner == owner && *j.outcome.borrow() == Outcome::Pending)
+            .count();
+        if under_way >= self.settings.per_user {
+            return Err(Error::Limited {
+                message: format!(
+                    "you have {under_way} imports under way, the most at once: ask again when one has ended"
+                ),
+                retry_after: 10,
+            });
+        }
+        Ok(())
+    }
+
+    /// Waits up to `wait` for the import's outcome, and says it.
+    async fn wait_for(
+        &self,
+        owner: &str,
+        id: &FileId,
+        mut rx: watch::Receiver<Outcome>,
+        wait: std::time::Duration,
+    ) -> Result<ImportTicket, Error> {
+        let _ = tokio::time::timeout(wait, rx.wait_for(|o| *o != Outcome::Pending)).await;
+        let outcome = rx.borrow().clone();
+        let jobs = self.jobs_lock();
+        let job = jobs
+            .get(id)
+            .filter(|j| j.owner == owner)
+            .ok_or_else(|| Error::UnknownFile(id.clone()))?;
+        let known = match &outcome {
+            Outcome::Ready(file) => Some(file),
+            _ => job.declared.as_ref(),
+        };
+        Ok(ImportTicket {
+            file_id: id.clone(),
+            handle: self.base.handle_of(id),
+            state: match outcome {
+                Outcome::Pending => ImportState::Pending,
+                Outcome::Ready(_) => ImportState::Ready,
+                Outcome::Rejected(_) => ImportState::Rejected,
+            },
+            source: job.source.clone(),
+            filename: known.map(|f| f.filename.clone()),
+            size: known.map(|f| f.size),
+            sha256: known.map(|f| f.sha256),
+            received: matches!(outcome, Outcome::Pending)
+                .then(|| job.received.load(Ordering::Relaxed)),
+            reason: match outcome {
+                Outcome::Rejected(why) => Some(why),
+                _ => None,
+            },
+        })
+    }
+
+    fn jobs_lock(&self) -> std::sync::MutexGuard<'_, HashMap<FileId, Job>> {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
