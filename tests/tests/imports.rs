@@ -194,6 +194,7 @@ fn small(result: &Value) -> &Value {
 fn rejected(result: &Value) -> String {
     let got = tool_ok(small(result));
     assert_eq!(got["state"], "rejected", "{got}");
+    assert!(got.get("handle").is_none(), "no handle for bytes not in: {got}");
     got["reason"].as_str().unwrap().to_owned()
 }
 

@@ -116,7 +116,11 @@ impl Work {
             }
         }
         let spool = Spool::new(&self.id);
-        let mut out = tokio::fs::File::create(&spool.0)
+        // A name no one else made: never a file or link already there.
+        let mut out = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&spool.0)
             .await
             .map_err(|e| format!("could not keep the bytes: {e}"))?;
         let mut hash = Hasher::new();

@@ -5,8 +5,8 @@
 //! before anything is recorded; a declared size under the caps) → one from
 //! the caller's issuing rate, and one of the imports they may have under way
 //! → the file: with its size and SHA-256 declared, issued now and pending
-//! under the caps (it lists as pending); otherwise its id and handle chosen
-//! now, and the file issued once its bytes are in → the fetch, in the
+//! under the caps (it lists as pending); otherwise its id chosen now, and
+//! the file issued once its bytes are in (its handle is given once ready) → the fetch, in the
 //! background, one of a bounded number at once, under the import's deadline
 //! ([`fetch`]) → ready (`file.ready`), or rejected with the reason
 //! (`file.rejected`, nothing kept) → the caller is answered as soon as it
@@ -102,8 +102,10 @@ pub enum ImportState {
 pub struct ImportTicket {
     /// For get_import_status.
     pub file_id: FileId,
-    /// `$uploadedFile:…`, once ready.
-    pub handle: String,
+    /// `$uploadedFile:…`, once ready (none before: a handle of bytes not
+    /// yet in would only be refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handle: Option<String>,
     /// Where it stands.
     pub state: ImportState,
     /// Scheme and host.
@@ -274,7 +276,6 @@ impl Imports {
                 None
             }
         };
-        let handle = self.base.handle_of(&id);
         let (tx, rx) = watch::channel(Outcome::Pending);
         let received = Arc::new(AtomicU64::new(0));
         self.jobs_lock().insert(
@@ -303,9 +304,7 @@ impl Imports {
             let outcome = work.run().await;
             let _ = tx.send(outcome);
         });
-        let ticket = self.wait_for(owner, &id, rx, self.settings.wait).await?;
-        debug_assert_eq!(ticket.handle, handle);
-        Ok(ticket)
+        self.wait_for(owner, &id, rx, self.settings.wait).await
     }
 
     /// Where import `id` of `owner`'s stands, waiting up to `wait` for it to
@@ -329,7 +328,7 @@ impl Imports {
                 let record = self.base.records().get(owner, id).await?;
                 let ready = record.is_some_and(|r| r.ready);
                 Ok(ImportTicket {
-                    handle: self.base.handle_of(&file.id),
+                    handle: ready.then(|| self.base.handle_of(&file.id)),
                     file_id: file.id,
                     state: if ready {
                         ImportState::Ready
@@ -365,7 +364,9 @@ impl Imports {
             ticket = self.import_status(owner, &ticket.file_id, wait).await?;
         }
         match ticket.state {
-            ImportState::Ready => Ok(ticket.handle),
+            ImportState::Ready => ticket
+                .handle
+                .ok_or_else(|| Error::bug("a ready import has a handle")),
             ImportState::Rejected => Err(Error::Invalid(format!(
                 "the file handed over was not imported: {}",
                 ticket.reason.as_deref().unwrap_or("the fetch failed")
@@ -422,7 +423,7 @@ impl Imports {
         };
         Ok(ImportTicket {
             file_id: id.clone(),
-            handle: self.base.handle_of(id),
+            handle: matches!(outcome, Outcome::Ready(_)).then(|| self.base.handle_of(id)),
             state: match outcome {
                 Outcome::Pending => ImportState::Pending,
                 Outcome::Ready(_) => ImportState::Ready,
