@@ -447,6 +447,26 @@ async fn records_contract(records: &dyn RecordStore) {
     let id = batch.id.clone().unwrap();
     assert_eq!(records.get_batch(&id).await.unwrap(), Some(batch));
     assert_eq!(records.get_batch(&FileId::random()).await.unwrap(), None);
+
+    // An import's record: written when it begins, written over when it
+    // ends, read back whole; another id has none.
+    let id = FileId::random();
+    let mut import = sluice::records::ImportRecord {
+        id: Some(id.clone()),
+        owner: "alice".into(),
+        source: "https://files.example.com".into(),
+        state: "pending".into(),
+        reason: None,
+        began_at: now,
+        expires_at: now + 3600,
+    };
+    records.put_import(&import).await.unwrap();
+    assert_eq!(records.get_import(&id).await.unwrap(), Some(import.clone()));
+    import.state = "rejected".into();
+    import.reason = Some("files.example.com answered HTTP 404".into());
+    records.put_import(&import).await.unwrap();
+    assert_eq!(records.get_import(&id).await.unwrap(), Some(import));
+    assert_eq!(records.get_import(&FileId::random()).await.unwrap(), None);
 }
 
 pub(crate) fn runtime() -> tokio::runtime::Runtime {

@@ -194,7 +194,10 @@ fn small(result: &Value) -> &Value {
 fn rejected(result: &Value) -> String {
     let got = tool_ok(small(result));
     assert_eq!(got["state"], "rejected", "{got}");
-    assert!(got.get("handle").is_none(), "no handle for bytes not in: {got}");
+    assert!(
+        got.get("handle").is_none(),
+        "no handle for bytes not in: {got}"
+    );
     got["reason"].as_str().unwrap().to_owned()
 }
 
@@ -605,4 +608,65 @@ fn tool_ok_or_err(result: &Value) -> Result<Value, String> {
     } else {
         Ok(tool_ok(result))
     }
+}
+
+/// An import's outcome is in the records, not only in the process that
+/// fetched it: after a restart its status still says ready (with the
+/// handle) or rejected (with the reason).
+#[test]
+fn an_imports_outcome_outlives_a_restart() {
+    let data = bytes(70 * 1024, 62);
+    let origin = Origin::start(routes, data.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let port = origin.port.to_string();
+    let env = [
+        ("SLUICE_IMPORT_ALLOW_LOOPBACK", "true"),
+        ("SLUICE_IMPORT_PORTS", port.as_str()),
+    ];
+    let server = Server::start_in(dir.path(), &env);
+    let token = server.token("alice", SCOPES);
+    let ready = tool_ok(&import(
+        &server,
+        &token,
+        json!({"url": origin.url("/data.bin")}),
+    ));
+    assert_eq!(ready["state"], "ready", "{ready}");
+    let refused = tool_ok(&import(
+        &server,
+        &token,
+        json!({"url": origin.url("/missing")}),
+    ));
+    assert_eq!(refused["state"], "rejected", "{refused}");
+    server.stop();
+
+    let server = Server::start_in(dir.path(), &env);
+    let token = server.token("alice", SCOPES);
+    let status = |id: &Value| {
+        tool_ok(small(&call_tool(
+            &server.base,
+            &token,
+            "get_import_status",
+            json!({"file_id": id}),
+        )))
+    };
+    let again = status(&ready["file_id"]);
+    assert_eq!(again["state"], "ready", "{again}");
+    assert_eq!(again["handle"], ready["handle"]);
+    assert_eq!(again["sha256"], sluice::Sha256::of(&data).to_hex());
+    let again = status(&refused["file_id"]);
+    assert_eq!(again["state"], "rejected", "{again}");
+    assert!(
+        again["reason"].as_str().unwrap().contains("HTTP 404"),
+        "{again}"
+    );
+    assert_eq!(again["source"], "http://127.0.0.1");
+    // Another user's import is still not theirs to ask about.
+    let bob = server.token("bob", SCOPES);
+    let theirs = call_tool(
+        &server.base,
+        &bob,
+        "get_import_status",
+        json!({"file_id": ready["file_id"]}),
+    );
+    assert!(tool_error(&theirs).contains("no file"), "{theirs}");
 }

@@ -61,17 +61,13 @@ impl From<BatchFile> for (String, String, u64, Sha256) {
     }
 }
 
-impl Batch {
-    /// The batch's JSON, as both backends keep it (the id is its key).
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a batch serializes")
+impl super::record::KeptAsJson for Batch {
+    fn id(&self) -> Option<&FileId> {
+        self.id.as_ref()
     }
 
-    /// Batch `id` from its JSON; `None` if this version cannot read it.
-    pub fn from_json(id: &FileId, json: &str) -> Option<Self> {
-        let mut batch: Self = serde_json::from_str(json).ok()?;
-        batch.id = Some(id.clone());
-        Some(batch)
+    fn set_id(&mut self, id: FileId) {
+        self.id = Some(id);
     }
 }
 

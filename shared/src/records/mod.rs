@@ -4,7 +4,7 @@
 //!
 //! One trait a concern, each of a few methods: [`FileRecords`] (a file's
 //! record, found, listed, deleted), [`BatchRecords`] (files issued
-//! together), [`Usage`] (what a user's files take, and admitting new ones
+//! together), [`ImportRecords`] (where an import stands), [`Usage`] (what a user's files take, and admitting new ones
 //! under the caps), [`ProofLease`] (the proof of an object, moved by one
 //! caller at a time), and the outbox of events
 //! ([`crate::events::Outbox`]); [`RecordStore`] is all of them, as the
@@ -17,6 +17,7 @@
 mod batches;
 pub(crate) mod error;
 mod files;
+mod imports;
 mod lease;
 mod record;
 #[cfg(feature = "local")]
@@ -26,8 +27,9 @@ mod usage;
 pub use batches::{Batch, BatchFile, BatchRecords};
 pub use error::RecordError;
 pub use files::FileRecords;
+pub use imports::{ImportRecord, ImportRecords};
 pub use lease::ProofLease;
-pub use record::{Cursor, FileRecord, Page};
+pub use record::{Cursor, FileRecord, KeptAsJson, Page};
 #[cfg(feature = "local")]
 pub use sqlite::SqliteRecords;
 pub use usage::{Admission, Pending, PendingCaps, Usage, count_then_put};
@@ -35,7 +37,7 @@ pub use usage::{Admission, Pending, PendingCaps, Usage, count_then_put};
 /// Where file records live: every concern's trait, and the outbox where
 /// the store keeps one. What the service holds (`Arc<dyn RecordStore>`).
 pub trait RecordStore:
-    FileRecords + BatchRecords + Usage + ProofLease + Send + Sync + std::fmt::Debug
+    FileRecords + BatchRecords + ImportRecords + Usage + ProofLease + Send + Sync + std::fmt::Debug
 {
     /// The outbox of events this store keeps, if it keeps one (webhooks
     /// are on): it then writes `file.ready`, `file.deleted` and

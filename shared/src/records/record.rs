@@ -107,3 +107,30 @@ impl FileRecord {
         })
     }
 }
+
+/// A record kept whole as JSON under its id (a batch, an import): the same
+/// JSON on both backends, the id being the key and not in the JSON.
+pub trait KeptAsJson: Serialize + serde::de::DeserializeOwned {
+    /// Its id, once it has one.
+    fn id(&self) -> Option<&FileId>;
+
+    /// Sets its id (read from the key).
+    fn set_id(&mut self, id: FileId);
+
+    /// The id it is kept under (empty if it has none yet).
+    fn key(&self) -> String {
+        self.id().map(ToString::to_string).unwrap_or_default()
+    }
+
+    /// Its JSON.
+    fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a record serializes")
+    }
+
+    /// The record `id` from its JSON; `None` if this version cannot read it.
+    fn from_json(id: &FileId, json: &str) -> Option<Self> {
+        let mut record: Self = serde_json::from_str(json).ok()?;
+        record.set_id(id.clone());
+        Some(record)
+    }
+}

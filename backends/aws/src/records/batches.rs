@@ -1,16 +1,13 @@
 //! Batches' items.
 
 use super::*;
+use sluice::records::KeptAsJson as _;
 use sluice::records::{Batch, BatchRecords};
 
 #[async_trait::async_trait]
 impl BatchRecords for DynamoRecords {
     async fn put_batch(&self, batch: &Batch) -> Result<(), RecordError> {
-        let id = batch
-            .id
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let id = batch.key();
         let put = self
             .client
             .put_item()

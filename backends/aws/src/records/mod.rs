@@ -37,6 +37,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use sluice::file::owner_hash;
 mod batches;
 mod files;
+mod imports;
 mod lease;
 mod usage;
 
@@ -96,6 +97,10 @@ fn key(id: &str) -> String {
 
 fn batch_key(id: &str) -> String {
     format!("batch#{id}")
+}
+
+fn import_key(id: &str) -> String {
+    format!("import#{id}")
 }
 
 /// What [`BY_DIGEST`] is keyed by: the owner hash, the digest, the size.

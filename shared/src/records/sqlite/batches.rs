@@ -3,16 +3,13 @@
 use rusqlite::{OptionalExtension as _, params};
 
 use super::*;
+use crate::records::KeptAsJson as _;
 use crate::records::batches::{Batch, BatchRecords};
 
 #[async_trait::async_trait]
 impl BatchRecords for SqliteRecords {
     async fn put_batch(&self, batch: &Batch) -> Result<(), RecordError> {
-        let id = batch
-            .id
-            .as_ref()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let id = batch.key();
         let (expires, json) = (batch.expires_at, batch.to_json());
         self.db
             .write(move |c| {

@@ -9,6 +9,7 @@ use rusqlite::{Connection, params};
 
 mod batches;
 mod files;
+mod imports;
 mod lease;
 mod outbox;
 mod usage;
@@ -66,6 +67,12 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
                  batch TEXT NOT NULL
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS batches_by_expiry ON batches (expires_at);
+             CREATE TABLE IF NOT EXISTS imports (
+                 import_id TEXT PRIMARY KEY,
+                 expires_at INTEGER NOT NULL,
+                 import TEXT NOT NULL
+             ) WITHOUT ROWID;
+             CREATE INDEX IF NOT EXISTS imports_by_expiry ON imports (expires_at);
              CREATE TABLE IF NOT EXISTS deleted (
                  file_id TEXT PRIMARY KEY,
                  expires_at INTEGER NOT NULL,
@@ -241,6 +248,7 @@ impl SqliteRecords {
             tx.execute("DELETE FROM usage WHERE bytes = 0", [])?;
             let swept = tx.execute(SWEEP, [before])?;
             tx.execute("DELETE FROM batches WHERE expires_at < ?1", [before])?;
+            tx.execute("DELETE FROM imports WHERE expires_at < ?1", [before])?;
             tx.execute("DELETE FROM deleted WHERE expires_at < ?1", [before])?;
             tx.commit()?;
             for record in &expired {

@@ -47,7 +47,7 @@ impl Work {
                 deadline.as_secs()
             )),
         };
-        match result {
+        let outcome = match result {
             Ok(file) => {
                 tracing::info!(file_id = %file.id, %source, size = file.size, "import stored");
                 crate::telemetry::imported("ready");
@@ -59,7 +59,11 @@ impl Work {
                 self.forget().await;
                 Outcome::Rejected(why)
             }
-        }
+        };
+        self.imports
+            .note(&self.id, &self.owner, &source, &outcome)
+            .await;
+        outcome
     }
 
     async fn fetch_and_store(&self) -> Result<FileMeta, String> {

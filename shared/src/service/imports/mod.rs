@@ -290,6 +290,7 @@ impl Imports {
             },
         );
         tracing::info!(file_id = %id, %source, "import begun");
+        self.note(&id, owner, &source, &Outcome::Pending).await;
         let work = fetch::Work {
             imports: self.clone(),
             fetcher,
@@ -323,26 +324,84 @@ impl Imports {
         };
         match rx {
             Some(rx) => self.wait_for(owner, id, rx, wait).await,
-            None => {
+            None => self.recorded(owner, id).await,
+        }
+    }
+
+    /// An import this process does not hold, as its record says (one begun
+    /// before a restart). A record still pending past the import's deadline
+    /// was left by a process that stopped: the import is over.
+    async fn recorded(&self, owner: &str, id: &FileId) -> Result<ImportTicket, Error> {
+        let import = self
+            .base
+            .records()
+            .get_import(id)
+            .await?
+            .filter(|r| r.owner == owner)
+            .ok_or_else(|| Error::UnknownFile(id.clone()))?;
+        let over = import.began_at + self.settings.deadline.as_secs() as i64 + 60;
+        let mut ticket = ImportTicket {
+            file_id: id.clone(),
+            handle: None,
+            state: ImportState::Pending,
+            source: import.source,
+            filename: None,
+            size: None,
+            sha256: None,
+            received: None,
+            reason: None,
+        };
+        match import.state.as_str() {
+            "ready" => {
                 let file = self.files.find_file(owner, id).await?;
-                let record = self.base.records().get(owner, id).await?;
-                let ready = record.is_some_and(|r| r.ready);
-                Ok(ImportTicket {
-                    handle: ready.then(|| self.base.handle_of(&file.id)),
-                    file_id: file.id,
-                    state: if ready {
-                        ImportState::Ready
-                    } else {
-                        ImportState::Pending
-                    },
-                    source: String::new(),
-                    filename: Some(file.filename),
-                    size: Some(file.size),
-                    sha256: Some(file.sha256),
-                    received: None,
-                    reason: None,
-                })
+                ticket.state = ImportState::Ready;
+                ticket.handle = Some(self.base.handle_of(id));
+                ticket.filename = Some(file.filename);
+                ticket.size = Some(file.size);
+                ticket.sha256 = Some(file.sha256);
             }
+            "rejected" => {
+                ticket.state = ImportState::Rejected;
+                ticket.reason = import.reason;
+            }
+            _ if crate::time::now_unix() > over => {
+                ticket.state = ImportState::Rejected;
+                ticket.reason = Some(
+                    "the server stopped before the import ended; nothing was kept: import it again"
+                        .into(),
+                );
+            }
+            _ => {}
+        }
+        Ok(ticket)
+    }
+
+    /// Writes where import `id` stands, for a status asked elsewhere or
+    /// later; a failure is logged, and never fails the import.
+    async fn note(&self, id: &FileId, owner: &str, source: &str, outcome: &Outcome) {
+        let now = crate::time::now_unix();
+        let (state, reason) = match outcome {
+            Outcome::Pending => ("pending", None),
+            Outcome::Ready(_) => ("ready", None),
+            Outcome::Rejected(why) => ("rejected", Some(why.clone())),
+        };
+        let keep = self
+            .base
+            .transfers()
+            .handle_ttl
+            .max(self.settings.deadline)
+            .as_secs() as i64;
+        let record = crate::records::ImportRecord {
+            id: Some(id.clone()),
+            owner: owner.to_owned(),
+            source: source.to_owned(),
+            state: state.to_owned(),
+            reason,
+            began_at: now,
+            expires_at: now + keep + 3600,
+        };
+        if let Err(e) = self.base.records().put_import(&record).await {
+            tracing::warn!(file_id = %id, error = %e, "an import's record was not written");
         }
     }
 
