@@ -84,7 +84,7 @@ $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-l
 test:
 	$(MAKE) --no-print-directory -j2 test-installs test-builds
 	$(CARGO) test --workspace
-	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events
+	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events -p sluice-importer
 	$(CARGO) test -p sluice-runtime --no-default-features --features local
 
 # One at a time: two apt-gets must not run at once.
@@ -96,9 +96,9 @@ test-installs:
 # emulators' provisioning as `infra/dev-emulators.sh` runs it.
 test-builds:
 	$(CARGO) test --workspace --no-run
-	$(CARGO) build --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver --bin sluice-events
+	$(CARGO) build --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver --bin sluice-events --bin sluice-importer
 	$(CARGO) build -p sluice-testkit --bin sluice-provision
-	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events --no-run
+	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events -p sluice-importer --no-run
 	$(CARGO) test -p sluice-runtime --no-default-features --features local --no-run
 
 # The second clippy checks the functions as `sam build` builds them: alone,
@@ -112,7 +112,7 @@ lint: /usr/bin/shellcheck
 	shellcheck $(SHELL_SCRIPTS)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events --all-targets -- -D warnings
+	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events -p sluice-importer --all-targets -- -D warnings
 	$(CARGO) clippy -p sluice-local -p sluice-runtime --no-default-features --features sluice-runtime/local --all-targets -- -D warnings
 
 # The SAM template, checked offline by cfn-lint, `sam validate --lint`, and

@@ -178,13 +178,45 @@ def check_outputs():
 
 
 def check_operations(resources):
-    for fn in ("McpFunction", "IssuerFunction", "ResolverFunction", "EventsFunction"):
+    for fn in ("McpFunction", "IssuerFunction", "ResolverFunction", "EventsFunction", "ImporterFunction"):
         props = resources[fn]["Properties"]
         group = props.get("LoggingConfig", {}).get("LogGroup", {}).get("Ref")
         if not group or "RetentionInDays" not in resources[group]["Properties"]:
             fail(f"{fn} logs to no group with retention: {props.get('LoggingConfig')}")
-        if fn != "EventsFunction" and "ReservedConcurrentExecutions" not in props:
+        if fn not in ("EventsFunction", "ImporterFunction") and "ReservedConcurrentExecutions" not in props:
             fail(f"{fn} has no (optional) reserved concurrency")
+    # The importer: started by the mcp and issuer functions alone, as one
+    # asynchronous invocation an import, never retried; the whole of
+    # Lambda's time; its bytes to the bucket's files/ only.
+    invokers = sorted(
+        name for name, r in resources.items()
+        if r["Type"] == "AWS::IAM::Role" and "lambda:InvokeFunction" in json.dumps(r["Properties"].get("Policies", []))
+    )
+    if invokers != ["IssuerFunctionRole", "McpFunctionRole"]:
+        fail(f"lambda:InvokeFunction granted to {invokers}")
+    for role in invokers:
+        grant = json.dumps(resources[role]["Properties"]["Policies"])
+        if '"lambda:InvokeFunction", "Resource": {"Fn::GetAtt": ["ImporterFunction", "Arn"]}' not in grant:
+            fail(f"{role} may invoke more than the importer: {grant}")
+        fn = role.removesuffix("Role")
+        env = resources[fn]["Properties"]["Environment"]["Variables"]
+        if env.get("SLUICE_IMPORTER_FUNCTION") != {"Ref": "ImporterFunction"}:
+            fail(f"{fn} is not told the importer function: {env}")
+    importer = resources["ImporterFunction"]["Properties"]
+    if importer.get("Timeout") != 900:
+        fail(f"the importer does not have Lambda's whole 15 minutes: {importer.get('Timeout')}")
+    retries = [r for n, r in resources.items() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]
+    if not any(r["Properties"].get("MaximumRetryAttempts") == 0 for r in retries):
+        fail("the importer's asynchronous invocations are retried (an import would run twice)")
+    s3 = [
+        st for p in resources["ImporterFunctionRole"]["Properties"]["Policies"]
+        for st in p.get("PolicyDocument", {}).get("Statement", [])
+        if any(a.startswith("s3:") for a in ([st["Action"]] if isinstance(st["Action"], str) else st["Action"]))
+    ]
+    for st in s3:
+        resource = json.dumps(st.get("Resource"))
+        if "/files/*" not in resource and resource != json.dumps({"Fn::GetAtt": ["Bucket", "Arn"]}):
+            fail(f"the importer's S3 grant reaches beyond files/: {st}")
     # The events function: the table's stream, file items only, a failed
     # delivery retried from its own record, what is given up kept.
     mapping = resources["EventsFunctionChanges"]["Properties"]
@@ -281,6 +313,9 @@ FUNCTION_OPERATIONS = {
     ],
     # A download link: the object found (HEAD) and a GET presigned.
     "ResolverFunction": ["head_object", "get_object"],
+    # An import: the object found (HEAD), put, and deleted with its
+    # versions when the import is rejected.
+    "ImporterFunction": ["head_object", "put_object", "delete_object", "list_object_versions"],
 }
 
 
@@ -326,5 +361,6 @@ print(
     "template check: POST /mcp routed once with the WWW-Authenticate mapping; Cognito resources wired; "
     "outputs right with the API URL, PublicUrl and a custom domain; logs, throttling, alarms and policies in place; "
     "the events function on the table's stream, with WebhookUrl or EventBusName, putting only on that bus; "
-    "each function granted the S3 actions its routes need"
+    "each function granted the S3 actions its routes need; "
+    "the importer invoked by the mcp and issuer functions alone, never retried, its bytes to files/ only"
 )

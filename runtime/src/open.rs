@@ -36,6 +36,8 @@ pub struct Backends {
     records: Arc<dyn sluice::records::RecordStore>,
     #[cfg(feature = "local")]
     local: Option<runtime::LocalBackends>,
+    /// The importer function, where one is configured (on AWS).
+    imports_dispatch: Option<Arc<dyn sluice::service::imports::Dispatch>>,
 }
 
 impl std::fmt::Debug for Backends {
@@ -49,14 +51,17 @@ impl std::fmt::Debug for Backends {
 impl Backends {
     /// Sluice at `public_url` over these backends.
     pub fn sluice(&self, config: &Config, public_url: Url) -> Sluice {
-        runtime::assemble(
+        runtime::assemble_parts(
             config,
             public_url,
-            self.keys.clone(),
-            self.store.clone(),
-            self.ledger.clone(),
-            self.records.clone(),
-            self.catalog.clone(),
+            runtime::Parts {
+                keys: self.keys.clone(),
+                store: self.store.clone(),
+                ledger: self.ledger.clone(),
+                records: self.records.clone(),
+                catalog: self.catalog.clone(),
+                imports_dispatch: self.imports_dispatch.clone(),
+            },
         )
     }
 
@@ -189,6 +194,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
     let sdk: Option<Sdk> = None;
     let bytes = open_store(config, sdk.as_ref())?;
     let opened = open_records(config, sdk.as_ref(), &bytes)?;
+    let imports_dispatch = importer(config, sdk.as_ref());
     Ok(Backends {
         keys: keyring(config).await?,
         catalog: load_catalog(config, bytes.bucket.as_ref()).await?,
@@ -197,7 +203,28 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
         records: opened.records,
         #[cfg(feature = "local")]
         local: opened.local,
+        imports_dispatch,
     })
+}
+
+/// The importer function imports are started in, where one is configured
+/// and this build reaches AWS.
+fn importer(
+    config: &Config,
+    sdk: Option<&Sdk>,
+) -> Option<Arc<dyn sluice::service::imports::Dispatch>> {
+    let function = config.imports.importer.as_deref()?;
+    #[cfg(feature = "aws")]
+    if let Some(sdk) = sdk {
+        return Some(Arc::new(sluice_aws::LambdaImporter::new(
+            sdk,
+            &config.aws,
+            function,
+        )));
+    }
+    let _ = sdk;
+    tracing::warn!(%function, "SLUICE_IMPORTER_FUNCTION is set, but the AWS clients are not: imports are not offered");
+    None
 }
 
 /// The SDK's configuration, shared by every AWS client (none without them).

@@ -21,7 +21,7 @@ use crate::util::{
 const SCOPES: &[&str] = &["files:read", "files:write"];
 
 /// What the origin answers on a path.
-enum Answer {
+pub(crate) enum Answer {
     /// A status, headers and a body, then the connection closes.
     Whole(u16, Vec<(&'static str, String)>, Vec<u8>),
     /// The head, declaring `len` bytes, then one byte a second.
@@ -32,13 +32,13 @@ enum Answer {
 
 /// A web server on 127.0.0.1 standing in for the host a file is on; it
 /// counts the requests it was sent.
-struct Origin {
-    port: u16,
+pub(crate) struct Origin {
+    pub(crate) port: u16,
     hits: Arc<AtomicUsize>,
 }
 
 impl Origin {
-    fn start(answer: fn(&str, &[u8]) -> Answer, data: Vec<u8>) -> Self {
+    pub(crate) fn start(answer: fn(&str, &[u8]) -> Answer, data: Vec<u8>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(AtomicUsize::new(0));
@@ -54,11 +54,11 @@ impl Origin {
         Self { port, hits }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    fn hits(&self) -> usize {
+    pub(crate) fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
     }
 }
@@ -120,7 +120,7 @@ fn serve(
 }
 
 /// The routes of the origin the tests import from.
-fn routes(path: &str, data: &[u8]) -> Answer {
+pub(crate) fn routes(path: &str, data: &[u8]) -> Answer {
     let ok = |body: Vec<u8>| Answer::Whole(200, vec![], body);
     let to = |place: &str| Answer::Whole(302, vec![("Location", place.to_owned())], vec![]);
     match path {

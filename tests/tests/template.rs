@@ -66,7 +66,8 @@ fn the_template_sets_only_variables_the_config_reads() {
             .map(|k| k.as_str().unwrap())
             .collect();
         let expected: &[&str] = match name.as_str() {
-            Some("McpFunction") => &["SLUICE_ACTIONS_S3_KEY"],
+            Some("McpFunction") => &["SLUICE_ACTIONS_S3_KEY", "SLUICE_IMPORTER_FUNCTION"],
+            Some("IssuerFunction") => &["SLUICE_IMPORTER_FUNCTION"],
             Some("EventsFunction") => &[
                 "SLUICE_WEBHOOK_URL",
                 "SLUICE_WEBHOOK_SECRET_ID",
@@ -316,6 +317,7 @@ fn each_function_is_built_from_its_own_crate_for_arm64() {
         ("IssuerFunction", "functions/issuer", "sluice-issuer"),
         ("ResolverFunction", "functions/resolver", "sluice-resolver"),
         ("EventsFunction", "functions/events", "sluice-events"),
+        ("ImporterFunction", "functions/importer", "sluice-importer"),
     ] {
         let f = &t["Resources"][name];
         assert_eq!(
@@ -486,6 +488,25 @@ fn each_function_is_granted_what_its_code_calls() {
     assert_eq!(sluice_aws::DynamoLedger::event_key("x"), "ev#x");
     assert_eq!(sluice_aws::DynamoRecords::key_of("x"), "file#x");
     assert_eq!(sluice_aws::DynamoRecords::admission_key("x"), "admit#x");
+    assert_eq!(sluice_aws::DynamoRecords::import_key_of("x"), "import#x");
+    // The importer: every item it may touch is a record's, by prefix.
+    for action in [
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+    ] {
+        let grants = has("ImporterFunction", action);
+        assert!(!grants.is_empty(), "the importer lacks {action}");
+        assert!(
+            grants
+                .iter()
+                .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")
+                    && !c.contains("\"jti#*\"")
+                    && !c.contains("allow#")
+                    && !c.contains("batch#")),
+            "the importer: {action} only on the records it writes: {grants:?}"
+        );
+    }
     assert_eq!(
         sluice_aws::DynamoLedger::key_of("x"),
         "jti#x",
@@ -513,6 +534,8 @@ fn each_function_is_granted_what_its_code_calls() {
             let admission = |c: &str| {
                 fun == "McpFunction" && action == "dynamodb:PutItem" && c.contains("admit#*")
             };
+            // Both start imports and read their records.
+            let import = |c: &str| action != "dynamodb:UpdateItem" && c.contains("import#*");
             assert!(
                 grants
                     .iter()
@@ -521,7 +544,8 @@ fn each_function_is_granted_what_its_code_calls() {
                             || c.contains("batch#*")
                             || allowance(c)
                             || event(c)
-                            || admission(c))),
+                            || admission(c)
+                            || import(c))),
                 "{fun}: {action} must be limited to record items: {grants:?}"
             );
         }

@@ -88,6 +88,48 @@ pub fn assemble(
     records: Arc<dyn sluice::records::RecordStore>,
     catalog: Catalog,
 ) -> Sluice {
+    assemble_parts(
+        config,
+        public_url,
+        Parts {
+            keys,
+            store,
+            ledger,
+            records,
+            catalog,
+            imports_dispatch: None,
+        },
+    )
+}
+
+/// What [`assemble_parts`] builds sluice from: the backends, the keys, the
+/// actions, and where imports are started when not here.
+#[derive(Debug)]
+pub struct Parts {
+    /// The signing keys.
+    pub keys: Keyring,
+    /// The bytes.
+    pub store: Arc<dyn sluice::store::ObjectStore>,
+    /// The ledger.
+    pub ledger: Arc<dyn sluice::ledger::Ledger>,
+    /// The records.
+    pub records: Arc<dyn sluice::records::RecordStore>,
+    /// The actions.
+    pub catalog: Catalog,
+    /// The importer function, where imports run in a function of their own.
+    pub imports_dispatch: Option<Arc<dyn sluice::service::imports::Dispatch>>,
+}
+
+/// [`assemble`] from its [`Parts`].
+pub fn assemble_parts(config: &Config, public_url: Url, parts: Parts) -> Sluice {
+    let Parts {
+        keys,
+        store,
+        ledger,
+        records,
+        catalog,
+        imports_dispatch,
+    } = parts;
     let endpoints = config.urls.resolve(public_url);
     if config.auth.dev_tokens && !config.records_here() {
         tracing::warn!(
@@ -112,6 +154,7 @@ pub fn assemble(
         // A function is frozen once it answers: a fetch in the background
         // would not run there.
         imports_here: !config.lambda,
+        imports_dispatch,
     })
 }
 

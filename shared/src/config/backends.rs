@@ -66,6 +66,9 @@ pub struct AwsConfig {
     pub event_bus: Option<String>,
     /// `SLUICE_EVENTBRIDGE_ENDPOINT_URL`: an EventBridge emulator.
     pub eventbridge_endpoint: Option<Url>,
+    /// `SLUICE_LAMBDA_ENDPOINT_URL`: the Lambda API of an emulator (where
+    /// the importer function is invoked, under `cargo lambda watch`).
+    pub lambda_endpoint: Option<Url>,
 }
 
 /// The two choices, as the variables say them (each refused by its own
@@ -131,6 +134,7 @@ pub(super) fn aws(vars: &Vars) -> Result<AwsConfig, ConfigError> {
         master_secret_id: vars.text("SLUICE_MASTER_SECRET_ID"),
         event_bus: vars.text("SLUICE_EVENT_BUS"),
         eventbridge_endpoint: vars.url("SLUICE_EVENTBRIDGE_ENDPOINT_URL")?,
+        lambda_endpoint: vars.url("SLUICE_LAMBDA_ENDPOINT_URL")?,
     })
 }
 

@@ -32,6 +32,10 @@ pub struct Imports {
     /// How long `import_file` waits for a small file before answering
     /// `pending` (`SLUICE_IMPORT_WAIT_SECS`).
     pub wait: Duration,
+    /// The importer function the MCP and issuer functions start each
+    /// import in, on AWS (`SLUICE_IMPORTER_FUNCTION`); `None`: imports run
+    /// in the server, or (in a function) are not offered.
+    pub importer: Option<String>,
 }
 
 impl Imports {
@@ -67,6 +71,9 @@ impl Imports {
             at_once: vars.count("SLUICE_IMPORTS_AT_ONCE")?,
             per_user: vars.count("SLUICE_IMPORTS_PER_USER")?,
             wait: vars.secs("SLUICE_IMPORT_WAIT_SECS")?,
+            importer: vars
+                .text("SLUICE_IMPORTER_FUNCTION")
+                .filter(|f| !f.is_empty()),
         })
     }
 }

@@ -559,6 +559,13 @@ pub const SETTINGS: &[Setting] = &[
         "an EventBridge emulator's endpoint (the events function's bus)",
     ),
     s(
+        "SLUICE_LAMBDA_ENDPOINT_URL",
+        Aws,
+        Parse::Url,
+        Unset("AWS"),
+        "the Lambda API of an emulator where the importer function is invoked (`cargo lambda watch`'s invoke address)",
+    ),
+    s(
         "SLUICE_MASTER_SECRET_ID",
         Aws,
         Parse::Text,
@@ -641,6 +648,13 @@ pub const SETTINGS: &[Setting] = &[
         Parse::Positive,
         Value("4"),
         "imports one user may have under way",
+    ),
+    s(
+        "SLUICE_IMPORTER_FUNCTION",
+        Imports,
+        Parse::Text,
+        Unset("none: imports run in the server; a function then does not offer them"),
+        "the importer function (name or ARN) the MCP and issuer functions start each import in, asynchronously, on AWS (the template sets it)",
     ),
     s(
         "SLUICE_IMPORT_WAIT_SECS",

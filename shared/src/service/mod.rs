@@ -103,6 +103,8 @@ pub struct Assembly {
     /// Whether imports run here: a server that lives on, not a function
     /// frozen once it answers.
     pub imports_here: bool,
+    /// Where imports are started elsewhere: the importer function.
+    pub imports_dispatch: Option<Arc<dyn imports::Dispatch>>,
 }
 
 /// The shared state of every function: cheap to clone. A façade: each
@@ -154,6 +156,7 @@ impl Sluice {
             pending_caps,
             imports,
             imports_here,
+            imports_dispatch,
         } = assembly;
         let endpoints = Arc::new(endpoints);
         let base = Base::new(store, records, ledger, keys, transfers);
@@ -193,6 +196,7 @@ impl Sluice {
             limits.clone(),
             imports,
             imports_here,
+            imports_dispatch,
         );
         let actions = Actions::new(
             base.clone(),

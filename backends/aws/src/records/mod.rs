@@ -206,6 +206,12 @@ impl DynamoRecords {
         key(id)
     }
 
+    /// The item key of import `id`'s record: `import#…`, the prefix the
+    /// functions that start and run imports are granted.
+    pub fn import_key_of(id: &str) -> String {
+        import_key(id)
+    }
+
     /// The item key of the admission lease of the owner whose hash is
     /// `owner_hash`: `admit#…`, the prefix the mcp function is granted.
     pub fn admission_key(owner_hash: &str) -> String {

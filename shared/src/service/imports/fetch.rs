@@ -84,12 +84,18 @@ impl Work {
                     ));
                 }
                 let body = self.counted(fetched.body);
-                self.imports
+                let put = self
+                    .imports
                     .base
                     .store()
                     .put(&file.object_key(), file.size, file.sha256, body)
-                    .await
-                    .map_err(|e| refused(&source, e))?;
+                    .await;
+                match put {
+                    // Stored by another run of this job (a delivery
+                    // repeated): the store keeps only the file declared.
+                    Ok(()) | Err(StoreError::AlreadyExists) => {}
+                    Err(e) => return Err(refused(&source, e)),
+                }
                 self.imports
                     .files
                     .file_stored(file, None)
@@ -223,18 +229,10 @@ impl Work {
     }
 
     /// A rejected import leaves nothing: a file issued for it is reported
-    /// rejected (`file.rejected`), its record deleted and its bytes purged.
+    /// rejected, its record deleted and its bytes purged.
     async fn forget(&self) {
-        let Some(file) = &self.declared else {
-            return;
-        };
-        let base = &self.imports.base;
-        base.reject(file, &format!("import-{}", file.id)).await;
-        if let Err(e) = base.records().delete(&file.owner, &file.id).await {
-            tracing::warn!(file_id = %file.id, error = %e, "a rejected import's record was not deleted");
-        }
-        if let Err(e) = self.imports.files.purge(file).await {
-            tracing::warn!(file_id = %file.id, error = %e, "a rejected import's bytes were not purged");
+        if let Some(file) = &self.declared {
+            self.imports.forget(file).await;
         }
     }
 }

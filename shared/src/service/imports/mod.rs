@@ -14,8 +14,10 @@
 //! ([`Imports::import_status`]).
 //!
 //! Locally the fetches run in the server. On AWS, where a function is frozen
-//! once it answers, imports are not offered yet (the importer function is
-//! the issue's step left).
+//! once it answers, each import is started in the importer function
+//! ([`Dispatch`], an asynchronous invocation), which runs it
+//! ([`Imports::run_job`]) and leaves its outcome in the import's record,
+//! where the function that was asked reads it.
 
 mod fetch;
 
@@ -147,6 +149,50 @@ struct Job {
     started: Instant,
 }
 
+/// Where imports' fetches run.
+#[derive(Clone)]
+enum Runner {
+    /// In this process: a server that lives on.
+    Here(Arc<Fetcher>),
+    /// In a function of its own, started for each import (on AWS, where a
+    /// function is frozen once it answers).
+    Function(Arc<dyn Dispatch>),
+}
+
+/// Starts an import in the importer function.
+#[async_trait::async_trait]
+pub trait Dispatch: Send + Sync + std::fmt::Debug {
+    /// Starts `job`, without waiting for it to end.
+    async fn start(&self, job: &ImportJob) -> Result<(), Error>;
+}
+
+/// One import, as the importer function is handed it: who asked, which
+/// file, where from, and what was declared.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImportJob {
+    /// The `sub` of the user who asked.
+    pub owner: String,
+    /// The import's file id.
+    pub file_id: String,
+    /// The URL (checked by the guard when it was asked for, and again).
+    pub url: String,
+    /// The name asked for.
+    #[serde(default)]
+    pub filename: Option<String>,
+    /// The size declared.
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// The SHA-256 declared.
+    #[serde(default)]
+    pub sha256: Option<Sha256>,
+    /// The media type asked for.
+    #[serde(default)]
+    pub content_type: Option<String>,
+    /// Whether the file was issued when the import was asked for (its size
+    /// and SHA-256 declared).
+    pub declared: bool,
+}
+
 /// Files fetched by the server from a URL.
 #[derive(Clone)]
 pub struct Imports {
@@ -156,8 +202,8 @@ pub struct Imports {
     limits: Limits,
     settings: Arc<Settings>,
     /// `None`: imports are off here (the setting, or a function that is
-    /// frozen once it answers).
-    fetcher: Option<Fetcher>,
+    /// frozen once it answers and has no importer to start).
+    runner: Option<Runner>,
     jobs: Arc<Mutex<HashMap<FileId, Job>>>,
     pool: Arc<Semaphore>,
 }
@@ -165,14 +211,15 @@ pub struct Imports {
 impl std::fmt::Debug for Imports {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Imports")
-            .field("on", &self.fetcher.is_some())
+            .field("on", &self.runner.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Imports {
-    /// Imports under `settings`, offered where `here` (a long-lived server,
-    /// not a function frozen between requests).
+    /// Imports under `settings`: fetched here where `here` (a server that
+    /// lives on), else started in the importer function through
+    /// `dispatch`, else not offered.
     pub fn new(
         base: Base,
         uploads: Uploads,
@@ -180,9 +227,17 @@ impl Imports {
         limits: Limits,
         settings: Settings,
         here: bool,
+        dispatch: Option<Arc<dyn Dispatch>>,
     ) -> Self {
-        let on = here && settings.guard.reach != crate::fetch::guard::Reach::Off;
-        let fetcher = on.then(|| Fetcher::new(settings.guard.clone(), settings.timeouts));
+        let runner = match (&settings.guard.reach, dispatch) {
+            (crate::fetch::guard::Reach::Off, _) => None,
+            (_, Some(dispatch)) => Some(Runner::Function(dispatch)),
+            _ if here => Some(Runner::Here(Arc::new(Fetcher::new(
+                settings.guard.clone(),
+                settings.timeouts,
+            )))),
+            _ => None,
+        };
         Self {
             base,
             uploads,
@@ -190,20 +245,31 @@ impl Imports {
             limits,
             pool: Arc::new(Semaphore::new(settings.at_once.max(1))),
             settings: Arc::new(settings),
-            fetcher,
+            runner,
             jobs: Arc::default(),
         }
     }
 
     /// Whether `import_file` is offered.
     pub fn offered(&self) -> bool {
-        self.fetcher.is_some()
+        self.runner.is_some()
     }
 
-    /// The largest file an import takes.
+    /// The largest file an import takes: the setting, within the largest
+    /// upload; where the store receives the bytes (S3), within one PUT of
+    /// them held whole (an import does not go in parts yet).
     fn max_bytes(&self) -> u64 {
-        let uploads = self.base.transfers().max_upload_bytes;
-        self.settings.max_bytes.map_or(uploads, |m| m.min(uploads))
+        let transfers = self.base.transfers();
+        let mut most = self
+            .settings
+            .max_bytes
+            .map_or(transfers.max_upload_bytes, |m| {
+                m.min(transfers.max_upload_bytes)
+            });
+        if self.base.stores_directly() {
+            most = most.min(transfers.single_put_max_bytes);
+        }
+        most
     }
 
     /// Imports `req.url` as a file of `owner`'s: answered when it ends, or
@@ -213,7 +279,7 @@ impl Imports {
         owner: &str,
         req: ImportRequest,
     ) -> Result<ImportTicket, Error> {
-        let Some(fetcher) = self.fetcher.clone() else {
+        let Some(runner) = self.runner.clone() else {
             return Err(Error::Invalid(
                 "this server does not import files from URLs: upload the file instead \
                  (request_upload, or request_browser_upload for a file on the person's computer)"
@@ -236,8 +302,8 @@ impl Imports {
         };
         let url =
             Url::parse(raw.trim()).map_err(|e| Error::Invalid(format!("url is not a URL: {e}")))?;
-        fetcher
-            .guard()
+        self.settings
+            .guard
             .check_url(&url)
             .map_err(|r| Error::Invalid(format!("{r}; nothing was fetched")))?;
         let max = self.max_bytes();
@@ -276,6 +342,33 @@ impl Imports {
                 None
             }
         };
+        tracing::info!(file_id = %id, %source, "import begun");
+        self.note(&id, owner, &source, &Outcome::Pending).await;
+        let fetcher = match runner {
+            Runner::Here(fetcher) => Fetcher::clone(&fetcher),
+            Runner::Function(dispatch) => {
+                let job = ImportJob {
+                    owner: owner.to_owned(),
+                    file_id: id.to_string(),
+                    url: url.to_string(),
+                    filename: req.filename,
+                    size: req.size,
+                    sha256: req.sha256,
+                    content_type: req.content_type,
+                    declared: declared.is_some(),
+                };
+                if let Err(e) = dispatch.start(&job).await {
+                    tracing::warn!(file_id = %id, error = %e, "the importer could not be started");
+                    let why = "the import could not be started: ask again in a moment".to_owned();
+                    if let Some(file) = &declared {
+                        self.forget(file).await;
+                    }
+                    self.note(&id, owner, &source, &Outcome::Rejected(why))
+                        .await;
+                }
+                return self.polled(owner, &id, self.settings.wait).await;
+            }
+        };
         let (tx, rx) = watch::channel(Outcome::Pending);
         let received = Arc::new(AtomicU64::new(0));
         self.jobs_lock().insert(
@@ -289,8 +382,6 @@ impl Imports {
                 started: Instant::now(),
             },
         );
-        tracing::info!(file_id = %id, %source, "import begun");
-        self.note(&id, owner, &source, &Outcome::Pending).await;
         let work = fetch::Work {
             imports: self.clone(),
             fetcher,
@@ -306,6 +397,79 @@ impl Imports {
             let _ = tx.send(outcome);
         });
         self.wait_for(owner, &id, rx, self.settings.wait).await
+    }
+
+    /// Runs `job` to its end, here: what the importer function does with
+    /// each import it is handed. A job handed over again (an asynchronous
+    /// invocation is delivered at least once) that has ended is answered
+    /// as it ended, and not run twice.
+    pub async fn run_job(&self, job: ImportJob) -> Result<ImportTicket, Error> {
+        let id = FileId::parse(&job.file_id)
+            .ok_or_else(|| Error::Invalid("the job names no file id".into()))?;
+        let owner = job.owner.clone();
+        let ticket = self.recorded(&owner, &id).await?;
+        if ticket.state != ImportState::Pending {
+            tracing::info!(file_id = %id, "an import handed over again had ended: not run twice");
+            return Ok(ticket);
+        }
+        let url = Url::parse(&job.url).map_err(|e| Error::Invalid(format!("url: {e}")))?;
+        self.settings
+            .guard
+            .check_url(&url)
+            .map_err(|r| Error::Invalid(r.to_string()))?;
+        let declared = match job.declared {
+            true => Some(self.files.find_file(&owner, &id).await?),
+            false => None,
+        };
+        let work = fetch::Work {
+            imports: self.clone(),
+            fetcher: Fetcher::new(self.settings.guard.clone(), self.settings.timeouts),
+            owner: owner.clone(),
+            id: id.clone(),
+            url,
+            req: ImportRequest {
+                url: None,
+                file: None,
+                filename: job.filename,
+                size: job.size,
+                sha256: job.sha256,
+                content_type: job.content_type,
+            },
+            declared,
+            received: Arc::default(),
+        };
+        work.run().await;
+        self.recorded(&owner, &id).await
+    }
+
+    /// Where import `id` stands as its record says, asking again until it
+    /// has ended or `wait` is spent (an import another process runs).
+    async fn polled(
+        &self,
+        owner: &str,
+        id: &FileId,
+        wait: std::time::Duration,
+    ) -> Result<ImportTicket, Error> {
+        let until = Instant::now() + wait;
+        loop {
+            let ticket = self.recorded(owner, id).await?;
+            if ticket.state != ImportState::Pending || Instant::now() >= until {
+                return Ok(ticket);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        }
+    }
+
+    /// A declared file whose import ended rejected: reported rejected
+    /// (`file.rejected`), its record deleted, its bytes purged.
+    pub(super) async fn forget(&self, file: &FileMeta) {
+        self.base.reject(file, &format!("import-{}", file.id)).await;
+        if let Err(e) = self.base.records().delete(&file.owner, &file.id).await {
+            tracing::warn!(file_id = %file.id, error = %e, "a rejected import's record was not deleted");
+        }
+        if let Err(e) = self.files.purge(file).await {
+            tracing::warn!(file_id = %file.id, error = %e, "a rejected import's bytes were not purged");
+        }
     }
 
     /// Where import `id` of `owner`'s stands, waiting up to `wait` for it to
@@ -324,7 +488,7 @@ impl Imports {
         };
         match rx {
             Some(rx) => self.wait_for(owner, id, rx, wait).await,
-            None => self.recorded(owner, id).await,
+            None => self.polled(owner, id, wait).await,
         }
     }
 
