@@ -313,9 +313,13 @@ FUNCTION_OPERATIONS = {
     ],
     # A download link: the object found (HEAD) and a GET presigned.
     "ResolverFunction": ["head_object", "get_object"],
-    # An import: the object found (HEAD), put, and deleted with its
-    # versions when the import is rejected.
-    "ImporterFunction": ["head_object", "put_object", "delete_object", "list_object_versions"],
+    # An import: the object found (HEAD), put in one or in parts, and
+    # deleted with its versions (its parts aborted) when it is rejected.
+    "ImporterFunction": [
+        "head_object", "get_object", "put_object", "delete_object", "list_object_versions",
+        "create_multipart_upload", "upload_part", "complete_multipart_upload",
+        "abort_multipart_upload", "list_parts",
+    ],
 }
 
 

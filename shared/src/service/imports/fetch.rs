@@ -84,13 +84,7 @@ impl Work {
                     ));
                 }
                 let body = self.counted(fetched.body);
-                let put = self
-                    .imports
-                    .base
-                    .store()
-                    .put(&file.object_key(), file.size, file.sha256, body)
-                    .await;
-                match put {
+                match self.store_as(file, body).await {
                     // Stored by another run of this job (a delivery
                     // repeated): the store keeps only the file declared.
                     Ok(()) | Err(StoreError::AlreadyExists) => {}
@@ -203,18 +197,122 @@ impl Work {
             .read()
             .await
             .map_err(|e| format!("could not read the bytes kept: {e}"))?;
-        self.imports
-            .base
-            .store()
-            .put(&file.object_key(), size, sha256, body)
-            .await
-            .map_err(|e| refused(source, e))?;
+        match self.store_as(&file, body).await {
+            Ok(()) | Err(StoreError::AlreadyExists) => {}
+            Err(e) => return Err(refused(source, e)),
+        }
         self.imports
             .files
             .file_stored(&file, None)
             .await
             .map_err(|e| e.to_string())?;
         Ok(file)
+    }
+
+    /// Stores `body` as `file`'s object: in one put where the store takes
+    /// it so (it checks size and digest; a direct store holds the body
+    /// whole for its one PUT, so only up to the single-PUT size), else in
+    /// parts ([`Work::put_in_parts`]).
+    async fn store_as(&self, file: &FileMeta, body: ByteStream) -> Result<(), StoreError> {
+        let base = &self.imports.base;
+        match base.plan_of(file) {
+            Some(plan) => self.put_in_parts(file, &plan, body).await,
+            None => {
+                base.store()
+                    .put(&file.object_key(), file.size, file.sha256, body)
+                    .await
+            }
+        }
+    }
+
+    /// `body` into the store's upload in parts (S3), one part at a time:
+    /// each part held whole (its SHA-256 goes before it, and the store
+    /// checks it), the whole file hashed on the way. A body of another
+    /// length or digest is refused before the join, and the upload
+    /// discarded; the parts joined are proven by that hash (every byte of
+    /// them went through it, each part checked by the store against its
+    /// own digest), so the object is recorded proven for its entity tag
+    /// without a second read.
+    async fn put_in_parts(
+        &self,
+        file: &FileMeta,
+        plan: &crate::multipart::Plan,
+        mut body: ByteStream,
+    ) -> Result<(), StoreError> {
+        use crate::sha::Mismatch;
+        let base = &self.imports.base;
+        let parts = base
+            .store()
+            .parts()
+            .ok_or_else(|| StoreError::Io(std::io::Error::other("the store takes no parts")))?;
+        let key = file.object_key();
+        parts.begin(&key, &file.content_type).await?;
+        let mut whole = Hasher::new();
+        let mut carry = bytes::BytesMut::new();
+        let mut offset = 0u64;
+        let sent = async {
+            for n in plan.numbers() {
+                let len = plan.len(n).unwrap_or(0) as usize;
+                while carry.len() < len {
+                    match body.next().await {
+                        Some(chunk) => carry.extend_from_slice(&chunk.map_err(StoreError::Body)?),
+                        None => {
+                            return Err(StoreError::Mismatch(Mismatch::TooShort {
+                                expected: file.size,
+                                actual: offset + carry.len() as u64,
+                            }));
+                        }
+                    }
+                }
+                let part = carry.split_to(len).freeze();
+                whole.update(&part);
+                let digest = crate::sha::Sha256::of(&part);
+                let one: ByteStream = Box::pin(futures_util::stream::once(async { Ok(part) }));
+                parts
+                    .put_part(&key, n, offset, len as u64, digest, one)
+                    .await?;
+                offset += len as u64;
+            }
+            while let Some(chunk) = body.next().await {
+                if !chunk.map_err(StoreError::Body)?.is_empty() || !carry.is_empty() {
+                    return Err(StoreError::Mismatch(Mismatch::TooLong {
+                        expected: file.size,
+                    }));
+                }
+            }
+            if !carry.is_empty() {
+                return Err(StoreError::Mismatch(Mismatch::TooLong {
+                    expected: file.size,
+                }));
+            }
+            let actual = whole.finish();
+            if actual != file.sha256 {
+                return Err(StoreError::Mismatch(Mismatch::Digest {
+                    expected: file.sha256,
+                    actual,
+                }));
+            }
+            Ok(())
+        }
+        .await;
+        if let Err(e) = sent {
+            if let Err(abort) = parts.abort(&key, plan).await {
+                tracing::warn!(file_id = %file.id, error = %abort, "an import's parts were not discarded");
+            }
+            return Err(e);
+        }
+        let mut held = base.hold_proof(file, base.transfers().proof_budget).await?;
+        let joined = parts.join(&key, plan, file.sha256).await;
+        match joined {
+            Ok(crate::store::Joined::Proven) => held.proven(None),
+            Ok(crate::store::Joined::Unproven { etag }) => held.proven(Some(etag)),
+            Err(e) => {
+                held.release(base).await;
+                return Err(e);
+            }
+        }
+        held.release(base).await;
+        Ok(())
     }
 
     /// `body`, its bytes counted as they pass.

@@ -256,8 +256,8 @@ impl Imports {
     }
 
     /// The largest file an import takes: the setting, within the largest
-    /// upload; where the store receives the bytes (S3), within one PUT of
-    /// them held whole (an import does not go in parts yet).
+    /// upload; where the store receives the bytes and takes no parts,
+    /// within one PUT of them held whole.
     fn max_bytes(&self) -> u64 {
         let transfers = self.base.transfers();
         let mut most = self
@@ -266,7 +266,7 @@ impl Imports {
             .map_or(transfers.max_upload_bytes, |m| {
                 m.min(transfers.max_upload_bytes)
             });
-        if self.base.stores_directly() {
+        if self.base.stores_directly() && self.base.store().parts().is_none() {
             most = most.min(transfers.single_put_max_bytes);
         }
         most
