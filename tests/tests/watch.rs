@@ -681,7 +681,9 @@ fn emf_documents(output: &str) -> Vec<serde_json::Value> {
 /// through the Lambda API (here cargo lambda watch's, as
 /// `infra/cargo-lambda.env` says), which fetches the file from a server on
 /// loopback into s3s-fs and writes the outcome to the import's record,
-/// where the function that was asked reads it. Where the emulator differs
+/// where the function that was asked reads it; the file then reaches an
+/// action's File field by its handle, and a file a host hands over reaches
+/// it through the importer too. Where the emulator differs
 /// from AWS: cargo lambda watch answers an `Event` invocation only once the
 /// function has ended (Lambda answers 202 at once and runs it after), so
 /// the asking function finds the import ended at its first look.
@@ -689,11 +691,18 @@ fn emf_documents(output: &str) -> Vec<serde_json::Value> {
 fn imports_run_in_the_importer_function_under_the_real_cargo_lambda_watch() {
     let data = sluice_testkit::bytes(300_000, 9);
     let origin = crate::imports::Origin::start(crate::imports::routes, data.clone());
+    // An action whose File field takes the imported file (the actions
+    // tests' upstream, which says what it received).
+    let upstream = crate::actions::Upstream::start();
+    let catalog_dir = tempfile::tempdir().unwrap();
+    let catalog = catalog_dir.path().join("actions.toml");
+    std::fs::write(&catalog, crate::actions::catalog(&upstream.url)).unwrap();
     let stack = Stack::start(
         &[],
         &[
             ("SLUICE_IMPORT_ALLOW_LOOPBACK", "true".into()),
             ("SLUICE_IMPORT_PORTS", origin.port.to_string()),
+            ("SLUICE_ACTIONS_FILE", catalog.display().to_string()),
         ],
     );
     let carol = token(&stack.env, "carol", &["files:read", "files:write"]);
@@ -766,6 +775,30 @@ fn imports_run_in_the_importer_function_under_the_real_cargo_lambda_watch() {
         status["reason"].as_str().unwrap().contains("HTTP 404"),
         "{status}"
     );
+
+    // It reaches an action's File field, by its handle; and a file a host
+    // hands over (`{download_url, file_id}`) is imported through the
+    // importer on the action's way in.
+    let runs = token(
+        &stack.env,
+        "carol",
+        &["files:read", "files:write", "actions:execute"],
+    );
+    let sha = sluice::Sha256::of(&data).to_hex();
+    for document in [
+        declared["handle"].clone(),
+        json!({"download_url": origin.url("/data.bin"), "file_id": "file_handed", "file_name": "handed.bin"}),
+    ] {
+        let echoed = crate::util::tool_ok(&crate::util::call_tool(
+            &mcp,
+            &runs,
+            "action_echo",
+            json!({"document": document}),
+        ));
+        let file = &echoed["fields"]["document"]["file"];
+        assert_eq!(file["sha256"], sha, "{echoed}");
+        assert_eq!(file["size"], data.len(), "{echoed}");
+    }
 
     // The imported file comes back byte for byte through the resolver's
     // line (a presigned GET of s3s-fs).
