@@ -457,7 +457,7 @@ async fn records_contract(records: &dyn RecordStore) {
         source: "https://files.example.com".into(),
         state: "pending".into(),
         reason: None,
-        began_at: now,
+        noted_at: now,
         expires_at: now + 3600,
     };
     records.put_import(&import).await.unwrap();

@@ -711,7 +711,7 @@ fn imports_run_in_the_importer_function_under_the_real_cargo_lambda_watch() {
     let nothing = stack.work.path().join("no-job.json");
     std::fs::write(
         &nothing,
-        json!({"owner": "nobody", "file_id": "AAAAAAAAAAAAAAAAAAAAAA", "url": "http://127.0.0.1/", "declared": false}).to_string(),
+        json!({"owner": "nobody", "file_id": "AAAAAAAAAAAAAAAAAAAAAA", "request": {"url": "http://127.0.0.1/"}, "declared": false}).to_string(),
     )
     .unwrap();
     let refused = stack.invoke("sluice-importer", &nothing);

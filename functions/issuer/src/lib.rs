@@ -150,7 +150,7 @@ async fn import_file(
 /// How long `GET /imports/{file_id}` waits.
 #[derive(Debug, serde::Deserialize)]
 struct ImportWait {
-    /// Seconds, at most the status wait.
+    /// Seconds (the service waits at most the status wait).
     #[serde(default)]
     wait_seconds: u64,
 }
@@ -165,8 +165,7 @@ async fn import_status(
 ) -> Result<Json<ImportTicket>, HttpError> {
     require(&sluice, &caller, Scope::FilesRead)?;
     let id = sluice::FileId::parse(&file_id).ok_or(sluice::Error::NotFound)?;
-    let wait =
-        std::time::Duration::from_secs(wait.wait_seconds).min(sluice.transfers().status_wait);
+    let wait = std::time::Duration::from_secs(wait.wait_seconds);
     Ok(Json(
         sluice
             .imports()

@@ -23,8 +23,9 @@ pub struct ImportRecord {
     /// Why it was rejected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// When it began (Unix seconds).
-    pub began_at: i64,
+    /// When this state was written (Unix seconds): a state still pending
+    /// long past it was left by a process that stopped.
+    pub noted_at: i64,
     /// When the record goes.
     pub expires_at: i64,
 }

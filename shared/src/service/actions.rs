@@ -83,34 +83,16 @@ pub struct ActionCalls {
 pub struct Actions {
     base: Base,
     catalog: Arc<crate::actions::Actions>,
-    uploads: Uploads,
-    downloads: Downloads,
-    batches: Batches,
-    imports: Imports,
-    files: Files,
-    limits: Limits,
+    calls: ActionCalls,
 }
 
 impl Actions {
     /// The actions of `catalog`, over the components their runs call.
     pub fn new(base: Base, catalog: crate::actions::Actions, calls: ActionCalls) -> Self {
-        let ActionCalls {
-            uploads,
-            downloads,
-            batches,
-            imports,
-            files,
-            limits,
-        } = calls;
         Self {
             base,
             catalog: Arc::new(catalog),
-            uploads,
-            downloads,
-            batches,
-            imports,
-            files,
-            limits,
+            calls,
         }
     }
 
@@ -143,7 +125,7 @@ impl Actions {
         };
         let plan = fields::plan(&redeem, action, fields)?;
         // The call checked first: a refused one takes nothing from the rate.
-        self.limits.check_rate(Kind::Actions, &caller.owner)?;
+        self.calls.limits.check_rate(Kind::Actions, &caller.owner)?;
         let limits = actions.limits();
         if action.file_delivery == FileDelivery::DataUri && plan.total_bytes() > limits.max_bytes {
             return Err(Error::Invalid(format!(
@@ -227,6 +209,7 @@ impl Actions {
                 ))
             })?;
             let handle = self
+                .calls
                 .imports
                 .import_handed(&caller.owner, handed)
                 .await
@@ -275,6 +258,7 @@ impl Actions {
             let cap = usize::try_from(MAX_FILE_OCCURRENCES).unwrap_or(usize::MAX);
             let named: Vec<&str> = items.iter().map(|i| i.as_str().unwrap_or("")).collect();
             let batches = self
+                .calls
                 .batches
                 .batches_named(caller, &named, cap)
                 .await
@@ -289,7 +273,8 @@ impl Actions {
             for item in items {
                 match item.as_str().map(str::trim).and_then(|s| batches.get(s)) {
                     Some(batch) => out.extend(
-                        self.batches
+                        self.calls
+                            .batches
                             .handles_in(batch)
                             .into_iter()
                             .map(Value::String),
@@ -333,7 +318,7 @@ impl Actions {
         let distinct: Vec<String> = distinct.into_iter().map(str::to_owned).collect();
         let found: Vec<(String, Result<FileMeta, Error>)> = futures_util::stream::iter(distinct)
             .map(|h: String| async move {
-                let found = self.files.redeem_handle(caller, &h).await;
+                let found = self.calls.files.redeem_handle(caller, &h).await;
                 (h, found)
             })
             .buffer_unordered(HANDLES_AT_ONCE)
@@ -363,7 +348,7 @@ impl Actions {
             self.configured()
                 .reads()
                 .run(&field, async {
-                    match self.files.stored(&meta).await? {
+                    match self.calls.files.stored(&meta).await? {
                         Stored::Ready(_) => Ok(()),
                         Stored::Missing => Err(Error::field(
                             &field,
@@ -400,6 +385,7 @@ impl Actions {
                 (Source::Inline(uri), None) => {
                     let name = uri.name.clone().unwrap_or_else(|| "file".to_owned());
                     let (meta, _) = self
+                        .calls
                         .uploads
                         .store_inline(
                             &caller.owner,
@@ -417,8 +403,8 @@ impl Actions {
             // Stored files were checked by `check_stored`, inline ones just
             // stored: no second request to the store. Each link is egress
             // the upstream may fetch: taken from the owner's allowance.
-            self.limits.charge_download(&meta).await?;
-            let ticket = self.downloads.download_ticket(&meta);
+            self.calls.limits.charge_download(&meta).await?;
+            let ticket = self.calls.downloads.download_ticket(&meta);
             links.push_back(json!({
                 "url": ticket.download.url,
                 "size": ticket.size,
@@ -470,6 +456,7 @@ impl Actions {
             // that cannot be kept is named in its place, and the rest of the
             // result still comes back (never "try again": the action ran).
             let kept = self
+                .calls
                 .uploads
                 .store_inline(
                     &caller.owner,
@@ -499,7 +486,7 @@ impl Actions {
                     continue;
                 }
             };
-            let ticket = self.downloads.download_ticket(&file);
+            let ticket = self.calls.downloads.download_ticket(&file);
             tracing::info!(action, file_id = %file.id, size = file.size, "file in an action result stored");
             *slot = serde_json::to_value(ResultFile { handle, ticket }).map_err(Error::internal)?;
             stored += 1;

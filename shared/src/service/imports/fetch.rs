@@ -25,7 +25,7 @@ use crate::store::{ByteStream, StoreError};
 /// One import to run.
 pub(super) struct Work {
     pub(super) imports: Imports,
-    pub(super) fetcher: Fetcher,
+    pub(super) fetcher: Arc<Fetcher>,
     pub(super) owner: String,
     pub(super) id: FileId,
     pub(super) url: Url,
@@ -163,16 +163,12 @@ impl Work {
                 "{source} sent bytes whose sha256 is {sha256}, not the {declared} declared; nothing was kept"
             ));
         }
-        let filename = [
+        let filename = kept_name([
             self.req.filename.clone(),
             fetched.disposition_name.clone(),
             url_filename(&fetched.url),
             url_filename(&self.url),
-        ]
-        .into_iter()
-        .flatten()
-        .find_map(|n| plain_name(&n))
-        .unwrap_or_else(|| "download".into());
+        ]);
         let content_type = self.req.content_type.clone().or_else(|| {
             fetched
                 .content_type
@@ -333,6 +329,16 @@ impl Work {
             self.imports.forget(file).await;
         }
     }
+}
+
+/// The name kept for an import: the first of `candidates` that makes a
+/// plain file name ([`plain_name`]), else `download`.
+pub(super) fn kept_name(candidates: impl IntoIterator<Item = Option<String>>) -> String {
+    candidates
+        .into_iter()
+        .flatten()
+        .find_map(|n| plain_name(&n))
+        .unwrap_or_else(|| "download".into())
 }
 
 /// Why the store refused an import's bytes.

@@ -23,7 +23,7 @@ mod fetch;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -50,7 +50,7 @@ const KEEP_FINISHED_SECS: u64 = 3600;
 pub const FILE_PARAMS_META: &str = "openai/fileParams";
 
 /// A file the host hands over: where to fetch it, and its id at the host.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[schemars(inline)]
 pub struct HostFile {
     /// Where the host serves the file.
@@ -66,7 +66,7 @@ pub struct HostFile {
 }
 
 /// What `import_file` and `POST /imports` take.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportRequest {
     /// The `http(s)` URL to fetch.
@@ -153,7 +153,7 @@ struct Job {
 #[derive(Clone)]
 enum Runner {
     /// In this process: a server that lives on.
-    Here(Arc<Fetcher>),
+    Here,
     /// In a function of its own, started for each import (on AWS, where a
     /// function is frozen once it answers).
     Function(Arc<dyn Dispatch>),
@@ -167,27 +167,17 @@ pub trait Dispatch: Send + Sync + std::fmt::Debug {
 }
 
 /// One import, as the importer function is handed it: who asked, which
-/// file, where from, and what was declared.
+/// file, the request as asked (its URL in `url`, checked by the guard when
+/// it was asked for, and again), and whether the file was issued then.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ImportJob {
     /// The `sub` of the user who asked.
     pub owner: String,
     /// The import's file id.
     pub file_id: String,
-    /// The URL (checked by the guard when it was asked for, and again).
-    pub url: String,
-    /// The name asked for.
+    /// The request as asked.
     #[serde(default)]
-    pub filename: Option<String>,
-    /// The size declared.
-    #[serde(default)]
-    pub size: Option<u64>,
-    /// The SHA-256 declared.
-    #[serde(default)]
-    pub sha256: Option<Sha256>,
-    /// The media type asked for.
-    #[serde(default)]
-    pub content_type: Option<String>,
+    pub request: ImportRequest,
     /// Whether the file was issued when the import was asked for (its size
     /// and SHA-256 declared).
     pub declared: bool,
@@ -204,6 +194,9 @@ pub struct Imports {
     /// `None`: imports are off here (the setting, or a function that is
     /// frozen once it answers and has no importer to start).
     runner: Option<Runner>,
+    /// The guarded client, made at the first fetch of this process (a
+    /// function that only starts imports never makes it).
+    fetcher: Arc<OnceLock<Arc<Fetcher>>>,
     jobs: Arc<Mutex<HashMap<FileId, Job>>>,
     pool: Arc<Semaphore>,
 }
@@ -232,10 +225,7 @@ impl Imports {
         let runner = match (&settings.guard.reach, dispatch) {
             (crate::fetch::guard::Reach::Off, _) => None,
             (_, Some(dispatch)) => Some(Runner::Function(dispatch)),
-            _ if here => Some(Runner::Here(Arc::new(Fetcher::new(
-                settings.guard.clone(),
-                settings.timeouts,
-            )))),
+            _ if here => Some(Runner::Here),
             _ => None,
         };
         Self {
@@ -246,8 +236,21 @@ impl Imports {
             pool: Arc::new(Semaphore::new(settings.at_once.max(1))),
             settings: Arc::new(settings),
             runner,
+            fetcher: Arc::default(),
             jobs: Arc::default(),
         }
+    }
+
+    /// The guarded client.
+    fn fetcher(&self) -> Arc<Fetcher> {
+        self.fetcher
+            .get_or_init(|| {
+                Arc::new(Fetcher::new(
+                    self.settings.guard.clone(),
+                    self.settings.timeouts,
+                ))
+            })
+            .clone()
     }
 
     /// Whether `import_file` is offered.
@@ -318,14 +321,8 @@ impl Imports {
         let id = FileId::random();
         let declared = match (req.size, req.sha256) {
             (Some(size), Some(sha256)) => {
-                let filename = req
-                    .filename
-                    .clone()
-                    .and_then(|n| crate::fetch::plain_name(&n))
-                    .or_else(|| {
-                        crate::fetch::url_filename(&url).and_then(|n| crate::fetch::plain_name(&n))
-                    })
-                    .unwrap_or_else(|| "download".into());
+                let filename =
+                    fetch::kept_name([req.filename.clone(), crate::fetch::url_filename(&url)]);
                 let request = super::uploads::issue::UploadRequest {
                     filename,
                     size,
@@ -344,31 +341,27 @@ impl Imports {
         };
         tracing::info!(file_id = %id, %source, "import begun");
         self.note(&id, owner, &source, &Outcome::Pending).await;
-        let fetcher = match runner {
-            Runner::Here(fetcher) => Fetcher::clone(&fetcher),
-            Runner::Function(dispatch) => {
-                let job = ImportJob {
-                    owner: owner.to_owned(),
-                    file_id: id.to_string(),
-                    url: url.to_string(),
-                    filename: req.filename,
-                    size: req.size,
-                    sha256: req.sha256,
-                    content_type: req.content_type,
-                    declared: declared.is_some(),
-                };
-                if let Err(e) = dispatch.start(&job).await {
-                    tracing::warn!(file_id = %id, error = %e, "the importer could not be started");
-                    let why = "the import could not be started: ask again in a moment".to_owned();
-                    if let Some(file) = &declared {
-                        self.forget(file).await;
-                    }
-                    self.note(&id, owner, &source, &Outcome::Rejected(why))
-                        .await;
+        if let Runner::Function(dispatch) = runner {
+            let job = ImportJob {
+                owner: owner.to_owned(),
+                file_id: id.to_string(),
+                request: ImportRequest {
+                    url: Some(url.to_string()),
+                    ..req
+                },
+                declared: declared.is_some(),
+            };
+            if let Err(e) = dispatch.start(&job).await {
+                tracing::warn!(file_id = %id, error = %e, "the importer could not be started");
+                let why = "the import could not be started: ask again in a moment".to_owned();
+                if let Some(file) = &declared {
+                    self.forget(file).await;
                 }
-                return self.polled(owner, &id, self.settings.wait).await;
+                self.note(&id, owner, &source, &Outcome::Rejected(why))
+                    .await;
             }
-        };
+            return self.polled(owner, &id, self.settings.wait).await;
+        }
         let (tx, rx) = watch::channel(Outcome::Pending);
         let received = Arc::new(AtomicU64::new(0));
         self.jobs_lock().insert(
@@ -384,7 +377,7 @@ impl Imports {
         );
         let work = fetch::Work {
             imports: self.clone(),
-            fetcher,
+            fetcher: self.fetcher(),
             owner: owner.to_owned(),
             id: id.clone(),
             url,
@@ -412,7 +405,9 @@ impl Imports {
             tracing::info!(file_id = %id, "an import handed over again had ended: not run twice");
             return Ok(ticket);
         }
-        let url = Url::parse(&job.url).map_err(|e| Error::Invalid(format!("url: {e}")))?;
+        let mut req = job.request;
+        let raw = req.url.take().unwrap_or_default();
+        let url = Url::parse(&raw).map_err(|e| Error::Invalid(format!("url: {e}")))?;
         self.settings
             .guard
             .check_url(&url)
@@ -423,18 +418,11 @@ impl Imports {
         };
         let work = fetch::Work {
             imports: self.clone(),
-            fetcher: Fetcher::new(self.settings.guard.clone(), self.settings.timeouts),
+            fetcher: self.fetcher(),
             owner: owner.clone(),
             id: id.clone(),
             url,
-            req: ImportRequest {
-                url: None,
-                file: None,
-                filename: job.filename,
-                size: job.size,
-                sha256: job.sha256,
-                content_type: job.content_type,
-            },
+            req,
             declared,
             received: Arc::default(),
         };
@@ -472,14 +460,15 @@ impl Imports {
         }
     }
 
-    /// Where import `id` of `owner`'s stands, waiting up to `wait` for it to
-    /// end. An import this process no longer knows is its file's record.
+    /// Where import `id` of `owner`'s stands, waiting up to `wait` (at most
+    /// the status wait) for it to end. An import this process no longer knows is its file's record.
     pub async fn import_status(
         &self,
         owner: &str,
         id: &FileId,
         wait: std::time::Duration,
     ) -> Result<ImportTicket, Error> {
+        let wait = wait.min(self.base.transfers().status_wait);
         let rx = {
             let jobs = self.jobs_lock();
             jobs.get(id)
@@ -503,7 +492,7 @@ impl Imports {
             .await?
             .filter(|r| r.owner == owner)
             .ok_or_else(|| Error::UnknownFile(id.clone()))?;
-        let over = import.began_at + self.settings.deadline.as_secs() as i64 + 60;
+        let over = import.noted_at + self.settings.deadline.as_secs() as i64 + 60;
         let mut ticket = ImportTicket {
             file_id: id.clone(),
             handle: None,
@@ -561,7 +550,7 @@ impl Imports {
             source: source.to_owned(),
             state: state.to_owned(),
             reason,
-            began_at: now,
+            noted_at: now,
             expires_at: now + keep + 3600,
         };
         if let Err(e) = self.base.records().put_import(&record).await {
