@@ -177,6 +177,7 @@ async fn issue_beside_ready_files(dir: &std::path::Path) -> anyhow::Result<(usiz
         expires_at: now + 3600,
         ready,
         proof: None,
+        scan: None,
     };
     let puts = (0..READY_FILES).map(|_| {
         let (records, r) = (records.clone(), record("many", true));

@@ -120,6 +120,7 @@ pub async fn run() -> anyhow::Result<String> {
             expires_at: now + 3600,
             ready,
             proof: None,
+            scan: None,
         };
         records.put(&record).await?;
         // The replaced design: the record as an S3 object beside the bytes.

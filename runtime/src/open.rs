@@ -38,6 +38,8 @@ pub struct Backends {
     local: Option<runtime::LocalBackends>,
     /// The importer function, where one is configured (on AWS).
     imports_dispatch: Option<Arc<dyn sluice::service::imports::Dispatch>>,
+    /// GuardDuty's tags on the bucket, with `SLUICE_SCAN=guardduty`.
+    scanner: Option<Arc<dyn sluice::scan::Scanner>>,
 }
 
 impl std::fmt::Debug for Backends {
@@ -61,6 +63,7 @@ impl Backends {
                 records: self.records.clone(),
                 catalog: self.catalog.clone(),
                 imports_dispatch: self.imports_dispatch.clone(),
+                scanner: self.scanner.clone(),
             },
         )
     }
@@ -195,6 +198,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
     let bytes = open_store(config, sdk.as_ref())?;
     let opened = open_records(config, sdk.as_ref(), &bytes)?;
     let imports_dispatch = importer(config, sdk.as_ref());
+    let scanner = guardduty(config, bytes.bucket.as_ref());
     Ok(Backends {
         keys: keyring(config).await?,
         catalog: load_catalog(config, bytes.bucket.as_ref()).await?,
@@ -204,7 +208,23 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
         #[cfg(feature = "local")]
         local: opened.local,
         imports_dispatch,
+        scanner,
     })
+}
+
+/// GuardDuty's scan-status tags on the bucket's objects, read with
+/// `SLUICE_SCAN=guardduty` (the config refuses it without a bucket).
+fn guardduty(config: &Config, bucket: Option<&Bucket>) -> Option<Arc<dyn sluice::scan::Scanner>> {
+    if config.scan.mode != sluice::config::ScanMode::GuardDuty {
+        return None;
+    }
+    #[cfg(feature = "aws")]
+    return bucket.map(|b| Arc::new(sluice_aws::GuardDutyTags::new(b.clone())) as _);
+    #[cfg(not(feature = "aws"))]
+    {
+        let _ = bucket;
+        None
+    }
 }
 
 /// The importer function imports are started in, where one is configured

@@ -51,6 +51,16 @@ pub enum Error {
     /// The stored bytes differ from what was pinned: nothing is sent.
     #[error("the stored file does not match its pinned size and sha256; it was not sent")]
     StoredMismatch,
+    /// A file whose malware scan goes on: nothing is sent until it passes.
+    #[error(
+        "this file is being scanned for malware, and nothing of it is sent until it is found clean: ask again in a moment"
+    )]
+    Scanning,
+    /// A file its malware scan refused: its bytes were deleted.
+    #[error(
+        "this file was rejected by its malware scan ({0}); its bytes were deleted and it is never sent"
+    )]
+    ScanRejected(String),
     /// A file too large for the inline (base64) fallback.
     #[error("{filename} is {size} bytes, over the {limit}-byte limit of the inline fallback")]
     TooLargeInline {
@@ -203,6 +213,8 @@ impl Error {
             Error::NotUploaded => "not_uploaded",
             Error::Verifying => "verifying",
             Error::StoredMismatch => "stored_mismatch",
+            Error::Scanning => "scanning",
+            Error::ScanRejected(_) => "scan_rejected",
             Error::TooLargeInline { .. } => "too_large_inline",
             Error::NotFound => "not_found",
             Error::PageRefused(_) => "page_refused",
@@ -338,6 +350,16 @@ pub enum FieldError {
         "the stored file does not match its pinned size and sha256, so the action was not run with it"
     )]
     StoredMismatch,
+    /// A file whose malware scan goes on.
+    #[error(
+        "{0} is being scanned for malware, so the action was not run with it: ask again in a moment"
+    )]
+    Scanning(String),
+    /// A file its malware scan refused.
+    #[error(
+        "{0} was rejected by its malware scan ({1}), so the action was not run with it; its bytes were deleted"
+    )]
+    ScanRejected(String, String),
     /// Another refusal of a handle, in the service's words.
     #[error("{0}")]
     Refused(String),

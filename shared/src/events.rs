@@ -77,6 +77,10 @@ pub struct EventData {
     /// The id (`jti`) of the link redeemed or refused, never the token.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub token_id: Option<String>,
+    /// Why a file was rejected, on `file.rejected` from a malware scan
+    /// (`malware: <signature>`, `unscanned: …`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reason: Option<String>,
 }
 
 impl EventData {
@@ -124,6 +128,7 @@ impl Event {
                 sha256: file.sha256,
                 content_type: file.content_type.clone(),
                 token_id: token_id.map(str::to_owned),
+                reason: None,
             },
         }
     }

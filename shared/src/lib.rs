@@ -47,6 +47,7 @@ pub mod ledger;
 pub mod multipart;
 pub mod rate;
 pub mod records;
+pub mod scan;
 pub mod service;
 pub mod sha;
 #[cfg(feature = "local")]

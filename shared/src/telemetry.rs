@@ -21,6 +21,12 @@ pub const BYTES: &str = "sluice_file_bytes_total";
 pub const REFUSALS: &str = "sluice_refusals_total";
 /// Imports (`import_file`), by outcome.
 pub const IMPORTS: &str = "sluice_imports_total";
+/// Malware scans by verdict (`verdict`: clean, infected, unscanned; and
+/// failed, for an attempt that gave none and is tried again).
+pub const SCANS: &str = "sluice_scans_total";
+/// How long a file waited for its verdict, from its bytes stored
+/// (seconds), by verdict.
+pub const SCAN_SECONDS: &str = "sluice_scan_seconds";
 /// Tool calls by tool and outcome (`outcome`: ok, refused, error).
 pub const TOOL_CALLS: &str = "sluice_tool_calls_total";
 /// How long a tool call took, by tool (seconds).
@@ -37,6 +43,11 @@ pub const SECONDS_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// The buckets of [`SCAN_SECONDS`]: a scan is a second to many minutes
+/// (a file waits while the scanner is down).
+pub const SCAN_SECONDS_BUCKETS: &[f64] =
+    &[0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0];
+
 /// Describes each metric to the installed recorder (its help text and
 /// unit); call once after installing one.
 pub fn describe() {
@@ -45,6 +56,12 @@ pub fn describe() {
     describe_counter!(BYTES, Unit::Bytes, "Bytes of files by direction");
     describe_counter!(REFUSALS, "Requests refused, by reason");
     describe_counter!(IMPORTS, "Imports from a URL, by outcome");
+    describe_counter!(SCANS, "Malware scans by verdict");
+    describe_histogram!(
+        SCAN_SECONDS,
+        Unit::Seconds,
+        "Time from a file's bytes stored to its scan's verdict"
+    );
     describe_counter!(TOOL_CALLS, "MCP tool calls by tool and outcome");
     describe_histogram!(TOOL_SECONDS, Unit::Seconds, "MCP tool call duration");
     describe_counter!(DELIVERIES, "Webhook deliveries by endpoint and outcome");
@@ -121,6 +138,33 @@ pub fn audit(change: Change, file: &FileMeta, token_id: Option<&str>) {
 /// An import ended: `ready` or `rejected`.
 pub fn imported(outcome: &'static str) {
     metrics::counter!(IMPORTS, "outcome" => outcome).increment(1);
+}
+
+/// A file's scan gave `verdict` (`clean`, `infected`, `unscanned`),
+/// `waited` after its bytes were stored: its audit line (the verdict, the
+/// signature or the reason as `detail`, the scanner with its version as
+/// `by`), and the metrics.
+pub fn scanned(file: &FileMeta, verdict: &'static str, detail: &str, by: &str, waited: Duration) {
+    tracing::info!(
+        target: "sluice::audit",
+        change = "scanned",
+        file_id = %file.id,
+        owner = %file.owner,
+        size = file.size,
+        verdict,
+        detail,
+        by,
+        waited_ms = waited.as_millis() as u64,
+        "file scanned: {verdict}"
+    );
+    metrics::counter!(SCANS, "verdict" => verdict).increment(1);
+    metrics::histogram!(SCAN_SECONDS, "verdict" => verdict).record(waited.as_secs_f64());
+}
+
+/// An attempt at a scan gave no verdict (the scanner unreachable): tried
+/// again.
+pub fn scan_failed() {
+    metrics::counter!(SCANS, "verdict" => "failed").increment(1);
 }
 
 /// The audit line of a delete, naming who deleted the file (`by`: the

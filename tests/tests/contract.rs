@@ -195,6 +195,7 @@ fn record(owner: &str, created_ms: i64, expires_at: i64) -> FileRecord {
         expires_at,
         ready: false,
         proof: None,
+        scan: None,
     }
 }
 

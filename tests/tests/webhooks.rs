@@ -456,6 +456,7 @@ mod on_aws {
             expires_at: now + 600,
             ready: false,
             proof: None,
+            scan: None,
         }
     }
 

@@ -5,12 +5,14 @@
 
 mod bus;
 mod dynamo;
+mod guardduty;
 mod importer;
 mod records;
 mod s3;
 
 pub use bus::{EventBus, NotPut, SOURCE};
 pub use dynamo::{DynamoLedger, EVENT};
+pub use guardduty::{GuardDutyTags, SCAN_STATUS_TAG};
 pub use importer::LambdaImporter;
 pub use records::{BY_DIGEST, BY_OWNER, DynamoRecords, Item, PENDING, change_event};
 pub use s3::S3Store;

@@ -299,6 +299,7 @@ mod tests {
             expires_at: 1,
             ready: true,
             proof: None,
+            scan: None,
         };
         (record.file.id.clone(), record.to_json())
     }

@@ -26,6 +26,10 @@ pub fn install() -> Result<PrometheusHandle, BuildError> {
             Matcher::Full(telemetry::TOOL_SECONDS.to_owned()),
             telemetry::SECONDS_BUCKETS,
         )?
+        .set_buckets_for_metric(
+            Matcher::Full(telemetry::SCAN_SECONDS.to_owned()),
+            telemetry::SCAN_SECONDS_BUCKETS,
+        )?
         .install_recorder()?;
     telemetry::describe();
     Ok(handle)

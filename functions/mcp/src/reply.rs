@@ -66,6 +66,7 @@ fn next_step(e: &Error) -> Option<&'static str> {
             "request a new upload (request_upload) and upload the file to the new URL"
         }
         Error::NotUploaded => "run the command its upload request returned first",
+        Error::Scanning => "call list_files until its state is ready, then call this again",
         Error::UnknownFile(_) => "call list_files to see them, or pass the handle",
         Error::FileExpired(_) => "upload it again with request_upload",
         Error::UploadExpired => "call request_upload again and upload to the new URL",
@@ -117,8 +118,10 @@ fn field_step(reason: &FieldError) -> Option<&'static str> {
         | FieldError::Takes(_)
         | FieldError::ReadTimedOut(_)
         | FieldError::Verifying(_)
+        | FieldError::ScanRejected(..)
         | FieldError::Refused(_)
         | FieldError::Required => return None,
+        FieldError::Scanning(_) => "call list_files until its state is ready, then call this again",
     })
 }
 
@@ -274,6 +277,11 @@ mod tests {
             ),
             (FieldError::Verifying("a.pdf".into()), None),
             (FieldError::StoredMismatch, Some("request_upload")),
+            (FieldError::Scanning("a.pdf".into()), Some("list_files")),
+            (
+                FieldError::ScanRejected("a.pdf".into(), "malware: X".into()),
+                None,
+            ),
             (FieldError::Refused("no".into()), None),
         ];
         for (e, _) in &examples {
@@ -299,6 +307,8 @@ mod tests {
                 | FieldError::NotUploaded(_)
                 | FieldError::Verifying(_)
                 | FieldError::StoredMismatch
+                | FieldError::Scanning(_)
+                | FieldError::ScanRejected(..)
                 | FieldError::Refused(_) => {}
             }
         }

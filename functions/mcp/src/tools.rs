@@ -67,6 +67,14 @@ impl SluiceTools {
             (UploadState::Ready, Some(name), Some(size)) => {
                 format!("The person uploaded {name} ({size} bytes). Use the handle.")
             }
+            (UploadState::Scanning, _, _) => format!(
+                "Uploaded; being scanned for malware. Call get_upload_status with upload_id {} (wait_seconds waits for it).",
+                page.upload_id
+            ),
+            (UploadState::Rejected, _, _) => format!(
+                "The file was rejected by its malware scan ({}); it was deleted. Do not use it.",
+                status.reason.as_deref().unwrap_or("refused")
+            ),
             (UploadState::Pending, _, _) => format!(
                 "Waiting for the person to upload on the page. Call get_upload_status with upload_id {} \
                  (wait_seconds waits for it).",
@@ -109,7 +117,8 @@ impl SluiceTools {
                 .pages()
                 .upload_status_by(owner, upload_id, look)
                 .await?;
-            if status.state != UploadState::Pending {
+            // A file held for its malware scan is waited on as well.
+            if !matches!(status.state, UploadState::Pending | UploadState::Scanning) {
                 return Ok(status);
             }
             if let (Some(token), Some(received), Some(total)) =
@@ -234,6 +243,11 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
                 (UploadState::Ready, Some(name), Some(size)) => {
                     format!("Uploaded: {name} ({size} bytes). Use the handle.")
                 }
+                (UploadState::Scanning, _, _) => "Uploaded; being scanned for malware before it can be used. Call again (wait_seconds waits for it).".to_owned(),
+                (UploadState::Rejected, _, _) => format!(
+                    "The file was rejected by its malware scan ({}); it was deleted. Do not use it.",
+                    status.reason.as_deref().unwrap_or("refused")
+                ),
                 (UploadState::Pending, _, _) => match (status.received, status.size) {
                     (Some(received), Some(size)) => format!(
                         "Uploading: {received} of {size} bytes so far. Ask the person whether the page said it was done; call again after they answer."
@@ -550,6 +564,10 @@ fn import_summary(ticket: &ImportTicket) -> String {
             "Importing from {}: {} bytes so far. Call get_import_status with this file_id (wait_seconds up to 45).",
             ticket.source,
             ticket.received.unwrap_or(0)
+        ),
+        ImportState::Scanning => format!(
+            "Imported from {}; being scanned for malware. Call get_import_status with this file_id (wait_seconds up to 45) until it is ready.",
+            ticket.source
         ),
         ImportState::Rejected => format!(
             "Not imported: {}",

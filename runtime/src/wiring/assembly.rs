@@ -98,6 +98,7 @@ pub fn assemble(
             records,
             catalog,
             imports_dispatch: None,
+            scanner: None,
         },
     )
 }
@@ -118,6 +119,8 @@ pub struct Parts {
     pub catalog: Catalog,
     /// The importer function, where imports run in a function of their own.
     pub imports_dispatch: Option<Arc<dyn sluice::service::imports::Dispatch>>,
+    /// The scanner reading GuardDuty's tags, with `SLUICE_SCAN=guardduty`.
+    pub scanner: Option<Arc<dyn sluice::scan::Scanner>>,
 }
 
 /// [`assemble`] from its [`Parts`].
@@ -129,6 +132,7 @@ pub fn assemble_parts(config: &Config, public_url: Url, parts: Parts) -> Sluice 
         records,
         catalog,
         imports_dispatch,
+        scanner,
     } = parts;
     let endpoints = config.urls.resolve(public_url);
     if config.auth.dev_tokens && !config.records_here() {
@@ -155,6 +159,8 @@ pub fn assemble_parts(config: &Config, public_url: Url, parts: Parts) -> Sluice 
         // would not run there.
         imports_here: !config.lambda,
         imports_dispatch,
+        scan: config.scan.clone(),
+        scanner,
     })
 }
 

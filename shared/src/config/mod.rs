@@ -16,6 +16,7 @@ mod keys;
 mod limits;
 mod operations;
 mod read;
+mod scan;
 mod serve;
 pub mod settings;
 #[cfg(test)]
@@ -31,6 +32,7 @@ pub use imports::Imports;
 pub use keys::KeySettings;
 pub use limits::UserLimits;
 pub use operations::{Operations, WebhookSource, webhook_secrets};
+pub use scan::{ClamdAddress, Scan, ScanMode};
 pub use serve::Serve;
 pub use transfers::Transfers;
 pub use urls::{Endpoints, Urls};
@@ -78,6 +80,8 @@ pub struct Config {
     pub transfers: Transfers,
     /// Files fetched from a URL.
     pub imports: Imports,
+    /// Malware scanning.
+    pub scan: Scan,
 }
 
 impl Config {
@@ -111,6 +115,7 @@ impl Config {
             operations: Operations::read(&vars)?,
             transfers: Transfers::read(&vars, in_dir)?,
             imports: Imports::read(&vars)?,
+            scan: Scan::read(&vars)?,
         })
     }
 }
@@ -127,6 +132,7 @@ fn rules(vars: &Vars) -> Result<(), ConfigError> {
     auth::rules(vars, shared)?;
     urls::rules(vars)?;
     imports::rules(vars, shared)?;
+    scan::rules(vars, backends::in_bucket(vars))?;
     transfers::rules(vars)
 }
 

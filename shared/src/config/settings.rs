@@ -19,19 +19,22 @@ pub enum Group {
     Actions,
     /// Files fetched from a URL (`import_file`).
     Imports,
+    /// Malware scanning before a file is used.
+    Scan,
     /// Events to the team's backend, and metrics.
     Operations,
 }
 
 impl Group {
     /// Every group, in the configuration page's order.
-    pub const ALL: [Group; 7] = [
+    pub const ALL: [Group; 8] = [
         Group::Core,
         Group::Limits,
         Group::Auth,
         Group::Aws,
         Group::Actions,
         Group::Imports,
+        Group::Scan,
         Group::Operations,
     ];
 
@@ -43,6 +46,7 @@ impl Group {
             Group::Aws => "AWS",
             Group::Actions => "Actions",
             Group::Imports => "Imports",
+            Group::Scan => "Malware scanning",
             Group::Operations => "Webhooks and metrics",
         }
     }
@@ -121,7 +125,7 @@ const fn s(
 }
 
 use self::Default::{Unset, Value};
-use Group::{Actions, Auth, Aws, Core, Imports, Limits, Operations};
+use Group::{Actions, Auth, Aws, Core, Imports, Limits, Operations, Scan};
 
 /// Every setting, by group.
 pub const SETTINGS: &[Setting] = &[
@@ -662,6 +666,48 @@ pub const SETTINGS: &[Setting] = &[
         Parse::Seconds,
         Value("20"),
         "how long `import_file` waits for its file before answering `pending`",
+    ),
+    s(
+        "SLUICE_SCAN",
+        Scan,
+        Parse::OneOf(&["off", "clamd", "guardduty"]),
+        Value("off"),
+        "whether a file is scanned for malware before it is used: `off`; `clamd` (this server streams each file's bytes to clamd, `SLUICE_CLAMD`); `guardduty` (GuardDuty Malware Protection for S3 scans each object and tags it; the template's `MalwareScan`). Until its verdict a file is `scanning`, and nothing hands out its bytes ([operations](operations.md))",
+    ),
+    s(
+        "SLUICE_CLAMD",
+        Scan,
+        Parse::Text,
+        Unset("—"),
+        "where clamd listens, with `SLUICE_SCAN=clamd`: `unix:/run/clamav/clamd.ctl` or `tcp:127.0.0.1:3310`",
+    ),
+    s(
+        "SLUICE_SCANS_AT_ONCE",
+        Scan,
+        Parse::Positive,
+        Value("2"),
+        "files streamed to clamd at once by one server (more wait their turn)",
+    ),
+    s(
+        "SLUICE_SCAN_TIMEOUT_SECS",
+        Scan,
+        Parse::Seconds,
+        Value("600"),
+        "one attempt at a file's scan; one that fails (clamd down, or too slow) is tried again, with growing waits, until the deadline",
+    ),
+    s(
+        "SLUICE_SCAN_DEADLINE_SECS",
+        Scan,
+        Parse::Seconds,
+        Value("3600"),
+        "how long a file may stay `scanning`, from its bytes stored: past it, it is rejected (`unscanned`) and its bytes deleted",
+    ),
+    s(
+        "SLUICE_SCAN_UNSCANNED",
+        Scan,
+        Parse::OneOf(&["refuse", "allow"]),
+        Value("refuse"),
+        "a file the scanner says it cannot scan (over clamd's `StreamMaxLength` or GuardDuty's size limit, or GuardDuty's `UNSUPPORTED`, `ACCESS_DENIED` or `FAILED`): `refuse` rejects it (`unscanned`), `allow` lets it through, its verdict saying it was not scanned",
     ),
     s(
         "SLUICE_WEBHOOK_URL",

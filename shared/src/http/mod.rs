@@ -104,6 +104,8 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::NotFound => StatusCode::NOT_FOUND,
         Error::NotUploaded
         | Error::Verifying
+        | Error::Scanning
+        | Error::ScanRejected(_)
         | Error::StoredMismatch
         | Error::PageConflict(_)
         | Error::AlreadyUploaded

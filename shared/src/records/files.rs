@@ -60,4 +60,16 @@ pub trait FileRecords: Send + Sync {
 
     /// Marks file `id` of `owner` as uploaded.
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), RecordError>;
+
+    /// Notes where file `id` of `owner`'s malware scan stands, while it is
+    /// not ready: a note without a verdict (its bytes found stored) only
+    /// where none is kept yet, so the first finding's time stands; a
+    /// verdict over whatever is kept. Nothing is written for a file that
+    /// is ready, deleted or another's.
+    async fn note_scan(
+        &self,
+        owner: &str,
+        id: &FileId,
+        note: &super::record::ScanNote,
+    ) -> Result<(), RecordError>;
 }

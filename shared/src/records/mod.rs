@@ -29,7 +29,7 @@ pub use error::RecordError;
 pub use files::FileRecords;
 pub use imports::{ImportRecord, ImportRecords};
 pub use lease::ProofLease;
-pub use record::{Cursor, FileRecord, KeptAsJson, Page};
+pub use record::{Cursor, FileRecord, KeptAsJson, Page, ScanNote, Verdict};
 #[cfg(feature = "local")]
 pub use sqlite::SqliteRecords;
 pub use usage::{Admission, Pending, PendingCaps, Usage, count_then_put};

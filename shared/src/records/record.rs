@@ -24,6 +24,92 @@ pub struct FileRecord {
     /// words ([`crate::service`]'s `proof`), which a store keeps as they are
     /// and changes only through [`super::ProofLease::swap_proof`].
     pub proof: Option<String>,
+    /// Where the malware scan of its bytes stands, when scanning is on:
+    /// `None` until its bytes are found stored ([`ScanNote`]).
+    pub scan: Option<ScanNote>,
+}
+
+/// Where a file's malware scan stands, kept beside its record (a column of
+/// its own on SQLite, an attribute on DynamoDB) as this JSON: since when
+/// its bytes wait for a verdict, and the verdict once there is one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScanNote {
+    /// When its bytes were found stored (seconds since the epoch): the
+    /// operator's deadline runs from here.
+    pub since: i64,
+    /// The scanner's verdict; `None` while it is being scanned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+/// What a scanner said of a file's bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "lowercase")]
+pub enum Verdict {
+    /// Nothing found.
+    Clean {
+        /// The scanner and its version (`ClamAV 1.4.6/…`).
+        by: String,
+    },
+    /// A signature matched: the file is refused, its bytes deleted.
+    Infected {
+        /// The signature's name.
+        signature: String,
+        /// The scanner and its version.
+        by: String,
+    },
+    /// The scanner could not scan it (over its size limit, a type it does
+    /// not take, or no verdict before the deadline): the operator's policy
+    /// (`SLUICE_SCAN_UNSCANNED`) decides.
+    Unscanned {
+        /// Why, in words.
+        why: String,
+        /// Whether the policy let it through.
+        allowed: bool,
+    },
+}
+
+impl Verdict {
+    /// Whether a file with this verdict may be used.
+    pub fn passes(&self) -> bool {
+        match self {
+            Verdict::Clean { .. } => true,
+            Verdict::Infected { .. } => false,
+            Verdict::Unscanned { allowed, .. } => *allowed,
+        }
+    }
+
+    /// Why a file with this verdict is refused, in words (`malware: …`,
+    /// `unscanned: …`); `None` for one that passes.
+    pub fn refusal(&self) -> Option<String> {
+        match self {
+            Verdict::Clean { .. } => None,
+            Verdict::Infected { signature, .. } => Some(format!("malware: {signature}")),
+            Verdict::Unscanned { allowed: true, .. } => None,
+            Verdict::Unscanned { why, .. } => Some(format!("unscanned: {why}")),
+        }
+    }
+
+    /// Its name, for a metric's label: `clean`, `infected`, `unscanned`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Clean { .. } => "clean",
+            Verdict::Infected { .. } => "infected",
+            Verdict::Unscanned { .. } => "unscanned",
+        }
+    }
+}
+
+impl ScanNote {
+    /// A note as a store keeps it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a scan note serializes")
+    }
+
+    /// A note from a store; `None` for one this version cannot read.
+    pub fn from_json(json: &str) -> Option<Self> {
+        serde_json::from_str(json).ok()
+    }
 }
 
 /// One page of a user's unexpired files, newest first.
@@ -69,6 +155,7 @@ impl FileRecord {
             expires_at,
             ready: false,
             proof: None,
+            scan: None,
         }
     }
 
@@ -104,7 +191,14 @@ impl FileRecord {
             expires_at: s.expires_at,
             ready,
             proof,
+            scan: None,
         })
+    }
+
+    /// This record with the scan note a store kept beside it (its JSON).
+    pub fn with_scan(mut self, scan: Option<&str>) -> Self {
+        self.scan = scan.and_then(ScanNote::from_json);
+        self
     }
 }
 

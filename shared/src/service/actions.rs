@@ -359,6 +359,14 @@ impl Actions {
                             &field,
                             FieldError::Verifying(meta.filename.clone()),
                         )),
+                        Stored::Scanning => Err(Error::field(
+                            &field,
+                            FieldError::Scanning(meta.filename.clone()),
+                        )),
+                        Stored::Refused(why) => Err(Error::field(
+                            &field,
+                            FieldError::ScanRejected(meta.filename.clone(), why),
+                        )),
                     }
                 })
                 .await

@@ -142,6 +142,11 @@ impl Base {
     /// where its records are the outbox (DynamoDB's stream, for a day, as
     /// long as the stream keeps a record), and it is [`Base::report`]ed.
     pub(crate) async fn reject(&self, file: &FileMeta, jti: &str) {
+        self.reject_because(file, jti, None).await;
+    }
+
+    /// [`Base::reject`], saying why in the event (`reason`).
+    pub(crate) async fn reject_because(&self, file: &FileMeta, jti: &str, reason: Option<String>) {
         use crate::events::{Event, EventType};
         let until = crate::time::now_unix() + 24 * 3600;
         // One file.rejected a link, on every replica (marked in the
@@ -153,7 +158,8 @@ impl Base {
             tracing::info!(file_id = %file.id, %jti, "bytes refused again on one link: no new event");
             return;
         }
-        let event = Event::about(EventType::Rejected, file, Some(jti));
+        let mut event = Event::about(EventType::Rejected, file, Some(jti));
+        event.data.reason = reason;
         if let Err(e) = self
             .ledger()
             .keep_event(&event.id, &event.body(), until)

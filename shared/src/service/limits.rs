@@ -224,6 +224,7 @@ mod tests {
             expires_at,
             ready: false,
             proof: None,
+            scan: None,
         }
     }
 

@@ -105,6 +105,36 @@ pub struct Assembly {
     pub imports_here: bool,
     /// Where imports are started elsewhere: the importer function.
     pub imports_dispatch: Option<Arc<dyn imports::Dispatch>>,
+    /// Malware scanning (the `scan` group).
+    pub scan: crate::config::Scan,
+    /// The scanner that reads what another scanned (GuardDuty's tags on
+    /// the bucket's objects), with `SLUICE_SCAN=guardduty`; clamd's is
+    /// made here from the settings.
+    pub scanner: Option<Arc<dyn crate::scan::Scanner>>,
+}
+
+/// The malware gate `scan` asks for: clamd's scanner made from its
+/// address; GuardDuty's the one given (without one, files stay `scanning`
+/// and nothing is delivered: failing closed).
+fn gate(
+    scan: crate::config::Scan,
+    given: Option<Arc<dyn crate::scan::Scanner>>,
+) -> Option<files::scan::Gate> {
+    use crate::config::ScanMode;
+    let scanner: Arc<dyn crate::scan::Scanner> = match &scan.mode {
+        ScanMode::Off => return None,
+        ScanMode::Clamd(address) => Arc::new(crate::scan::clamd::Clamd::new(address.clone())),
+        ScanMode::GuardDuty => match given {
+            Some(scanner) => scanner,
+            None => {
+                tracing::error!(
+                    "SLUICE_SCAN=guardduty without the bucket's tags to read: files stay scanning"
+                );
+                Arc::new(crate::scan::NoScanner)
+            }
+        },
+    };
+    Some(files::scan::Gate::new(scan, scanner))
 }
 
 /// The shared state of every function: cheap to clone. A façade: each
@@ -157,10 +187,12 @@ impl Sluice {
             imports,
             imports_here,
             imports_dispatch,
+            scan,
+            scanner,
         } = assembly;
         let endpoints = Arc::new(endpoints);
         let base = Base::new(store, records, ledger, keys, transfers);
-        let files = Files::new(base.clone());
+        let files = Files::new(base.clone(), gate(scan, scanner));
         let limits = Limits::new(base.clone(), files.clone(), limits, pending_caps);
         let uploads = Uploads::new(
             base.clone(),

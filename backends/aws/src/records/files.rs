@@ -176,4 +176,45 @@ impl FileRecords for DynamoRecords {
             .await
             .map(drop)
     }
+
+    async fn note_scan(
+        &self,
+        owner: &str,
+        id: &FileId,
+        note: &sluice::records::ScanNote,
+    ) -> Result<(), RecordError> {
+        // Only a record (not a tombstone) of the owner's that is not ready;
+        // a first note only where none is kept.
+        let mut condition = "attribute_exists(#rec) AND #o = :o AND #r <> :t".to_owned();
+        if note.verdict.is_none() {
+            condition.push_str(" AND attribute_not_exists(#s)");
+        }
+        // A refused file holds no place among the owner's pending ones.
+        let refused = note.verdict.as_ref().is_some_and(|v| !v.passes());
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&key(id.as_str())))
+            .update_expression(if refused {
+                "SET #s = :s REMOVE #p"
+            } else {
+                "SET #s = :s"
+            });
+        if refused {
+            update = update.expression_attribute_names("#p", PENDING_OWNER);
+        }
+        let result = update
+            .condition_expression(condition)
+            .expression_attribute_names("#rec", RECORD)
+            .expression_attribute_names("#o", OWNER)
+            .expression_attribute_names("#r", READY)
+            .expression_attribute_names("#s", SCAN)
+            .expression_attribute_values(":o", s(&owner_hash(owner)))
+            .expression_attribute_values(":t", AttributeValue::Bool(true))
+            .expression_attribute_values(":s", s(&note.to_json()))
+            .send()
+            .await;
+        condition_held(result).map_err(store_error).map(drop)
+    }
 }

@@ -75,6 +75,8 @@ const PENDING_OWNER: &str = "pending";
 const RECORD: &str = "rec";
 const READY: &str = "ready";
 const PROOF: &str = "proof";
+/// Where the file's malware scan stands ([`sluice::records::ScanNote`]).
+const SCAN: &str = "scan";
 /// A deleted file's record, in its tombstone (an item with no `rec`, so
 /// no read takes it for a record, and out of every index).
 const GONE: &str = "gone";
@@ -127,7 +129,8 @@ fn record_of(item: &HashMap<String, AttributeValue>) -> Option<FileRecord> {
     let json = item.get(RECORD)?.as_s().ok()?;
     let ready = matches!(item.get(READY), Some(AttributeValue::Bool(true)));
     let proof = item.get(PROOF).and_then(|p| p.as_s().ok()).cloned();
-    FileRecord::from_json(json, ready, proof)
+    let scan = item.get(SCAN).and_then(|p| p.as_s().ok());
+    FileRecord::from_json(json, ready, proof).map(|r| r.with_scan(scan.map(String::as_str)))
 }
 
 /// An item of the table, as DynamoDB gives it (a read, or a stream

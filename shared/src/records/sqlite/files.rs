@@ -25,13 +25,13 @@ impl FileRecords for SqliteRecords {
             .db
             .read(move |c| {
                 c.prepare_cached(
-                    "SELECT record, ready, proof FROM files WHERE seq = ?1 AND file_id = ?2",
+                    "SELECT record, ready, proof, scan FROM files WHERE seq = ?1 AND file_id = ?2",
                 )?
                 .query_row(params![seq, id], row)
                 .optional()
             })
             .await?;
-        Ok(found.and_then(|(json, ready, proof)| FileRecord::from_json(&json, ready, proof)))
+        Ok(found.and_then(record_of))
     }
 
     async fn page(
@@ -93,14 +93,14 @@ impl FileRecords for SqliteRecords {
             .write(move |c| {
                 let found = c
                     .prepare_cached(
-                        "SELECT record, ready, proof, expires_at, size FROM files
+                        "SELECT record, ready, proof, scan, expires_at, size FROM files
                          WHERE seq = ?1 AND file_id = ?2 AND owner = ?3",
                     )?
                     .query_row(params![seq, id, hash], |r| {
-                        Ok((row(r)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?))
+                        Ok((row(r)?, r.get::<_, i64>(4)?, r.get::<_, i64>(5)?))
                     })
                     .optional()?;
-                let Some(((json, ready, proof), expires_at, size)) = found else {
+                let Some((found, expires_at, size)) = found else {
                     return Ok(None);
                 };
                 c.prepare_cached("DELETE FROM files WHERE seq = ?1 AND file_id = ?2")?
@@ -110,14 +110,14 @@ impl FileRecords for SqliteRecords {
                 c.prepare_cached(
                     "INSERT OR REPLACE INTO deleted (file_id, expires_at, record) VALUES (?1, ?2, ?3)",
                 )?
-                .execute(params![id, expires_at, json])?;
+                .execute(params![id, expires_at, found.0])?;
                 if events {
-                    report(c, EventType::Deleted, &json)?;
+                    report(c, EventType::Deleted, &found.0)?;
                 }
-                Ok(Some((json, ready, proof)))
+                Ok(Some(found))
             })
             .await?;
-        Ok(found.and_then(|(json, ready, proof)| FileRecord::from_json(&json, ready, proof)))
+        Ok(found.and_then(record_of))
     }
 
     async fn deleted(&self, id: &FileId) -> Result<Option<FileRecord>, RecordError> {
@@ -151,6 +151,30 @@ impl FileRecords for SqliteRecords {
                     Some(json) if events => report(c, EventType::Ready, &json),
                     _ => Ok(()),
                 }
+            })
+            .await
+    }
+
+    async fn note_scan(
+        &self,
+        owner: &str,
+        id: &FileId,
+        note: &ScanNote,
+    ) -> Result<(), RecordError> {
+        let (owner, seq, id) = (owner_hash(owner), id.sequence(), id.to_string());
+        let (json, first) = (note.to_json(), note.verdict.is_none());
+        // A refused file is `ready = 2`: neither pending (it holds no
+        // place among the owner's pending files) nor ready.
+        let refused = note.verdict.as_ref().is_some_and(|v| !v.passes());
+        self.db
+            .write(move |c| {
+                c.prepare_cached(
+                    "UPDATE files SET scan = ?4, ready = CASE WHEN ?6 THEN 2 ELSE ready END
+                     WHERE seq = ?1 AND file_id = ?2 AND owner = ?3 AND ready = 0
+                       AND (?5 = 0 OR scan IS NULL)",
+                )?
+                .execute(params![seq, id, owner, json, first, refused])
+                .map(drop)
             })
             .await
     }

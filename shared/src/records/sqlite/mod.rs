@@ -16,7 +16,7 @@ mod usage;
 
 use super::RecordStore;
 use super::error::RecordError;
-use super::record::FileRecord;
+use super::record::{FileRecord, ScanNote};
 use super::usage::Pending;
 use crate::events::{Delivery, Event, EventType, Outbox, Subscriber};
 use crate::file::{FileId, owner_hash};
@@ -53,6 +53,7 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
                  ready INTEGER NOT NULL DEFAULT 0,
                  record TEXT NOT NULL,
                  proof TEXT,
+                 scan TEXT,
                  PRIMARY KEY (seq, file_id)
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS files_by_time ON files (owner, created_ms DESC, file_id DESC);
@@ -143,20 +144,21 @@ const TOTALS: &str = "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM (
 /// the time index; the `OR` with a first-page flag it replaced made it walk
 /// every earlier page's entries first (page 60 of 3,000 files took 30,217
 /// steps, the first page 626).
-const PAGE: &str = "SELECT record, ready, proof FROM files
+const PAGE: &str = "SELECT record, ready, proof, scan FROM files
          WHERE owner = ?1 AND expires_at > ?2 AND (created_ms, file_id) < (?3, ?4)
          ORDER BY created_ms DESC, file_id DESC LIMIT ?5";
 
 /// The caller's ready file of a digest and size that expires last, found
 /// by the digest index (an index on the record's own `sha256`, so a data
 /// directory made before it needs no new column).
-const READY_BY_DIGEST: &str = "SELECT record, ready, proof FROM files INDEXED BY files_by_digest
+const READY_BY_DIGEST: &str =
+    "SELECT record, ready, proof, scan FROM files INDEXED BY files_by_digest
          WHERE owner = ?1 AND json_extract(record, '$.sha256') = ?2 AND size = ?3
            AND ready = 1 AND expires_at > ?4
          ORDER BY expires_at DESC LIMIT 1";
 
 /// The caller's oldest pending files.
-const PENDING: &str = "SELECT record, ready, proof FROM files INDEXED BY files_pending_sizes
+const PENDING: &str = "SELECT record, ready, proof, scan FROM files INDEXED BY files_pending_sizes
          WHERE owner = ?1 AND ready = 0 AND expires_at > ?2
          ORDER BY created_ms LIMIT ?3";
 
@@ -172,14 +174,23 @@ pub struct SqliteRecords {
 impl SqliteRecords {
     /// Opens (creating if needed) the records at `path`.
     pub fn open(path: &Path) -> Result<Self, RecordError> {
-        Ok(Self {
-            db: Db::open(
-                path,
-                &format!("PRAGMA synchronous = NORMAL; {TABLES} {REBUILD_USAGE}"),
-                "sluice-records",
-            )?,
-            events: false,
-        })
+        let db = Db::open(
+            path,
+            &format!("PRAGMA synchronous = NORMAL; {TABLES} {REBUILD_USAGE}"),
+            "sluice-records",
+        )?;
+        // A data directory from before malware scanning has no `scan`
+        // column: it is added, empty (no file of it was scanned).
+        db.read_now(|c| {
+            let has: bool = c
+                .prepare("SELECT 1 FROM pragma_table_info('files') WHERE name = 'scan'")?
+                .exists([])?;
+            if !has {
+                c.execute_batch("ALTER TABLE files ADD COLUMN scan TEXT")?;
+            }
+            Ok(())
+        })?;
+        Ok(Self { db, events: false })
     }
 
     /// These records writing an event to the outbox with each change it
@@ -324,9 +335,18 @@ fn usage(c: &Connection, owner_hash: &str) -> rusqlite::Result<u64> {
         .map(|b| u64::try_from(b).unwrap_or(0))
 }
 
-/// A record's row: its JSON, ready flag and proof.
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, bool, Option<String>)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+/// A record's row: its JSON, ready flag, proof and scan note.
+type Row = (String, bool, Option<String>, Option<String>);
+
+/// A record's row ([`Row`]).
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
+    // `ready` is 0 (pending), 1 (ready) or 2 (refused by its scan).
+    Ok((r.get(0)?, r.get::<_, i64>(1)? == 1, r.get(2)?, r.get(3)?))
+}
+
+/// The record a [`Row`] holds; `None` if this version cannot read it.
+fn record_of((json, ready, proof, scan): Row) -> Option<FileRecord> {
+    FileRecord::from_json(&json, ready, proof).map(|r| r.with_scan(scan.as_deref()))
 }
 
 fn rows(
@@ -336,8 +356,7 @@ fn rows(
     let found = stmt.query_map(args, row)?;
     let mut out = Vec::new();
     for row in found {
-        let (json, ready, proof) = row?;
-        if let Some(record) = FileRecord::from_json(&json, ready, proof) {
+        if let Some(record) = record_of(row?) {
             out.push(record);
         }
     }

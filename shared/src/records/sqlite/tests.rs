@@ -124,6 +124,7 @@ fn record(owner: &str, size: u64, now: i64) -> FileRecord {
         expires_at: now + 600,
         ready: false,
         proof: None,
+        scan: None,
     }
 }
 

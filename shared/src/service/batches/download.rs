@@ -45,6 +45,8 @@ impl Batches {
                     Stored::Missing => Err(Error::NotUploaded.to_string()),
                     Stored::Verifying => Err(Error::Verifying.to_string()),
                     Stored::Mismatch => Err(Error::StoredMismatch.to_string()),
+                    Stored::Scanning => Err(Error::Scanning.to_string()),
+                    Stored::Refused(why) => Err(Error::ScanRejected(why).to_string()),
                 })
             })
             .buffered(AT_ONCE)

@@ -172,6 +172,8 @@ impl Downloads {
             }
             Stored::Missing => Err(Error::NotUploaded),
             Stored::Verifying => Err(Error::Verifying),
+            Stored::Scanning => Err(Error::Scanning),
+            Stored::Refused(why) => Err(Error::ScanRejected(why)),
             Stored::Mismatch => Err(Error::StoredMismatch),
         }
     }
@@ -230,7 +232,10 @@ impl Downloads {
         let (file, _) = self.base.file_of(&link).await?;
         let info = match self.files.stored(&file).await? {
             Stored::Ready(info) => info,
-            Stored::Missing | Stored::Verifying => return Err(Error::NotFound),
+            // A link is issued for a file that passed its scan alone.
+            Stored::Missing | Stored::Verifying | Stored::Scanning | Stored::Refused(_) => {
+                return Err(Error::NotFound);
+            }
             Stored::Mismatch => {
                 tracing::warn!(file_id = %file.id, %jti, "stored object does not match its link");
                 return Err(Error::StoredMismatch);

@@ -1,11 +1,12 @@
 //! The inline fallback, reading: for clients that cannot reach the link
 //! host at all, at most [`SMALL_FILE_MAX`] bytes through the model, as
-//! base64. Check the size the file pins → read it whole → check size and
-//! digest → answer.
+//! base64. Check the size the file pins → (scanning on) its scan passed →
+//! read it whole → check size and digest → answer.
 
 use super::Downloads;
 use crate::error::Error;
 use crate::file::{FileMeta, SMALL_FILE_MAX};
+use crate::service::files::stored::Stored;
 use crate::sha::Sha256;
 
 impl Downloads {
@@ -17,6 +18,17 @@ impl Downloads {
                 size: file.size,
                 limit: SMALL_FILE_MAX,
             });
+        }
+        // With scanning on, only bytes that passed their scan.
+        if self.files.scanning() {
+            match self.files.stored(file).await? {
+                Stored::Ready(_) => {}
+                Stored::Missing => return Err(Error::NotUploaded),
+                Stored::Verifying => return Err(Error::Verifying),
+                Stored::Scanning => return Err(Error::Scanning),
+                Stored::Refused(why) => return Err(Error::ScanRejected(why)),
+                Stored::Mismatch => return Err(Error::StoredMismatch),
+            }
         }
         self.read_verified(file).await?.ok_or(Error::NotUploaded)
     }

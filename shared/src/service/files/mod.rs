@@ -8,6 +8,7 @@
 //! [`stored`]; a delete, [`delete`].
 
 pub mod delete;
+pub mod scan;
 pub mod stored;
 
 use base64::Engine as _;
@@ -42,8 +43,13 @@ pub enum FileState {
     /// Uploaded in parts and joined; the proof of its whole sha256 goes on
     /// (the upload command, run again, finishes it).
     Verifying,
-    /// Uploaded and verified.
+    /// Uploaded and verified (and, with scanning on, passed its scan).
     Ready,
+    /// Uploaded and verified; its malware scan goes on: not delivered yet.
+    Scanning,
+    /// Refused by its malware scan (`reason` says why): its bytes were
+    /// deleted, and it is never delivered.
+    Rejected,
 }
 
 /// One entry of `list_files`.
@@ -60,8 +66,13 @@ pub struct FileListing {
     /// The media type.
     pub content_type: String,
     /// `pending` until the bytes arrive, then `ready` (`verifying` between,
-    /// for a file in parts whose whole sha256 is being proven).
+    /// for a file in parts whose whole sha256 is being proven; `scanning`
+    /// between, with malware scanning on, until its verdict; `rejected`
+    /// after a verdict that refused it).
     pub state: FileState,
+    /// Why it was rejected (`malware: <signature>`, `unscanned: …`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// When it was issued (RFC 3339).
     pub created_at: String,
     /// When its handle and record expire (RFC 3339).
@@ -84,12 +95,18 @@ pub struct FilePage {
 #[derive(Clone, Debug)]
 pub struct Files {
     base: Base,
+    /// The malware gate, with scanning on ([`scan`]).
+    gate: Option<std::sync::Arc<scan::Gate>>,
 }
 
 impl Files {
-    /// Over the backends and keys of `base`.
-    pub fn new(base: Base) -> Self {
-        Self { base }
+    /// Over the backends and keys of `base`, with the malware `gate` when
+    /// scanning is on.
+    pub fn new(base: Base, gate: Option<scan::Gate>) -> Self {
+        Self {
+            base,
+            gate: gate.map(std::sync::Arc::new),
+        }
     }
 }
 
@@ -154,17 +171,35 @@ impl Files {
     /// deleted meanwhile (an upload, a join, a copy under way when it was
     /// deleted) are purged, and the answer is the uniform
     /// [`Error::NotFound`] of a dead link.
+    ///
+    /// With scanning on, the file is held `scanning` instead, and its scan
+    /// started ([`scan`]): it turns ready on a verdict that passes.
     pub async fn file_stored(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
+        if self.hold_for_scan(file).await? {
+            return self.unless_deleted(file).await;
+        }
+        self.file_ready(file, jti).await
+    }
+
+    /// Marks `file` ready (`file.ready`), unless it was deleted meanwhile.
+    async fn file_ready(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
         self.base
             .records()
             .mark_ready(&file.owner, &file.id)
             .await?;
+        self.unless_deleted(file).await?;
+        crate::telemetry::audit(crate::telemetry::Change::Ready, file, jti);
+        Ok(())
+    }
+
+    /// Bytes of `file` just stored: purged, and [`Error::NotFound`], if it
+    /// was deleted meanwhile.
+    async fn unless_deleted(&self, file: &FileMeta) -> Result<(), Error> {
         if self.base.records().deleted(&file.id).await?.is_some() {
             tracing::info!(file_id = %file.id, "bytes arrived for a deleted file: purged");
             self.purge(file).await?;
             return Err(Error::NotFound);
         }
-        crate::telemetry::audit(crate::telemetry::Change::Ready, file, jti);
         Ok(())
     }
 
@@ -199,7 +234,16 @@ impl Files {
         if record.ready {
             return Ok((record, FileState::Ready));
         }
+        // Refused by its scan: its bytes are gone, its record says why.
+        if let Some(scan::Gated::Refused(_)) = self.scan_state(record.scan.as_ref()) {
+            return Ok((record, FileState::Rejected));
+        }
         let state = match self.stored(&record.file).await? {
+            // With scanning on, only a verdict that passed made it ready.
+            Stored::Ready(_) if self.scanning() => {
+                record.ready = true;
+                FileState::Ready
+            }
             Stored::Ready(_) => match self.file_stored(&record.file, None).await {
                 Ok(()) => {
                     record.ready = true;
@@ -210,8 +254,19 @@ impl Files {
                 Err(e) => return Err(e),
             },
             Stored::Verifying => FileState::Verifying,
+            Stored::Scanning => FileState::Scanning,
+            Stored::Refused(_) => FileState::Rejected,
             Stored::Missing | Stored::Mismatch => FileState::Pending,
         };
+        if matches!(state, FileState::Scanning | FileState::Rejected)
+            && let Some(fresh) = self
+                .base
+                .records()
+                .get(&record.file.owner, &record.file.id)
+                .await?
+        {
+            record.scan = fresh.scan;
+        }
         Ok((record, state))
     }
 
@@ -261,6 +316,10 @@ impl Files {
                 size: r.file.size,
                 sha256: r.file.sha256,
                 content_type: r.file.content_type,
+                reason: match (state, r.scan.and_then(|n| n.verdict)) {
+                    (FileState::Rejected, Some(v)) => v.refusal(),
+                    _ => None,
+                },
                 state,
                 created_at: rfc3339(r.created_ms / 1000),
                 expires_at: rfc3339(r.expires_at),

@@ -27,13 +27,26 @@ pub enum Stored {
     /// Joined from an upload's parts; the proof of its whole digest goes
     /// on: not delivered yet.
     Verifying,
+    /// Stored and proven; its malware scan goes on: not delivered yet.
+    Scanning,
+    /// Refused by its malware scan, and why: never delivered.
+    Refused(String),
 }
 
 impl Files {
     /// Where `file`'s object stands: the one decision of whether stored
-    /// bytes match their pin, used by downloads, actions and every check of
+    /// bytes match their pin, and (with scanning on) passed their scan
+    /// ([`super::scan`]), used by downloads, actions and every check of
     /// whether a file is uploaded.
     pub async fn stored(&self, file: &FileMeta) -> Result<Stored, Error> {
+        match self.stored_bytes(file).await? {
+            Stored::Ready(info) => self.gated(file, info).await,
+            other => Ok(other),
+        }
+    }
+
+    /// [`Files::stored`], the bytes alone: whether they match their pin.
+    async fn stored_bytes(&self, file: &FileMeta) -> Result<Stored, Error> {
         let Some(info) = self.base.store().head(&file.object_key()).await? else {
             return Ok(Stored::Missing);
         };

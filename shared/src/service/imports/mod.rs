@@ -32,6 +32,7 @@ use url::Url;
 
 use super::base::Base;
 use super::files::Files;
+use super::files::stored::Stored;
 use super::limits::Limits;
 use super::uploads::Uploads;
 use crate::config::Imports as Settings;
@@ -95,6 +96,8 @@ pub struct ImportRequest {
 #[allow(missing_docs)] // said by their names; kept out of the tools' schemas
 pub enum ImportState {
     Pending,
+    /// In, and held for its malware scan (scanning on).
+    Scanning,
     Ready,
     Rejected,
 }
@@ -282,6 +285,12 @@ impl Imports {
         owner: &str,
         req: ImportRequest,
     ) -> Result<ImportTicket, Error> {
+        let ticket = self.start_import(owner, req).await?;
+        self.scanned(owner, ticket).await
+    }
+
+    /// [`Imports::import_file`], before the malware gate.
+    async fn start_import(&self, owner: &str, req: ImportRequest) -> Result<ImportTicket, Error> {
         let Some(runner) = self.runner.clone() else {
             return Err(Error::Invalid(
                 "this server does not import files from URLs: upload the file instead \
@@ -468,6 +477,40 @@ impl Imports {
         id: &FileId,
         wait: std::time::Duration,
     ) -> Result<ImportTicket, Error> {
+        let ticket = self.status_of(owner, id, wait).await?;
+        self.scanned(owner, ticket).await
+    }
+
+    /// An import that brought its file in, as the malware gate has it
+    /// (scanning on): `scanning` until its verdict, no handle until then;
+    /// `rejected` with the reason after one that refused it.
+    async fn scanned(&self, owner: &str, mut ticket: ImportTicket) -> Result<ImportTicket, Error> {
+        if ticket.state != ImportState::Ready || !self.files.scanning() {
+            return Ok(ticket);
+        }
+        let file = self.files.find_file(owner, &ticket.file_id).await?;
+        match self.files.stored(&file).await? {
+            Stored::Ready(_) => {}
+            Stored::Refused(why) => {
+                ticket.state = ImportState::Rejected;
+                ticket.handle = None;
+                ticket.reason = Some(why);
+            }
+            _ => {
+                ticket.state = ImportState::Scanning;
+                ticket.handle = None;
+            }
+        }
+        Ok(ticket)
+    }
+
+    /// [`Imports::import_status`], before the malware gate.
+    async fn status_of(
+        &self,
+        owner: &str,
+        id: &FileId,
+        wait: std::time::Duration,
+    ) -> Result<ImportTicket, Error> {
         let wait = wait.min(self.base.transfers().status_wait);
         let rx = {
             let jobs = self.jobs_lock();
@@ -583,6 +626,7 @@ impl Imports {
                 "the file handed over was not imported: {}",
                 ticket.reason.as_deref().unwrap_or("the fetch failed")
             ))),
+            ImportState::Scanning => Err(Error::Scanning),
             ImportState::Pending => Err(Error::Invalid(format!(
                 "the file handed over is still being fetched ({} bytes so far): call get_import_status \
                  with file_id {} until it is ready, then pass its handle",

@@ -146,6 +146,10 @@ pub enum UploadState {
     Pending,
     /// Uploaded and verified: the handle is ready.
     Ready,
+    /// Uploaded and verified; its malware scan goes on (scanning on).
+    Scanning,
+    /// Refused by its malware scan (`reason` says why); nothing kept.
+    Rejected,
     /// The page expired before a file arrived.
     Expired,
 }
@@ -164,8 +168,13 @@ pub enum Look {
 /// The answer to `get_upload_status`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UploadStatus {
-    /// `pending`, `ready` or `expired`.
+    /// `pending`, `ready` or `expired` (`scanning` between pending and
+    /// ready, with malware scanning on; `rejected` after a scan refused
+    /// it).
     pub state: UploadState,
+    /// Why it was rejected (`malware: <signature>`, `unscanned: …`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// When ready: what to pass to actions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub handle: Option<String>,

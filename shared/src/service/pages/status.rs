@@ -3,6 +3,8 @@
 
 use super::Pages;
 use super::*;
+use crate::service::files::FileState;
+use crate::service::files::scan::Gated;
 
 impl Pages {
     /// Where the browser upload `upload_id` of `owner` stands: for a page
@@ -35,7 +37,7 @@ impl Pages {
             files,
             expires_at: page_expires,
         };
-        let (mut picked, mut arriving) = (Vec::new(), None::<(u64, u64)>);
+        let (mut picked, mut arriving, mut held) = (Vec::new(), None::<(u64, u64)>, false);
         for n in 0..files {
             let status = self
                 .file_status(owner, &page.file_id_of(n), page_expires, look)
@@ -50,6 +52,7 @@ impl Pages {
                         sha256: status.sha256.unwrap_or_else(|| Sha256::of(b"")),
                     });
                 }
+                (UploadState::Scanning, ..) => held = true,
                 (UploadState::Pending, ..) => {
                     if let (Some(size), Some(received)) = (status.size, status.received) {
                         let (s, r) = arriving.unwrap_or((0, 0));
@@ -60,8 +63,10 @@ impl Pages {
             }
         }
         let state = match (picked.is_empty(), arriving.is_some()) {
-            (false, false) => UploadState::Ready,
             (_, true) => UploadState::Pending,
+            // Every file in, one still held for its scan.
+            _ if held => UploadState::Scanning,
+            (false, false) => UploadState::Ready,
             (true, false) if now_unix() >= page_expires => UploadState::Expired,
             (true, false) => UploadState::Pending,
         };
@@ -73,6 +78,7 @@ impl Pages {
             size: arriving.map(|(s, _)| s),
             received: arriving.map(|(_, r)| r),
             sha256: None,
+            reason: None,
             files: Some(picked),
         })
     }
@@ -93,6 +99,7 @@ impl Pages {
             size: None,
             received: None,
             sha256: None,
+            reason: None,
             files: None,
         };
         let now = now_unix();
@@ -103,10 +110,44 @@ impl Pages {
                 UploadState::Pending
             }));
         };
-        let record = match look {
-            Look::Store => self.files.settle(record).await?,
-            Look::Records => record,
+        let (record, held) = match look {
+            Look::Store => {
+                let (record, state) = self.files.settle_state(record).await?;
+                let held = match state {
+                    FileState::Scanning => Some(Gated::Scanning),
+                    FileState::Rejected => Some(Gated::Refused(String::new())),
+                    _ => None,
+                };
+                (record, held)
+            }
+            Look::Records => {
+                let held = self.files.scan_state(record.scan.as_ref());
+                (record, held)
+            }
         };
+        match held {
+            Some(Gated::Scanning) if !record.ready => {
+                return Ok(UploadStatus {
+                    file_id: Some(record.file.id.to_string()),
+                    filename: Some(record.file.filename),
+                    size: Some(record.file.size),
+                    sha256: Some(record.file.sha256),
+                    ..status(UploadState::Scanning)
+                });
+            }
+            Some(Gated::Refused(_)) if !record.ready => {
+                return Ok(UploadStatus {
+                    file_id: Some(record.file.id.to_string()),
+                    filename: Some(record.file.filename),
+                    reason: record
+                        .scan
+                        .and_then(|n| n.verdict)
+                        .and_then(|v| v.refusal()),
+                    ..status(UploadState::Rejected)
+                });
+            }
+            _ => {}
+        }
         if !record.ready {
             if now >= page_expires.max(record.expires_at) {
                 return Ok(status(UploadState::Expired));
@@ -135,6 +176,7 @@ impl Pages {
             size: Some(record.file.size),
             received: None,
             sha256: Some(record.file.sha256),
+            reason: None,
             files: None,
         })
     }

@@ -1,0 +1,132 @@
+//! Malware scanning, one group: which scanner decides whether a file may
+//! be used, where clamd listens, how many scans run at once, how long a
+//! file may wait for its verdict, and what becomes of a file the scanner
+//! cannot scan. The gate itself is `service::files::scan`.
+
+use std::time::Duration;
+
+use super::ConfigError;
+use super::read::{Vars, invalid};
+use super::refuse;
+
+/// Which scanner decides (`SLUICE_SCAN`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanMode {
+    /// No scan: a file is ready once its bytes are stored and proven.
+    Off,
+    /// clamd, sent each file's bytes with `INSTREAM` by this server.
+    Clamd(ClamdAddress),
+    /// GuardDuty Malware Protection for S3, which scans each object of the
+    /// bucket's `files/` prefix and tags it: sluice reads the tag.
+    GuardDuty,
+}
+
+/// Where clamd listens (`SLUICE_CLAMD`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClamdAddress {
+    /// A Unix socket (`unix:/run/clamav/clamd.ctl`).
+    Unix(std::path::PathBuf),
+    /// A TCP address (`tcp:127.0.0.1:3310`).
+    Tcp(String),
+}
+
+impl ClamdAddress {
+    /// Parses `unix:/path` or `tcp:host:port`.
+    pub fn parse(value: &str) -> Option<Self> {
+        if let Some(path) = value.strip_prefix("unix:") {
+            return (!path.is_empty()).then(|| Self::Unix(path.into()));
+        }
+        let addr = value.strip_prefix("tcp:")?;
+        let (host, port) = addr.rsplit_once(':')?;
+        (!host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
+            .then(|| Self::Tcp(addr.to_owned()))
+    }
+}
+
+impl std::fmt::Display for ClamdAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unix(path) => write!(f, "unix:{}", path.display()),
+            Self::Tcp(addr) => write!(f, "tcp:{addr}"),
+        }
+    }
+}
+
+/// The `scan` group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// Which scanner (`SLUICE_SCAN`, `SLUICE_CLAMD`).
+    pub mode: ScanMode,
+    /// Scans at once in one server (`SLUICE_SCANS_AT_ONCE`).
+    pub at_once: usize,
+    /// One attempt at a file's scan (`SLUICE_SCAN_TIMEOUT_SECS`).
+    pub timeout: Duration,
+    /// How long a file may wait for its verdict, from its bytes stored:
+    /// past it, it is `unscanned` (`SLUICE_SCAN_DEADLINE_SECS`).
+    pub deadline: Duration,
+    /// Whether a file the scanner cannot scan (over its size limit, a type
+    /// it does not take) is let through (`SLUICE_SCAN_UNSCANNED=allow`) or
+    /// refused (`refuse`, the default). A file with no verdict by the
+    /// deadline is refused whatever this says.
+    pub allow_unscanned: bool,
+}
+
+impl Scan {
+    /// Whether files are scanned before they are used.
+    pub fn on(&self) -> bool {
+        self.mode != ScanMode::Off
+    }
+
+    /// No scanning.
+    pub fn off() -> Self {
+        Self {
+            mode: ScanMode::Off,
+            at_once: 2,
+            timeout: Duration::from_secs(600),
+            deadline: Duration::from_secs(3600),
+            allow_unscanned: false,
+        }
+    }
+
+    pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
+        let mode = match vars.value("SLUICE_SCAN") {
+            Some("clamd") => {
+                let raw = vars.raw("SLUICE_CLAMD").ok_or_else(|| {
+                    invalid(
+                        "SLUICE_CLAMD",
+                        "SLUICE_SCAN=clamd needs where clamd listens: unix:/path/clamd.sock or tcp:host:port",
+                    )
+                })?;
+                ScanMode::Clamd(ClamdAddress::parse(raw.trim()).ok_or_else(|| {
+                    invalid("SLUICE_CLAMD", "is unix:/path/clamd.sock or tcp:host:port")
+                })?)
+            }
+            Some("guardduty") => ScanMode::GuardDuty,
+            _ => ScanMode::Off,
+        };
+        Ok(Self {
+            mode,
+            at_once: vars.count("SLUICE_SCANS_AT_ONCE")?,
+            timeout: vars.secs("SLUICE_SCAN_TIMEOUT_SECS")?,
+            deadline: vars.secs("SLUICE_SCAN_DEADLINE_SECS")?,
+            allow_unscanned: vars.value("SLUICE_SCAN_UNSCANNED") == Some("allow"),
+        })
+    }
+}
+
+/// clamd is sent the bytes by a server that lives on: a function is frozen
+/// once it answers. GuardDuty scans objects in a bucket.
+pub(super) fn rules(vars: &Vars, in_bucket: bool) -> Result<(), ConfigError> {
+    match vars.value("SLUICE_SCAN") {
+        Some("clamd") if vars.in_lambda() => refuse(
+            "SLUICE_SCAN",
+            "clamd scans run in the background of the server, which a Lambda function does not \
+             keep: on AWS use SLUICE_SCAN=guardduty (the template's MalwareScan parameter)",
+        ),
+        Some("guardduty") if !in_bucket => refuse(
+            "SLUICE_SCAN",
+            "GuardDuty scans objects in S3: it needs SLUICE_STORE=s3 (locally, use clamd)",
+        ),
+        _ => Ok(()),
+    }
+}

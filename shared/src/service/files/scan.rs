@@ -1,0 +1,357 @@
+//! The malware gate (DESIGN.md, "Malware scanning"): with scanning on, a
+//! file whose bytes are stored and proven is `scanning` until its scanner's
+//! verdict, and nothing hands out its bytes until then ([`Files::stored`]
+//! asks here last). Its bytes found stored → noted in its record, with the
+//! time (the deadline runs from it) → a scan: clamd's in the background, a
+//! bounded number at once, tried again with growing waits while clamd
+//! cannot be reached; GuardDuty's tag read while answering → the verdict:
+//! clean → noted, then ready (`file.ready`); infected → noted, its bytes
+//! deleted at once, `file.rejected` with the reason; unscannable → the
+//! operator's policy; no verdict by the deadline → rejected `unscanned`.
+//! A scan this process lost (a restart) starts again at the next look.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+
+use super::Files;
+use super::stored::Stored;
+use crate::config::Scan;
+use crate::error::Error;
+use crate::file::{FileId, FileMeta};
+use crate::records::{ScanNote, Verdict};
+use crate::scan::{Finding, ScanError, Scanner};
+use crate::store::ObjectInfo;
+use crate::time::now_unix;
+
+/// The first wait before a failed scan is tried again; it doubles, up to
+/// [`LONGEST_RETRY`].
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The longest wait between two attempts at a scan.
+const LONGEST_RETRY: Duration = Duration::from_secs(30);
+
+/// The scanner, its settings, and the scans under way in this process.
+#[derive(Debug)]
+pub struct Gate {
+    settings: Scan,
+    scanner: Arc<dyn Scanner>,
+    under_way: Mutex<HashSet<FileId>>,
+    slots: Semaphore,
+}
+
+impl Gate {
+    /// `scanner`, under `settings`.
+    pub fn new(settings: Scan, scanner: Arc<dyn Scanner>) -> Self {
+        Self {
+            slots: Semaphore::new(settings.at_once.max(1)),
+            settings,
+            scanner,
+            under_way: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Whether a scan of `id` is under way here; marks it so if not.
+    fn take(&self, id: &FileId) -> bool {
+        self.under_way
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone())
+    }
+
+    fn done(&self, id: &FileId) {
+        self.under_way
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id);
+    }
+}
+
+/// What a file's scan says of using it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gated {
+    /// It may be used.
+    Passed,
+    /// No verdict yet.
+    Scanning,
+    /// Refused, and why (`malware: …`, `unscanned: …`).
+    Refused(String),
+}
+
+impl Files {
+    /// Whether files are scanned before they are used.
+    pub fn scanning(&self) -> bool {
+        self.gate.is_some()
+    }
+
+    /// `file`'s bytes, stored and proven (`info`), as the gate lets them
+    /// out: ready once its verdict passed; scanning until then (a scan
+    /// started if none is under way); refused after a verdict that did not
+    /// pass. The one place a scan is asked for, so every path that hands
+    /// out bytes asks through [`Files::stored`].
+    pub(super) async fn gated(&self, file: &FileMeta, info: ObjectInfo) -> Result<Stored, Error> {
+        if self.gate.is_none() {
+            return Ok(Stored::Ready(info));
+        }
+        Ok(match self.gate_of(file).await? {
+            Gated::Passed => Stored::Ready(info),
+            Gated::Scanning => Stored::Scanning,
+            Gated::Refused(why) => Stored::Refused(why),
+        })
+    }
+
+    /// Where `file`'s scan stands, its bytes being stored: its record's
+    /// note, a first note if it has none, the deadline, then the scanner.
+    async fn gate_of(&self, file: &FileMeta) -> Result<Gated, Error> {
+        let Some(gate) = self.gate.clone() else {
+            return Ok(Gated::Passed);
+        };
+        let Some(record) = self.base.records().get(&file.owner, &file.id).await? else {
+            // Deleted or swept meanwhile: nothing is let out.
+            return Ok(Gated::Refused("the file is gone".into()));
+        };
+        if record.ready {
+            return Ok(Gated::Passed);
+        }
+        let since = match record.scan {
+            Some(ScanNote {
+                verdict: Some(verdict),
+                ..
+            }) => {
+                return match verdict.refusal() {
+                    // Refused already: its bytes were deleted then.
+                    Some(why) => Ok(Gated::Refused(why)),
+                    // Passed, and not marked ready (that write failed).
+                    None => self.decided(file, verdict).await,
+                };
+            }
+            Some(ScanNote { since, .. }) => since,
+            None => self.note_stored(file).await?,
+        };
+        let deadline = since + gate.settings.deadline.as_secs() as i64;
+        if now_unix() >= deadline {
+            let why = format!(
+                "no verdict within {} s of its upload",
+                gate.settings.deadline.as_secs()
+            );
+            return self
+                .decided(
+                    file,
+                    Verdict::Unscanned {
+                        why,
+                        allowed: false,
+                    },
+                )
+                .await;
+        }
+        if gate.scanner.reads_bytes() {
+            self.scan_in_background(file, since);
+            return Ok(Gated::Scanning);
+        }
+        let found = tokio::time::timeout(
+            gate.settings.timeout,
+            gate.scanner.scan(file, self.base.store()),
+        )
+        .await;
+        match found {
+            Ok(Ok(Finding::Waiting)) => Ok(Gated::Scanning),
+            Ok(Ok(finding)) => self.found(file, since, finding).await,
+            Ok(Err(e)) => {
+                tracing::warn!(file_id = %file.id, error = %e, "no verdict yet: the scan is asked again at the next look");
+                crate::telemetry::scan_failed();
+                Ok(Gated::Scanning)
+            }
+            Err(_) => Ok(Gated::Scanning),
+        }
+    }
+
+    /// Notes that `file`'s bytes are stored and wait for their verdict
+    /// (kept if a note is there already); since when.
+    async fn note_stored(&self, file: &FileMeta) -> Result<i64, Error> {
+        let since = now_unix();
+        self.base
+            .records()
+            .note_scan(
+                &file.owner,
+                &file.id,
+                &ScanNote {
+                    since,
+                    verdict: None,
+                },
+            )
+            .await?;
+        Ok(since)
+    }
+
+    /// With scanning on, bytes that just arrived: noted, and their scan
+    /// started (clamd's, in the background). `false` when scanning is off
+    /// (the caller marks the file ready).
+    pub(super) async fn hold_for_scan(&self, file: &FileMeta) -> Result<bool, Error> {
+        let Some(gate) = &self.gate else {
+            return Ok(false);
+        };
+        let since = self.note_stored(file).await?;
+        tracing::info!(target: "sluice::audit", change = "stored", file_id = %file.id, owner = %file.owner, size = file.size, "file stored: scanning");
+        if gate.scanner.reads_bytes() {
+            self.scan_in_background(file, since);
+        }
+        Ok(true)
+    }
+
+    /// A copy of the stored file `from` was made as `file`: with scanning
+    /// on, a copy of a file that passed its scan passes with the same
+    /// verdict; any other is scanned itself.
+    pub(crate) async fn copied(&self, file: &FileMeta, from: &FileMeta) -> Result<(), Error> {
+        if self.gate.is_some() {
+            let verdict = self
+                .base
+                .records()
+                .get(&from.owner, &from.id)
+                .await?
+                .and_then(|r| r.scan)
+                .and_then(|n| n.verdict)
+                .filter(Verdict::passes);
+            if let Some(verdict) = verdict {
+                return match self.decided(file, verdict).await? {
+                    Gated::Passed => Ok(()),
+                    _ => Err(Error::bug("a passing verdict refused")),
+                };
+            }
+        }
+        self.file_stored(file, None).await
+    }
+
+    /// Starts `file`'s scan in the background, unless one is under way
+    /// here: tried until a finding, or the deadline.
+    fn scan_in_background(&self, file: &FileMeta, since: i64) {
+        let Some(gate) = self.gate.clone() else {
+            return;
+        };
+        if !gate.take(&file.id) {
+            return;
+        }
+        let (files, file) = (self.clone(), file.clone());
+        tokio::spawn(async move {
+            files.scan_until_found(&gate, &file, since).await;
+            gate.done(&file.id);
+        });
+    }
+
+    async fn scan_until_found(&self, gate: &Gate, file: &FileMeta, since: i64) {
+        let deadline = since + gate.settings.deadline.as_secs() as i64;
+        let mut wait = FIRST_RETRY;
+        loop {
+            let found = {
+                let Ok(_slot) = gate.slots.acquire().await else {
+                    return;
+                };
+                tokio::time::timeout(
+                    gate.settings.timeout,
+                    gate.scanner.scan(file, self.base.store()),
+                )
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ScanError::Unreachable(format!(
+                        "no answer within {} s",
+                        gate.settings.timeout.as_secs()
+                    )))
+                })
+            };
+            let decided = match found {
+                Ok(Finding::Waiting) => None,
+                Ok(finding) => Some(self.found(file, since, finding).await),
+                Err(ScanError::Gone) => return,
+                Err(e) => {
+                    tracing::warn!(file_id = %file.id, error = %e, retry_in_secs = wait.as_secs(), "scan failed: the file stays scanning");
+                    crate::telemetry::scan_failed();
+                    None
+                }
+            };
+            match decided {
+                Some(Ok(_)) => return,
+                Some(Err(e)) => {
+                    tracing::warn!(file_id = %file.id, error = %e, "a verdict could not be recorded: scanned again");
+                }
+                None => {}
+            }
+            if now_unix() + wait.as_secs() as i64 >= deadline {
+                // The next look past the deadline rejects it.
+                let left = (deadline - now_unix()).max(0) as u64;
+                tokio::time::sleep(Duration::from_secs(left)).await;
+                if let Err(e) = self.gate_of(file).await {
+                    tracing::warn!(file_id = %file.id, error = %e, "the deadline's verdict could not be recorded");
+                }
+                return;
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(LONGEST_RETRY);
+        }
+    }
+
+    /// A scanner's finding about `file`, made a verdict (the operator's
+    /// policy for a file it will not scan) and acted on.
+    async fn found(&self, file: &FileMeta, since: i64, finding: Finding) -> Result<Gated, Error> {
+        let allowed = self
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.settings.allow_unscanned);
+        let verdict = match finding {
+            Finding::Clean { by } => Verdict::Clean { by },
+            Finding::Infected { signature, by } => Verdict::Infected { signature, by },
+            Finding::Unscannable { why } => Verdict::Unscanned { why, allowed },
+            Finding::Waiting => return Ok(Gated::Scanning),
+        };
+        let (detail, by) = match &verdict {
+            Verdict::Clean { by } => ("-", by.as_str()),
+            Verdict::Infected { signature, by } => (signature.as_str(), by.as_str()),
+            Verdict::Unscanned { why, .. } => (why.as_str(), "-"),
+        };
+        crate::telemetry::scanned(
+            file,
+            verdict.label(),
+            detail,
+            by,
+            Duration::from_secs((now_unix() - since).max(0) as u64),
+        );
+        self.decided(file, verdict).await
+    }
+
+    /// Acts on `file`'s verdict: noted in its record; one that passes makes
+    /// it ready (`file.ready`); any other deletes its bytes and reports it
+    /// rejected (`file.rejected`, with the reason).
+    async fn decided(&self, file: &FileMeta, verdict: Verdict) -> Result<Gated, Error> {
+        let note = ScanNote {
+            since: now_unix(),
+            verdict: Some(verdict.clone()),
+        };
+        self.base
+            .records()
+            .note_scan(&file.owner, &file.id, &note)
+            .await?;
+        let Some(why) = verdict.refusal() else {
+            self.file_ready(file, None).await?;
+            return Ok(Gated::Passed);
+        };
+        tracing::warn!(target: "sluice::audit", change = "rejected", file_id = %file.id, owner = %file.owner, reason = %why, "file rejected by its scan: its bytes are deleted");
+        self.purge(file).await?;
+        // `file.rejected`, with the reason, once a file (its audit line).
+        self.base
+            .reject_because(file, &format!("scan-{}", file.id), Some(why.clone()))
+            .await;
+        Ok(Gated::Refused(why))
+    }
+
+    /// Where `record`'s scan stands, from the record alone (a listing):
+    /// `None` when scanning is off or it has no note.
+    pub(crate) fn scan_state(&self, note: Option<&ScanNote>) -> Option<Gated> {
+        self.gate.as_ref()?;
+        Some(match note?.verdict.as_ref() {
+            None => Gated::Scanning,
+            Some(v) => match v.refusal() {
+                None => Gated::Passed,
+                Some(why) => Gated::Refused(why),
+            },
+        })
+    }
+}
