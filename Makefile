@@ -21,7 +21,7 @@ run:
 # Python SDK in a venv, with FastMCP's client; the SDKs of protocol
 # 2025-03-26, Python in a venv of its own and TypeScript under an npm alias;
 # the current TypeScript SDK from the lock file), Claude Code, Codex, Gemini
-# CLI, the MCP Inspector and mcp-remote (from the lock file) and tmux, cargo-lambda (in the venv), dynalite
+# CLI, the MCP Inspector and mcp-remote (from the lock file) and tmux, clamd, cargo-lambda (in the venv), dynalite
 # (DynamoDB, from the same lock file: its conditional writes are atomic),
 # oidc-provider, playwright-core with Debian's Chromium (the upload page),
 # the MCP Apps host bridge and esbuild (the widget's test host),
@@ -29,7 +29,7 @@ run:
 S3S_FS_VERSION := 0.14.1
 S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
 
-clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium /usr/bin/tmux
+clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium /usr/bin/tmux /usr/sbin/clamd
 
 # The browser the page tests drive (playwright-core cannot download its own
 # here): Debian's Chromium, installed as root (CI runs as root).
@@ -42,6 +42,13 @@ clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.i
 # file is this build.
 vendor: $(CLIENTS)/node_modules/.installed
 	cd $(CLIENTS) && node vendor.mjs
+
+# The malware scanner the scanning tests and the scan benchmark run:
+# Debian's clamd, started by each test on a socket of its own with a
+# signature database the test writes (sluice_testkit::clamd); no real
+# database is downloaded.
+/usr/sbin/clamd:
+	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clamav-daemon
 
 /usr/bin/shellcheck:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q shellcheck

@@ -3,6 +3,7 @@
 //! temporary directory ([`inproc`]), a `sluice` process ([`process`]),
 //! payload bytes, and where the repository and its tools are.
 
+pub mod clamd;
 pub mod emulators;
 pub mod inproc;
 pub mod process;

@@ -432,6 +432,110 @@ async fn records_contract(records: &dyn RecordStore) {
     );
     assert_eq!(records.deleted(&FileId::random()).await.unwrap(), None);
 
+    // A scan's notes: the first (bytes stored, no verdict) only where none
+    // is kept, so the time the deadline runs from stands; a verdict over
+    // it; a refused file is neither pending nor ready, and is still listed
+    // with its verdict; a ready file's record is not written.
+    use sluice::records::{ScanNote, Verdict};
+    let scanned = record("heidi", now * 1000 + 10, later);
+    records.put(&scanned).await.unwrap();
+    let first = ScanNote {
+        since: now - 5,
+        verdict: None,
+    };
+    records
+        .note_scan("heidi", &scanned.file.id, &first)
+        .await
+        .unwrap();
+    let again = ScanNote {
+        since: now,
+        verdict: None,
+    };
+    records
+        .note_scan("heidi", &scanned.file.id, &again)
+        .await
+        .unwrap();
+    let kept_note = |r: Option<FileRecord>| r.and_then(|r| r.scan);
+    assert_eq!(
+        kept_note(records.get("heidi", &scanned.file.id).await.unwrap()),
+        Some(first.clone()),
+        "the first note stands"
+    );
+    records
+        .note_scan("ivan", &scanned.file.id, &again)
+        .await
+        .unwrap();
+    let infected = ScanNote {
+        since: now,
+        verdict: Some(Verdict::Infected {
+            signature: "Eicar-Test-Signature".into(),
+            by: "ClamAV 1.4.6".into(),
+        }),
+    };
+    assert_eq!(records.pending("heidi", now, 10).await.unwrap().len(), 1);
+    records
+        .note_scan("heidi", &scanned.file.id, &infected)
+        .await
+        .unwrap();
+    let found = records
+        .get("heidi", &scanned.file.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.scan, Some(infected.clone()));
+    assert!(!found.ready, "a refused file is not ready");
+    assert_eq!(
+        records.pending("heidi", now, 10).await.unwrap().len(),
+        0,
+        "a refused file holds no place among the pending"
+    );
+    assert_eq!(
+        records.page("heidi", 10, None, now).await.unwrap().records[0].scan,
+        Some(infected)
+    );
+    records.mark_ready("heidi", &scanned.file.id).await.unwrap();
+    assert!(
+        !records
+            .get("heidi", &scanned.file.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .ready,
+        "a refused file is never marked ready"
+    );
+    let clean = record("heidi", now * 1000 + 11, later);
+    records.put(&clean).await.unwrap();
+    let passed = ScanNote {
+        since: now,
+        verdict: Some(Verdict::Clean {
+            by: "ClamAV 1.4.6".into(),
+        }),
+    };
+    records
+        .note_scan("heidi", &clean.file.id, &passed)
+        .await
+        .unwrap();
+    records.mark_ready("heidi", &clean.file.id).await.unwrap();
+    let found = records.get("heidi", &clean.file.id).await.unwrap().unwrap();
+    assert!(found.ready);
+    assert_eq!(found.scan, Some(passed));
+    records
+        .note_scan("heidi", &clean.file.id, &first)
+        .await
+        .unwrap();
+    assert!(
+        records
+            .get("heidi", &clean.file.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .scan
+            .unwrap()
+            .verdict
+            .is_some(),
+        "a ready file's note is not written over"
+    );
+
     // A batch reads back as written, once.
     let batch = sluice::records::Batch {
         id: Some(FileId::random()),

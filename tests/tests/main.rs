@@ -71,6 +71,8 @@ mod rotation;
 mod roundtrip;
 // each router in-process: what its routes answer, errors in one shape
 mod routes;
+// the malware gate with a real clamd: scanning, clean, infected, the scanner stopped
+mod scanning;
 // the service called directly over the local backends
 mod service;
 // what the model reads of a transfer: at most a kilobyte

@@ -197,12 +197,14 @@ impl FileRecords for DynamoRecords {
             .table_name(&self.table)
             .key(KEY, s(&key(id.as_str())))
             .update_expression(if refused {
-                "SET #s = :s REMOVE #p"
+                "SET #s = :s, #x = :t REMOVE #p"
             } else {
                 "SET #s = :s"
             });
         if refused {
-            update = update.expression_attribute_names("#p", PENDING_OWNER);
+            update = update
+                .expression_attribute_names("#p", PENDING_OWNER)
+                .expression_attribute_names("#x", REFUSED);
         }
         let result = update
             .condition_expression(condition)

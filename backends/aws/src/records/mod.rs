@@ -77,6 +77,8 @@ const READY: &str = "ready";
 const PROOF: &str = "proof";
 /// Where the file's malware scan stands ([`sluice::records::ScanNote`]).
 const SCAN: &str = "scan";
+/// Set on a file its scan refused: it is never marked ready.
+const REFUSED: &str = "refused";
 /// A deleted file's record, in its tombstone (an item with no `rec`, so
 /// no read takes it for a record, and out of every index).
 const GONE: &str = "gone";
@@ -303,7 +305,8 @@ impl DynamoRecords {
             .table_name(&self.table)
             .key(KEY, s(&pk))
             .update_expression("REMOVE #p SET #r = :t")
-            .condition_expression("attribute_exists(#k) AND #o = :o")
+            .condition_expression("attribute_exists(#k) AND #o = :o AND attribute_not_exists(#x)")
+            .expression_attribute_names("#x", REFUSED)
             .expression_attribute_names("#p", PENDING_OWNER)
             .expression_attribute_names("#r", READY)
             .expression_attribute_names("#k", KEY)

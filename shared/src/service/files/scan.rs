@@ -101,6 +101,17 @@ impl Files {
         })
     }
 
+    /// A file whose bytes are not there: refused by its scan, as its
+    /// record says, or missing.
+    pub(super) async fn missing_or_refused(&self, file: &FileMeta) -> Result<Stored, Error> {
+        let record = self.base.records().get(&file.owner, &file.id).await?;
+        let refused = record
+            .and_then(|r| r.scan)
+            .and_then(|n| n.verdict)
+            .and_then(|v| v.refusal());
+        Ok(refused.map_or(Stored::Missing, Stored::Refused))
+    }
+
     /// Where `file`'s scan stands, its bytes being stored: its record's
     /// note, a first note if it has none, the deadline, then the scanner.
     async fn gate_of(&self, file: &FileMeta) -> Result<Gated, Error> {

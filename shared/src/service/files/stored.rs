@@ -41,6 +41,8 @@ impl Files {
     pub async fn stored(&self, file: &FileMeta) -> Result<Stored, Error> {
         match self.stored_bytes(file).await? {
             Stored::Ready(info) => self.gated(file, info).await,
+            // No bytes: refused by its scan (they were deleted then)?
+            Stored::Missing if self.scanning() => self.missing_or_refused(file).await,
             other => Ok(other),
         }
     }

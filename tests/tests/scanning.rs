@@ -1,0 +1,589 @@
+//! The malware gate with a real clamd (Debian's `clamav-daemon`, with a
+//! signature database written at test time: `sluice_testkit::clamd`): a
+//! clean file turns ready after its scan; the test signatures' files are
+//! rejected with the signature's name and gone from disk; with clamd
+//! stopped, files stay `scanning` and every path that hands out bytes
+//! refuses them (a download link, an action's data URI and link, a batch
+//! download, a stored copy, the small-file fallback), until clamd is back.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sluice_testkit::clamd::{Clamd, EICAR, EICAR_SIGNATURE, MARKER, MARKER_SIGNATURE};
+
+use crate::actions::{Upstream, write_catalog};
+use sluice_testkit::files_under;
+
+use crate::util::{
+    Server, bytes, call_tool, out_text, request, sh, stored_objects, tool_error, tool_ok,
+};
+
+const ALL: &[&str] = &["files:read", "files:write", "actions:execute"];
+
+/// `file_id`'s entry in `list_files` once its state is `want`, within a
+/// minute (clamd's retries wait up to 30 s).
+fn until_state(server: &Server, token: &str, file_id: &str, want: &str) -> Value {
+    let started = Instant::now();
+    loop {
+        let listed = tool_ok(&call_tool(&server.base, token, "list_files", json!({})));
+        let entry = listed["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["file_id"] == file_id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{file_id} not listed: {listed}"));
+        if entry["state"] == want {
+            return entry;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{file_id} never {want}: {entry}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The state `list_files` shows for `file_id` now.
+fn state_of(server: &Server, token: &str, file_id: &str) -> Value {
+    let listed = tool_ok(&call_tool(&server.base, token, "list_files", json!({})));
+    listed["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["file_id"] == file_id)
+        .map(|f| f["state"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// Whether any file under `dir` holds `needle`.
+fn any_file_holds(dir: &Path, needle: &[u8]) -> bool {
+    files_under(dir)
+        .iter()
+        .any(|p| std::fs::read(p).is_ok_and(|data| data.windows(needle.len()).any(|w| w == needle)))
+}
+
+/// The bytes `get_download_url`'s line saves.
+fn downloaded(server: &Server, token: &str, handle: &str) -> Vec<u8> {
+    let ticket = tool_ok(&call_tool(
+        &server.base,
+        token,
+        "get_download_url",
+        json!({"file": handle}),
+    ));
+    let work = tempfile::tempdir().unwrap();
+    let out = sh(ticket["command"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    let saved = files_under(work.path());
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    std::fs::read(&saved[0]).unwrap()
+}
+
+fn metric(server: &Server, line_start: &str) -> f64 {
+    let text = request("GET", &format!("{}/metrics", server.base), &[], None).text();
+    text.lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn a_clean_file_turns_ready_and_the_test_signatures_files_are_rejected_and_gone() {
+    let work = tempfile::tempdir().unwrap();
+    let clamd_dir = work.path().join("clamd");
+    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd = Clamd::start(&clamd_dir);
+    let data_dir = work.path().join("data");
+    let log = work.path().join("sluice.log");
+    let address = clamd.address();
+    let server = Server::start_logging(
+        &data_dir,
+        &[("SLUICE_SCAN", "clamd"), ("SLUICE_CLAMD", &address)],
+        &log,
+    );
+    let token = server.token("alice", ALL);
+
+    // Clean: scanning, then ready, then downloaded byte for byte.
+    let clean = bytes(2 * 1024 * 1024 + 3, 7);
+    let ticket = server.upload(&token, "report.bin", &clean);
+    let id = ticket["file_id"].as_str().unwrap();
+    let entry = until_state(&server, &token, id, "ready");
+    assert!(entry.get("reason").is_none(), "{entry}");
+    let handle = ticket["handle"].as_str().unwrap();
+    assert!(downloaded(&server, &token, handle) == clean);
+
+    // The EICAR test file: rejected with the signature's name, its bytes
+    // gone from disk, never delivered.
+    let eicar = server.upload(&token, "eicar.com", EICAR);
+    let eicar_id = eicar["file_id"].as_str().unwrap();
+    let entry = until_state(&server, &token, eicar_id, "rejected");
+    assert_eq!(
+        entry["reason"],
+        format!("malware: {EICAR_SIGNATURE}"),
+        "{entry}"
+    );
+    assert!(
+        !any_file_holds(&data_dir.join("objects"), EICAR),
+        "the infected bytes are gone from disk"
+    );
+    let refused = tool_error(&call_tool(
+        &server.base,
+        &token,
+        "get_download_url",
+        json!({"file": eicar["handle"]}),
+    ));
+    assert!(
+        refused.contains("rejected by its malware scan"),
+        "{refused}"
+    );
+    assert!(refused.contains(EICAR_SIGNATURE), "{refused}");
+    let resolved = server.resolve(&token, eicar["handle"].as_str().unwrap());
+    assert_eq!(resolved.status, 409, "{}", resolved.text());
+
+    // A larger file carrying the marker somewhere in its middle.
+    let mut marked = bytes(1024 * 1024, 3);
+    marked.splice(500_000..500_000, MARKER.iter().copied());
+    let marked_ticket = server.upload(&token, "notes.txt", &marked);
+    let entry = until_state(
+        &server,
+        &token,
+        marked_ticket["file_id"].as_str().unwrap(),
+        "rejected",
+    );
+    assert_eq!(entry["reason"], format!("malware: {MARKER_SIGNATURE}"));
+    assert_eq!(
+        stored_objects(&data_dir).len(),
+        1,
+        "only the clean file's object is kept"
+    );
+
+    // Counted by verdict, and each verdict has its audit line naming the
+    // scanner and its version.
+    assert_eq!(
+        metric(&server, "sluice_scans_total{verdict=\"clean\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric(&server, "sluice_scans_total{verdict=\"infected\"}"),
+        2.0
+    );
+    assert!(metric(&server, "sluice_scan_seconds_count{verdict=\"clean\"}") >= 1.0);
+    server.stop();
+    let log = std::fs::read_to_string(&log).unwrap();
+    let scanned: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("sluice::audit") && l.contains("change=\"scanned\""))
+        .collect();
+    assert_eq!(scanned.len(), 3, "{scanned:#?}");
+    assert!(
+        scanned.iter().any(|l| l.contains(id)
+            && l.contains("verdict=\"clean\"")
+            && l.contains("by=\"ClamAV ")),
+        "{scanned:#?}"
+    );
+    assert!(
+        scanned
+            .iter()
+            .any(|l| l.contains(eicar_id) && l.contains(EICAR_SIGNATURE)),
+        "{scanned:#?}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("change=\"rejected\"") && l.contains(eicar_id)),
+        "the rejection has its audit line"
+    );
+}
+
+/// With clamd stopped the file stays `scanning`, and every path that
+/// hands out bytes refuses it, each in its own words; the upstream is
+/// never called. Once clamd is back, the retried scan passes it, and each
+/// path delivers it; a stored copy of it is ready at once.
+#[test]
+fn with_the_scanner_stopped_nothing_is_delivered_until_it_is_back() {
+    let work = tempfile::tempdir().unwrap();
+    let clamd_dir = work.path().join("clamd");
+    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let upstream = Upstream::start();
+    let catalog = write_catalog(work.path(), &upstream.url);
+    let address = Clamd::address_in(&clamd_dir);
+    let server = Server::start_in(
+        &work.path().join("data"),
+        &[
+            ("SLUICE_SCAN", "clamd"),
+            ("SLUICE_CLAMD", &address),
+            ("SLUICE_ACTIONS_FILE", catalog.to_str().unwrap()),
+        ],
+    );
+    let token = server.token("alice", ALL);
+    let data = b"quarter,revenue\nq1,100\nq2,140\n".repeat(60);
+    let ticket = server.upload(&token, "numbers.csv", &data);
+    let (id, handle) = (
+        ticket["file_id"].as_str().unwrap(),
+        ticket["handle"].as_str().unwrap(),
+    );
+    for _ in 0..3 {
+        assert_eq!(state_of(&server, &token, id), "scanning");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+
+    let scanning = |what: &str, message: String| {
+        assert!(message.contains("being scanned"), "{what}: {message}");
+    };
+    // A download link.
+    scanning(
+        "get_download_url",
+        tool_error(&call_tool(
+            &server.base,
+            &token,
+            "get_download_url",
+            json!({"file": handle}),
+        )),
+    );
+    let resolved = server.resolve(&token, handle);
+    assert_eq!(resolved.status, 409, "{}", resolved.text());
+    // An action's data URI and its link.
+    for action in ["action_echo", "action_echo_link"] {
+        scanning(
+            action,
+            tool_error(&call_tool(
+                &server.base,
+                &token,
+                action,
+                json!({"document": handle}),
+            )),
+        );
+    }
+    assert!(upstream.log().is_empty(), "the upstream was never called");
+    // A batch download.
+    let batch = call_tool(
+        &server.base,
+        &token,
+        "get_download_urls",
+        json!({"files": [handle]}),
+    );
+    scanning("get_download_urls", batch.to_string());
+    // The small-file fallback.
+    scanning(
+        "read_small_file",
+        tool_error(&call_tool(
+            &server.base,
+            &token,
+            "read_small_file",
+            json!({"file": handle}),
+        )),
+    );
+    // A stored copy: a file still scanning is no source, so its bytes are
+    // asked for again.
+    let entry = json!([{"path": "again.csv", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}]);
+    let asked = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_uploads",
+        json!({"files": entry}),
+    ));
+    assert_eq!(asked["counts"]["stored"], 0, "{asked}");
+    assert_eq!(asked["counts"]["send"], 1, "{asked}");
+    assert_eq!(state_of(&server, &token, id), "scanning");
+
+    // clamd back: the retried scan passes the file.
+    let _clamd = Clamd::start(&clamd_dir);
+    until_state(&server, &token, id, "ready");
+    assert!(downloaded(&server, &token, handle) == data);
+    let echoed = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "action_echo",
+        json!({"document": handle}),
+    ));
+    assert!(
+        echoed
+            .to_string()
+            .contains(&sluice::Sha256::of(&data).to_hex()),
+        "{echoed}"
+    );
+    let small = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "read_small_file",
+        json!({"file": handle}),
+    ));
+    assert_eq!(small["size"], data.len(), "{small}");
+    // Now a copy of it is stored, and ready at once (a copy of a clean
+    // file is clean).
+    let entry = json!([{"path": "copy.csv", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}]);
+    let asked = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_uploads",
+        json!({"files": entry}),
+    ));
+    assert_eq!(asked["counts"]["stored"], 1, "{asked}");
+    let copy_id = asked["files"][0]["file_id"].as_str().unwrap();
+    assert_eq!(state_of(&server, &token, copy_id), "ready");
+}
+
+/// A file with no verdict by the operator's deadline is rejected as
+/// `unscanned`, and its bytes deleted: failing closed.
+#[test]
+fn a_file_with_no_verdict_by_the_deadline_is_rejected_unscanned() {
+    let work = tempfile::tempdir().unwrap();
+    let address = Clamd::address_in(work.path());
+    let data_dir = work.path().join("data");
+    let server = Server::start_in(
+        &data_dir,
+        &[
+            ("SLUICE_SCAN", "clamd"),
+            ("SLUICE_CLAMD", &address),
+            ("SLUICE_SCAN_DEADLINE_SECS", "2"),
+        ],
+    );
+    let token = server.token("alice", ALL);
+    let data = bytes(40_000, 5);
+    let ticket = server.upload(&token, "late.bin", &data);
+    let entry = until_state(
+        &server,
+        &token,
+        ticket["file_id"].as_str().unwrap(),
+        "rejected",
+    );
+    assert_eq!(
+        entry["reason"], "unscanned: no verdict within 2 s of its upload",
+        "{entry}"
+    );
+    assert!(
+        stored_objects(&data_dir).is_empty(),
+        "its bytes are deleted"
+    );
+    let message = tool_error(&call_tool(
+        &server.base,
+        &token,
+        "get_download_url",
+        json!({"file": ticket["handle"]}),
+    ));
+    assert!(message.contains("unscanned"), "{message}");
+}
+
+/// GuardDuty Malware Protection for S3, as sluice reads it: the real
+/// `sluice_aws::GuardDutyTags` reading `GuardDutyMalwareScanStatus` through
+/// aws-sdk-s3 from moto's S3 (which keeps object tags; s3s-fs 0.14.1 has
+/// none), behind the gate of a sluice in this process. What the emulators
+/// do not do, and how the test stands in:
+/// - nothing scans: the test tags each object as GuardDuty does once its
+///   scan ends (`NO_THREATS_FOUND`, `THREATS_FOUND`, `UNSUPPORTED`);
+/// - moto keeps no SHA-256 checksum of an object (it answers none to a HEAD
+///   asking for it), so sluice's S3 store could never vouch for its
+///   objects: the bytes are in the data directory, and the test puts each
+///   file's object in moto's bucket under the same key, where GuardDuty
+///   would find it.
+mod on_guardduty {
+    use std::sync::Arc;
+
+    use sluice::config::ScanMode;
+    use sluice::service::files::FileState;
+    use sluice::{Error, FileMeta};
+
+    use super::*;
+
+    const BUCKET: &str = "scanned";
+
+    /// Puts `file`'s object in the bucket, as GuardDuty would find it, and
+    /// tags it with `status` unless `None`.
+    async fn in_bucket(
+        s3: &aws_sdk_s3::Client,
+        file: &FileMeta,
+        data: &[u8],
+        status: Option<&str>,
+    ) {
+        let key = file.object_key();
+        s3.put_object()
+            .bucket(BUCKET)
+            .key(key.as_str())
+            .body(data.to_vec().into())
+            .send()
+            .await
+            .unwrap();
+        if let Some(status) = status {
+            tag(s3, file, status).await;
+        }
+    }
+
+    /// Tags `file`'s object as GuardDuty does when its scan ends.
+    async fn tag(s3: &aws_sdk_s3::Client, file: &FileMeta, status: &str) {
+        let tagging = aws_sdk_s3::types::Tagging::builder()
+            .tag_set(
+                aws_sdk_s3::types::Tag::builder()
+                    .key(sluice_aws::SCAN_STATUS_TAG)
+                    .value(status)
+                    .build()
+                    .unwrap(),
+            )
+            .build()
+            .unwrap();
+        s3.put_object_tagging()
+            .bucket(BUCKET)
+            .key(file.object_key().as_str())
+            .tagging(tagging)
+            .send()
+            .await
+            .unwrap();
+    }
+
+    /// A sluice over the local backends in `dir` whose gate reads
+    /// GuardDuty's tags from `bucket`.
+    fn sluice_reading_tags(
+        dir: &Path,
+        bucket: &sluice_aws::S3Store,
+        allow_unscanned: bool,
+    ) -> sluice::Sluice {
+        let mut config = sluice::Config::from_vars([
+            ("SLUICE_DATA_DIR".to_owned(), dir.display().to_string()),
+            (
+                "SLUICE_PUBLIC_URL".to_owned(),
+                "http://127.0.0.1:8787".to_owned(),
+            ),
+        ])
+        .unwrap();
+        config.scan.mode = ScanMode::GuardDuty;
+        config.scan.allow_unscanned = allow_unscanned;
+        let store = sluice_runtime::local_store(&config).unwrap();
+        let local = sluice_runtime::local_records(&config, Some(store.clone())).unwrap();
+        sluice_runtime::assemble_parts(
+            &config,
+            "http://127.0.0.1:8787".parse().unwrap(),
+            sluice_runtime::Parts {
+                keys: sluice_runtime::local_keyring(&config).unwrap(),
+                store: Arc::new(store),
+                ledger: local.ledger.clone(),
+                records: Arc::new(local.records.clone()),
+                catalog: Default::default(),
+                imports_dispatch: None,
+                scanner: Some(Arc::new(sluice_aws::GuardDutyTags::new(bucket.clone()))),
+            },
+        )
+    }
+
+    async fn stored(sluice: &sluice::Sluice, name: &str, data: &[u8]) -> FileMeta {
+        let small = sluice
+            .uploads()
+            .upload_small(
+                "alice",
+                name.into(),
+                data.to_vec(),
+                sluice::Sha256::of(data),
+                None,
+            )
+            .await
+            .unwrap();
+        sluice
+            .files()
+            .find_file("alice", &small.file_id)
+            .await
+            .unwrap()
+    }
+
+    async fn state(sluice: &sluice::Sluice, file: &FileMeta) -> (FileState, Option<String>) {
+        let page = sluice
+            .files()
+            .list_files("alice", None, None)
+            .await
+            .unwrap();
+        let entry = page
+            .files
+            .into_iter()
+            .find(|f| f.file_id == file.id.to_string())
+            .unwrap();
+        (entry.state, entry.reason)
+    }
+
+    #[test]
+    fn guarddutys_tag_decides_whether_a_file_is_used() {
+        let mut command =
+            std::process::Command::new(crate::mcp_clients::root().join(".venv/bin/python"));
+        command.arg(crate::mcp_clients::root().join("tests/clients/moto_s3.py"));
+        let (mut moto, port) = crate::util::spawn_announcing(command);
+        let bucket = sluice::config::S3Config {
+            bucket: BUCKET.into(),
+            endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
+        };
+        let runtime = crate::contract::runtime();
+        runtime.block_on(async {
+            let tags = sluice_aws::S3Store::new(&sluice_testkit::emulators::sdk_config(), &bucket);
+            let s3 = tags.client().clone();
+            s3.create_bucket().bucket(BUCKET).send().await.unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let sluice = sluice_reading_tags(dir.path(), &tags, false);
+
+            // Not tagged yet: scanning, and no link is issued.
+            let clean = bytes(9000, 31);
+            let file = stored(&sluice, "clean.bin", &clean).await;
+            in_bucket(&s3, &file, &clean, None).await;
+            assert_eq!(state(&sluice, &file).await.0, FileState::Scanning);
+            assert!(matches!(
+                sluice.downloads().issue_download("alice", &file).await,
+                Err(Error::Scanning)
+            ));
+            // No threat found: ready, and a link is issued.
+            tag(&s3, &file, "NO_THREATS_FOUND").await;
+            assert_eq!(state(&sluice, &file).await.0, FileState::Ready);
+            sluice
+                .downloads()
+                .issue_download("alice", &file)
+                .await
+                .unwrap();
+
+            // A threat: rejected, its bytes deleted, no link ever.
+            let bad = bytes(7000, 32);
+            let file = stored(&sluice, "bad.bin", &bad).await;
+            in_bucket(&s3, &file, &bad, Some("THREATS_FOUND")).await;
+            let (got, reason) = state(&sluice, &file).await;
+            assert_eq!(got, FileState::Rejected);
+            assert!(reason.unwrap().starts_with("malware: "));
+            use sluice::store::ObjectStore as _;
+            let local = sluice_runtime::local_store(
+                &sluice::Config::from_vars([(
+                    "SLUICE_DATA_DIR".to_owned(),
+                    dir.path().display().to_string(),
+                )])
+                .unwrap(),
+            )
+            .unwrap();
+            assert!(
+                local.head(&file.object_key()).await.unwrap().is_none(),
+                "its bytes are gone"
+            );
+            assert!(matches!(
+                sluice.downloads().issue_download("alice", &file).await,
+                Err(Error::ScanRejected(_))
+            ));
+
+            // Not scanned (over GuardDuty's size limit, say): refused by
+            // default …
+            let big = bytes(8000, 33);
+            let file = stored(&sluice, "big.bin", &big).await;
+            in_bucket(&s3, &file, &big, Some("UNSUPPORTED")).await;
+            assert_eq!(
+                state(&sluice, &file).await,
+                (
+                    FileState::Rejected,
+                    Some("unscanned: GuardDuty did not scan it (UNSUPPORTED)".into())
+                )
+            );
+            // … and let through where the operator allows it.
+            let allowing_dir = tempfile::tempdir().unwrap();
+            let allowing = sluice_reading_tags(allowing_dir.path(), &tags, true);
+            let big = bytes(8001, 34);
+            let file = stored(&allowing, "big.bin", &big).await;
+            in_bucket(&s3, &file, &big, Some("UNSUPPORTED")).await;
+            assert_eq!(state(&allowing, &file).await.0, FileState::Ready);
+            allowing
+                .downloads()
+                .issue_download("alice", &file)
+                .await
+                .unwrap();
+        });
+        let _ = moto.kill();
+        let _ = moto.wait();
+    }
+}
