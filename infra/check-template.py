@@ -291,6 +291,8 @@ S3_OPERATIONS = {
     "abort_multipart_upload": ["s3:AbortMultipartUpload"],
     "list_parts": ["s3:ListMultipartUploadParts"],
     "list_object_versions": ["s3:ListBucketVersions"],
+    # GuardDuty's scan-status tag (backends/aws/src/guardduty.rs).
+    "get_object_tagging": ["s3:GetObjectTagging"],
 }
 
 # The S3 operations each function's routes reach.
@@ -302,23 +304,23 @@ FUNCTION_OPERATIONS = {
     "McpFunction": [
         "head_object", "get_object", "put_object", "copy_object", "delete_object",
         "create_multipart_upload", "upload_part", "abort_multipart_upload", "list_parts",
-        "list_object_versions",
+        "list_object_versions", "get_object_tagging",
     ],
     # POST /uploads, the upload link and its parts (presigned, listed,
     # completed and proven, aborted), DELETE /files/{file}.
     "IssuerFunction": [
         "head_object", "get_object", "put_object", "copy_object", "delete_object",
         "create_multipart_upload", "upload_part", "complete_multipart_upload",
-        "abort_multipart_upload", "list_parts", "list_object_versions",
+        "abort_multipart_upload", "list_parts", "list_object_versions", "get_object_tagging",
     ],
     # A download link: the object found (HEAD) and a GET presigned.
-    "ResolverFunction": ["head_object", "get_object"],
+    "ResolverFunction": ["head_object", "get_object", "get_object_tagging"],
     # An import: the object found (HEAD), put in one or in parts, and
     # deleted with its versions (its parts aborted) when it is rejected.
     "ImporterFunction": [
         "head_object", "get_object", "put_object", "delete_object", "list_object_versions",
         "create_multipart_upload", "upload_part", "complete_multipart_upload",
-        "abort_multipart_upload", "list_parts",
+        "abort_multipart_upload", "list_parts", "get_object_tagging",
     ],
 }
 
@@ -328,9 +330,9 @@ def check_s3_grants(resources):
     import re
 
     called = set()
-    for path in pathlib.Path("backends/aws/src/s3").glob("*.rs"):
+    for path in [*pathlib.Path("backends/aws/src/s3").glob("*.rs"), pathlib.Path("backends/aws/src/guardduty.rs")]:
         text = path.read_text()
-        called |= set(re.findall(r"\.client\s*\.\s*([a-z_]+)\(\)", text))
+        called |= set(re.findall(r"\.client(?:\(\))?\s*\.\s*([a-z_]+)\(\)", text))
     unknown = sorted(called - set(S3_OPERATIONS))
     if unknown:
         fail(f"the S3 backend calls {unknown}: add their IAM actions to S3_OPERATIONS")
@@ -351,8 +353,44 @@ def check_s3_grants(resources):
             fail(f"{fn}'s role lacks {missing} on the bucket or its files, which its routes need")
 
 
+def check_malware_scan():
+    """MalwareScan=guardduty: the plan on the bucket's files/ alone, tagging,
+    with a role only GuardDuty's malware protection may take, whose grants
+    stay on this bucket; every function told to read the tag. Off: neither
+    the plan nor its role."""
+    with open("template.yaml") as f:
+        template = yaml.load(f, Loader=Loader)
+    on = check({"MalwareScan": "guardduty"})
+    for name in ("MalwareProtectionPlan", "MalwareProtectionRole"):
+        made = on[name].get("Condition")
+        if not made or condition(made, {}, template):
+            fail(f"MalwareScan=off still creates {name}")
+        if not condition(made, {"MalwareScan": "guardduty"}, template):
+            fail(f"MalwareScan=guardduty creates no {name}")
+    plan = on["MalwareProtectionPlan"]["Properties"]
+    bucket = plan["ProtectedResource"]["S3Bucket"]
+    if bucket != {"BucketName": {"Ref": "Bucket"}, "ObjectPrefixes": ["files/"]}:
+        fail(f"the plan does not protect the bucket's files/ alone: {bucket}")
+    if plan.get("Actions") != {"Tagging": {"Status": "ENABLED"}}:
+        fail(f"the plan does not tag what it scanned (the functions read the tag): {plan.get('Actions')}")
+    role = on["MalwareProtectionRole"]["Properties"]
+    principals = [st["Principal"] for st in role["AssumeRolePolicyDocument"]["Statement"]]
+    if principals != [{"Service": "malware-protection-plan.guardduty.amazonaws.com"}]:
+        fail(f"the malware protection role may be taken by others: {principals}")
+    for policy in role["Policies"]:
+        for st in policy["PolicyDocument"]["Statement"]:
+            resource = json.dumps(st["Resource"])
+            if "Bucket" not in resource and "AmazonGuardDutyMalwareProtectionS3" not in resource:
+                fail(f"the malware protection role reaches beyond the bucket and its rule: {st}")
+    for fn in ("McpFunction", "IssuerFunction", "ResolverFunction", "ImporterFunction", "EventsFunction"):
+        env = on[fn]["Properties"]["Environment"]["Variables"]
+        if evaluate(env.get("SLUICE_SCAN"), {"MalwareScan": "guardduty"}, {}, template) != "guardduty":
+            fail(f"{fn} is not told to read GuardDuty's tags: {env.get('SLUICE_SCAN')}")
+
+
 check_operations(check({}))
 check_s3_grants(check({}))
+check_malware_scan()
 check_outputs()
 cognito = check({"CreateCognitoUserPool": "true"})
 for name in ("UserPool", "UserPoolDomain", "SluiceResourceServer", "ClaudeAppClient"):
@@ -366,5 +404,6 @@ print(
     "outputs right with the API URL, PublicUrl and a custom domain; logs, throttling, alarms and policies in place; "
     "the events function on the table's stream, with WebhookUrl or EventBusName, putting only on that bus; "
     "each function granted the S3 actions its routes need; "
-    "the importer invoked by the mcp and issuer functions alone, never retried, its bytes to files/ only"
+    "the importer invoked by the mcp and issuer functions alone, never retried, its bytes to files/ only; "
+    "MalwareScan=guardduty: the plan tagging files/ with its own role, every function reading the tag"
 )

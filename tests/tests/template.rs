@@ -524,11 +524,10 @@ fn each_function_is_granted_what_its_code_calls() {
                 fun == "McpFunction" && action == "dynamodb:UpdateItem" && c.contains("allow#*")
             };
             // The issuer's completions write the event of parts refused,
-            // and the mark that a link's rejection was reported.
+            // and the mark that a link's rejection was reported; both
+            // report a file its malware scan refused, the same way.
             let event = |c: &str| {
-                fun == "IssuerFunction"
-                    && action == "dynamodb:PutItem"
-                    && (c.contains("ev#*") || c.contains("jti#rejected#*"))
+                action == "dynamodb:PutItem" && (c.contains("ev#*") || c.contains("jti#rejected#*"))
             };
             // The mcp function admits a user's batch under their lease.
             let admission = |c: &str| {
@@ -549,23 +548,19 @@ fn each_function_is_granted_what_its_code_calls() {
                 "{fun}: {action} must be limited to record items: {grants:?}"
             );
         }
-        // Events no record's change carries (`file.rejected`): the
-        // issuer puts them, nothing else touches them.
+        // Events no record's change carries (`file.rejected`: parts
+        // refused, a file its malware scan refused): put, never changed.
         let events: Vec<_> = statements(&t, fun)
             .into_iter()
             .filter(|(_, _, c)| c.contains("ev#*"))
             .collect();
-        if fun == "IssuerFunction" {
-            assert!(
-                !events.is_empty()
-                    && events
-                        .iter()
-                        .all(|(a, _, c)| a == &["dynamodb:PutItem"] && !c.contains("file#")),
-                "the issuer puts event items only: {events:?}"
-            );
-        } else {
-            assert!(events.is_empty(), "{fun}: {events:?}");
-        }
+        assert!(
+            !events.is_empty()
+                && events
+                    .iter()
+                    .all(|(a, _, c)| a == &["dynamodb:PutItem"] && !c.contains("file#")),
+            "{fun} puts event items only: {events:?}"
+        );
         // Batches: the mcp function writes them (request_uploads,
         // get_download_urls), the issuer only reads them (the batch's line).
         let batch_grants = |action: &str| {

@@ -578,3 +578,50 @@ fn imports_are_public_by_default_and_loopback_is_for_development() {
             .allow_loopback
     );
 }
+
+#[test]
+fn scanning_is_off_by_default_and_each_scanner_needs_what_it_reads() {
+    use super::{ClamdAddress, ScanMode};
+    let c = config(&[]).unwrap();
+    assert_eq!(c.scan.mode, ScanMode::Off);
+    assert!(!c.scan.on() && !c.scan.allow_unscanned);
+    assert_eq!(c.scan.deadline, Duration::from_secs(3600));
+    let clamd = config(&[
+        ("SLUICE_SCAN", "clamd"),
+        ("SLUICE_CLAMD", "tcp:127.0.0.1:3310"),
+        ("SLUICE_SCAN_UNSCANNED", "allow"),
+    ])
+    .unwrap();
+    assert_eq!(
+        clamd.scan.mode,
+        ScanMode::Clamd(ClamdAddress::Tcp("127.0.0.1:3310".into()))
+    );
+    assert!(clamd.scan.allow_unscanned);
+    // clamd needs its address, in one of its two forms.
+    for bad in [
+        vec![("SLUICE_SCAN", "clamd")],
+        vec![("SLUICE_SCAN", "clamd"), ("SLUICE_CLAMD", "127.0.0.1:3310")],
+    ] {
+        assert_eq!(config(&bad).unwrap_err().var, "SLUICE_CLAMD", "{bad:?}");
+    }
+    assert_eq!(
+        config(&[("SLUICE_SCAN", "sophos")]).unwrap_err().var,
+        "SLUICE_SCAN"
+    );
+    // GuardDuty scans objects in S3; clamd's scans run in a server's
+    // background, which a Lambda function does not keep.
+    assert_eq!(
+        config(&[("SLUICE_SCAN", "guardduty")]).unwrap_err().var,
+        "SLUICE_SCAN"
+    );
+    assert_eq!(
+        config(&[
+            ("SLUICE_SCAN", "clamd"),
+            ("SLUICE_CLAMD", "unix:/run/clamav/clamd.ctl"),
+            ("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001"),
+        ])
+        .unwrap_err()
+        .var,
+        "SLUICE_SCAN"
+    );
+}

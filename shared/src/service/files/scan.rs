@@ -138,7 +138,12 @@ impl Files {
                 };
             }
             Some(ScanNote { since, .. }) => since,
-            None => self.note_stored(file).await?,
+            // A function that may not write records (the resolver) still
+            // answers: the next look of one that may notes it.
+            None => self.note_stored(file).await.unwrap_or_else(|e| {
+                tracing::warn!(file_id = %file.id, error = %e, "its scan's first note was not written");
+                now_unix()
+            }),
         };
         let deadline = since + gate.settings.deadline.as_secs() as i64;
         if now_unix() >= deadline {
@@ -146,15 +151,14 @@ impl Files {
                 "no verdict within {} s of its upload",
                 gate.settings.deadline.as_secs()
             );
-            return self
-                .decided(
-                    file,
-                    Verdict::Unscanned {
-                        why,
-                        allowed: false,
-                    },
-                )
-                .await;
+            let verdict = Verdict::Unscanned {
+                why,
+                allowed: false,
+            };
+            return Ok(self.decided(file, verdict).await.unwrap_or_else(|e| {
+                tracing::warn!(file_id = %file.id, error = %e, "the deadline's verdict was not recorded: the file stays scanning");
+                Gated::Scanning
+            }));
         }
         if gate.scanner.reads_bytes() {
             self.scan_in_background(file, since);
@@ -167,7 +171,12 @@ impl Files {
         .await;
         match found {
             Ok(Ok(Finding::Waiting)) => Ok(Gated::Scanning),
-            Ok(Ok(finding)) => self.found(file, since, finding).await,
+            // A verdict not recorded (a function that may not write the
+            // records, the table unavailable) leaves the file scanning.
+            Ok(Ok(finding)) => Ok(self.found(file, since, finding).await.unwrap_or_else(|e| {
+                tracing::warn!(file_id = %file.id, error = %e, "a verdict was not recorded: the file stays scanning");
+                Gated::Scanning
+            })),
             Ok(Err(e)) => {
                 tracing::warn!(file_id = %file.id, error = %e, "no verdict yet: the scan is asked again at the next look");
                 crate::telemetry::scan_failed();
