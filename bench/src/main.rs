@@ -17,6 +17,7 @@ mod ops;
 mod parts;
 mod peer;
 mod refs;
+mod scan;
 mod scale;
 mod soak;
 
@@ -39,7 +40,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import", "scan"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -134,6 +135,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("import") {
         report.push_str(&import::run(&args)?);
+    }
+    if wants("scan") {
+        report.push_str(&scan::run(args.runs)?);
     }
     if wants("actions") {
         report.push_str(&actions::run(&args)?);
