@@ -17,8 +17,8 @@ mod ops;
 mod parts;
 mod peer;
 mod refs;
-mod scan;
 mod scale;
+mod scan;
 mod soak;
 
 use std::path::{Path, PathBuf};

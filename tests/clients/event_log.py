@@ -33,5 +33,7 @@ def delivered(event_id, event, **extra):
         "owner": event["data"]["owner"],
         "size": event["data"]["size"],
         "sha256": event["data"]["sha256"],
+        # Why a file was rejected (a malware scan's verdict), when said.
+        **({"reason": event["data"]["reason"]} if event["data"].get("reason") else {}),
         **extra,
     }

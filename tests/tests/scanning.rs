@@ -365,6 +365,40 @@ fn a_file_with_no_verdict_by_the_deadline_is_rejected_unscanned() {
     assert!(message.contains("unscanned"), "{message}");
 }
 
+/// A scan that ended with the server (clamd's run in its background)
+/// starts again when the server does, with no one asking about the file:
+/// its verdict is counted (read from `/metrics`, which looks at no file),
+/// then the file is ready.
+#[test]
+fn a_scan_left_by_a_restart_starts_again_on_its_own() {
+    let work = tempfile::tempdir().unwrap();
+    let clamd_dir = work.path().join("clamd");
+    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let address = Clamd::address_in(&clamd_dir);
+    let data_dir = work.path().join("data");
+    let env = [("SLUICE_SCAN", "clamd"), ("SLUICE_CLAMD", address.as_str())];
+    let server = Server::start_in(&data_dir, &env);
+    let token = server.token("alice", ALL);
+    let data = bytes(200_000, 41);
+    let ticket = server.upload(&token, "left.bin", &data);
+    let id = ticket["file_id"].as_str().unwrap().to_owned();
+    assert_eq!(state_of(&server, &token, &id), "scanning");
+    server.stop();
+
+    let _clamd = Clamd::start(&clamd_dir);
+    let server = Server::start_in(&data_dir, &env);
+    let started = Instant::now();
+    while metric(&server, "sluice_scans_total{verdict=\"clean\"}") < 1.0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the scan never started again"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(state_of(&server, &token, &id), "ready");
+    assert!(downloaded(&server, &token, ticket["handle"].as_str().unwrap()) == data);
+}
+
 /// GuardDuty Malware Protection for S3, as sluice reads it: the real
 /// `sluice_aws::GuardDutyTags` reading `GuardDutyMalwareScanStatus` through
 /// aws-sdk-s3 from moto's S3 (which keeps object tags; s3s-fs 0.14.1 has

@@ -892,3 +892,54 @@ fn the_events_function_delivers_under_the_real_cargo_lambda_watch() {
     }
     assert_eq!(both[0], both[1], "one id per event, wherever it goes");
 }
+
+/// With malware scanning on (a real clamd, `sluice_testkit::clamd`),
+/// `file.ready` waits for the verdict: a clean file's comes once it is
+/// scanned; the test signature's file never has one, and its
+/// `file.rejected` says why.
+#[test]
+fn a_scanned_files_events_wait_for_its_verdict_and_say_it() {
+    use sluice_testkit::clamd::{Clamd, EICAR, EICAR_SIGNATURE};
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let secret = secret(9);
+    let clamd_dir = dir.path().join("clamd");
+    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd = Clamd::start(&clamd_dir);
+    let receiver = Receiver::start(&secret, &log, 0, &[]);
+    let address = clamd.address();
+    let sluice = Server::start_in(
+        &dir.path().join("data"),
+        &[
+            ("SLUICE_WEBHOOK_URL", receiver.url().as_str()),
+            ("SLUICE_WEBHOOK_SECRET", secret.as_str()),
+            ("SLUICE_SCAN", "clamd"),
+            ("SLUICE_CLAMD", address.as_str()),
+        ],
+    );
+    let alice = sluice.token("alice", &[]);
+    let clean = sluice.upload(&alice, "clean.txt", b"nothing to see here");
+    let bad = sluice.upload(&alice, "eicar.com", EICAR);
+    let ended = received(&log, 2, Duration::from_secs(60));
+    let by_file = kinds(&ended);
+    let (clean_id, bad_id) = (
+        clean["file_id"].as_str().unwrap(),
+        bad["file_id"].as_str().unwrap(),
+    );
+    assert_eq!(
+        by_file.get(clean_id),
+        Some(&vec!["file.ready".to_owned()]),
+        "{ended:?}"
+    );
+    assert_eq!(
+        by_file.get(bad_id),
+        Some(&vec!["file.rejected".to_owned()]),
+        "{ended:?}"
+    );
+    let rejected = ended.iter().find(|e| e["file_id"] == bad_id).unwrap();
+    assert_eq!(
+        rejected["reason"],
+        format!("malware: {EICAR_SIGNATURE}"),
+        "{rejected}"
+    );
+}

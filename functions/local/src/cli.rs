@@ -135,6 +135,17 @@ fn serve(config: Config) -> Result<(), StartError> {
             ),
             (None, _) => {}
         }
+        // Scans the last run left unfinished start again (clamd's run in
+        // this process, so they ended with it).
+        if let (true, Some(local)) = (config.scan.on(), local.as_ref()) {
+            let (files, records) = (sluice.files().clone(), local.records.clone());
+            tokio::spawn(async move {
+                match records.awaiting_scan(sluice::time::now_unix(), 10_000).await {
+                    Ok(left) => files.resume_scans(left.into_iter().map(|r| r.file).collect()).await,
+                    Err(e) => tracing::warn!(error = %e, "the scans left by the last run were not found"),
+                }
+            });
+        }
         if let Some(local) = local {
             tokio::spawn(crate::sweep_forever(
                 local,

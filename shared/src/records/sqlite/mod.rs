@@ -200,6 +200,29 @@ impl SqliteRecords {
         self
     }
 
+    /// Up to `limit` unexpired files whose bytes wait for their malware
+    /// scan's verdict (noted, no verdict yet), oldest first: what a server
+    /// that starts again scans, the scans it was running having ended
+    /// with it.
+    pub async fn awaiting_scan(
+        &self,
+        now: i64,
+        limit: usize,
+    ) -> Result<Vec<FileRecord>, RecordError> {
+        let limit = limit as i64;
+        self.db
+            .read(move |c| {
+                let mut stmt = c.prepare_cached(
+                    "SELECT record, ready, proof, scan FROM files
+                     WHERE ready = 0 AND scan IS NOT NULL AND expires_at > ?1
+                       AND json_extract(scan, '$.verdict') IS NULL
+                     ORDER BY created_ms LIMIT ?2",
+                )?;
+                rows(&mut stmt, params![now, limit])
+            })
+            .await
+    }
+
     /// Which of `ids` (file ids) have a record, blocking: what the local
     /// sweep keeps, whatever its objects' times say (a deduplicated copy
     /// is a hard link, with its original's time).

@@ -112,6 +112,25 @@ impl Files {
         Ok(refused.map_or(Stored::Missing, Stored::Refused))
     }
 
+    /// Starts again the scans of `files` (their bytes noted stored, no
+    /// verdict yet), as a server that starts does with those it left: each
+    /// is looked at as a listing would, which starts its scan (or, past
+    /// the deadline, rejects it).
+    pub async fn resume_scans(&self, files: Vec<FileMeta>) {
+        if self.gate.is_none() || files.is_empty() {
+            return;
+        }
+        tracing::info!(
+            files = files.len(),
+            "scans left by the last run started again"
+        );
+        for file in files {
+            if let Err(e) = self.stored(&file).await {
+                tracing::warn!(file_id = %file.id, error = %e, "a scan could not be started again");
+            }
+        }
+    }
+
     /// Where `file`'s scan stands, its bytes being stored: its record's
     /// note, a first note if it has none, the deadline, then the scanner.
     async fn gate_of(&self, file: &FileMeta) -> Result<Gated, Error> {
