@@ -293,6 +293,9 @@ fn tools_list_stays_within_its_budget() {
     // most of it the title, annotations and schemas every tool has); 30
     // since import_file and get_import_status (30,072 bytes: 2.7 and 1.7 KB,
     // each answer's schema 1.1 KB of it, and 0.4 KB for the object a host
-    // fills in an action's top-level File field).
-    assert!(size <= 30 * 1024, "tools/list is {size} bytes");
+    // fills in an action's top-level File field); 31 since malware
+    // scanning (30,977 bytes: the states `scanning` and `rejected`, and a
+    // `reason`, in the answers of list_files, get_upload_status,
+    // request_browser_upload and the import tools, 0.9 KB in all).
+    assert!(size <= 31 * 1024, "tools/list is {size} bytes");
 }

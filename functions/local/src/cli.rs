@@ -136,16 +136,11 @@ fn serve(config: Config) -> Result<(), StartError> {
             (None, _) => {}
         }
         // Scans the last run left unfinished start again (clamd's run in
-        // this process, so they ended with it).
-        if let (true, Some(local)) = (config.scan.on(), local.as_ref()) {
-            let (files, records) = (sluice.files().clone(), local.records.clone());
-            tokio::spawn(async move {
-                match records.awaiting_scan(sluice::time::now_unix(), 10_000).await {
-                    Ok(left) => files.resume_scans(left.into_iter().map(|r| r.file).collect()).await,
-                    Err(e) => tracing::warn!(error = %e, "the scans left by the last run were not found"),
-                }
-            });
-        }
+        // this process, so they ended with it), once the metrics count them.
+        let resume = match (config.scan.on(), local.as_ref()) {
+            (true, Some(local)) => Some((sluice.files().clone(), local.records.clone())),
+            _ => None,
+        };
         if let Some(local) = local {
             tokio::spawn(crate::sweep_forever(
                 local,
@@ -169,6 +164,14 @@ fn serve(config: Config) -> Result<(), StartError> {
         }
         if examples {
             app = app.merge(crate::example::router(example_key));
+        }
+        if let Some((files, records)) = resume {
+            tokio::spawn(async move {
+                match records.awaiting_scan(sluice::time::now_unix(), 10_000).await {
+                    Ok(left) => files.resume_scans(left.into_iter().map(|r| r.file).collect()).await,
+                    Err(e) => tracing::warn!(error = %e, "the scans left by the last run were not found"),
+                }
+            });
         }
         runtime::serve(
             listener,

@@ -45,10 +45,9 @@ pub enum FileState {
     Verifying,
     /// Uploaded and verified (and, with scanning on, passed its scan).
     Ready,
-    /// Uploaded and verified; its malware scan goes on: not delivered yet.
+    /// Being scanned for malware.
     Scanning,
-    /// Refused by its malware scan (`reason` says why): its bytes were
-    /// deleted, and it is never delivered.
+    /// Refused by its malware scan.
     Rejected,
 }
 
@@ -66,11 +65,9 @@ pub struct FileListing {
     /// The media type.
     pub content_type: String,
     /// `pending` until the bytes arrive, then `ready` (`verifying` between,
-    /// for a file in parts whose whole sha256 is being proven; `scanning`
-    /// between, with malware scanning on, until its verdict; `rejected`
-    /// after a verdict that refused it).
+    /// for a file in parts whose whole sha256 is being proven).
     pub state: FileState,
-    /// Why it was rejected (`malware: <signature>`, `unscanned: …`).
+    /// Why it was rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// When it was issued (RFC 3339).

@@ -96,7 +96,6 @@ pub struct ImportRequest {
 #[allow(missing_docs)] // said by their names; kept out of the tools' schemas
 pub enum ImportState {
     Pending,
-    /// In, and held for its malware scan (scanning on).
     Scanning,
     Ready,
     Rejected,

@@ -146,9 +146,9 @@ pub enum UploadState {
     Pending,
     /// Uploaded and verified: the handle is ready.
     Ready,
-    /// Uploaded and verified; its malware scan goes on (scanning on).
+    /// Being scanned for malware.
     Scanning,
-    /// Refused by its malware scan (`reason` says why); nothing kept.
+    /// Refused by its malware scan.
     Rejected,
     /// The page expired before a file arrived.
     Expired,
@@ -168,11 +168,9 @@ pub enum Look {
 /// The answer to `get_upload_status`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UploadStatus {
-    /// `pending`, `ready` or `expired` (`scanning` between pending and
-    /// ready, with malware scanning on; `rejected` after a scan refused
-    /// it).
+    /// `pending`, `ready` or `expired`.
     pub state: UploadState,
-    /// Why it was rejected (`malware: <signature>`, `unscanned: …`).
+    /// Why it was rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// When ready: what to pass to actions.
