@@ -196,132 +196,277 @@ fn a_clean_file_turns_ready_and_the_test_signatures_files_are_rejected_and_gone(
     );
 }
 
-/// With clamd stopped the file stays `scanning`, and every path that
-/// hands out bytes refuses it, each in its own words; the upstream is
-/// never called. Once clamd is back, the retried scan passes it, and each
-/// path delivers it; a stored copy of it is ready at once.
+/// A server whose clamd is not running (yet), with the test actions, and
+/// one file of alice's held `scanning`: what the tests of each path that
+/// hands out bytes start from.
+struct Held {
+    server: Server,
+    token: String,
+    handle: String,
+    id: String,
+    data: Vec<u8>,
+    upstream: Upstream,
+    clamd_dir: std::path::PathBuf,
+    _work: tempfile::TempDir,
+}
+
+impl Held {
+    fn new() -> Self {
+        let work = tempfile::tempdir().unwrap();
+        let clamd_dir = work.path().join("clamd");
+        std::fs::create_dir_all(&clamd_dir).unwrap();
+        let upstream = Upstream::start();
+        let catalog = write_catalog(work.path(), &upstream.url);
+        let address = Clamd::address_in(&clamd_dir);
+        let server = Server::start_in(
+            &work.path().join("data"),
+            &[
+                ("SLUICE_SCAN", "clamd"),
+                ("SLUICE_CLAMD", &address),
+                ("SLUICE_ACTIONS_FILE", catalog.to_str().unwrap()),
+            ],
+        );
+        let token = server.token("alice", ALL);
+        let data = b"quarter,revenue\nq1,100\nq2,140\n".repeat(60);
+        let ticket = server.upload(&token, "numbers.csv", &data);
+        let (id, handle) = (
+            ticket["file_id"].as_str().unwrap().to_owned(),
+            ticket["handle"].as_str().unwrap().to_owned(),
+        );
+        let held = Self {
+            server,
+            token,
+            handle,
+            id,
+            data,
+            upstream,
+            clamd_dir,
+            _work: work,
+        };
+        assert_eq!(held.state(), "scanning");
+        held
+    }
+
+    fn state(&self) -> Value {
+        state_of(&self.server, &self.token, &self.id)
+    }
+
+    fn call(&self, tool: &str, args: Value) -> Value {
+        call_tool(&self.server.base, &self.token, tool, args)
+    }
+
+    /// A batch entry of the held file's bytes, under `path`.
+    fn same_bytes(&self, path: &str) -> Value {
+        json!([{"path": path, "size": self.data.len(), "sha256": sluice::Sha256::of(&self.data).to_hex()}])
+    }
+}
+
+/// What every path says of a file still scanning.
+fn says_scanning(what: &str, message: &str) {
+    assert!(message.contains("being scanned"), "{what}: {message}");
+}
+
 #[test]
-fn with_the_scanner_stopped_nothing_is_delivered_until_it_is_back() {
+fn while_scanning_no_download_link_is_issued() {
+    let held = Held::new();
+    let message = tool_error(&held.call("get_download_url", json!({"file": held.handle})));
+    says_scanning("get_download_url", &message);
+    assert!(
+        message.contains("call list_files"),
+        "the next step: {message}"
+    );
+    let resolved = held.server.resolve(&held.token, &held.handle);
+    assert_eq!(resolved.status, 409, "{}", resolved.text());
+    says_scanning("POST /resolve", &resolved.text());
+}
+
+#[test]
+fn while_scanning_no_action_gets_it_as_a_data_uri() {
+    let held = Held::new();
+    let message = tool_error(&held.call("action_echo", json!({"document": held.handle})));
+    says_scanning("action_echo", &message);
+    assert!(message.starts_with("Field \"document\""), "{message}");
+    assert!(
+        held.upstream.log().is_empty(),
+        "the upstream was never called"
+    );
+}
+
+#[test]
+fn while_scanning_no_action_gets_a_link_to_it() {
+    let held = Held::new();
+    let message = tool_error(&held.call("action_echo_link", json!({"document": held.handle})));
+    says_scanning("action_echo_link", &message);
+    assert!(
+        held.upstream.log().is_empty(),
+        "the upstream was never called"
+    );
+}
+
+#[test]
+fn while_scanning_no_batch_download_takes_it() {
+    let held = Held::new();
+    let batch = held.call("get_download_urls", json!({"files": [held.handle]}));
+    says_scanning("get_download_urls", &batch.to_string());
+    assert!(
+        !batch.to_string().contains("/g/"),
+        "no batch line for a file scanning: {batch}"
+    );
+}
+
+#[test]
+fn while_scanning_it_is_no_source_of_a_stored_copy() {
+    let held = Held::new();
+    let asked = tool_ok(&held.call(
+        "request_uploads",
+        json!({"files": held.same_bytes("again.csv")}),
+    ));
+    assert_eq!(asked["counts"]["stored"], 0, "{asked}");
+    assert_eq!(
+        asked["counts"]["send"], 1,
+        "its bytes are asked for again: {asked}"
+    );
+}
+
+#[test]
+fn while_scanning_the_small_file_fallback_refuses_it() {
+    let held = Held::new();
+    let message = tool_error(&held.call("read_small_file", json!({"file": held.handle})));
+    says_scanning("read_small_file", &message);
+}
+
+/// With clamd stopped the file stays `scanning` (for seconds, retried);
+/// once clamd is back, the retried scan passes it, and each path delivers
+/// it; a stored copy of it is ready at once (a copy of a clean file is
+/// clean).
+#[test]
+fn with_the_scanner_stopped_the_file_waits_then_every_path_delivers_it() {
+    let held = Held::new();
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_secs(1));
+        assert_eq!(held.state(), "scanning");
+    }
+    let _clamd = Clamd::start(&held.clamd_dir);
+    until_state(&held.server, &held.token, &held.id, "ready");
+    assert!(downloaded(&held.server, &held.token, &held.handle) == held.data);
+    let echoed = tool_ok(&held.call("action_echo", json!({"document": held.handle})));
+    let digest = sluice::Sha256::of(&held.data).to_hex();
+    assert!(echoed.to_string().contains(&digest), "{echoed}");
+    let small = tool_ok(&held.call("read_small_file", json!({"file": held.handle})));
+    assert_eq!(small["size"], held.data.len(), "{small}");
+    let batch = tool_ok(&held.call("get_download_urls", json!({"files": [held.handle]})));
+    assert!(batch["command"].is_string(), "{batch}");
+    let asked = tool_ok(&held.call(
+        "request_uploads",
+        json!({"files": held.same_bytes("copy.csv")}),
+    ));
+    assert_eq!(asked["counts"]["stored"], 1, "{asked}");
+    let copy_id = asked["files"][0]["file_id"].as_str().unwrap();
+    assert_eq!(state_of(&held.server, &held.token, copy_id), "ready");
+}
+
+/// An import that brought its file in says `scanning`, with no handle,
+/// until the scan passes; then `ready` with its handle.
+#[test]
+fn an_imported_file_is_scanning_until_its_verdict() {
+    let data = bytes(50_000, 51);
+    let origin = crate::imports::Origin::start(crate::imports::routes, data.clone());
     let work = tempfile::tempdir().unwrap();
     let clamd_dir = work.path().join("clamd");
     std::fs::create_dir_all(&clamd_dir).unwrap();
-    let upstream = Upstream::start();
-    let catalog = write_catalog(work.path(), &upstream.url);
-    let address = Clamd::address_in(&clamd_dir);
+    let (address, port) = (Clamd::address_in(&clamd_dir), origin.port.to_string());
     let server = Server::start_in(
         &work.path().join("data"),
         &[
             ("SLUICE_SCAN", "clamd"),
             ("SLUICE_CLAMD", &address),
-            ("SLUICE_ACTIONS_FILE", catalog.to_str().unwrap()),
+            ("SLUICE_IMPORT_ALLOW_LOOPBACK", "true"),
+            ("SLUICE_IMPORT_PORTS", &port),
         ],
     );
     let token = server.token("alice", ALL);
-    let data = b"quarter,revenue\nq1,100\nq2,140\n".repeat(60);
-    let ticket = server.upload(&token, "numbers.csv", &data);
-    let (id, handle) = (
-        ticket["file_id"].as_str().unwrap(),
-        ticket["handle"].as_str().unwrap(),
-    );
-    for _ in 0..3 {
-        assert_eq!(state_of(&server, &token, id), "scanning");
-        std::thread::sleep(Duration::from_secs(1));
-    }
-
-    let scanning = |what: &str, message: String| {
-        assert!(message.contains("being scanned"), "{what}: {message}");
-    };
-    // A download link.
-    scanning(
-        "get_download_url",
-        tool_error(&call_tool(
-            &server.base,
-            &token,
-            "get_download_url",
-            json!({"file": handle}),
-        )),
-    );
-    let resolved = server.resolve(&token, handle);
-    assert_eq!(resolved.status, 409, "{}", resolved.text());
-    // An action's data URI and its link.
-    for action in ["action_echo", "action_echo_link"] {
-        scanning(
-            action,
-            tool_error(&call_tool(
-                &server.base,
-                &token,
-                action,
-                json!({"document": handle}),
-            )),
-        );
-    }
-    assert!(upstream.log().is_empty(), "the upstream was never called");
-    // A batch download.
-    let batch = call_tool(
+    let got = tool_ok(&call_tool(
         &server.base,
         &token,
-        "get_download_urls",
-        json!({"files": [handle]}),
-    );
-    scanning("get_download_urls", batch.to_string());
-    // The small-file fallback.
-    scanning(
-        "read_small_file",
-        tool_error(&call_tool(
-            &server.base,
-            &token,
-            "read_small_file",
-            json!({"file": handle}),
-        )),
-    );
-    // A stored copy: a file still scanning is no source, so its bytes are
-    // asked for again.
-    let entry = json!([{"path": "again.csv", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}]);
-    let asked = tool_ok(&call_tool(
-        &server.base,
-        &token,
-        "request_uploads",
-        json!({"files": entry}),
+        "import_file",
+        json!({"url": origin.url("/data.bin")}),
     ));
-    assert_eq!(asked["counts"]["stored"], 0, "{asked}");
-    assert_eq!(asked["counts"]["send"], 1, "{asked}");
-    assert_eq!(state_of(&server, &token, id), "scanning");
-
-    // clamd back: the retried scan passes the file.
-    let _clamd = Clamd::start(&clamd_dir);
-    until_state(&server, &token, id, "ready");
-    assert!(downloaded(&server, &token, handle) == data);
-    let echoed = tool_ok(&call_tool(
-        &server.base,
-        &token,
-        "action_echo",
-        json!({"document": handle}),
-    ));
+    assert_eq!(got["state"], "scanning", "{got}");
     assert!(
-        echoed
-            .to_string()
-            .contains(&sluice::Sha256::of(&data).to_hex()),
-        "{echoed}"
+        got.get("handle").is_none(),
+        "no handle before the verdict: {got}"
     );
-    let small = tool_ok(&call_tool(
-        &server.base,
+    let _clamd = Clamd::start(&clamd_dir);
+    let started = Instant::now();
+    let ready = loop {
+        let status = tool_ok(&call_tool(
+            &server.base,
+            &token,
+            "get_import_status",
+            json!({"file_id": got["file_id"]}),
+        ));
+        if status["state"] == "ready" {
+            break status;
+        }
+        assert_eq!(status["state"], "scanning", "{status}");
+        assert!(started.elapsed() < Duration::from_secs(60), "{status}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let handle = ready["handle"].as_str().unwrap();
+    assert!(downloaded(&server, &token, handle) == data);
+}
+
+/// The bytes in an S3 bucket (s3s-fs, which checks every presigned PUT's
+/// signature and checksum), the records on this machine, and clamd beside:
+/// the server streams the object from the bucket into clamd; a clean file
+/// is downloaded from the bucket, and the test signature's object is
+/// deleted from it.
+#[test]
+fn with_the_bytes_in_s3_the_infected_object_is_gone_from_the_bucket() {
+    let emulators = crate::util::Emulators::start();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(emulators.create_bucket("scanned"));
+    let work = tempfile::tempdir().unwrap();
+    let clamd_dir = work.path().join("clamd");
+    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd = Clamd::start(&clamd_dir);
+    let env = emulators.s3_env("scanned");
+    let address = clamd.address();
+    let mut vars: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    vars.extend([("SLUICE_SCAN", "clamd"), ("SLUICE_CLAMD", address.as_str())]);
+    let server = Server::start_in(&work.path().join("data"), &vars);
+    let token = server.token("alice", ALL);
+    let objects = || {
+        files_under(&emulators.s3_dir().join("scanned"))
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains("/files/"))
+            .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .count()
+    };
+    let clean = bytes(300_000, 61);
+    let ticket = server.upload(&token, "clean.bin", &clean);
+    until_state(
+        &server,
         &token,
-        "read_small_file",
-        json!({"file": handle}),
-    ));
-    assert_eq!(small["size"], data.len(), "{small}");
-    // Now a copy of it is stored, and ready at once (a copy of a clean
-    // file is clean).
-    let entry = json!([{"path": "copy.csv", "size": data.len(), "sha256": sluice::Sha256::of(&data).to_hex()}]);
-    let asked = tool_ok(&call_tool(
-        &server.base,
+        ticket["file_id"].as_str().unwrap(),
+        "ready",
+    );
+    assert!(downloaded(&server, &token, ticket["handle"].as_str().unwrap()) == clean);
+    let bad = server.upload(&token, "eicar.com", EICAR);
+    assert_eq!(objects(), 2, "both objects are in the bucket");
+    let entry = until_state(
+        &server,
         &token,
-        "request_uploads",
-        json!({"files": entry}),
-    ));
-    assert_eq!(asked["counts"]["stored"], 1, "{asked}");
-    let copy_id = asked["files"][0]["file_id"].as_str().unwrap();
-    assert_eq!(state_of(&server, &token, copy_id), "ready");
+        bad["file_id"].as_str().unwrap(),
+        "rejected",
+    );
+    assert_eq!(entry["reason"], format!("malware: {EICAR_SIGNATURE}"));
+    assert_eq!(objects(), 1, "the infected object is gone from the bucket");
+    assert!(
+        !any_file_holds(&emulators.s3_dir(), EICAR),
+        "no copy of its bytes is left in the bucket's directory"
+    );
 }
 
 /// A file with no verdict by the operator's deadline is rejected as

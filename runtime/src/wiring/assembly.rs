@@ -201,6 +201,11 @@ pub fn local_records(
     config: &Config,
     store: Option<LocalStore>,
 ) -> Result<LocalBackends, StartError> {
+    // Made here too: with the bytes in a bucket, no store makes it.
+    sluice::store::private_dir(&config.data.path).map_err(|source| StartError::Io {
+        what: format!("creating the data directory {}", config.data.path.display()),
+        source,
+    })?;
     let ledger = SqliteLedger::open(&config.data.path.join("ledger.sqlite3"))?;
     let mut records = sluice::records::SqliteRecords::open(&config.data.path.join("files.sqlite3"))
         .map_err(|e| StartError::Io {
