@@ -464,7 +464,7 @@ fn with_the_bytes_in_s3_the_infected_object_is_gone_from_the_bucket() {
     assert_eq!(entry["reason"], format!("malware: {EICAR_SIGNATURE}"));
     assert_eq!(objects(), 1, "the infected object is gone from the bucket");
     assert!(
-        !any_file_holds(&emulators.s3_dir(), EICAR),
+        !any_file_holds(emulators.s3_dir(), EICAR),
         "no copy of its bytes is left in the bucket's directory"
     );
 }
