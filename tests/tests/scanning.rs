@@ -416,6 +416,61 @@ fn an_imported_file_is_scanning_until_its_verdict() {
     assert!(downloaded(&server, &token, handle) == data);
 }
 
+/// A person's upload through the page: `get_upload_status` says
+/// `scanning` (no handle) until the verdict, and with `wait_seconds` waits
+/// through the scan to `ready` and the handle.
+#[test]
+fn a_persons_upload_is_scanning_until_its_verdict() {
+    let work = tempfile::tempdir().unwrap();
+    let clamd_dir = work.path().join("clamd");
+    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let address = Clamd::address_in(&clamd_dir);
+    let server = Server::start_in(
+        &work.path().join("data"),
+        &[("SLUICE_SCAN", "clamd"), ("SLUICE_CLAMD", &address)],
+    );
+    let token = server.token("alice", ALL);
+    let page = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_browser_upload",
+        json!({"filename": "scan.pdf"}),
+    ));
+    let data = bytes(70_000, 71);
+    // What the page does: its start, then the bytes to the upload link.
+    let start = crate::util::post_json(
+        &format!("{}/start", page["page_url"].as_str().unwrap()),
+        None,
+        &json!({"filename": "scan.pdf", "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+    );
+    assert_eq!(start.status, 200, "{}", start.text());
+    let link = start.json()["stream"]["link"].as_str().unwrap().to_owned();
+    let put = request("PUT", &link, &[], Some(&data));
+    assert!(put.status < 300, "{}", put.text());
+    let upload_id = page["upload_id"].as_str().unwrap();
+    let status = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "get_upload_status",
+        json!({"upload_id": upload_id}),
+    ));
+    assert_eq!(status["state"], "scanning", "{status}");
+    assert!(
+        status.get("handle").is_none(),
+        "no handle before the verdict: {status}"
+    );
+    let _clamd = Clamd::start(&clamd_dir);
+    let status = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "get_upload_status",
+        json!({"upload_id": upload_id, "wait_seconds": 45}),
+    ));
+    assert_eq!(status["state"], "ready", "{status}");
+    let handle = status["handle"].as_str().unwrap();
+    assert!(downloaded(&server, &token, handle) == data);
+}
+
 /// The bytes in an S3 bucket (s3s-fs, which checks every presigned PUT's
 /// signature and checksum), the records on this machine, and clamd beside:
 /// the server streams the object from the bucket into clamd; a clean file
