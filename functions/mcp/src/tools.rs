@@ -507,8 +507,16 @@ with its sha256 (checked). Prefer request_upload: any size, and the bytes never 
                 .sluice
                 .uploads().upload_small(&caller.owner, args.filename, data, args.sha256, args.content_type)
                 .await?;
+            let scanning = if self.sluice.files().scanning() {
+                " It is being scanned for malware: list_files says when it is ready to use."
+            } else {
+                ""
+            };
             success(
-                format!("Stored {} ({} bytes) as {}.", stored.filename, stored.size, stored.file_id),
+                format!(
+                    "Stored {} ({} bytes) as {}.{scanning}",
+                    stored.filename, stored.size, stored.file_id
+                ),
                 &stored,
             )
         }
