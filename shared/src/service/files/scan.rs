@@ -77,6 +77,8 @@ pub enum Gated {
     Scanning,
     /// Refused, and why (`malware: …`, `unscanned: …`).
     Refused(String),
+    /// Its record is gone (deleted, or swept): nothing is let out.
+    Gone,
 }
 
 impl Files {
@@ -98,6 +100,7 @@ impl Files {
             Gated::Passed => Stored::Ready(info),
             Gated::Scanning => Stored::Scanning,
             Gated::Refused(why) => Stored::Refused(why),
+            Gated::Gone => Stored::Missing,
         })
     }
 
@@ -139,7 +142,7 @@ impl Files {
         };
         let Some(record) = self.base.records().get(&file.owner, &file.id).await? else {
             // Deleted or swept meanwhile: nothing is let out.
-            return Ok(Gated::Refused("the file is gone".into()));
+            return Ok(Gated::Gone);
         };
         if record.ready {
             return Ok(Gated::Passed);
@@ -153,7 +156,10 @@ impl Files {
                     // Refused already: its bytes were deleted then.
                     Some(why) => Ok(Gated::Refused(why)),
                     // Passed, and not marked ready (that write failed).
-                    None => self.decided(file, verdict).await,
+                    None => Ok(self.decided(file, verdict).await.unwrap_or_else(|e| {
+                        tracing::warn!(file_id = %file.id, error = %e, "a passing verdict was not recorded: the file stays scanning");
+                        Gated::Scanning
+                    })),
                 };
             }
             Some(ScanNote { since, .. }) => since,
