@@ -599,6 +599,139 @@ fn a_scan_left_by_a_restart_starts_again_on_its_own() {
     assert!(downloaded(&server, &token, ticket["handle"].as_str().unwrap()) == data);
 }
 
+/// A file deleted while it waits for its scan stays deleted: the scan
+/// that runs once clamd is back finds no object and gives no verdict, the
+/// file is not listed, and no byte of it is left.
+#[test]
+fn a_file_deleted_while_scanning_stays_deleted() {
+    let held = Held::new();
+    tool_ok(&held.call("delete_file", json!({"file": held.handle})));
+    let _clamd = Clamd::start(&held.clamd_dir);
+    // Longer than the retry's longest wait so far: the scan has run again.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(held.state(), Value::Null, "not listed");
+    assert_eq!(
+        metric(&held.server, "sluice_scans_total{verdict=\"clean\"}"),
+        0.0
+    );
+    assert!(
+        stored_objects(&held.server.data_dir).is_empty(),
+        "no byte left"
+    );
+    let message = tool_error(&held.call("get_download_url", json!({"file": held.handle})));
+    assert!(!message.contains("being scanned"), "{message}");
+}
+
+/// `SLUICE_SCANS_AT_ONCE` bounds the scans one server runs: six files
+/// stored at once are scanned two at a time. The scanner here is a stand-in
+/// that counts the scans under way (a trait faked to observe the bound;
+/// clamd's own scans are the tests above).
+mod at_once {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use sluice::FileMeta;
+    use sluice::config::ScanMode;
+    use sluice::scan::{Finding, ScanError, Scanner};
+    use sluice::service::files::FileState;
+    use sluice::store::ObjectStore;
+
+    use super::*;
+
+    #[derive(Debug, Default)]
+    struct Counting {
+        now: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    #[async_trait::async_trait]
+    impl Scanner for Counting {
+        fn reads_bytes(&self) -> bool {
+            true
+        }
+
+        async fn scan(&self, _: &FileMeta, _: &dyn ObjectStore) -> Result<Finding, ScanError> {
+            let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            self.now.fetch_sub(1, Ordering::SeqCst);
+            Ok(Finding::Clean {
+                by: "counting".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn six_files_are_scanned_two_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = sluice::Config::from_vars([
+            (
+                "SLUICE_DATA_DIR".to_owned(),
+                dir.path().display().to_string(),
+            ),
+            (
+                "SLUICE_PUBLIC_URL".to_owned(),
+                "http://127.0.0.1:8787".to_owned(),
+            ),
+            ("SLUICE_SCANS_AT_ONCE".to_owned(), "2".to_owned()),
+        ])
+        .unwrap();
+        // Any mode whose scanner is given: the stand-in reads bytes, so its
+        // scans run in the background, under the bound, as clamd's do.
+        config.scan.mode = ScanMode::GuardDuty;
+        let counting = Arc::new(Counting::default());
+        let store = sluice_runtime::local_store(&config).unwrap();
+        let local = sluice_runtime::local_records(&config, Some(store.clone())).unwrap();
+        let sluice = sluice_runtime::assemble_parts(
+            &config,
+            "http://127.0.0.1:8787".parse().unwrap(),
+            sluice_runtime::Parts {
+                keys: sluice_runtime::local_keyring(&config).unwrap(),
+                store: Arc::new(store),
+                ledger: local.ledger.clone(),
+                records: Arc::new(local.records.clone()),
+                catalog: Default::default(),
+                imports_dispatch: None,
+                scanner: Some(counting.clone()),
+            },
+        );
+        crate::contract::runtime().block_on(async {
+            for n in 0..6u8 {
+                let data = vec![n; 100];
+                sluice
+                    .uploads()
+                    .upload_small(
+                        "alice",
+                        format!("{n}.bin"),
+                        data.clone(),
+                        sluice::Sha256::of(&data),
+                        None,
+                    )
+                    .await
+                    .unwrap();
+            }
+            let started = Instant::now();
+            loop {
+                let page = sluice
+                    .files()
+                    .list_files("alice", None, None)
+                    .await
+                    .unwrap();
+                if page.files.iter().all(|f| f.state == FileState::Ready) {
+                    break;
+                }
+                assert!(started.elapsed() < Duration::from_secs(30), "not all ready");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        assert_eq!(
+            counting.most.load(Ordering::SeqCst),
+            2,
+            "two at a time, at most"
+        );
+    }
+}
+
 /// GuardDuty Malware Protection for S3, as sluice reads it: the real
 /// `sluice_aws::GuardDutyTags` reading `GuardDutyMalwareScanStatus` through
 /// aws-sdk-s3 from moto's S3 (which keeps object tags; s3s-fs 0.14.1 has
