@@ -261,12 +261,29 @@ def check_operations(resources):
     if not any("ThrottlingRateLimit" in s and "ThrottlingBurstLimit" in s for s in settings):
         fail(f"the API stage is not throttled: {settings}")
     alarms = [n for n, r in resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    metrics = sorted({resources[a]["Properties"]["MetricName"] for a in alarms})
-    expected = ["5xx", "Errors", "ReadThrottleEvents", "Throttles", "WriteThrottleEvents", "sluice_refusals_total"]
-    if metrics != expected or len(alarms) != 13:
+    # One metric an alarm, or (metric math) several, each in a MetricStat.
+    metrics = sorted({
+        m
+        for a in alarms
+        for m in [resources[a]["Properties"].get("MetricName")]
+        + [q["MetricStat"]["Metric"]["MetricName"] for q in resources[a]["Properties"].get("Metrics", []) if "MetricStat" in q]
+        if m
+    })
+    expected = [
+        "5xx", "Errors", "ReadThrottleEvents", "Throttles", "WriteThrottleEvents",
+        "sluice_refusals_total", "sluice_scans_total",
+    ]
+    if metrics != expected or len(alarms) != 14:
         fail(f"alarms: {alarms} on {metrics}")
-    if any(resources[a].get("Condition") != "HasAlarms" for a in alarms + ["AlarmTopic"]):
+    if any(resources[a].get("Condition") != "HasAlarms" for a in alarms + ["AlarmTopic"] if a != "MalwareFoundAlarm"):
         fail("alarms exist only with AlarmEmail")
+    # The malware alarm: only with AlarmEmail and GuardDuty's scans both.
+    with open("template.yaml") as f:
+        template = yaml.load(f, Loader=Loader)
+    if template["Conditions"][resources["MalwareFoundAlarm"]["Condition"]] != {
+        "Fn::And": [{"Condition": "HasAlarms"}, {"Condition": "ScansWithGuardDuty"}]
+    }:
+        fail("the malware alarm exists only with AlarmEmail and MalwareScan=guardduty")
     for name in ("Bucket", "SpentTokens", "MasterSecret"):
         r = resources[name]
         if "DeletionPolicy" not in r or "UpdateReplacePolicy" not in r:
