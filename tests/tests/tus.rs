@@ -268,17 +268,20 @@ fn a_stream_of_other_bytes_is_freed_at_its_last_byte() {
 #[test]
 fn an_expired_link_is_refused_as_today() {
     let dir = tempfile::tempdir().unwrap();
+    // Three seconds, not one: a link's expiry is a whole second, so a
+    // one-second link issued late in a second lived a tenth of one, and a
+    // loaded machine's first PATCH came after it (seen once in CI).
     let server = Server::start_in(
         dir.path(),
         &[
-            ("SLUICE_HANDLE_TTL_SECS", "1"),
-            ("SLUICE_UPLOAD_TTL_SECS", "1"),
+            ("SLUICE_HANDLE_TTL_SECS", "3"),
+            ("SLUICE_UPLOAD_TTL_SECS", "3"),
         ],
     );
     let data = bytes(1000, 5);
     let link = link_for(&server, &data);
     assert_eq!(patch(&link, 0, &data[..10]).status, 204);
-    std::thread::sleep(Duration::from_millis(2100));
+    std::thread::sleep(Duration::from_millis(3100));
     let put = request("PUT", &link, &[], Some(&data));
     assert_eq!(put.status, 404, "{}", put.text());
     assert_eq!(patch(&link, 10, &data[10..]).status, 404);
