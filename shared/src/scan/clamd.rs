@@ -21,6 +21,27 @@ pub struct Clamd {
 /// The chunk each `INSTREAM` frame carries at most.
 const CHUNK: usize = 256 * 1024;
 
+/// `$call` with `$conn` bound to the crate's connection to `$address`: a
+/// Unix socket or TCP, two types the crate's functions are generic over.
+macro_rules! over {
+    ($address:expr, |$conn:ident| $call:expr) => {
+        match $address {
+            ClamdAddress::Unix(path) => {
+                let $conn = clam::Socket {
+                    socket_path: path.as_path(),
+                };
+                $call.await
+            }
+            ClamdAddress::Tcp(addr) => {
+                let $conn = clam::Tcp {
+                    host_address: addr.as_str(),
+                };
+                $call.await
+            }
+        }
+    };
+}
+
 impl Clamd {
     /// clamd listening at `address`.
     pub fn new(address: ClamdAddress) -> Self {
@@ -29,40 +50,14 @@ impl Clamd {
 
     /// The engine's version and its signatures' (`ClamAV 1.4.6/27000/…`).
     pub async fn version(&self) -> Result<String, ScanError> {
-        let reply = match &self.address {
-            ClamdAddress::Unix(path) => {
-                clam::get_version(clam::Socket {
-                    socket_path: path.as_path(),
-                })
-                .await
-            }
-            ClamdAddress::Tcp(addr) => {
-                clam::get_version(clam::Tcp {
-                    host_address: addr.as_str(),
-                })
-                .await
-            }
-        }
-        .map_err(|e| ScanError::Unreachable(e.to_string()))?;
+        let reply = over!(&self.address, |conn| clam::get_version(conn))
+            .map_err(|e| ScanError::Unreachable(e.to_string()))?;
         Ok(text(&reply))
     }
 
     /// Whether clamd answers a `PING`.
     async fn answers(&self) -> bool {
-        let reply = match &self.address {
-            ClamdAddress::Unix(path) => {
-                clam::ping(clam::Socket {
-                    socket_path: path.as_path(),
-                })
-                .await
-            }
-            ClamdAddress::Tcp(addr) => {
-                clam::ping(clam::Tcp {
-                    host_address: addr.as_str(),
-                })
-                .await
-            }
-        };
+        let reply = over!(&self.address, |conn| clam::ping(conn));
         reply.is_ok_and(|r| r == clamav_client::PONG)
     }
 }
@@ -79,28 +74,11 @@ impl Scanner for Clamd {
             .get(&file.object_key())
             .await?
             .ok_or(ScanError::Gone)?;
-        let reply = match &self.address {
-            ClamdAddress::Unix(path) => {
-                clam::scan_stream(
-                    body,
-                    clam::Socket {
-                        socket_path: path.as_path(),
-                    },
-                    Some(CHUNK),
-                )
-                .await
-            }
-            ClamdAddress::Tcp(addr) => {
-                clam::scan_stream(
-                    body,
-                    clam::Tcp {
-                        host_address: addr.as_str(),
-                    },
-                    Some(CHUNK),
-                )
-                .await
-            }
-        };
+        let reply = over!(&self.address, |conn| clam::scan_stream(
+            body,
+            conn,
+            Some(CHUNK)
+        ));
         match reply {
             Ok(reply) => finding(&text(&reply), by),
             // clamd closes a stream past its StreamMaxLength before the

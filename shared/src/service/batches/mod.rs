@@ -142,8 +142,9 @@ pub struct DownloadItem {
 /// An entry checked: its path and the file it issues, or why it is refused.
 type Checked = Result<(String, FileMeta), String>;
 
-/// A file of the caller's already stored, and what the store said of it.
-type StoredCopy = (FileMeta, ObjectInfo);
+/// A file of the caller's already stored (its record, with its scan's
+/// verdict), and what the store said of it.
+type StoredCopy = (crate::records::FileRecord, ObjectInfo);
 
 /// A path as the line reads it: relative to where it runs, `/`-separated,
 /// no part `..` or starting with `.` or `-` (the batch script refuses those

@@ -191,7 +191,7 @@ impl Batches {
             return Ok(None);
         };
         Ok(match self.files.stored(&record.file).await? {
-            Stored::Ready(info) => Some((record.file, info)),
+            Stored::Ready(info) => Some((record, info)),
             _ => None,
         })
     }
@@ -227,10 +227,11 @@ impl Batches {
     /// the proof, for that very copy.
     async fn copy_stored(
         &self,
-        old: &FileMeta,
+        from: &FileRecord,
         info: &ObjectInfo,
         file: &FileMeta,
     ) -> Result<bool, Error> {
+        let old = &from.file;
         let copy = match self
             .base
             .store()
@@ -254,7 +255,7 @@ impl Batches {
                 .await?;
         }
         // A copy of a file that passed its malware scan passes with it.
-        self.files.copied(file, old).await?;
+        self.files.copied(file, from).await?;
         tracing::info!(file_id = %file.id, from = %old.id, "stored copy made");
         Ok(true)
     }

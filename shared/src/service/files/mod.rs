@@ -255,7 +255,9 @@ impl Files {
             Stored::Refused(_) => FileState::Rejected,
             Stored::Missing | Stored::Mismatch => FileState::Pending,
         };
-        if matches!(state, FileState::Scanning | FileState::Rejected)
+        // Refused just now: its reason is in the record's fresh note (a
+        // file still scanning shows nothing of its note).
+        if state == FileState::Rejected
             && let Some(fresh) = self
                 .base
                 .records()

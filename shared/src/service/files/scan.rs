@@ -21,7 +21,7 @@ use super::stored::Stored;
 use crate::config::Scan;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
-use crate::records::{ScanNote, Verdict};
+use crate::records::{FileRecord, ScanNote, Verdict};
 use crate::scan::{Finding, ScanError, Scanner};
 use crate::store::ObjectInfo;
 use crate::time::now_unix;
@@ -180,6 +180,7 @@ impl Files {
                 why,
                 allowed: false,
             };
+            counted(file, since, &verdict);
             return Ok(self.decided(file, verdict).await.unwrap_or_else(|e| {
                 tracing::warn!(file_id = %file.id, error = %e, "the deadline's verdict was not recorded: the file stays scanning");
                 Gated::Scanning
@@ -189,26 +190,36 @@ impl Files {
             self.scan_in_background(file, since);
             return Ok(Gated::Scanning);
         }
-        let found = tokio::time::timeout(
-            gate.settings.timeout,
-            gate.scanner.scan(file, self.base.store()),
-        )
-        .await;
-        match found {
-            Ok(Ok(Finding::Waiting)) => Ok(Gated::Scanning),
+        match self.attempt(&gate, file).await {
+            Ok(Finding::Waiting) => Ok(Gated::Scanning),
             // A verdict not recorded (a function that may not write the
             // records, the table unavailable) leaves the file scanning.
-            Ok(Ok(finding)) => Ok(self.found(file, since, finding).await.unwrap_or_else(|e| {
+            Ok(finding) => Ok(self.found(file, since, finding).await.unwrap_or_else(|e| {
                 tracing::warn!(file_id = %file.id, error = %e, "a verdict was not recorded: the file stays scanning");
                 Gated::Scanning
             })),
-            Ok(Err(e)) => {
+            Err(e) => {
                 tracing::warn!(file_id = %file.id, error = %e, "no verdict yet: the scan is asked again at the next look");
                 crate::telemetry::scan_failed();
                 Ok(Gated::Scanning)
             }
-            Err(_) => Ok(Gated::Scanning),
         }
+    }
+
+    /// One attempt at `file`'s scan, bounded by `SLUICE_SCAN_TIMEOUT_SECS`:
+    /// one that takes longer gives no finding, as an unreachable scanner.
+    async fn attempt(&self, gate: &Gate, file: &FileMeta) -> Result<Finding, ScanError> {
+        tokio::time::timeout(
+            gate.settings.timeout,
+            gate.scanner.scan(file, self.base.store()),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(ScanError::Unreachable(format!(
+                "no answer within {} s",
+                gate.settings.timeout.as_secs()
+            )))
+        })
     }
 
     /// Notes that `file`'s bytes are stored and wait for their verdict
@@ -244,18 +255,15 @@ impl Files {
         Ok(true)
     }
 
-    /// A copy of the stored file `from` was made as `file`: with scanning
-    /// on, a copy of a file that passed its scan passes with the same
-    /// verdict; any other is scanned itself.
-    pub(crate) async fn copied(&self, file: &FileMeta, from: &FileMeta) -> Result<(), Error> {
+    /// A copy of the stored file `from` (its record, as read to find it)
+    /// was made as `file`: with scanning on, a copy of a file that passed
+    /// its scan passes with the same verdict; any other is scanned itself.
+    pub(crate) async fn copied(&self, file: &FileMeta, from: &FileRecord) -> Result<(), Error> {
         if self.gate.is_some() {
-            let verdict = self
-                .base
-                .records()
-                .get(&from.owner, &from.id)
-                .await?
-                .and_then(|r| r.scan)
-                .and_then(|n| n.verdict)
+            let verdict = from
+                .scan
+                .as_ref()
+                .and_then(|n| n.verdict.clone())
                 .filter(Verdict::passes);
             if let Some(verdict) = verdict {
                 return match self.decided(file, verdict).await? {
@@ -291,17 +299,7 @@ impl Files {
                 let Ok(_slot) = gate.slots.acquire().await else {
                     return;
                 };
-                tokio::time::timeout(
-                    gate.settings.timeout,
-                    gate.scanner.scan(file, self.base.store()),
-                )
-                .await
-                .unwrap_or_else(|_| {
-                    Err(ScanError::Unreachable(format!(
-                        "no answer within {} s",
-                        gate.settings.timeout.as_secs()
-                    )))
-                })
+                self.attempt(gate, file).await
             };
             let decided = match found {
                 Ok(Finding::Waiting) => None,
@@ -347,18 +345,7 @@ impl Files {
             Finding::Unscannable { why } => Verdict::Unscanned { why, allowed },
             Finding::Waiting => return Ok(Gated::Scanning),
         };
-        let (detail, by) = match &verdict {
-            Verdict::Clean { by } => ("-", by.as_str()),
-            Verdict::Infected { signature, by } => (signature.as_str(), by.as_str()),
-            Verdict::Unscanned { why, .. } => (why.as_str(), "-"),
-        };
-        crate::telemetry::scanned(
-            file,
-            verdict.label(),
-            detail,
-            by,
-            Duration::from_secs((now_unix() - since).max(0) as u64),
-        );
+        counted(file, since, &verdict);
         self.decided(file, verdict).await
     }
 
@@ -399,4 +386,21 @@ impl Files {
             },
         })
     }
+}
+
+/// `file`'s scan gave `verdict`, `since` its bytes were stored: its audit
+/// line and the metrics (a scanner's finding, or the deadline's).
+fn counted(file: &FileMeta, since: i64, verdict: &Verdict) {
+    let (detail, by) = match verdict {
+        Verdict::Clean { by } => ("-", by.as_str()),
+        Verdict::Infected { signature, by } => (signature.as_str(), by.as_str()),
+        Verdict::Unscanned { why, .. } => (why.as_str(), "-"),
+    };
+    crate::telemetry::scanned(
+        file,
+        verdict.label(),
+        detail,
+        by,
+        Duration::from_secs((now_unix() - since).max(0) as u64),
+    );
 }
