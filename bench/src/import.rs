@@ -6,7 +6,7 @@ use anyhow::{Context as _, bail};
 
 use crate::Args;
 use crate::harness::{self, median};
-use crate::kit::{make_file, memory_kib, post, start_refs, start_sluice_with};
+use crate::kit::{delete_file, make_file, memory_kib, post, start_refs, start_sluice_with};
 
 pub(crate) fn run(args: &Args) -> anyhow::Result<String> {
     let size = args.size_mib << 20;
@@ -60,18 +60,7 @@ pub(crate) fn run(args: &Args) -> anyhow::Result<String> {
             bail!("the import did not end ready: {ticket}");
         }
         // The next round imports the file again: this one goes.
-        let out = std::process::Command::new("curl")
-            .args(["-sS", "-X", "DELETE", "-H"])
-            .arg(format!("Authorization: Bearer {}", sluice.token))
-            .arg(format!(
-                "{}/files/{}",
-                sluice.base,
-                ticket["file_id"].as_str().unwrap_or("")
-            ))
-            .output()?;
-        if !out.status.success() {
-            bail!("DELETE: {}", String::from_utf8_lossy(&out.stderr));
-        }
+        delete_file(&sluice, ticket["file_id"].as_str().context("file_id")?)?;
         Ok((curl, durable, took))
     })?;
     let (peak, _) = memory_kib(pid)?;

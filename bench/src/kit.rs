@@ -206,27 +206,32 @@ impl LastStored {
         ticket: &serde_json::Value,
     ) -> anyhow::Result<()> {
         let next = ticket["file_id"].as_str().context("file_id")?.to_owned();
-        let Some(last) = self.0.replace(next) else {
-            return Ok(());
-        };
-        let out = Command::new("curl")
-            .args([
-                "-sS",
-                "--fail-with-body",
-                "-o",
-                "/dev/null",
-                "-X",
-                "DELETE",
-                "-H",
-            ])
-            .arg(format!("Authorization: Bearer {}", sluice.token))
-            .arg(format!("{}/files/{last}", sluice.base))
-            .output()?;
-        if !out.status.success() {
-            bail!("DELETE {last}: {}", String::from_utf8_lossy(&out.stderr));
+        match self.0.replace(next) {
+            Some(last) => delete_file(sluice, &last),
+            None => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// Deletes file `file_id` of `sluice`'s user (`DELETE /files/{id}`).
+pub(crate) fn delete_file(sluice: &Sluice, file_id: &str) -> anyhow::Result<()> {
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "--fail-with-body",
+            "-o",
+            "/dev/null",
+            "-X",
+            "DELETE",
+            "-H",
+        ])
+        .arg(format!("Authorization: Bearer {}", sluice.token))
+        .arg(format!("{}/files/{file_id}", sluice.base))
+        .output()?;
+    if !out.status.success() {
+        bail!("DELETE {file_id}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(())
 }
 
 /// The reference servers as a child process serving `file` (`size`

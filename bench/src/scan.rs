@@ -11,7 +11,7 @@ use anyhow::{Context as _, bail};
 use sluice_testkit::clamd::Clamd;
 
 use crate::harness::{self, median};
-use crate::kit::{make_file, post, start_sluice_with, timed_sh};
+use crate::kit::{delete_file, make_file, post, start_sluice_with, timed_sh};
 
 /// The size the gate is measured at (the figure).
 const SIZE_MIB: u64 = 100;
@@ -58,18 +58,7 @@ pub(crate) fn run(runs: usize) -> anyhow::Result<String> {
         let last_byte = Instant::now();
         let handle = ticket["handle"].as_str().context("a handle")?;
         let ready = until_ready(&sluice.base, &sluice.token, handle, last_byte)?;
-        let out = std::process::Command::new("curl")
-            .args(["-sS", "-X", "DELETE", "-H"])
-            .arg(format!("Authorization: Bearer {}", sluice.token))
-            .arg(format!(
-                "{}/files/{}",
-                sluice.base,
-                ticket["file_id"].as_str().unwrap_or("")
-            ))
-            .output()?;
-        if !out.status.success() {
-            bail!("DELETE: {}", String::from_utf8_lossy(&out.stderr));
-        }
+        delete_file(&sluice, ticket["file_id"].as_str().context("file_id")?)?;
         Ok((alone, upload, ready))
     })?;
     drop(clamd);

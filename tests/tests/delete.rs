@@ -376,10 +376,7 @@ mod on_versioned_s3 {
 
     #[test]
     fn a_file_deleted_after_its_parts_leaves_no_version() {
-        let mut command =
-            std::process::Command::new(crate::mcp_clients::root().join(".venv/bin/python"));
-        command.arg(crate::mcp_clients::root().join("tests/clients/moto_s3.py"));
-        let (mut moto, port) = crate::util::spawn_announcing(command);
+        let (mut moto, port) = crate::util::start_moto_s3();
         let bucket = sluice::config::S3Config {
             bucket: "versioned".into(),
             endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),

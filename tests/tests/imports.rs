@@ -204,8 +204,9 @@ fn rejected(result: &Value) -> String {
     got["reason"].as_str().unwrap().to_owned()
 }
 
-/// The file's bytes, through the download line `get_download_url` returns.
-fn downloaded(server: &Server, token: &str, handle: &str) -> (Vec<u8>, String) {
+/// The file's bytes, through the download line `get_download_url` returns,
+/// and the name it was saved under.
+pub(crate) fn downloaded(server: &Server, token: &str, handle: &str) -> (Vec<u8>, String) {
     let ticket = tool_ok(&call_tool(
         &server.base,
         token,

@@ -13,11 +13,10 @@ use serde_json::{Value, json};
 use sluice_testkit::clamd::{Clamd, EICAR, EICAR_SIGNATURE, MARKER, MARKER_SIGNATURE};
 
 use crate::actions::{Upstream, write_catalog};
+use crate::imports::downloaded;
 use sluice_testkit::files_under;
 
-use crate::util::{
-    Server, bytes, call_tool, out_text, request, sh, stored_objects, tool_error, tool_ok,
-};
+use crate::util::{Server, bytes, call_tool, request, stored_objects, tool_error, tool_ok};
 
 const ALL: &[&str] = &["files:read", "files:write", "actions:execute"];
 
@@ -64,22 +63,6 @@ fn any_file_holds(dir: &Path, needle: &[u8]) -> bool {
         .any(|p| std::fs::read(p).is_ok_and(|data| data.windows(needle.len()).any(|w| w == needle)))
 }
 
-/// The bytes `get_download_url`'s line saves.
-fn downloaded(server: &Server, token: &str, handle: &str) -> Vec<u8> {
-    let ticket = tool_ok(&call_tool(
-        &server.base,
-        token,
-        "get_download_url",
-        json!({"file": handle}),
-    ));
-    let work = tempfile::tempdir().unwrap();
-    let out = sh(ticket["command"].as_str().unwrap(), work.path());
-    assert!(out.status.success(), "{}", out_text(&out));
-    let saved = files_under(work.path());
-    assert_eq!(saved.len(), 1, "{saved:?}");
-    std::fs::read(&saved[0]).unwrap()
-}
-
 fn metric(server: &Server, line_start: &str) -> f64 {
     let text = request("GET", &format!("{}/metrics", server.base), &[], None).text();
     text.lines()
@@ -112,7 +95,7 @@ fn a_clean_file_turns_ready_and_the_test_signatures_files_are_rejected_and_gone(
     let entry = until_state(&server, &token, id, "ready");
     assert!(entry.get("reason").is_none(), "{entry}");
     let handle = ticket["handle"].as_str().unwrap();
-    assert!(downloaded(&server, &token, handle) == clean);
+    assert!(downloaded(&server, &token, handle).0 == clean);
 
     // The EICAR test file: rejected with the signature's name, its bytes
     // gone from disk, never delivered.
@@ -280,11 +263,12 @@ fn while_scanning_no_download_link_is_issued() {
     says_scanning("POST /resolve", &resolved.text());
 }
 
-#[test]
-fn while_scanning_no_action_gets_it_as_a_data_uri() {
+/// `action` run with the held file in its File field: refused, naming the
+/// field, and its upstream never called.
+fn refuses_the_action(action: &str) {
     let held = Held::new();
-    let message = tool_error(&held.call("action_echo", json!({"document": held.handle})));
-    says_scanning("action_echo", &message);
+    let message = tool_error(&held.call(action, json!({"document": held.handle})));
+    says_scanning(action, &message);
     assert!(message.starts_with("Field \"document\""), "{message}");
     assert!(
         held.upstream.log().is_empty(),
@@ -293,14 +277,13 @@ fn while_scanning_no_action_gets_it_as_a_data_uri() {
 }
 
 #[test]
+fn while_scanning_no_action_gets_it_as_a_data_uri() {
+    refuses_the_action("action_echo");
+}
+
+#[test]
 fn while_scanning_no_action_gets_a_link_to_it() {
-    let held = Held::new();
-    let message = tool_error(&held.call("action_echo_link", json!({"document": held.handle})));
-    says_scanning("action_echo_link", &message);
-    assert!(
-        held.upstream.log().is_empty(),
-        "the upstream was never called"
-    );
+    refuses_the_action("action_echo_link");
 }
 
 #[test]
@@ -348,7 +331,7 @@ fn with_the_scanner_stopped_the_file_waits_then_every_path_delivers_it() {
     }
     let _clamd = Clamd::start(&held.clamd_dir);
     until_state(&held.server, &held.token, &held.id, "ready");
-    assert!(downloaded(&held.server, &held.token, &held.handle) == held.data);
+    assert!(downloaded(&held.server, &held.token, &held.handle).0 == held.data);
     let echoed = tool_ok(&held.call("action_echo", json!({"document": held.handle})));
     let digest = sluice::Sha256::of(&held.data).to_hex();
     assert!(echoed.to_string().contains(&digest), "{echoed}");
@@ -413,7 +396,7 @@ fn an_imported_file_is_scanning_until_its_verdict() {
         std::thread::sleep(Duration::from_millis(200));
     };
     let handle = ready["handle"].as_str().unwrap();
-    assert!(downloaded(&server, &token, handle) == data);
+    assert!(downloaded(&server, &token, handle).0 == data);
 }
 
 /// A person's upload through the page: `get_upload_status` says
@@ -468,7 +451,7 @@ fn a_persons_upload_is_scanning_until_its_verdict() {
     ));
     assert_eq!(status["state"], "ready", "{status}");
     let handle = status["handle"].as_str().unwrap();
-    assert!(downloaded(&server, &token, handle) == data);
+    assert!(downloaded(&server, &token, handle).0 == data);
 }
 
 /// The bytes in an S3 bucket (s3s-fs, which checks every presigned PUT's
@@ -507,7 +490,7 @@ fn with_the_bytes_in_s3_the_infected_object_is_gone_from_the_bucket() {
         ticket["file_id"].as_str().unwrap(),
         "ready",
     );
-    assert!(downloaded(&server, &token, ticket["handle"].as_str().unwrap()) == clean);
+    assert!(downloaded(&server, &token, ticket["handle"].as_str().unwrap()).0 == clean);
     let bad = server.upload(&token, "eicar.com", EICAR);
     assert_eq!(objects(), 2, "both objects are in the bucket");
     let entry = until_state(
@@ -596,7 +579,7 @@ fn a_scan_left_by_a_restart_starts_again_on_its_own() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(state_of(&server, &token, &id), "ready");
-    assert!(downloaded(&server, &token, ticket["handle"].as_str().unwrap()) == data);
+    assert!(downloaded(&server, &token, ticket["handle"].as_str().unwrap()).0 == data);
 }
 
 /// A file deleted while it waits for its scan stays deleted: the scan
@@ -631,7 +614,6 @@ mod at_once {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use sluice::FileMeta;
-    use sluice::config::ScanMode;
     use sluice::scan::{Finding, ScanError, Scanner};
     use sluice::service::files::FileState;
     use sluice::store::ObjectStore;
@@ -664,36 +646,12 @@ mod at_once {
     #[test]
     fn six_files_are_scanned_two_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = sluice::Config::from_vars([
-            (
-                "SLUICE_DATA_DIR".to_owned(),
-                dir.path().display().to_string(),
-            ),
-            (
-                "SLUICE_PUBLIC_URL".to_owned(),
-                "http://127.0.0.1:8787".to_owned(),
-            ),
-            ("SLUICE_SCANS_AT_ONCE".to_owned(), "2".to_owned()),
-        ])
-        .unwrap();
-        // Any mode whose scanner is given: the stand-in reads bytes, so its
-        // scans run in the background, under the bound, as clamd's do.
-        config.scan.mode = ScanMode::GuardDuty;
         let counting = Arc::new(Counting::default());
-        let store = sluice_runtime::local_store(&config).unwrap();
-        let local = sluice_runtime::local_records(&config, Some(store.clone())).unwrap();
-        let sluice = sluice_runtime::assemble_parts(
-            &config,
-            "http://127.0.0.1:8787".parse().unwrap(),
-            sluice_runtime::Parts {
-                keys: sluice_runtime::local_keyring(&config).unwrap(),
-                store: Arc::new(store),
-                ledger: local.ledger.clone(),
-                records: Arc::new(local.records.clone()),
-                catalog: Default::default(),
-                imports_dispatch: None,
-                scanner: Some(counting.clone()),
-            },
+        let sluice = scanning_in_process(
+            dir.path(),
+            counting.clone(),
+            &[("SLUICE_SCANS_AT_ONCE", "2")],
+            |_| {},
         );
         crate::contract::runtime().block_on(async {
             for n in 0..6u8 {
@@ -732,6 +690,45 @@ mod at_once {
     }
 }
 
+/// A sluice in this process over the local backends in `dir` (`vars`
+/// besides), whose gate asks `scanner`: as the runtime gives GuardDuty's
+/// tag reader (the mode whose scanner is given), `scan` adjusting the rest
+/// of the `scan` group.
+fn scanning_in_process(
+    dir: &Path,
+    scanner: std::sync::Arc<dyn sluice::scan::Scanner>,
+    vars: &[(&str, &str)],
+    scan: impl FnOnce(&mut sluice::config::Scan),
+) -> sluice::Sluice {
+    use std::sync::Arc;
+    let mut all = vec![
+        ("SLUICE_DATA_DIR".to_owned(), dir.display().to_string()),
+        (
+            "SLUICE_PUBLIC_URL".to_owned(),
+            "http://127.0.0.1:8787".to_owned(),
+        ),
+    ];
+    all.extend(vars.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let mut config = sluice::Config::from_vars(all).unwrap();
+    config.scan.mode = sluice::config::ScanMode::GuardDuty;
+    scan(&mut config.scan);
+    let store = sluice_runtime::local_store(&config).unwrap();
+    let local = sluice_runtime::local_records(&config, Some(store.clone())).unwrap();
+    sluice_runtime::assemble_parts(
+        &config,
+        config.urls.public.clone().unwrap(),
+        sluice_runtime::Parts {
+            keys: sluice_runtime::local_keyring(&config).unwrap(),
+            store: Arc::new(store),
+            ledger: local.ledger.clone(),
+            records: Arc::new(local.records.clone()),
+            catalog: Default::default(),
+            imports_dispatch: None,
+            scanner: Some(scanner),
+        },
+    )
+}
+
 /// GuardDuty Malware Protection for S3, as sluice reads it: the real
 /// `sluice_aws::GuardDutyTags` reading `GuardDutyMalwareScanStatus` through
 /// aws-sdk-s3 from moto's S3 (which keeps object tags; s3s-fs 0.14.1 has
@@ -747,7 +744,6 @@ mod at_once {
 mod on_guardduty {
     use std::sync::Arc;
 
-    use sluice::config::ScanMode;
     use sluice::service::files::FileState;
     use sluice::{Error, FileMeta};
 
@@ -804,30 +800,11 @@ mod on_guardduty {
         bucket: &sluice_aws::S3Store,
         allow_unscanned: bool,
     ) -> sluice::Sluice {
-        let mut config = sluice::Config::from_vars([
-            ("SLUICE_DATA_DIR".to_owned(), dir.display().to_string()),
-            (
-                "SLUICE_PUBLIC_URL".to_owned(),
-                "http://127.0.0.1:8787".to_owned(),
-            ),
-        ])
-        .unwrap();
-        config.scan.mode = ScanMode::GuardDuty;
-        config.scan.allow_unscanned = allow_unscanned;
-        let store = sluice_runtime::local_store(&config).unwrap();
-        let local = sluice_runtime::local_records(&config, Some(store.clone())).unwrap();
-        sluice_runtime::assemble_parts(
-            &config,
-            "http://127.0.0.1:8787".parse().unwrap(),
-            sluice_runtime::Parts {
-                keys: sluice_runtime::local_keyring(&config).unwrap(),
-                store: Arc::new(store),
-                ledger: local.ledger.clone(),
-                records: Arc::new(local.records.clone()),
-                catalog: Default::default(),
-                imports_dispatch: None,
-                scanner: Some(Arc::new(sluice_aws::GuardDutyTags::new(bucket.clone()))),
-            },
+        scanning_in_process(
+            dir,
+            Arc::new(sluice_aws::GuardDutyTags::new(bucket.clone())),
+            &[],
+            |scan| scan.allow_unscanned = allow_unscanned,
         )
     }
 
@@ -866,10 +843,7 @@ mod on_guardduty {
 
     #[test]
     fn guarddutys_tag_decides_whether_a_file_is_used() {
-        let mut command =
-            std::process::Command::new(crate::mcp_clients::root().join(".venv/bin/python"));
-        command.arg(crate::mcp_clients::root().join("tests/clients/moto_s3.py"));
-        let (mut moto, port) = crate::util::spawn_announcing(command);
+        let (mut moto, port) = crate::util::start_moto_s3();
         let bucket = sluice::config::S3Config {
             bucket: BUCKET.into(),
             endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),

@@ -698,6 +698,17 @@ fn the_log_level_of_a_deployment_never_reaches_trace() {
 /// The alarms on sluice's own metrics name metrics the functions write,
 /// with the dimensions they write them with: an alarm on a name or a
 /// dimension nobody writes would never fire.
+/// An alarm's (or a metric math alarm's metric's) dimensions: each name
+/// with its value.
+fn dimensions_of(metric: &Yaml) -> Vec<(String, Yaml)> {
+    key(metric, "Dimensions")
+        .as_vec()
+        .unwrap()
+        .iter()
+        .map(|d| (key(d, "Name").as_str().unwrap().to_owned(), key(d, "Value")))
+        .collect()
+}
+
 #[test]
 fn the_alarms_on_sluices_metrics_read_what_the_functions_write() {
     let t = template();
@@ -716,12 +727,7 @@ fn the_alarms_on_sluices_metrics_read_what_the_functions_write() {
             Some(sluice::telemetry::REFUSALS),
             "{name}"
         );
-        let dimensions: Vec<(String, Yaml)> = key(&props, "Dimensions")
-            .as_vec()
-            .unwrap()
-            .iter()
-            .map(|d| (key(d, "Name").as_str().unwrap().to_owned(), key(d, "Value")))
-            .collect();
+        let dimensions = dimensions_of(&props);
         assert_eq!(
             dimensions
                 .iter()
@@ -764,12 +770,7 @@ fn the_alarms_on_sluices_metrics_read_what_the_functions_write() {
                 Some(sluice::telemetry::SCANS),
                 "{name:?}"
             );
-            let dimensions: Vec<(String, Yaml)> = key(&metric, "Dimensions")
-                .as_vec()
-                .unwrap()
-                .iter()
-                .map(|d| (key(d, "Name").as_str().unwrap().to_owned(), key(d, "Value")))
-                .collect();
+            let dimensions = dimensions_of(&metric);
             assert_eq!(dimensions[0].0, "Function", "{name:?}");
             assert_eq!(dimensions[1].0, "verdict", "{name:?}");
             let infected = sluice::records::Verdict::Infected {

@@ -539,6 +539,14 @@ pub fn release_fifo(path: &Path) {
         .open(path);
 }
 
+/// moto's S3 on loopback (it keeps object versions and tags, which
+/// s3s-fs does not): the child, killed by its caller, and its port.
+pub fn start_moto_s3() -> (Child, String) {
+    let mut command = Command::new(crate::mcp_clients::root().join(".venv/bin/python"));
+    command.arg(crate::mcp_clients::root().join("tests/clients/moto_s3.py"));
+    spawn_announcing(command)
+}
+
 /// Spawns `command` (stdout piped) and returns it with what its first line
 /// announces after `listening on `; the rest of its output keeps being read,
 /// since a closed pipe would fail the server's next write. A process that
