@@ -546,6 +546,11 @@ fn a_file_with_no_verdict_by_the_deadline_is_rejected_unscanned() {
         json!({"file": ticket["handle"]}),
     ));
     assert!(message.contains("unscanned"), "{message}");
+    assert_eq!(
+        metric(&server, "sluice_scans_total{verdict=\"unscanned\"}"),
+        1.0,
+        "the deadline's verdict is counted"
+    );
 }
 
 /// A scan that ended with the server (clamd's run in its background)
