@@ -6,7 +6,6 @@
 //! tag yet: the scan goes on. The tag carries no threat's name (GuardDuty's
 //! finding does).
 
-use aws_sdk_s3::error::DisplayErrorContext;
 use sluice::FileMeta;
 use sluice::scan::{Finding, ScanError, Scanner};
 use sluice::store::ObjectStore;
@@ -54,28 +53,12 @@ impl Scanner for GuardDutyTags {
     }
 
     async fn scan(&self, file: &FileMeta, _store: &dyn ObjectStore) -> Result<Finding, ScanError> {
-        let key = file.object_key();
-        let tags = self
+        let status = self
             .bucket
-            .client()
-            .get_object_tagging()
-            .bucket(self.bucket.bucket())
-            .key(key.as_str())
-            .send()
-            .await
-            .map_err(|e| {
-                if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) {
-                    ScanError::Gone
-                } else {
-                    ScanError::Unreachable(DisplayErrorContext(e).to_string())
-                }
-            })?;
-        let status = tags
-            .tag_set()
-            .iter()
-            .find(|t| t.key() == SCAN_STATUS_TAG)
-            .map(|t| t.value());
-        Ok(finding(status))
+            .tag(&file.object_key(), SCAN_STATUS_TAG)
+            .await?
+            .ok_or(ScanError::Gone)?;
+        Ok(finding(status.as_deref()))
     }
 }
 

@@ -77,17 +77,6 @@ impl Scan {
         self.mode != ScanMode::Off
     }
 
-    /// No scanning.
-    pub fn off() -> Self {
-        Self {
-            mode: ScanMode::Off,
-            at_once: 2,
-            timeout: Duration::from_secs(600),
-            deadline: Duration::from_secs(3600),
-            allow_unscanned: false,
-        }
-    }
-
     pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
         let mode = match vars.value("SLUICE_SCAN") {
             Some("clamd") => {

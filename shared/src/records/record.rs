@@ -200,6 +200,12 @@ impl FileRecord {
         self.scan = scan.and_then(ScanNote::from_json);
         self
     }
+
+    /// Why its malware scan refused it (`malware: …`, `unscanned: …`), as
+    /// its note says; `None` for a file no verdict refused.
+    pub fn refusal(&self) -> Option<String> {
+        self.scan.as_ref()?.verdict.as_ref()?.refusal()
+    }
 }
 
 /// A record kept whole as JSON under its id (a batch, an import): the same

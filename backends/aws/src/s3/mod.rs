@@ -85,6 +85,32 @@ impl S3Store {
         Ok(Some(chunks.concat().into()))
     }
 
+    /// The value of the tag `name` on `key`'s object (`Some(None)`: the
+    /// object has no such tag), or `None` if there is no object.
+    pub async fn tag(
+        &self,
+        key: &ObjectKey,
+        name: &str,
+    ) -> Result<Option<Option<String>>, StoreError> {
+        match self
+            .client
+            .get_object_tagging()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+        {
+            Ok(out) => Ok(Some(
+                out.tag_set()
+                    .iter()
+                    .find(|t| t.key() == name)
+                    .map(|t| t.value().to_owned()),
+            )),
+            Err(e) if not_found(&e) => Ok(None),
+            Err(e) => Err(s3_error(e, key.as_str())),
+        }
+    }
+
     /// The SDK client, for tests and setup.
     pub fn client(&self) -> &aws_sdk_s3::Client {
         &self.client
@@ -273,9 +299,7 @@ impl ObjectStore for S3Store {
             .await
         {
             Ok(out) => out,
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
-                return Ok(None);
-            }
+            Err(e) if not_found(&e) => return Ok(None),
             Err(e) => return Err(s3_error(e, key.as_str())),
         };
         // A whole-object SHA-256 is base64 of 32 bytes; a composite
@@ -442,6 +466,14 @@ impl ObjectStore for S3Store {
     fn parts(&self) -> Option<&dyn PartStore> {
         Some(self)
     }
+}
+
+/// S3's answer for a key with no object, where the operation models no
+/// `NoSuchKey` error (a HEAD has no body to carry one).
+fn not_found<E>(
+    e: &aws_sdk_s3::error::SdkError<E, aws_sdk_s3::config::http::HttpResponse>,
+) -> bool {
+    e.raw_response().is_some_and(|r| r.status().as_u16() == 404)
 }
 
 /// S3's answer to a conditional write whose condition failed

@@ -40,14 +40,11 @@ impl Batches {
                     Err(e @ (Error::StoreUnavailable | Error::Internal(_))) => return Err(e),
                     Err(e) => return Ok(Err(e.to_string())),
                 };
-                Ok(match self.files.stored(&file).await? {
-                    Stored::Ready(_) => Ok(file),
-                    Stored::Missing => Err(Error::NotUploaded.to_string()),
-                    Stored::Verifying => Err(Error::Verifying.to_string()),
-                    Stored::Mismatch => Err(Error::StoredMismatch.to_string()),
-                    Stored::Scanning => Err(Error::Scanning.to_string()),
-                    Stored::Refused(why) => Err(Error::ScanRejected(why).to_string()),
-                })
+                let stored = self.files.stored(&file).await?;
+                Ok(stored
+                    .deliverable()
+                    .map(|_| file)
+                    .map_err(|e| e.to_string()))
             })
             .buffered(AT_ONCE)
             .try_collect()

@@ -165,17 +165,9 @@ impl Downloads {
     /// A link for a file found stored, taken from its owner's hourly
     /// allowance of download bytes.
     async fn ticket_if_stored(&self, file: &FileMeta) -> Result<DownloadTicket, Error> {
-        match self.files.stored(file).await? {
-            Stored::Ready(_) => {
-                self.limits.charge_download(file).await?;
-                Ok(self.download_ticket(file))
-            }
-            Stored::Missing => Err(Error::NotUploaded),
-            Stored::Verifying => Err(Error::Verifying),
-            Stored::Scanning => Err(Error::Scanning),
-            Stored::Refused(why) => Err(Error::ScanRejected(why)),
-            Stored::Mismatch => Err(Error::StoredMismatch),
-        }
+        self.files.stored(file).await?.deliverable()?;
+        self.limits.charge_download(file).await?;
+        Ok(self.download_ticket(file))
     }
 
     /// A single-use download link for a file the caller knows is stored

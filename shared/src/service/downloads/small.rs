@@ -6,7 +6,6 @@
 use super::Downloads;
 use crate::error::Error;
 use crate::file::{FileMeta, SMALL_FILE_MAX};
-use crate::service::files::stored::Stored;
 use crate::sha::Sha256;
 
 impl Downloads {
@@ -21,14 +20,7 @@ impl Downloads {
         }
         // With scanning on, only bytes that passed their scan.
         if self.files.scanning() {
-            match self.files.stored(file).await? {
-                Stored::Ready(_) => {}
-                Stored::Missing => return Err(Error::NotUploaded),
-                Stored::Verifying => return Err(Error::Verifying),
-                Stored::Scanning => return Err(Error::Scanning),
-                Stored::Refused(why) => return Err(Error::ScanRejected(why)),
-                Stored::Mismatch => return Err(Error::StoredMismatch),
-            }
+            self.files.stored(file).await?.deliverable()?;
         }
         self.read_verified(file).await?.ok_or(Error::NotUploaded)
     }

@@ -232,7 +232,7 @@ impl Files {
             return Ok((record, FileState::Ready));
         }
         // Refused by its scan: its bytes are gone, its record says why.
-        if let Some(scan::Gated::Refused(_)) = self.scan_state(record.scan.as_ref()) {
+        if self.held(&record) == Some(FileState::Rejected) {
             return Ok((record, FileState::Rejected));
         }
         let state = match self.stored(&record.file).await? {
@@ -310,15 +310,14 @@ impl Files {
             .await?
             .into_iter()
             .map(|(r, state)| FileListing {
+                reason: (state == FileState::Rejected)
+                    .then(|| r.refusal())
+                    .flatten(),
                 file_id: r.file.id.to_string(),
                 filename: r.file.filename,
                 size: r.file.size,
                 sha256: r.file.sha256,
                 content_type: r.file.content_type,
-                reason: match (state, r.scan.and_then(|n| n.verdict)) {
-                    (FileState::Rejected, Some(v)) => v.refusal(),
-                    _ => None,
-                },
                 state,
                 created_at: rfc3339(r.created_ms / 1000),
                 expires_at: rfc3339(r.expires_at),

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use super::Files;
 use super::stored::Stored;
+use super::{FileState, Files};
 use crate::config::Scan;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
@@ -108,10 +108,7 @@ impl Files {
     /// record says, or missing.
     pub(super) async fn missing_or_refused(&self, file: &FileMeta) -> Result<Stored, Error> {
         let record = self.base.records().get(&file.owner, &file.id).await?;
-        let refused = record
-            .and_then(|r| r.scan)
-            .and_then(|n| n.verdict)
-            .and_then(|v| v.refusal());
+        let refused = record.and_then(|r| r.refusal());
         Ok(refused.map_or(Stored::Missing, Stored::Refused))
     }
 
@@ -156,10 +153,7 @@ impl Files {
                     // Refused already: its bytes were deleted then.
                     Some(why) => Ok(Gated::Refused(why)),
                     // Passed, and not marked ready (that write failed).
-                    None => Ok(self.decided(file, verdict).await.unwrap_or_else(|e| {
-                        tracing::warn!(file_id = %file.id, error = %e, "a passing verdict was not recorded: the file stays scanning");
-                        Gated::Scanning
-                    })),
+                    None => Ok(or_still_scanning(file, self.decided(file, verdict).await)),
                 };
             }
             Some(ScanNote { since, .. }) => since,
@@ -181,10 +175,7 @@ impl Files {
                 allowed: false,
             };
             counted(file, since, &verdict);
-            return Ok(self.decided(file, verdict).await.unwrap_or_else(|e| {
-                tracing::warn!(file_id = %file.id, error = %e, "the deadline's verdict was not recorded: the file stays scanning");
-                Gated::Scanning
-            }));
+            return Ok(or_still_scanning(file, self.decided(file, verdict).await));
         }
         if gate.scanner.reads_bytes() {
             self.scan_in_background(file, since);
@@ -192,12 +183,10 @@ impl Files {
         }
         match self.attempt(&gate, file).await {
             Ok(Finding::Waiting) => Ok(Gated::Scanning),
-            // A verdict not recorded (a function that may not write the
-            // records, the table unavailable) leaves the file scanning.
-            Ok(finding) => Ok(self.found(file, since, finding).await.unwrap_or_else(|e| {
-                tracing::warn!(file_id = %file.id, error = %e, "a verdict was not recorded: the file stays scanning");
-                Gated::Scanning
-            })),
+            Ok(finding) => Ok(or_still_scanning(
+                file,
+                self.found(file, since, finding).await,
+            )),
             Err(e) => {
                 tracing::warn!(file_id = %file.id, error = %e, "no verdict yet: the scan is asked again at the next look");
                 crate::telemetry::scan_failed();
@@ -374,18 +363,27 @@ impl Files {
         Ok(Gated::Refused(why))
     }
 
-    /// Where `record`'s scan stands, from the record alone (a listing):
-    /// `None` when scanning is off or it has no note.
-    pub(crate) fn scan_state(&self, note: Option<&ScanNote>) -> Option<Gated> {
+    /// What `record` alone says of its scan (a status read from the
+    /// records): `Scanning` while its bytes wait for a verdict, `Rejected`
+    /// after one that refused; `None` with scanning off, before its bytes
+    /// were found stored, or after a verdict that passed.
+    pub(crate) fn held(&self, record: &FileRecord) -> Option<FileState> {
         self.gate.as_ref()?;
-        Some(match note?.verdict.as_ref() {
-            None => Gated::Scanning,
-            Some(v) => match v.refusal() {
-                None => Gated::Passed,
-                Some(why) => Gated::Refused(why),
-            },
-        })
+        match record.scan.as_ref()?.verdict.as_ref() {
+            None => Some(FileState::Scanning),
+            Some(v) => v.refusal().map(|_| FileState::Rejected),
+        }
     }
+}
+
+/// What deciding `file`'s verdict gave; one that could not be recorded (a
+/// function that may not write the records, the table unavailable) leaves
+/// the file scanning, for the next look to decide again.
+fn or_still_scanning(file: &FileMeta, decided: Result<Gated, Error>) -> Gated {
+    decided.unwrap_or_else(|e| {
+        tracing::warn!(file_id = %file.id, error = %e, "a verdict was not recorded: the file stays scanning");
+        Gated::Scanning
+    })
 }
 
 /// `file`'s scan gave `verdict`, `since` its bytes were stored: its audit

@@ -33,6 +33,21 @@ pub enum Stored {
     Refused(String),
 }
 
+impl Stored {
+    /// The object, if it may be delivered; otherwise the error that says
+    /// why not, as a download or a batch answers it.
+    pub fn deliverable(self) -> Result<ObjectInfo, Error> {
+        match self {
+            Stored::Ready(info) => Ok(info),
+            Stored::Missing => Err(Error::NotUploaded),
+            Stored::Verifying => Err(Error::Verifying),
+            Stored::Scanning => Err(Error::Scanning),
+            Stored::Refused(why) => Err(Error::ScanRejected(why)),
+            Stored::Mismatch => Err(Error::StoredMismatch),
+        }
+    }
+}
+
 impl Files {
     /// Where `file`'s object stands: the one decision of whether stored
     /// bytes match their pin, and (with scanning on) passed their scan

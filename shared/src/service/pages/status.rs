@@ -4,7 +4,6 @@
 use super::Pages;
 use super::*;
 use crate::service::files::FileState;
-use crate::service::files::scan::Gated;
 
 impl Pages {
     /// Where the browser upload `upload_id` of `owner` stands: for a page
@@ -110,23 +109,18 @@ impl Pages {
                 UploadState::Pending
             }));
         };
-        let (record, held) = match look {
+        let (record, state) = match look {
             Look::Store => {
                 let (record, state) = self.files.settle_state(record).await?;
-                let held = match state {
-                    FileState::Scanning => Some(Gated::Scanning),
-                    FileState::Rejected => Some(Gated::Refused(String::new())),
-                    _ => None,
-                };
-                (record, held)
+                (record, Some(state))
             }
             Look::Records => {
-                let held = self.files.scan_state(record.scan.as_ref());
+                let held = self.files.held(&record);
                 (record, held)
             }
         };
-        match held {
-            Some(Gated::Scanning) if !record.ready => {
+        match state {
+            Some(FileState::Scanning) if !record.ready => {
                 return Ok(UploadStatus {
                     file_id: Some(record.file.id.to_string()),
                     filename: Some(record.file.filename),
@@ -135,14 +129,11 @@ impl Pages {
                     ..status(UploadState::Scanning)
                 });
             }
-            Some(Gated::Refused(_)) if !record.ready => {
+            Some(FileState::Rejected) if !record.ready => {
                 return Ok(UploadStatus {
+                    reason: record.refusal(),
                     file_id: Some(record.file.id.to_string()),
                     filename: Some(record.file.filename),
-                    reason: record
-                        .scan
-                        .and_then(|n| n.verdict)
-                        .and_then(|v| v.refusal()),
                     ..status(UploadState::Rejected)
                 });
             }
