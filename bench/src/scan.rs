@@ -21,8 +21,7 @@ pub(crate) fn run(runs: usize) -> anyhow::Result<String> {
     let work = tempfile::tempdir()?;
     let file = work.path().join("payload.bin");
     let sha = make_file(&file, size)?;
-    let clamd_dir = work.path().join("clamd");
-    std::fs::create_dir_all(&clamd_dir)?;
+    let clamd_dir = Clamd::dir_in(work.path());
     let clamd = Clamd::start(&clamd_dir);
     let address = clamd.address();
     let sluice = start_sluice_with(

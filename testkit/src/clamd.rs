@@ -30,6 +30,14 @@ impl Clamd {
     /// Where clamd is: Debian's path.
     pub const BIN: &'static str = "/usr/sbin/clamd";
 
+    /// A directory of its own for a clamd, `clamd` in `parent`, made: where
+    /// its socket, database, configuration and log go, started or not.
+    pub fn dir_in(parent: &Path) -> PathBuf {
+        let dir = parent.join("clamd");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     /// The socket clamd in `dir` listens on, started or not.
     pub fn socket_in(dir: &Path) -> PathBuf {
         dir.join("clamd.sock")

@@ -75,8 +75,7 @@ fn metric(server: &Server, line_start: &str) -> f64 {
 #[test]
 fn a_clean_file_turns_ready_and_the_test_signatures_files_are_rejected_and_gone() {
     let work = tempfile::tempdir().unwrap();
-    let clamd_dir = work.path().join("clamd");
-    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd_dir = Clamd::dir_in(work.path());
     let clamd = Clamd::start(&clamd_dir);
     let data_dir = work.path().join("data");
     let log = work.path().join("sluice.log");
@@ -196,8 +195,7 @@ struct Held {
 impl Held {
     fn new() -> Self {
         let work = tempfile::tempdir().unwrap();
-        let clamd_dir = work.path().join("clamd");
-        std::fs::create_dir_all(&clamd_dir).unwrap();
+        let clamd_dir = Clamd::dir_in(work.path());
         let upstream = Upstream::start();
         let catalog = write_catalog(work.path(), &upstream.url);
         let address = Clamd::address_in(&clamd_dir);
@@ -355,8 +353,7 @@ fn an_imported_file_is_scanning_until_its_verdict() {
     let data = bytes(50_000, 51);
     let origin = crate::imports::Origin::start(crate::imports::routes, data.clone());
     let work = tempfile::tempdir().unwrap();
-    let clamd_dir = work.path().join("clamd");
-    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd_dir = Clamd::dir_in(work.path());
     let (address, port) = (Clamd::address_in(&clamd_dir), origin.port.to_string());
     let server = Server::start_in(
         &work.path().join("data"),
@@ -405,8 +402,7 @@ fn an_imported_file_is_scanning_until_its_verdict() {
 #[test]
 fn a_persons_upload_is_scanning_until_its_verdict() {
     let work = tempfile::tempdir().unwrap();
-    let clamd_dir = work.path().join("clamd");
-    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd_dir = Clamd::dir_in(work.path());
     let address = Clamd::address_in(&clamd_dir);
     let server = Server::start_in(
         &work.path().join("data"),
@@ -466,8 +462,7 @@ fn with_the_bytes_in_s3_the_infected_object_is_gone_from_the_bucket() {
         .unwrap()
         .block_on(emulators.create_bucket("scanned"));
     let work = tempfile::tempdir().unwrap();
-    let clamd_dir = work.path().join("clamd");
-    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd_dir = Clamd::dir_in(work.path());
     let clamd = Clamd::start(&clamd_dir);
     let env = emulators.s3_env("scanned");
     let address = clamd.address();
@@ -560,8 +555,7 @@ fn a_file_with_no_verdict_by_the_deadline_is_rejected_unscanned() {
 #[test]
 fn a_scan_left_by_a_restart_starts_again_on_its_own() {
     let work = tempfile::tempdir().unwrap();
-    let clamd_dir = work.path().join("clamd");
-    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd_dir = Clamd::dir_in(work.path());
     let address = Clamd::address_in(&clamd_dir);
     let data_dir = work.path().join("data");
     let env = [("SLUICE_SCAN", "clamd"), ("SLUICE_CLAMD", address.as_str())];

@@ -903,8 +903,7 @@ fn a_scanned_files_events_wait_for_its_verdict_and_say_it() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("received.jsonl");
     let secret = secret(9);
-    let clamd_dir = dir.path().join("clamd");
-    std::fs::create_dir_all(&clamd_dir).unwrap();
+    let clamd_dir = Clamd::dir_in(dir.path());
     let clamd = Clamd::start(&clamd_dir);
     let receiver = Receiver::start(&secret, &log, 0, &[]);
     let address = clamd.address();
