@@ -12,7 +12,7 @@ use crate::mcp_clients::root;
 use crate::util::{Server, bytes, call_tool, request, tool_error, tool_ok};
 
 /// The samples of a scrape, as the Prometheus client's parser reads them.
-fn parsed(text: &str) -> Vec<Value> {
+pub(crate) fn parsed(text: &str) -> Vec<Value> {
     let mut child = Command::new(root().join(".venv/bin/python"))
         .arg(root().join("tests/clients/metrics_parse.py"))
         .stdin(Stdio::piped())
@@ -41,7 +41,7 @@ fn parsed(text: &str) -> Vec<Value> {
 
 /// The value of sample `name` with exactly `labels` among its labels; 0
 /// when there is none (a counter not yet moved is not exposed).
-fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
+pub(crate) fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
     samples
         .iter()
         .filter(|s| s["name"] == name)
@@ -50,7 +50,7 @@ fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
-fn scrape(server: &Server, headers: &[(&str, &str)]) -> crate::util::Reply {
+pub(crate) fn scrape(server: &Server, headers: &[(&str, &str)]) -> crate::util::Reply {
     request("GET", &format!("{}/metrics", server.base), headers, None)
 }
 

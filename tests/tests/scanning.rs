@@ -63,13 +63,15 @@ fn any_file_holds(dir: &Path, needle: &[u8]) -> bool {
         .any(|p| std::fs::read(p).is_ok_and(|data| data.windows(needle.len()).any(|w| w == needle)))
 }
 
-fn metric(server: &Server, line_start: &str) -> f64 {
-    let text = request("GET", &format!("{}/metrics", server.base), &[], None).text();
-    text.lines()
-        .find(|l| l.starts_with(line_start))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
+/// Sample `name` with label `verdict`, as the Prometheus client's parser
+/// reads a scrape (0 when not exposed yet).
+fn metric(server: &Server, name: &str, verdict: &str) -> f64 {
+    use crate::metrics::{parsed, scrape, value};
+    value(
+        &parsed(&scrape(server, &[]).text()),
+        name,
+        &[("verdict", verdict)],
+    )
 }
 
 #[test]
@@ -143,15 +145,9 @@ fn a_clean_file_turns_ready_and_the_test_signatures_files_are_rejected_and_gone(
 
     // Counted by verdict, and each verdict has its audit line naming the
     // scanner and its version.
-    assert_eq!(
-        metric(&server, "sluice_scans_total{verdict=\"clean\"}"),
-        1.0
-    );
-    assert_eq!(
-        metric(&server, "sluice_scans_total{verdict=\"infected\"}"),
-        2.0
-    );
-    assert!(metric(&server, "sluice_scan_seconds_count{verdict=\"clean\"}") >= 1.0);
+    assert_eq!(metric(&server, "sluice_scans_total", "clean"), 1.0);
+    assert_eq!(metric(&server, "sluice_scans_total", "infected"), 2.0);
+    assert!(metric(&server, "sluice_scan_seconds_count", "clean") >= 1.0);
     server.stop();
     let log = std::fs::read_to_string(&log).unwrap();
     let scanned: Vec<&str> = log
@@ -542,7 +538,7 @@ fn a_file_with_no_verdict_by_the_deadline_is_rejected_unscanned() {
     ));
     assert!(message.contains("unscanned"), "{message}");
     assert_eq!(
-        metric(&server, "sluice_scans_total{verdict=\"unscanned\"}"),
+        metric(&server, "sluice_scans_total", "unscanned"),
         1.0,
         "the deadline's verdict is counted"
     );
@@ -570,7 +566,7 @@ fn a_scan_left_by_a_restart_starts_again_on_its_own() {
     let _clamd = Clamd::start(&clamd_dir);
     let server = Server::start_in(&data_dir, &env);
     let started = Instant::now();
-    while metric(&server, "sluice_scans_total{verdict=\"clean\"}") < 1.0 {
+    while metric(&server, "sluice_scans_total", "clean") < 1.0 {
         assert!(
             started.elapsed() < Duration::from_secs(60),
             "the scan never started again"
@@ -592,10 +588,7 @@ fn a_file_deleted_while_scanning_stays_deleted() {
     // Longer than the retry's longest wait so far: the scan has run again.
     std::thread::sleep(Duration::from_secs(5));
     assert_eq!(held.state(), Value::Null, "not listed");
-    assert_eq!(
-        metric(&held.server, "sluice_scans_total{verdict=\"clean\"}"),
-        0.0
-    );
+    assert_eq!(metric(&held.server, "sluice_scans_total", "clean"), 0.0);
     assert!(
         stored_objects(&held.server.data_dir).is_empty(),
         "no byte left"
