@@ -142,6 +142,12 @@ pub enum Error {
         "the server's disk is full: nothing was stored and the link can be used again once space is freed"
     )]
     DiskFull,
+    /// The caller's token was not granted a scope this needs (a step of a
+    /// call whose own scope it has: an action that imports a file).
+    #[error(
+        "this needs the '{0}' scope, which your token was not granted; nothing was fetched or run"
+    )]
+    NotGranted(crate::auth::Scope),
     /// An action that is not in the catalog.
     #[error("there is no action named {0:?}")]
     UnknownAction(String),
@@ -233,6 +239,7 @@ impl Error {
             Error::LedgerUnavailable => "ledger_unavailable",
             Error::StoreFull => "store_full",
             Error::DiskFull => "disk_full",
+            Error::NotGranted(_) => "not_granted",
             Error::UnknownAction(_) => "unknown_action",
             Error::Field { .. } => "field",
             Error::FormNotAnObject => "form_not_an_object",
@@ -355,6 +362,13 @@ pub enum FieldError {
         "{0} is being scanned for malware, so the action was not run with it: ask again in a moment"
     )]
     Scanning(String),
+    /// A file given inline (a `data:` URI) where every file is scanned for
+    /// malware before it is used: inline bytes would reach the upstream
+    /// unscanned.
+    #[error(
+        "this server scans every file for malware before it is used, so a file cannot be given inline as a data: URI; nothing was sent"
+    )]
+    InlineWhileScanning,
     /// A file its malware scan refused.
     #[error(
         "{0} was rejected by its malware scan ({1}), so the action was not run with it; its bytes were deleted"
@@ -403,6 +417,8 @@ impl From<StoreError> for Error {
         match e {
             StoreError::QuotaExceeded { .. } => Error::StoreFull,
             StoreError::AlreadyExists => Error::AlreadyUploaded,
+            // Deleted under way: the link is no more, as any dead link.
+            StoreError::Gone => Error::NotFound,
             StoreError::MissingPart(n) => Error::Invalid(format!(
                 "part {n} has not been uploaded: run the same upload command again to send it"
             )),

@@ -194,6 +194,20 @@ mod guard_props {
             }
         }
 
+        /// IPv6 is admitted, not denied: any address outside global
+        /// unicast (2000::/3) that carries no IPv4 address is refused,
+        /// whatever range it is in (IPv4-translated `::ffff:0:a.b.c.d`
+        /// among them).
+        #[test]
+        fn an_ipv6_address_outside_global_unicast_is_refused(bits in any::<u128>()) {
+            let v6 = Ipv6Addr::from(bits);
+            prop_assume!(bits >> 125 != 0b001);
+            prop_assume!(crate::fetch::guard::embedded_v4(v6).is_none());
+            prop_assert!(public().refused_range(IpAddr::V6(v6)).is_some(), "{} admitted", v6);
+            let translated = Ipv6Addr::from((0xffff_u128 << 48) | (bits & 0xffff_ffff));
+            prop_assert!(public().refused_range(IpAddr::V6(translated)).is_some(), "{} admitted", translated);
+        }
+
         #[test]
         fn an_address_spelled_otherwise_is_the_address(v4 in v4()) {
             let guard = public();

@@ -47,7 +47,19 @@ pub enum Kind {
     /// Waiting `get_upload_status` calls (each holds a connection or an
     /// instance while it waits): one over the rate answers at once.
     Waits,
+    /// Appends (`PATCH`) to one resumable upload (keyed by the file): each
+    /// that writes syncs the disk, so a link holder cannot make sluice
+    /// sync it over and over.
+    Appends,
 }
+
+/// Appends to one resumable upload: a tus client sends one request a chunk
+/// (the page's chunks are the part size, 64 MiB by default) and a few more
+/// to resume; far more is someone else.
+const APPENDS: Rate = Rate {
+    per_minute: 600,
+    burst: 120,
+};
 
 /// Completions of one upload in parts: a line asks again as soon as a
 /// proof that goes on answers (each ask taking up to the proof's budget),
@@ -78,6 +90,9 @@ impl Kind {
                 "this upload was asked to complete too many times in a short time: nothing was done"
             }
             Kind::Waits => "too many waiting status calls in a short time: this one did not wait",
+            Kind::Appends => {
+                "too many requests to this upload in a short time: nothing was written"
+            }
         }
     }
 }
@@ -109,6 +124,7 @@ pub struct Limits {
     page_starts: KeyedRate,
     completions: KeyedRate,
     waits: KeyedRate,
+    appends: KeyedRate,
     download_bytes_per_hour: u64,
 }
 
@@ -123,6 +139,7 @@ impl Limits {
             page_starts: KeyedRate::new(rates.page_starts, Kind::PageStarts),
             completions: KeyedRate::new(COMPLETIONS, Kind::Completions),
             waits: KeyedRate::new(WAITS, Kind::Waits),
+            appends: KeyedRate::new(APPENDS, Kind::Appends),
             download_bytes_per_hour: rates.download_bytes_per_hour,
         }
     }
@@ -151,6 +168,7 @@ impl Limits {
             Kind::PageStarts => &self.page_starts,
             Kind::Completions => &self.completions,
             Kind::Waits => &self.waits,
+            Kind::Appends => &self.appends,
         }
         .check_n(key, n)
     }

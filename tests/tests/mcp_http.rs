@@ -549,6 +549,9 @@ fn every_tool_has_a_title_and_hints_true_to_what_it_does() {
     ] {
         assert_eq!(hints(adds), (false, false, false, false), "{adds}");
     }
+    // An import adds a file fetched from the web: an open world, as
+    // docs/tools.md says (imports are on by default).
+    assert_eq!(hints("import_file"), (false, false, false, true));
     // Deleting removes for good, and a second delete changes nothing more.
     assert_eq!(hints("delete_file"), (false, true, true, false));
     // An action is the team's backend's to say: the host asks first.

@@ -523,7 +523,7 @@ fn a_file_with_no_verdict_by_the_deadline_is_rejected_unscanned() {
         "rejected",
     );
     assert_eq!(
-        entry["reason"], "unscanned: no verdict within 2 s of its upload",
+        entry["reason"], "unscanned: no verdict within 2 s of its first scan",
         "{entry}"
     );
     assert!(

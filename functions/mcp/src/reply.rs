@@ -97,7 +97,9 @@ fn field_step(reason: &FieldError) -> Option<&'static str> {
         FieldError::NotAFileValue | FieldError::NotAFile => {
             "upload the file with request_upload, run its command, and pass the \"$uploadedFile:…\" handle it returned"
         }
-        FieldError::BadDataUri(_) => "upload the file with request_upload and pass its handle",
+        FieldError::BadDataUri(_) | FieldError::InlineWhileScanning => {
+            "upload the file with request_upload (or upload_small_file) and pass its handle"
+        }
         FieldError::FileIdNotHandle => {
             "pass the file's handle (the \"$uploadedFile:…\" value request_upload returned)"
         }
@@ -282,6 +284,7 @@ mod tests {
                 FieldError::ScanRejected("a.pdf".into(), "malware: X".into()),
                 None,
             ),
+            (FieldError::InlineWhileScanning, Some("request_upload")),
             (FieldError::Refused("no".into()), None),
         ];
         for (e, _) in &examples {
@@ -309,6 +312,7 @@ mod tests {
                 | FieldError::StoredMismatch
                 | FieldError::Scanning(_)
                 | FieldError::ScanRejected(..)
+                | FieldError::InlineWhileScanning
                 | FieldError::Refused(_) => {}
             }
         }

@@ -49,6 +49,9 @@ pub enum Effect {
     /// Adds something new (an upload, a file) on each call and never
     /// changes or removes what is there.
     Adds,
+    /// Adds a file fetched from the open web (a URL the caller names):
+    /// new on each call, and reaching outside sluice.
+    FetchesFromWeb,
     /// Removes one of the caller's things for good; doing it again changes
     /// nothing more.
     Deletes,
@@ -63,6 +66,7 @@ impl Effect {
         let (read_only, destructive, idempotent, open_world) = match self {
             Effect::Reads => (true, false, true, false),
             Effect::Adds => (false, false, false, false),
+            Effect::FetchesFromWeb => (false, false, false, true),
             Effect::Deletes => (false, true, true, false),
             Effect::RunsUpstream => (false, true, false, true),
         };
@@ -114,7 +118,7 @@ pub const TOOLS: &[ToolSpec] = &[
     spec(
         "import_file",
         "Import a file from a URL",
-        Effect::Adds,
+        Effect::FetchesFromWeb,
         Scope::FilesWrite,
         output::<ImportTicket>,
     ),

@@ -224,17 +224,14 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
     ) -> Result<CallToolResult, ErrorData> {
         finish(async {
             let caller = caller(&parts)?;
-            let wait = Duration::from_secs(arg.wait_seconds.unwrap_or(0).into())
-                .min(self.sluice.transfers().status_wait);
-            // A few waits a user, one an upload, within a rate: any other
-            // call answers at once (it would hold a connection for nothing).
-            let waiting = (!wait.is_zero())
-                .then(|| self.sluice.pages().begin_wait(&caller.owner, &arg.upload_id))
-                .flatten();
-            let wait = if waiting.is_some() { wait } else { Duration::ZERO };
+            // The waits part: a few waits a user, one an upload, within a
+            // rate; any other call answers at once.
+            let asked = Duration::from_secs(arg.wait_seconds.unwrap_or(0).into());
+            let wait = self.sluice.limits().wait(&caller.owner, &arg.upload_id, asked);
             let status = self
-                .wait_for_upload(&caller.owner, &arg.upload_id, wait, meta.get_progress_token(), &peer)
+                .wait_for_upload(&caller.owner, &arg.upload_id, wait.time(), meta.get_progress_token(), &peer)
                 .await?;
+            drop(wait);
             let summary = match (&status.state, &status.filename, status.size) {
                 (UploadState::Ready, _, _) if status.files.is_some() => format!(
                     "Uploaded {} file(s): use each one's handle (`files`).",

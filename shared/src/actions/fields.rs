@@ -99,6 +99,50 @@ impl Plan {
     }
 }
 
+/// The form alone, before anything is fetched, read or spent: `fields` an
+/// object, no field the form lacks, every required field given, each
+/// scalar of its type, a FileList a list (or a batch handle). A file's
+/// value is checked by [`plan`], once what it names is known (a file a
+/// host hands over is fetched first, and only after this check).
+pub(crate) fn check_form(action: &Action, fields: &Value) -> Result<(), Error> {
+    let empty = Map::new();
+    let given = match fields {
+        Value::Object(map) => map,
+        Value::Null => &empty,
+        _ => return Err(Error::FormNotAnObject),
+    };
+    no_unknown_fields(action, given)?;
+    for field in &action.fields {
+        let Some(value) = given.get(&field.name).filter(|v| !v.is_null()) else {
+            if field.required {
+                return Err(Error::field(&field.name, FieldError::Required));
+            }
+            continue;
+        };
+        match &field.kind {
+            FieldKind::File => {}
+            FieldKind::FileList if value.is_array() || value.is_string() => {}
+            FieldKind::FileList => return Err(Error::field(&field.name, FieldError::NotAList)),
+            kind => drop(check_scalar(field, kind, value.clone())?),
+        }
+    }
+    Ok(())
+}
+
+/// Refuses the first of `given`'s names that `action`'s form lacks.
+fn no_unknown_fields(action: &Action, given: &Map<String, Value>) -> Result<(), Error> {
+    match given.keys().find(|name| action.field(name).is_none()) {
+        Some(name) => Err(Error::field(
+            name,
+            FieldError::NoSuchField {
+                action: action.name.clone(),
+                known: action.fields.iter().map(|f| f.name.clone()).collect(),
+            },
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Checks `fields` against `action`'s form, verifying each handle with `redeem`.
 pub(crate) fn plan(redeem: Redeem<'_>, action: &Action, fields: Value) -> Result<Plan, Error> {
     let given = match fields {
@@ -113,17 +157,7 @@ pub(crate) fn plan(redeem: Redeem<'_>, action: &Action, fields: Value) -> Result
         files: Vec::new(),
         nonce: format!("\u{1}sluice-file-{}-", crate::keys::random_id::<12>()),
     };
-    for name in given.keys() {
-        if action.field(name).is_none() {
-            return Err(Error::field(
-                name,
-                FieldError::NoSuchField {
-                    action: action.name.clone(),
-                    known: action.fields.iter().map(|f| f.name.clone()).collect(),
-                },
-            ));
-        }
-    }
+    no_unknown_fields(action, &given)?;
     let mut given = given;
     for field in &action.fields {
         let value = given.remove(&field.name).unwrap_or(Value::Null);

@@ -57,12 +57,19 @@ impl std::fmt::Display for ClamdAddress {
 pub struct Scan {
     /// Which scanner (`SLUICE_SCAN`, `SLUICE_CLAMD`).
     pub mode: ScanMode,
-    /// Scans at once in one server (`SLUICE_SCANS_AT_ONCE`).
+    /// The most bytes clamd takes in one stream, its `StreamMaxLength`
+    /// (`SLUICE_CLAMD_STREAM_MAX_BYTES`): a stream clamd ends before its
+    /// last byte is "cannot scan" only for a file over it; any other break
+    /// is a scan to try again.
+    pub clamd_stream_max: u64,
+    /// Scans at once in one server, shared among the files' owners in
+    /// turn (`SLUICE_SCANS_AT_ONCE`).
     pub at_once: usize,
     /// One attempt at a file's scan (`SLUICE_SCAN_TIMEOUT_SECS`).
     pub timeout: Duration,
-    /// How long a file may wait for its verdict, from its bytes stored:
-    /// past it, it is `unscanned` (`SLUICE_SCAN_DEADLINE_SECS`).
+    /// How long a file may wait for its verdict, from its scan's first
+    /// attempt (a file waiting for a turn is not held to it): past it, it
+    /// is `unscanned` (`SLUICE_SCAN_DEADLINE_SECS`).
     pub deadline: Duration,
     /// Whether a file the scanner cannot scan (over its size limit, a type
     /// it does not take) is let through (`SLUICE_SCAN_UNSCANNED=allow`) or
@@ -95,6 +102,7 @@ impl Scan {
         };
         Ok(Self {
             mode,
+            clamd_stream_max: vars.positive("SLUICE_CLAMD_STREAM_MAX_BYTES")?,
             at_once: vars.count("SLUICE_SCANS_AT_ONCE")?,
             timeout: vars.secs("SLUICE_SCAN_TIMEOUT_SECS")?,
             deadline: vars.secs("SLUICE_SCAN_DEADLINE_SECS")?,

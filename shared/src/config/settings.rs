@@ -682,11 +682,18 @@ pub const SETTINGS: &[Setting] = &[
         "where clamd listens, with `SLUICE_SCAN=clamd`: `unix:/run/clamav/clamd.ctl` or `tcp:127.0.0.1:3310`",
     ),
     s(
+        "SLUICE_CLAMD_STREAM_MAX_BYTES",
+        Scan,
+        Parse::Positive,
+        Value("104857600"),
+        "clamd's `StreamMaxLength` (set it as clamd.conf does; clamd's own default is 100M): a file over it that clamd cuts off is one it cannot scan (`SLUICE_SCAN_UNSCANNED`); any other break of the stream is tried again",
+    ),
+    s(
         "SLUICE_SCANS_AT_ONCE",
         Scan,
         Parse::Positive,
         Value("2"),
-        "files streamed to clamd at once by one server (more wait their turn)",
+        "files streamed to clamd at once by one server, the turns shared among the files' owners in rotation (one user's many files never hold back another's)",
     ),
     s(
         "SLUICE_SCAN_TIMEOUT_SECS",
@@ -700,7 +707,7 @@ pub const SETTINGS: &[Setting] = &[
         Scan,
         Parse::Seconds,
         Value("3600"),
-        "how long a file may stay `scanning`, from its bytes stored: past it, it is rejected (`unscanned`) and its bytes deleted",
+        "how long a file may stay `scanning`, from its scan's first attempt (time waiting for a turn does not count): past it, it is rejected (`unscanned`) and its bytes deleted",
     ),
     s(
         "SLUICE_SCAN_UNSCANNED",

@@ -132,8 +132,21 @@ pub const REFUSED_V4: &[Range4] = &[
     (Ipv4Addr::new(240, 0, 0, 0), 4, "a reserved address"),
 ];
 
-/// The IPv6 ranges refused outright. The forms that carry an IPv4 address
-/// (mapped `::ffff:0:0/96`, compatible `::/96`, NAT64 `64:ff9b::/96`, 6to4
+/// The only IPv6 addresses admitted: global unicast (`2000::/3`), outside
+/// the rows of [`REFUSED_V6`] that lie within it. IPv6 is admitted, not
+/// denied: an address of any other range (the IPv4-translated
+/// `::ffff:0:0:0/96`, a range assigned after this was written) is refused,
+/// except the forms that carry an IPv4 address, checked as it.
+pub const GLOBAL_UNICAST: Range6 = (
+    Ipv6Addr::new(0x2000, 0, 0, 0, 0, 0, 0, 0),
+    3,
+    "not a global unicast address (2000::/3)",
+);
+
+/// The IPv6 ranges refused by name: those inside [`GLOBAL_UNICAST`] that
+/// are not globally reachable, and, for the refusal's words, the usual
+/// ones outside it. The forms that carry an IPv4 address (mapped
+/// `::ffff:0:0/96`, compatible `::/96`, NAT64 `64:ff9b::/96`, 6to4
 /// `2002::/16`) are checked by the address they carry instead.
 pub const REFUSED_V6: &[Range6] = &[
     (Ipv6Addr::UNSPECIFIED, 128, "the unspecified address"),
@@ -239,7 +252,10 @@ impl Guard {
                 if self.allow_loopback && v6 == Ipv6Addr::LOCALHOST {
                     return None;
                 }
-                REFUSED_V6.iter().find(|r| in_v6(v6, r)).map(|r| r.2)
+                if let Some(named) = REFUSED_V6.iter().find(|r| in_v6(v6, r)) {
+                    return Some(named.2);
+                }
+                (!in_v6(v6, &GLOBAL_UNICAST)).then_some(GLOBAL_UNICAST.2)
             }
         }
     }
@@ -461,10 +477,22 @@ mod tests {
             "ff02::1",
             "224.0.0.251",
             "255.255.255.255",
+            // IPv4-translated (SIIT, ::ffff:0:0:0/96): outside global
+            // unicast, so refused, though no row names it.
+            "::ffff:0:7f00:1",
+            "::ffff:0:a9fe:a9fe",
+            // Ranges no row names, outside 2000::/3.
+            "4000::1",
+            "1::1",
+            "e000::1",
         ] {
             let ip: IpAddr = addr.parse().unwrap();
             assert!(guard.refused_range(ip).is_some(), "{addr}");
         }
+        assert!(matches!(
+            refused(&guard, "http://[::ffff:0:7f00:1]/"),
+            Refusal::Address { .. }
+        ));
     }
 
     /// The URL parser turns odd spellings into the address they mean, and

@@ -266,11 +266,17 @@ pub fn url_filename(url: &Url) -> Option<String> {
 }
 
 /// A name from elsewhere (a server's header, a URL) made a plain file
-/// name: its last path component, no control characters, at most 255
-/// bytes; `None` if nothing is left.
+/// name: its last path component, no control characters and no invisible
+/// ones (bidi controls, zero-width characters: `invoice\u{202E}fdp.exe`
+/// would read as `invoiceexe.pdf`; [`crate::filename::is_invisible`], as
+/// batch paths and stored names are cleaned), at most 255 bytes; `None` if
+/// nothing is left.
 pub fn plain_name(name: &str) -> Option<String> {
     let last = name.rsplit(['/', '\\']).next().unwrap_or(name);
-    let cleaned: String = last.chars().filter(|c| !c.is_control()).collect();
+    let cleaned: String = last
+        .chars()
+        .filter(|c| !c.is_control() && !crate::filename::is_invisible(*c))
+        .collect();
     let mut cleaned = cleaned.trim().trim_start_matches('.').trim().to_owned();
     while cleaned.len() > 255 {
         cleaned.pop();
@@ -281,6 +287,21 @@ pub fn plain_name(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remote_name_loses_its_bidi_and_invisible_characters() {
+        assert_eq!(
+            plain_name("invoice\u{202E}fdp.exe"),
+            Some("invoicefdp.exe".into())
+        );
+        assert_eq!(
+            plain_name("a\u{200B}b\u{2066}c\u{FEFF}.txt"),
+            Some("abc.txt".into())
+        );
+        let disposition = "attachment; filename*=UTF-8''invoice%E2%80%AEfdp.exe";
+        let named = disposition_filename(disposition).and_then(|n| plain_name(&n));
+        assert_eq!(named, Some("invoicefdp.exe".into()));
+    }
 
     #[test]
     fn names_from_headers_and_paths_are_made_plain() {

@@ -100,7 +100,9 @@ pub fn status_of(e: &Error) -> StatusCode {
         | Error::PartsNotTheFile(_)
         | Error::NotTheFile(_) => StatusCode::BAD_REQUEST,
         Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-        Error::OtherUsersHandle | Error::PageRefused(_) => StatusCode::FORBIDDEN,
+        Error::OtherUsersHandle | Error::PageRefused(_) | Error::NotGranted(_) => {
+            StatusCode::FORBIDDEN
+        }
         Error::NotFound => StatusCode::NOT_FOUND,
         Error::NotUploaded
         | Error::Verifying

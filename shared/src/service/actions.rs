@@ -27,7 +27,7 @@ use crate::actions::fields::{self, MAX_FILE_OCCURRENCES, Plan, Source};
 use crate::actions::results::{default_name, large_files};
 use crate::actions::upstream::Payload;
 use crate::actions::{FileDelivery, replace_placeholders};
-use crate::auth::Caller;
+use crate::auth::{Caller, Scope};
 use crate::datauri::DataUri;
 use crate::error::{Error, FieldError};
 use crate::file::{FileMeta, SMALL_FILE_MAX};
@@ -57,6 +57,28 @@ pub struct ResultFile {
     /// The download link and what it pins.
     #[serde(flatten)]
     pub ticket: DownloadTicket,
+}
+
+/// The File fields of `fields` that a host filled with a file it hands
+/// over (an object, not a handle), each parsed, or why it cannot be.
+fn handed_files(
+    action: &crate::actions::Action,
+    fields: &Value,
+) -> Vec<(String, Result<HostFile, Error>)> {
+    action
+        .fields
+        .iter()
+        .filter(|f| matches!(f.kind, crate::actions::FieldKind::File))
+        .filter_map(|f| {
+            let value @ Value::Object(_) = fields.get(&f.name)? else {
+                return None;
+            };
+            let file = serde_json::from_value(value.clone()).map_err(|_| {
+                Error::Invalid("a file handed over needs its download_url and file_id".into())
+            });
+            Some((f.name.clone(), file))
+        })
+        .collect()
 }
 
 /// What an action's run calls: its files found through `files` and
@@ -115,7 +137,17 @@ impl Actions {
             .catalog()
             .get(name)
             .ok_or_else(|| Error::UnknownAction(name.to_owned()))?;
-        let fields = self.host_files(caller, action, fields).await?;
+        // Admission, in its one order: scope → the whole form → rate →
+        // only then a side effect (a file a host hands over is fetched).
+        // The form is checked before anything is fetched or spent; a file
+        // to fetch needs `files:write` as `import_file` does.
+        fields::check_form(action, &fields)?;
+        let handed = handed_files(action, &fields);
+        if !handed.is_empty() && !caller.has(Scope::FilesWrite) {
+            return Err(Error::NotGranted(Scope::FilesWrite));
+        }
+        self.calls.limits.check_rate(Kind::Actions, &caller.owner)?;
+        let fields = self.host_files(caller, &handed, fields).await?;
         let fields = self.expand_batches(caller, action, fields).await?;
         let handles = self.redeem_handles(caller, &fields).await?;
         let redeem = |handle: &str| match handles.get(handle) {
@@ -124,8 +156,16 @@ impl Actions {
             None => Err(FieldError::TooManyFiles(MAX_FILE_OCCURRENCES as u32)),
         };
         let plan = fields::plan(&redeem, action, fields)?;
-        // The call checked first: a refused one takes nothing from the rate.
-        self.calls.limits.check_rate(Kind::Actions, &caller.owner)?;
+        // Bytes given inline would reach the upstream unscanned (or, by
+        // link, as a link that answers nothing until their scan ends).
+        if self.calls.files.scanning()
+            && let Some(inline) = plan
+                .files
+                .iter()
+                .find(|f| matches!(f.source, Source::Inline(_)))
+        {
+            return Err(Error::field(&inline.field, FieldError::InlineWhileScanning));
+        }
         let limits = actions.limits();
         if action.file_delivery == FileDelivery::DataUri && plan.total_bytes() > limits.max_bytes {
             return Err(Error::Invalid(format!(
@@ -188,33 +228,28 @@ impl Actions {
     async fn host_files(
         &self,
         caller: &Caller,
-        action: &crate::actions::Action,
+        handed: &[(String, Result<HostFile, Error>)],
         mut fields: Value,
     ) -> Result<Value, Error> {
+        // Every one well-formed before the first is fetched.
+        let mut files = Vec::with_capacity(handed.len());
+        for (field, file) in handed {
+            match file {
+                Ok(file) => files.push((field, file.clone())),
+                Err(e) => return Err(Error::Invalid(format!("{field}: {e}"))),
+            }
+        }
         let Value::Object(map) = &mut fields else {
             return Ok(fields);
         };
-        for field in action
-            .fields
-            .iter()
-            .filter(|f| matches!(f.kind, crate::actions::FieldKind::File))
-        {
-            let Some(value @ Value::Object(_)) = map.get(&field.name) else {
-                continue;
-            };
-            let handed: HostFile = serde_json::from_value(value.clone()).map_err(|_| {
-                Error::Invalid(format!(
-                    "{}: a file handed over needs its download_url and file_id",
-                    field.name
-                ))
-            })?;
+        for (field, file) in files {
             let handle = self
                 .calls
                 .imports
-                .import_handed(&caller.owner, handed)
+                .import_handed(&caller.owner, file)
                 .await
-                .map_err(|e| Error::Invalid(format!("{}: {e}", field.name)))?;
-            map.insert(field.name.clone(), Value::String(handle));
+                .map_err(|e| Error::Invalid(format!("{field}: {e}")))?;
+            map.insert(field.clone(), Value::String(handle));
         }
         Ok(fields)
     }

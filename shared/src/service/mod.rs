@@ -123,7 +123,10 @@ fn gate(
     use crate::config::ScanMode;
     let scanner: Arc<dyn crate::scan::Scanner> = match &scan.mode {
         ScanMode::Off => return None,
-        ScanMode::Clamd(address) => Arc::new(crate::scan::clamd::Clamd::new(address.clone())),
+        ScanMode::Clamd(address) => Arc::new(crate::scan::clamd::Clamd::new(
+            address.clone(),
+            scan.clamd_stream_max,
+        )),
         ScanMode::GuardDuty => match given {
             Some(scanner) => scanner,
             None => {

@@ -126,6 +126,10 @@ pub enum StoreError {
         /// The upload's pinned length.
         size: u64,
     },
+    /// The object was deleted while its upload was under way: nothing of
+    /// the upload was kept.
+    #[error("the file was deleted while it was being uploaded")]
+    Gone,
     /// The body did not match its pinned size or digest; nothing was stored.
     #[error(transparent)]
     Mismatch(#[from] Mismatch),
@@ -232,6 +236,13 @@ pub trait ObjectStore: Send + Sync + fmt::Debug {
 
     /// One resumable stream per upload, where sluice receives the bytes
     /// and the store can append them.
+    /// Where bytes may wait before they are stored, counted against this
+    /// store's quota ([`Scratch`]); `None` for a store without a quota (the
+    /// caller keeps them in a private directory of its own).
+    fn scratch(&self) -> Option<Scratch> {
+        None
+    }
+
     fn stream(&self) -> Option<&dyn StreamStore> {
         None
     }
@@ -474,6 +485,71 @@ pub fn private_dir(dir: &std::path::Path) -> io::Result<()> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
+}
+
+/// A store's quota on the bytes it holds, and its running figure: the
+/// bytes stored plus the bytes reserved by what is on its way in (an
+/// upload, an import's spool). The one place that reserves against the
+/// quota; clones share the figure.
+#[derive(Debug, Clone)]
+pub struct Quota {
+    limit: u64,
+    used: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Quota {
+    /// A quota of `limit` bytes, `used` of them taken now.
+    pub fn new(limit: u64, used: u64) -> Self {
+        Self {
+            limit,
+            used: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(used)),
+        }
+    }
+
+    /// Reserves `bytes` more, or refuses (nothing reserved) when they do
+    /// not fit.
+    pub fn reserve(&self, bytes: u64) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering;
+        self.used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                (used.saturating_add(bytes) <= self.limit).then_some(used + bytes)
+            })
+            .map(drop)
+            .map_err(|used| StoreError::QuotaExceeded {
+                used,
+                quota: self.limit,
+                needed: bytes,
+            })
+    }
+
+    /// Gives `bytes` back, never below zero: another process sharing the
+    /// directory may have stored what this one sweeps, bytes this process
+    /// never counted, so the figure may already be lower than a
+    /// reservation this process still holds.
+    pub fn release(&self, bytes: u64) {
+        use std::sync::atomic::Ordering;
+        let _ = self
+            .used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
+                Some(u.saturating_sub(bytes))
+            });
+    }
+
+    /// The bytes counted now.
+    pub fn used(&self) -> u64 {
+        self.used.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Where bytes may wait before they are stored (an import's spool): a
+/// private directory of the store's, and the quota they count against as
+/// they grow.
+#[derive(Debug, Clone)]
+pub struct Scratch {
+    /// The directory (the store's own, private: 0700).
+    pub dir: std::path::PathBuf,
+    /// The store's quota.
+    pub quota: Quota,
 }
 
 /// Passes `stream` through, failing with `TimedOut` when it yields nothing

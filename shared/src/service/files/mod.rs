@@ -10,6 +10,7 @@
 pub mod delete;
 pub mod scan;
 pub mod stored;
+mod turns;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

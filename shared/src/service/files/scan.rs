@@ -2,9 +2,12 @@
 //! file whose bytes are stored and proven is `scanning` until its scanner's
 //! verdict, and nothing hands out its bytes until then ([`Files::stored`]
 //! asks here last). Its bytes found stored → noted in its record, with the
-//! time (the deadline runs from it) → a scan: clamd's in the background, a
-//! bounded number at once, tried again with growing waits while clamd
-//! cannot be reached; GuardDuty's tag read while answering → the verdict:
+//! time → a scan: clamd's in the background, a bounded number at once,
+//! the turns shared among the files' owners in rotation ([`super::turns`]),
+//! tried again with growing waits while clamd cannot be reached, the
+//! deadline running from its first attempt (a file waiting for a turn is
+//! not held to it); GuardDuty's tag read while answering, the deadline
+//! running from the first look → the verdict:
 //! clean → noted, then ready (`file.ready`); infected → noted, its bytes
 //! deleted at once, `file.rejected` with the reason; unscannable → the
 //! operator's policy; no verdict by the deadline → rejected `unscanned`.
@@ -14,9 +17,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
-
 use super::stored::Stored;
+use super::turns::Turns;
 use super::{FileState, Files};
 use crate::config::Scan;
 use crate::error::Error;
@@ -38,14 +40,14 @@ pub struct Gate {
     settings: Scan,
     scanner: Arc<dyn Scanner>,
     under_way: Mutex<HashSet<FileId>>,
-    slots: Semaphore,
+    turns: Turns,
 }
 
 impl Gate {
     /// `scanner`, under `settings`.
     pub fn new(settings: Scan, scanner: Arc<dyn Scanner>) -> Self {
         Self {
-            slots: Semaphore::new(settings.at_once.max(1)),
+            turns: Turns::new(settings.at_once),
             settings,
             scanner,
             under_way: Mutex::new(HashSet::new()),
@@ -164,22 +166,15 @@ impl Files {
                 now_unix()
             }),
         };
-        let deadline = since + gate.settings.deadline.as_secs() as i64;
-        if now_unix() >= deadline {
-            let why = format!(
-                "no verdict within {} s of its upload",
-                gate.settings.deadline.as_secs()
-            );
-            let verdict = Verdict::Unscanned {
-                why,
-                allowed: false,
-            };
-            counted(file, since, &verdict);
-            return Ok(or_still_scanning(file, self.decided(file, verdict).await));
-        }
+        // A scan in the background holds its own deadline, from its first
+        // attempt; a tag read while answering is attempted at each look,
+        // the first at `since`.
         if gate.scanner.reads_bytes() {
             self.scan_in_background(file, since);
             return Ok(Gated::Scanning);
+        }
+        if now_unix() >= since + gate.settings.deadline.as_secs() as i64 {
+            return Ok(self.unscanned(gate.as_ref(), file, since).await);
         }
         match self.attempt(&gate, file).await {
             Ok(Finding::Waiting) => Ok(Gated::Scanning),
@@ -281,15 +276,16 @@ impl Files {
     }
 
     async fn scan_until_found(&self, gate: &Gate, file: &FileMeta, since: i64) {
-        let deadline = since + gate.settings.deadline.as_secs() as i64;
+        let mut first = None;
         let mut wait = FIRST_RETRY;
         loop {
             let found = {
-                let Ok(_slot) = gate.slots.acquire().await else {
-                    return;
-                };
+                let _turn = gate.turns.take(&file.owner).await;
+                first.get_or_insert_with(now_unix);
                 self.attempt(gate, file).await
             };
+            let first = first.unwrap_or_else(now_unix);
+            let deadline = first + gate.settings.deadline.as_secs() as i64;
             let decided = match found {
                 Ok(Finding::Waiting) => None,
                 Ok(finding) => Some(self.found(file, since, finding).await),
@@ -308,17 +304,30 @@ impl Files {
                 None => {}
             }
             if now_unix() + wait.as_secs() as i64 >= deadline {
-                // The next look past the deadline rejects it.
+                // No attempt left before the deadline: unscanned at it.
                 let left = (deadline - now_unix()).max(0) as u64;
                 tokio::time::sleep(Duration::from_secs(left)).await;
-                if let Err(e) = self.gate_of(file).await {
-                    tracing::warn!(file_id = %file.id, error = %e, "the deadline's verdict could not be recorded");
-                }
+                self.unscanned(gate, file, first).await;
                 return;
             }
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(LONGEST_RETRY);
         }
+    }
+
+    /// `file` had no verdict by the deadline, which ran from `first` (its
+    /// scan's first attempt): rejected `unscanned`, failing closed.
+    async fn unscanned(&self, gate: &Gate, file: &FileMeta, first: i64) -> Gated {
+        let why = format!(
+            "no verdict within {} s of its first scan",
+            gate.settings.deadline.as_secs()
+        );
+        let verdict = Verdict::Unscanned {
+            why,
+            allowed: false,
+        };
+        counted(file, first, &verdict);
+        or_still_scanning(file, self.decided(file, verdict).await)
     }
 
     /// A scanner's finding about `file`, made a verdict (the operator's

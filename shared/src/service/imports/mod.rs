@@ -368,7 +368,8 @@ impl Imports {
                 self.note(&id, owner, &source, &Outcome::Rejected(why))
                     .await;
             }
-            return self.polled(owner, &id, self.settings.wait).await;
+            let wait = self.limits.wait(owner, id.as_str(), self.settings.wait);
+            return self.polled(owner, &id, wait.time()).await;
         }
         let (tx, rx) = watch::channel(Outcome::Pending);
         let received = Arc::new(AtomicU64::new(0));
@@ -397,7 +398,8 @@ impl Imports {
             let outcome = work.run().await;
             let _ = tx.send(outcome);
         });
-        self.wait_for(owner, &id, rx, self.settings.wait).await
+        let wait = self.limits.wait(owner, id.as_str(), self.settings.wait);
+        self.wait_for(owner, &id, rx, wait.time()).await
     }
 
     /// Runs `job` to its end, here: what the importer function does with
@@ -510,7 +512,9 @@ impl Imports {
         id: &FileId,
         wait: std::time::Duration,
     ) -> Result<ImportTicket, Error> {
-        let wait = wait.min(self.base.transfers().status_wait);
+        // The waits part: one of few waits a user, one an import, within
+        // a rate; any other call answers at once.
+        let wait = self.limits.wait(owner, id.as_str(), wait);
         let rx = {
             let jobs = self.jobs_lock();
             jobs.get(id)
@@ -518,8 +522,8 @@ impl Imports {
                 .map(|j| j.outcome.clone())
         };
         match rx {
-            Some(rx) => self.wait_for(owner, id, rx, wait).await,
-            None => self.polled(owner, id, wait).await,
+            Some(rx) => self.wait_for(owner, id, rx, wait.time()).await,
+            None => self.polled(owner, id, wait.time()).await,
         }
     }
 

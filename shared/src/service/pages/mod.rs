@@ -15,7 +15,6 @@
 
 mod start;
 mod status;
-pub mod waits;
 
 use std::sync::Arc;
 
@@ -276,7 +275,6 @@ pub struct Pages {
     files: Files,
     limits: Limits,
     endpoints: Arc<Endpoints>,
-    waits: waits::Waits,
 }
 
 impl Pages {
@@ -294,7 +292,6 @@ impl Pages {
             files,
             limits,
             endpoints,
-            waits: waits::Waits::default(),
         }
     }
 }

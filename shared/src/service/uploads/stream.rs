@@ -92,6 +92,8 @@ impl Uploads {
             jti,
             expires_at,
         } = self.upload_of(token).await?;
+        self.limits
+            .check_rate(crate::rate::Kind::Appends, file.id.as_str())?;
         if let Some(len) = declared
             && offset.checked_add(len).is_none_or(|end| end > file.size)
         {

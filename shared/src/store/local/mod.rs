@@ -16,11 +16,9 @@
 //! in chunks; `sweep` what expires, and how the quota counts what is on
 //! disk.
 
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Semaphore;
@@ -37,7 +35,6 @@ mod sweep;
 mod tests;
 
 use files::{join_error, read_stream, refuse_if_there, write_verified};
-use slots::release;
 use sweep::dir_size;
 
 /// Chunk size for reads and writes: large enough to keep syscalls and
@@ -58,12 +55,12 @@ const READ_CHUNK: usize = 1024 * 1024;
 pub struct LocalStore {
     objects: PathBuf,
     tmp: PathBuf,
-    quota: u64,
-    /// Bytes stored plus bytes reserved by uploads in progress: a running
-    /// figure, so a PUT never walks the store.
-    used: Arc<AtomicU64>,
-    /// Keys with an upload in progress: one per link at a time.
-    uploading: Arc<Mutex<HashSet<String>>>,
+    /// The quota, with its running figure (bytes stored plus bytes
+    /// reserved by uploads in progress), so a PUT never walks the store.
+    quota: crate::store::Quota,
+    /// Keys with an upload in progress (one per link at a time), each with
+    /// its claim, which a delete dooms.
+    uploading: slots::Claims,
     /// Transfer slots.
     transfers: Arc<Semaphore>,
     /// Transfers in progress per owner (by the owner hash of an object's
@@ -87,9 +84,8 @@ impl LocalStore {
         Ok(Self {
             objects,
             tmp,
-            quota,
-            used: Arc::new(AtomicU64::new(used)),
-            uploading: Arc::new(Mutex::new(HashSet::new())),
+            quota: crate::store::Quota::new(quota, used),
+            uploading: slots::Claims::default(),
             transfers: Arc::new(Semaphore::new(max_transfers.max(1))),
             per_owner: Arc::new(Mutex::new(std::collections::HashMap::new())),
             share: max_transfers.max(1),
@@ -145,7 +141,11 @@ impl ObjectStore for LocalStore {
                 .map_err(join_error)??
         };
         let tmp = write_verified(tmp, size, sha256, body).await?;
-
+        let claim = guard.claim();
+        if claim.is_doomed() {
+            return Err(StoreError::Gone);
+        }
+        let placed = dest.clone();
         tokio::task::spawn_blocking(move || {
             tmp.as_file().sync_all()?;
             let dir = dest.parent().expect("object keys have a directory");
@@ -165,6 +165,13 @@ impl ObjectStore for LocalStore {
         .map_err(join_error)??;
         // Stored: the reservation becomes usage.
         guard.stored();
+        // Deleted meanwhile: the delete found the claim taken, and this
+        // upload takes away what it stored (whoever removes it gives its
+        // bytes back).
+        if claim.is_doomed() {
+            self.remove_object(&placed).await?;
+            return Err(StoreError::Gone);
+        }
         // Part of the file sent as a resumable stream before is of no use
         // now that the whole is stored.
         self.drop_stream(key).await?;
@@ -236,21 +243,21 @@ impl ObjectStore for LocalStore {
         Ok(Some(read_stream(file, slot)))
     }
 
+    /// Wins over an upload under way: one holding the key is doomed, and
+    /// removes its own staging when it ends, giving back all it counted
+    /// ([`LocalStore::claim_for_delete`]); with none, the delete holds the
+    /// key while it removes the staging, so none begins meanwhile.
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        let (path, parts) = (self.path(key), self.objects.join(key.parts_prefix()));
-        let used = self.used.clone();
+        let own = self.claim_for_delete(key);
+        self.remove_object(&self.path(key)).await?;
+        if own.is_none() {
+            return Ok(());
+        }
+        let (parts, quota) = (self.objects.join(key.parts_prefix()), self.quota.clone());
         tokio::task::spawn_blocking(move || -> io::Result<()> {
-            match std::fs::metadata(&path) {
-                Ok(meta) => {
-                    std::fs::remove_file(&path)?;
-                    release(&used, sweep::counted(&meta));
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
             let staged = walk_size(&parts);
             match std::fs::remove_dir_all(&parts) {
-                Ok(()) => release(&used, staged),
+                Ok(()) => quota.release(staged),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                 Err(e) => return Err(e),
             }
@@ -258,6 +265,7 @@ impl ObjectStore for LocalStore {
         })
         .await
         .map_err(join_error)??;
+        drop(own);
         Ok(())
     }
 
@@ -268,9 +276,39 @@ impl ObjectStore for LocalStore {
     fn stream(&self) -> Option<&dyn super::StreamStore> {
         Some(self)
     }
+
+    fn scratch(&self) -> Option<super::Scratch> {
+        Some(super::Scratch {
+            dir: self.tmp.clone(),
+            quota: self.quota.clone(),
+        })
+    }
 }
 
 /// What the files below `dir` count against the quota (0 if none).
 fn walk_size(dir: &Path) -> u64 {
     dir_size(dir).unwrap_or(0)
+}
+
+impl LocalStore {
+    /// Removes the object at `path`, if it is there, giving its bytes back
+    /// to the quota (once: only the call that removed it does).
+    async fn remove_object(&self, path: &Path) -> Result<(), StoreError> {
+        let (path, quota) = (path.to_path_buf(), self.quota.clone());
+        tokio::task::spawn_blocking(move || -> io::Result<()> {
+            match std::fs::metadata(&path) {
+                Ok(meta) => match std::fs::remove_file(&path) {
+                    Ok(()) => quota.release(sweep::counted(&meta)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                },
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            Ok(())
+        })
+        .await
+        .map_err(join_error)??;
+        Ok(())
+    }
 }

@@ -1,12 +1,17 @@
 //! Transfer slots (the store's, and each owner's share of them), the
 //! claims that keep one upload per link, and the running figure of the
-//! quota.
+//! quota: the one place that reserves against it. An upload reserves its
+//! bytes when it begins; what it writes and keeps stays counted, the rest
+//! is given back once, when its guard is dropped (however the upload
+//! ends). A delete wins over an upload under way: it marks the upload's
+//! claim doomed, and the upload, which alone knows what it counted,
+//! removes what it wrote and gives it all back.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 
 use super::LocalStore;
 use crate::file::ObjectKey;
@@ -37,15 +42,51 @@ impl Drop for OwnerCount {
     }
 }
 
+/// One upload's claim on its key: whether a delete has doomed it.
+#[derive(Debug, Default)]
+pub(super) struct Claim {
+    doomed: AtomicBool,
+    told: Notify,
+}
+
+impl Claim {
+    /// Marks the upload doomed (its file deleted), and tells it.
+    fn doom(&self) {
+        self.doomed.store(true, Ordering::SeqCst);
+        self.told.notify_one();
+    }
+
+    /// Whether the upload's file was deleted while it was written.
+    pub(super) fn is_doomed(&self) -> bool {
+        self.doomed.load(Ordering::SeqCst)
+    }
+
+    /// Ends once the upload is doomed.
+    pub(super) async fn doomed(&self) {
+        while !self.is_doomed() {
+            self.told.notified().await;
+        }
+    }
+}
+
+/// The uploads under way, by key.
+pub(super) type Claims = Arc<Mutex<HashMap<String, Arc<Claim>>>>;
+
 /// Releases an upload's key and its unused reservation when it ends.
 pub(super) struct UploadGuard {
     key: String,
-    uploading: Arc<Mutex<HashSet<String>>>,
-    used: Arc<AtomicU64>,
+    uploading: Claims,
+    claim: Arc<Claim>,
+    quota: crate::store::Quota,
     reserved: u64,
 }
 
 impl UploadGuard {
+    /// The upload's claim.
+    pub(super) fn claim(&self) -> Arc<Claim> {
+        self.claim.clone()
+    }
+
     /// The upload is stored: its reservation stays counted, as usage.
     pub(super) fn stored(mut self) {
         self.reserved = 0;
@@ -60,7 +101,7 @@ impl UploadGuard {
 
 impl Drop for UploadGuard {
     fn drop(&mut self) {
-        release(&self.used, self.reserved);
+        self.quota.release(self.reserved);
         self.uploading
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -105,45 +146,51 @@ impl LocalStore {
         key: &ObjectKey,
         size: u64,
     ) -> Result<UploadGuard, StoreError> {
-        {
-            let mut keys = self.uploading.lock().unwrap_or_else(|p| p.into_inner());
-            if !keys.insert(key.as_str().to_owned()) {
-                return Err(StoreError::Busy(crate::store::Busy::Upload));
-            }
-        }
-        let mut guard = UploadGuard {
-            key: key.as_str().to_owned(),
-            uploading: self.uploading.clone(),
-            used: self.used.clone(),
-            reserved: 0,
-        };
+        let mut guard = self
+            .claim_key(key)
+            .ok_or(StoreError::Busy(crate::store::Busy::Upload))?;
         self.reserve(&mut guard, size)?;
         Ok(guard)
+    }
+
+    /// `key`'s claim, if no upload holds it; where one does, and `doom`,
+    /// that upload is doomed (a delete), and removes what it staged itself
+    /// when it ends.
+    fn claim_key_or(&self, key: &ObjectKey, doom: bool) -> Option<UploadGuard> {
+        let mut keys = self.uploading.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(held) = keys.get(key.as_str()) {
+            if doom {
+                held.doom();
+            }
+            return None;
+        }
+        let claim = Arc::new(Claim::default());
+        keys.insert(key.as_str().to_owned(), claim.clone());
+        Some(UploadGuard {
+            key: key.as_str().to_owned(),
+            uploading: self.uploading.clone(),
+            claim,
+            quota: self.quota.clone(),
+            reserved: 0,
+        })
+    }
+
+    /// `key`'s claim, if no upload holds it.
+    fn claim_key(&self, key: &ObjectKey) -> Option<UploadGuard> {
+        self.claim_key_or(key, false)
+    }
+
+    /// A delete of `key`: its claim, taken for the delete, when no upload
+    /// holds it; otherwise the upload holding it is doomed (`None`).
+    pub(super) fn claim_for_delete(&self, key: &ObjectKey) -> Option<UploadGuard> {
+        self.claim_key_or(key, true)
     }
 
     /// Reserves `size` more bytes of the quota for the upload `guard`
     /// claims.
     pub(super) fn reserve(&self, guard: &mut UploadGuard, size: u64) -> Result<(), StoreError> {
-        self.used
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
-                (used.saturating_add(size) <= self.quota).then_some(used + size)
-            })
-            .map_err(|used| StoreError::QuotaExceeded {
-                used,
-                quota: self.quota,
-                needed: size,
-            })?;
+        self.quota.reserve(size)?;
         guard.reserved += size;
         Ok(())
     }
-}
-
-/// Takes `bytes` off the running figure `used`, never below zero: another
-/// process sharing the directory may have stored what this one sweeps,
-/// bytes this process never counted, so the figure may already be lower
-/// than a reservation this process still holds.
-pub(super) fn release(used: &AtomicU64, bytes: u64) {
-    let _ = used.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |u| {
-        Some(u.saturating_sub(bytes))
-    });
 }

@@ -24,7 +24,7 @@ use bytes::Bytes;
 use futures_util::StreamExt as _;
 
 use super::files::{join_error, refuse_if_there};
-use super::slots::release;
+use super::slots::UploadGuard;
 use super::{CHUNK, LocalStore, QUEUED};
 use crate::file::ObjectKey;
 use crate::sha::{Midstate, Mismatch, Sha256};
@@ -41,11 +41,14 @@ pub(super) struct Paths {
 /// The name of a stream's checkpoint, beside it.
 pub(super) const CHECKPOINT_FILE: &str = "stream.at";
 
+/// The name of a stream's bytes.
+pub(super) const STREAM_FILE: &str = "stream";
+
 impl LocalStore {
     pub(super) fn stream_paths(&self, key: &ObjectKey) -> Paths {
         let dir = self.objects.join(key.parts_prefix());
         Paths {
-            data: dir.join("stream"),
+            data: dir.join(STREAM_FILE),
             at: dir.join(CHECKPOINT_FILE),
             dir,
         }
@@ -61,6 +64,28 @@ fn checkpointed(at: &Path) -> io::Result<Option<Midstate>> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Where the stream at `paths` stands: its checkpoint, unless the stream
+/// is shorter than the checkpoint counts (a restore, disk trouble), which
+/// is no checkpoint (the upload starts over from byte 0). `HEAD` and
+/// `PATCH` both read it here, so the offset one answers is the one the
+/// other accepts. Also what the stream's bytes count against the quota.
+pub(super) fn standing(paths_dir: &Path) -> io::Result<(Option<Midstate>, u64)> {
+    let data = paths_dir.join(STREAM_FILE);
+    let len = match std::fs::metadata(&data) {
+        Ok(meta) => super::sweep::counted(&meta),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+        Err(e) => return Err(e),
+    };
+    let hash = checkpointed(&paths_dir.join(CHECKPOINT_FILE))?;
+    Ok(match hash {
+        Some(hash) if len >= hash.offset() => {
+            let offset = hash.offset();
+            (Some(hash), offset)
+        }
+        _ => (None, 0),
+    })
 }
 
 /// An upload's stream open for appending, under its lock.
@@ -102,13 +127,19 @@ impl Open {
             Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Busy(Busy::Upload)),
             Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
         }
-        let mut hash = checkpointed(&paths.at)?.unwrap_or_default();
         let len = file.metadata()?.len();
-        if len < hash.offset() {
-            // Bytes a checkpoint counted are gone: start over.
-            tracing::warn!(dir = %paths.dir.display(), "a stream is shorter than its checkpoint: starting it over");
-            hash = Midstate::new();
-        }
+        let (hash, _) = standing(&paths.dir)?;
+        let hash = match hash {
+            Some(hash) => hash,
+            None => {
+                if len > 0 {
+                    // Bytes a checkpoint counted are gone: start over.
+                    tracing::warn!(dir = %paths.dir.display(), "a stream is shorter than its checkpoint: starting it over");
+                }
+                remove_checkpoint(&paths.at)?;
+                Midstate::new()
+            }
+        };
         let at = hash.offset();
         if len != at {
             file.set_len(at)?;
@@ -128,7 +159,7 @@ impl Open {
 
     /// Hashes and writes `chunks`, checkpointing every
     /// [`STREAM_CHECKPOINT`] bytes.
-    fn write(mut self, chunks: Vec<Bytes>) -> Result<Self, StoreError> {
+    fn write(&mut self, chunks: Vec<Bytes>) -> Result<(), StoreError> {
         for chunk in chunks {
             self.hash.update(&chunk);
             self.file.write_all(&chunk)?;
@@ -139,7 +170,7 @@ impl Open {
                 self.start_writeback()?;
             }
         }
-        Ok(self)
+        Ok(())
     }
 
     /// Starts the writeback of what was written so far and does not wait
@@ -190,7 +221,8 @@ impl Open {
     }
 
     /// Cuts off what was written after the last checkpoint (and drops
-    /// what the buffer still holds unwritten).
+    /// what the buffer still holds unwritten): what is left is exactly
+    /// what the checkpoint holds.
     fn cut_to_checkpoint(self) -> Result<(), StoreError> {
         let (file, _unwritten) = self.file.into_parts();
         file.set_len(self.kept)?;
@@ -236,19 +268,154 @@ fn remove_staging(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// Removes a checkpoint that no longer stands (the stream is shorter).
+fn remove_checkpoint(at: &Path) -> io::Result<()> {
+    match std::fs::remove_file(at) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// How one append ended, for [`Writer::settle`].
+enum Ending {
+    /// The body ended (whole, or broken off: `broke`).
+    Ended { broke: Option<io::Error> },
+    /// The body went past the upload's length.
+    PastEnd,
+    /// A delete doomed the upload.
+    Doomed,
+}
+
+/// One append's stream and the quota it counts, settled once: by
+/// [`Writer::settle`] at the append's end, or, where the append is cut off
+/// before that (its link's expiry, a dropped connection: its future
+/// dropped), when it is dropped: cut back to its last checkpoint, keeping
+/// exactly what that holds. Dropped doomed (its file deleted), it removes
+/// the stream and gives back all it counted. An RAII guard, so no path
+/// that ends an append can skip it.
+struct Writer {
+    open: Option<Open>,
+    guard: UploadGuard,
+    /// The offset the append began at: what earlier appends kept, counted
+    /// as usage.
+    start: u64,
+    quota: crate::store::Quota,
+}
+
+impl Writer {
+    fn open(&mut self) -> &mut Open {
+        self.open
+            .as_mut()
+            .expect("a writer holds its stream until settled")
+    }
+
+    /// Writes `chunks` (see [`Open::write`]).
+    fn write(mut self, chunks: Vec<Bytes>) -> Result<Self, StoreError> {
+        self.open().write(chunks)?;
+        Ok(self)
+    }
+
+    /// The append ended as `ending` says: the stream finished, kept at a
+    /// checkpoint, or removed. The bytes kept (the new offset), or why
+    /// nothing was.
+    fn settle(
+        mut self,
+        ending: Ending,
+        size: u64,
+        sha256: Sha256,
+        dest: &Path,
+    ) -> Result<u64, StoreError> {
+        let mut open = self.open.take().expect("settled once");
+        match ending {
+            Ending::Doomed => {
+                let dir = open.paths.dir.clone();
+                drop(open);
+                self.doomed(&dir)?;
+                Err(StoreError::Gone)
+            }
+            Ending::PastEnd => {
+                let kept = open.kept;
+                open.cut_to_checkpoint()?;
+                self.guard.keep(kept - self.start);
+                Err(StoreError::PastEnd { size })
+            }
+            Ending::Ended { broke: None } if open.at == size => {
+                match open.finish(sha256, dest) {
+                    Ok(()) => {
+                        self.guard.keep(size - self.start);
+                        Ok(size)
+                    }
+                    Err(e) => {
+                        // The stream is gone: so is what earlier appends kept.
+                        self.quota.release(self.start);
+                        Err(e)
+                    }
+                }
+            }
+            Ending::Ended { broke } => {
+                // What arrived is kept; an empty request changes nothing
+                // (no sync, no checkpoint).
+                if open.at != open.kept {
+                    if let Err(e) = open.checkpoint() {
+                        self.open = Some(open);
+                        return Err(e);
+                    }
+                }
+                self.guard.keep(open.kept - self.start);
+                match broke {
+                    Some(e) => Err(StoreError::Body(e)),
+                    None => Ok(open.kept),
+                }
+            }
+        }
+    }
+
+    /// The upload's file was deleted: its stream goes, and with it all it
+    /// counted (what earlier appends kept; this one's reservation goes
+    /// back with the guard).
+    fn doomed(&self, dir: &Path) -> io::Result<()> {
+        remove_staging(dir)?;
+        self.quota.release(self.start);
+        Ok(())
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        if self.guard.claim().is_doomed() {
+            let dir = open.paths.dir.clone();
+            drop(open);
+            if let Err(e) = self.doomed(&dir) {
+                tracing::warn!(error = %e, "a deleted upload's stream was not removed");
+            }
+            return;
+        }
+        let kept = open.kept;
+        match open.cut_to_checkpoint() {
+            Ok(()) => self.guard.keep(kept - self.start),
+            Err(e) => {
+                tracing::warn!(error = %e, "an append cut off was not cut back to its checkpoint")
+            }
+        }
+    }
+}
+
 impl LocalStore {
     /// Removes what a resumable upload to `key` kept, if anything, and
     /// gives its bytes back to the quota (the file was stored whole by
     /// other means).
     pub(super) async fn drop_stream(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        let (dir, used) = (self.stream_paths(key).dir, self.used.clone());
+        let (dir, quota) = (self.stream_paths(key).dir, self.quota.clone());
         tokio::task::spawn_blocking(move || -> io::Result<()> {
             if !dir.exists() {
                 return Ok(());
             }
             let staged = super::sweep::dir_size(&dir)?;
             remove_staging(&dir)?;
-            release(&used, staged);
+            quota.release(staged);
             Ok(())
         })
         .await
@@ -265,7 +432,7 @@ impl StreamStore for LocalStore {
             if object.exists() {
                 return Ok(size);
             }
-            Ok(checkpointed(&paths.at)?.map_or(0, |h| h.offset()))
+            Ok(standing(&paths.dir)?.1)
         })
         .await
         .map_err(join_error)?
@@ -294,24 +461,36 @@ impl StreamStore for LocalStore {
             return Err(StoreError::Offset { at: open.at });
         }
         self.reserve(&mut guard, size - offset)?;
+        let claim = guard.claim();
+        let writer = Writer {
+            open: Some(open),
+            guard,
+            start: offset,
+            quota: self.quota.clone(),
+        };
 
         // As a whole PUT is written (`files::stream_into`): the body is
         // read here, up to QUEUED bytes ahead of the disk, and each batch
         // of CHUNK bytes hashed and written by one short blocking task.
-        let mut state = Some(open);
-        let mut pending: Option<tokio::task::JoinHandle<Result<Open, StoreError>>> = None;
+        // A delete (the claim doomed) ends it at once.
+        let mut state = Some(writer);
+        let mut pending: Option<tokio::task::JoinHandle<Result<Writer, StoreError>>> = None;
         let (mut batch, mut batched) = (Vec::new(), 0usize);
         let mut received = offset;
-        let (mut ended, mut past_end) = (false, false);
+        let (mut ended, mut past_end, mut doomed) = (false, false, false);
         let mut broke = None;
         loop {
-            if pending.is_none() && !past_end && (batched >= CHUNK || (ended && batched > 0)) {
-                let open = state.take().expect("no write is in flight");
+            if pending.is_none()
+                && !past_end
+                && !doomed
+                && (batched >= CHUNK || (ended && batched > 0))
+            {
+                let writer = state.take().expect("no write is in flight");
                 let chunks = std::mem::take(&mut batch);
                 batched = 0;
-                pending = Some(tokio::task::spawn_blocking(move || open.write(chunks)));
+                pending = Some(tokio::task::spawn_blocking(move || writer.write(chunks)));
             }
-            if (ended || past_end) && pending.is_none() {
+            if (ended || past_end || doomed) && pending.is_none() {
                 break;
             }
             tokio::select! {
@@ -319,7 +498,8 @@ impl StreamStore for LocalStore {
                     pending = None;
                     state = Some(written.map_err(join_error)??);
                 }
-                next = body.next(), if !ended && !past_end && batched < QUEUED => match next {
+                () = claim.doomed(), if !doomed => doomed = true,
+                next = body.next(), if !ended && !past_end && !doomed && batched < QUEUED => match next {
                     // Nothing of this chunk is written, nor anything after
                     // the last checkpoint.
                     Some(Ok(chunk)) if received + chunk.len() as u64 > size => past_end = true,
@@ -337,56 +517,20 @@ impl StreamStore for LocalStore {
                 },
             }
         }
-        let failed = if past_end {
-            Some(StoreError::PastEnd { size })
+        let writer = state.expect("the last write returned the stream");
+        let ending = if doomed || claim.is_doomed() {
+            Ending::Doomed
+        } else if past_end {
+            Ending::PastEnd
         } else {
-            broke.map(StoreError::Body)
+            Ending::Ended { broke }
         };
-        let open = state.expect("the last write returned the stream");
-        let complete = failed.is_none() && open.at == size;
-        let done = tokio::task::spawn_blocking(move || -> Result<u64, StoreError> {
-            match &failed {
-                Some(StoreError::PastEnd { .. }) => {
-                    let kept = open.kept;
-                    open.cut_to_checkpoint()?;
-                    Ok(kept)
-                }
-                _ if complete => {
-                    let at = open.at;
-                    open.finish(sha256, &dest)?;
-                    Ok(at)
-                }
-                _ => {
-                    let mut open = open;
-                    open.checkpoint()?;
-                    Ok(open.at)
-                }
-            }
-            .and_then(|kept| failed.map_or(Ok(kept), Err))
+        let kept = tokio::task::spawn_blocking(move || writer.settle(ending, size, sha256, &dest))
+            .await
+            .map_err(join_error)??;
+        Ok(Appended {
+            offset: kept,
+            complete: kept == size,
         })
-        .await
-        .map_err(join_error)?;
-        match done {
-            Ok(kept) => {
-                // What was written and kept stays counted, as usage.
-                guard.keep(kept - offset);
-                Ok(Appended {
-                    offset: kept,
-                    complete,
-                })
-            }
-            Err(e @ (StoreError::Mismatch(_) | StoreError::AlreadyExists)) => {
-                // The stream is gone: so is what earlier appends kept.
-                release(&self.used, offset);
-                Err(e)
-            }
-            Err(e) => {
-                // Checkpointed before the error: what this append kept.
-                if let Ok(at) = self.offset(key, size).await {
-                    guard.keep(at.saturating_sub(offset));
-                }
-                Err(e)
-            }
-        }
     }
 }

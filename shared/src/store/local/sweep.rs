@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::LocalStore;
-use super::slots::release;
 use crate::store::StoreError;
 
 impl LocalStore {
@@ -39,7 +38,7 @@ impl LocalStore {
             .into_iter()
             .filter(|(path, _)| self.file_id_of(path).is_none_or(|id| !live.contains(&id)))
             .collect();
-        let removed = remove_each(&old, |bytes| release(&self.used, bytes));
+        let removed = remove_each(&old, |bytes| self.quota.release(bytes));
         let stale: Vec<_> = walk(&self.tmp)?
             .into_iter()
             .filter(older_than(
@@ -72,21 +71,50 @@ pub(super) fn counted(meta: &std::fs::Metadata) -> u64 {
     meta.len().min(meta.blocks().saturating_mul(512))
 }
 
+/// What a file below the objects counts against the quota, as the running
+/// figure counted it: a stream, what its checkpoint holds (an append
+/// cancelled is cut back to it, and what a crash left past it was never
+/// kept); a checkpoint, nothing (bookkeeping the quota never reserved);
+/// any other file, [`counted`].
+pub(super) fn quota_counted(path: &Path, meta: &std::fs::Metadata) -> u64 {
+    if path.ends_with(super::stream::CHECKPOINT_FILE) {
+        return 0;
+    }
+    if path.ends_with(super::stream::CHECKPOINT_FILE) {
+        return 0;
+    }
+    match path.parent() {
+        Some(dir)
+            if path
+                .file_name()
+                .is_some_and(|n| n == super::stream::STREAM_FILE) =>
+        {
+            super::stream::standing(dir).map_or(0, |(_, at)| at.min(counted(meta)))
+        }
+        _ => counted(meta),
+    }
+}
+
 /// Deletes each of `entries` (and its now-empty `<file_id>` directory),
 /// going on past one that fails (another process removed it first, a
-/// permission): logged, and left for the next sweep. Calls `gone` with the
-/// size of each file deleted; returns how many were.
+/// permission): logged, and left for the next sweep. Calls `gone` with
+/// what each file deleted counted ([`quota_counted`], read before any of
+/// them goes); returns how many were.
 pub(super) fn remove_each(
     entries: &[(PathBuf, std::fs::Metadata)],
     mut gone: impl FnMut(u64),
 ) -> usize {
+    let counts: Vec<u64> = entries
+        .iter()
+        .map(|(path, meta)| quota_counted(path, meta))
+        .collect();
     let mut removed = 0;
-    for (path, meta) in entries {
+    for ((path, _), count) in entries.iter().zip(counts) {
         if let Err(e) = std::fs::remove_file(path) {
             tracing::warn!(path = %path.display(), error = %e, "sweep could not delete a file");
             continue;
         }
-        gone(counted(meta));
+        gone(count);
         // Ignore failure: another process may be writing a sibling.
         if let Some(dir) = path.parent() {
             let _ = std::fs::remove_dir(dir);
@@ -124,13 +152,11 @@ pub(super) fn walk(dir: &Path) -> io::Result<Vec<(PathBuf, std::fs::Metadata)>> 
     Ok(out)
 }
 
-/// What the files below `dir` count against the quota: the bytes of
-/// files, not a stream's checkpoint beside them (bookkeeping the quota
-/// never reserved).
+/// What the files below `dir` count against the quota
+/// ([`quota_counted`]).
 pub(super) fn dir_size(dir: &Path) -> io::Result<u64> {
     Ok(walk(dir)?
         .iter()
-        .filter(|(path, _)| !path.ends_with(super::stream::CHECKPOINT_FILE))
-        .map(|(_, m)| counted(m))
+        .map(|(path, meta)| quota_counted(path, meta))
         .sum())
 }

@@ -1,4 +1,3 @@
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -47,7 +46,7 @@ async fn sweeping_what_another_process_stored_never_wraps_the_usage() {
             .unwrap(),
         1
     );
-    assert_eq!(sweeper.used.load(Ordering::SeqCst), 0);
+    assert_eq!(sweeper.quota.used(), 0);
     put(&sweeper, 2).await;
 }
 
@@ -248,7 +247,7 @@ async fn a_stream_resumes_across_requests_and_a_restart() {
         !store.stream_paths(&key).dir.exists(),
         "the staging is gone"
     );
-    assert_eq!(store.used.load(Ordering::SeqCst), size);
+    assert_eq!(store.quota.used(), size);
     let again = s.append(&key, size, sha, size, body_of(vec![], None)).await;
     assert!(matches!(again, Err(StoreError::AlreadyExists)), "{again:?}");
 }
@@ -285,7 +284,7 @@ async fn a_stream_keeps_nothing_past_its_length() {
             .len(),
         40
     );
-    assert_eq!(store.used.load(Ordering::SeqCst), 40);
+    assert_eq!(store.quota.used(), 40);
     let done = s
         .append(&key, 100, sha, 40, body_of(vec![vec![7; 60]], None))
         .await
@@ -317,7 +316,7 @@ async fn a_stream_of_another_file_is_freed_at_its_last_byte() {
     assert!(store.head(&key).await.unwrap().is_none());
     assert!(!store.stream_paths(&key).dir.exists());
     assert_eq!(s.offset(&key, 100).await.unwrap(), 0);
-    assert_eq!(store.used.load(Ordering::SeqCst), 0);
+    assert_eq!(store.quota.used(), 0);
 }
 
 /// Two processes on one directory (two stores): while one appends, the
@@ -396,9 +395,169 @@ async fn a_whole_put_drops_a_stream_begun_before() {
         .append(&key, 100, sha, 0, body_of(vec![data[..40].to_vec()], None))
         .await
         .unwrap();
-    assert_eq!(store.used.load(Ordering::SeqCst), 40);
+    assert_eq!(store.quota.used(), 40);
     let body: ByteStream = futures_util::stream::once(async move { Ok(data) }).boxed();
     store.put(&key, 100, sha, body).await.unwrap();
     assert!(!store.stream_paths(&key).dir.exists());
-    assert_eq!(store.used.load(Ordering::SeqCst), 100);
+    assert_eq!(store.quota.used(), 100);
+}
+
+/// A body fed by the test: what is sent arrives, and the body stays open
+/// until the sender is dropped.
+fn fed() -> (
+    tokio::sync::mpsc::UnboundedSender<io::Result<Bytes>>,
+    ByteStream,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<io::Result<Bytes>>();
+    let body =
+        futures_util::stream::unfold(rx, |mut rx| async { rx.recv().await.map(|x| (x, rx)) });
+    (tx, body.boxed())
+}
+
+/// Waits until the stream of `key` holds at least `bytes` on disk.
+async fn written(store: &LocalStore, key: &ObjectKey, bytes: u64) {
+    let data = store.stream_paths(key).data;
+    while std::fs::metadata(&data).map_or(0, |m| m.len()) < bytes {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A delete wins over an append under way: the append ends at once
+/// (`Gone`, no more body needed), its stream is removed, and the quota
+/// counts nothing of it, neither its bytes nor its reservation: only
+/// the other file stored.
+#[tokio::test]
+async fn a_delete_during_an_append_gives_back_exactly_what_it_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    put(&store, 9).await;
+    assert_eq!(store.quota.used(), 100);
+    let size = 4 * 1024 * 1024;
+    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(b"never"));
+    streamed(&store)
+        .append(&key, size, sha, 0, body_of(vec![vec![1; 1000]], None))
+        .await
+        .unwrap();
+    let (tx, body) = fed();
+    tx.send(Ok(Bytes::from(vec![1u8; 600 * 1024]))).unwrap();
+    let appending = {
+        let (store, key) = (store.clone(), key.clone());
+        tokio::spawn(async move { streamed(&store).append(&key, size, sha, 1000, body).await })
+    };
+    written(&store, &key, 1000 + 256 * 1024).await;
+    store.delete(&key).await.unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(10), appending)
+        .await
+        .expect("the append ends without more body")
+        .unwrap();
+    assert!(matches!(ended, Err(StoreError::Gone)), "{ended:?}");
+    assert!(!store.stream_paths(&key).dir.exists(), "its stream is gone");
+    assert_eq!(store.quota.used(), 100, "only the other file is counted");
+    drop(tx);
+}
+
+/// An append cut off (its future dropped: its link's expiry, a dropped
+/// connection) is cut back to its last checkpoint and keeps exactly what
+/// that holds: the quota counts what is on disk, no more, no less, and
+/// the sweep gives back only that.
+#[tokio::test]
+async fn an_append_cut_off_keeps_exactly_its_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let other = put(&store, 9).await;
+    let size = 4 * 1024 * 1024;
+    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(b"never"));
+    streamed(&store)
+        .append(&key, size, sha, 0, body_of(vec![vec![1; 1000]], None))
+        .await
+        .unwrap();
+    let (tx, body) = fed();
+    tx.send(Ok(Bytes::from(vec![1u8; 600 * 1024]))).unwrap();
+    let appending = {
+        let (store, key) = (store.clone(), key.clone());
+        tokio::spawn(async move { streamed(&store).append(&key, size, sha, 1000, body).await })
+    };
+    written(&store, &key, 1000 + 256 * 1024).await;
+    appending.abort();
+    let _ = appending.await;
+    // The stream's lock goes with the last write: then it is settled.
+    let data = store.stream_paths(&key).data;
+    let on_disk = || std::fs::metadata(&data).map_or(0, |m| m.len());
+    for _ in 0..200 {
+        if on_disk() == 1000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(on_disk(), 1000, "cut back to its checkpoint");
+    assert_eq!(streamed(&store).offset(&key, size).await.unwrap(), 1000);
+    assert_eq!(
+        store.quota.used(),
+        100 + 1000,
+        "the checkpoint's bytes, no more"
+    );
+    drop(tx);
+    // The sweep (its record gone) gives back what the figure counted.
+    let keep = other.as_str().split('/').nth(2).unwrap().to_owned();
+    store
+        .sweep(Duration::ZERO, |_| Ok([keep].into_iter().collect()))
+        .unwrap();
+    assert_eq!(store.quota.used(), 100, "the other file alone");
+}
+
+/// A stream shorter than its checkpoint (a restore, disk trouble): `HEAD`
+/// answers the offset a `PATCH` takes (0), never one it refuses.
+#[tokio::test]
+async fn a_stream_shorter_than_its_checkpoint_stands_at_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let data = vec![5u8; 300];
+    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(&data));
+    let s = streamed(&store);
+    s.append(&key, 300, sha, 0, body_of(vec![vec![5; 100]], None))
+        .await
+        .unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(store.stream_paths(&key).data)
+        .unwrap()
+        .set_len(50)
+        .unwrap();
+    let at = s.offset(&key, 300).await.unwrap();
+    assert_eq!(at, 0, "HEAD answers what PATCH takes");
+    let done = s
+        .append(&key, 300, sha, at, body_of(vec![data.clone()], None))
+        .await
+        .unwrap();
+    assert!(done.complete, "{done:?}");
+}
+
+/// An empty append changes nothing: no sync, no new checkpoint (the
+/// checkpoint is written aside and renamed over, so a new one is a new
+/// file).
+#[tokio::test]
+async fn an_empty_append_writes_no_checkpoint() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(&[5u8; 300]));
+    let s = streamed(&store);
+    s.append(&key, 300, sha, 0, body_of(vec![vec![5; 100]], None))
+        .await
+        .unwrap();
+    let at = store
+        .stream_paths(&key)
+        .dir
+        .join(super::stream::CHECKPOINT_FILE);
+    let before = std::fs::metadata(&at).unwrap().ino();
+    let empty = s
+        .append(&key, 300, sha, 100, body_of(vec![], None))
+        .await
+        .unwrap();
+    assert_eq!(empty.offset, 100);
+    assert_eq!(
+        std::fs::metadata(&at).unwrap().ino(),
+        before,
+        "no checkpoint written"
+    );
 }

@@ -4,7 +4,10 @@
 //! file only if it fits under the caps, in one step of the record store →
 //! at a cap, find files among the pending ones that have been uploaded
 //! since (their records are brought up to date) and try once more → refuse
-//! with which cap, and when the oldest pending file expires.
+//! with which cap, and when the oldest pending file expires. The waits
+//! of status calls are its part too ([`waits`]).
+
+mod waits;
 
 use std::sync::Arc;
 
@@ -16,6 +19,8 @@ use crate::rate::Kind;
 use crate::records::{FileRecord, Pending, PendingCaps};
 use crate::time::{now_unix, rfc3339};
 
+pub use waits::{WAITS_PER_USER, Wait};
+
 /// The per-user limits, called by name from every flow that issues
 /// something: the rates, the caps on pending files, and the hourly
 /// allowance of download bytes (kept in the ledger).
@@ -25,6 +30,8 @@ pub struct Limits {
     files: Files,
     rates: Arc<crate::rate::Limits>,
     pending_caps: PendingCaps,
+    waits: waits::Waits,
+    status_wait: std::time::Duration,
 }
 
 impl Limits {
@@ -36,11 +43,14 @@ impl Limits {
         rates: crate::rate::Limits,
         pending_caps: PendingCaps,
     ) -> Self {
+        let status_wait = base.transfers().status_wait;
         Self {
             base,
             files,
             rates: Arc::new(rates),
             pending_caps,
+            waits: waits::Waits::default(),
+            status_wait,
         }
     }
 

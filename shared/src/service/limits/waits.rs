@@ -1,18 +1,23 @@
-//! Who is waiting on `get_upload_status`, in this process. A waiting call
-//! holds its connection (locally, out of `SLUICE_MAX_CONNECTIONS`) or its
+//! The waits part: every call that waits for something to end
+//! (`get_upload_status` on a person's upload, `get_import_status` and
+//! `GET /imports/{id}` on an import) asks here first. A waiting call holds
+//! its connection (locally, out of `SLUICE_MAX_CONNECTIONS`) or its
 //! instance (on Lambda) for up to its budget, so waits are few: at most
-//! [`WAITS_PER_USER`] of one user's at once, one per upload id, and each
-//! taken from a per-user rate. A call that may not wait is not refused: it
-//! answers at once with where the upload stands, as a call without
-//! `wait_seconds` does, and the model asks again later.
+//! [`WAITS_PER_USER`] of one user's at once, one per id waited on, each
+//! taken from a per-user rate, and none longer than the status wait. A
+//! call that may not wait is not refused: it answers at once with where
+//! the thing stands, as a call without `wait_seconds` does, and the model
+//! asks again later.
 //!
 //! The count lives in the process, like the rates: on Lambda each instance
 //! holds one wait (it serves one request at a time), and the rate bounds
 //! how many a user starts.
 
-use super::Pages;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use super::Limits;
 
 use crate::rate::Kind;
 
@@ -32,7 +37,7 @@ struct Held {
 
 /// One wait under way, given back when dropped.
 #[derive(Debug)]
-pub struct Waiting {
+struct Waiting {
     waits: Waits,
     owner: String,
     upload: String,
@@ -73,20 +78,49 @@ impl Drop for Waiting {
     }
 }
 
-impl Pages {
-    /// A wait of `owner`'s on `upload_id`, if they may wait now: within
-    /// their rate of waits, fewer than [`WAITS_PER_USER`] under way, none
-    /// on this upload. `None`: answer at once.
-    pub fn begin_wait(&self, owner: &str, upload_id: &str) -> Option<Waiting> {
-        if let Err(e) = self.limits.check_rate(Kind::Waits, owner) {
+/// What a call may wait: [`Wait::time`], held until the wait is dropped.
+#[derive(Debug)]
+pub struct Wait {
+    time: Duration,
+    _held: Option<Waiting>,
+}
+
+impl Wait {
+    /// How long the call may wait (zero: it answers at once).
+    pub fn time(&self) -> Duration {
+        self.time
+    }
+}
+
+impl Limits {
+    /// How long `owner` may wait on `id` (an upload id, an import's file
+    /// id), asking for `asked`: at most the status wait, and only within
+    /// their rate of waits, fewer than [`WAITS_PER_USER`] under way and
+    /// none other on this id; otherwise zero (answer at once). Keep the
+    /// [`Wait`] for as long as the call waits.
+    pub fn wait(&self, owner: &str, id: &str, asked: Duration) -> Wait {
+        let asked = asked.min(self.status_wait);
+        let at_once = Wait {
+            time: Duration::ZERO,
+            _held: None,
+        };
+        if asked.is_zero() {
+            return at_once;
+        }
+        if let Err(e) = self.check_rate(Kind::Waits, owner) {
             tracing::info!(error = %e, "a status call answers at once: waits over the rate");
-            return None;
+            return at_once;
         }
-        let waiting = self.waits.begin(owner, upload_id);
-        if waiting.is_none() {
-            tracing::info!("a status call answers at once: its user holds the waits allowed");
+        match self.waits.begin(owner, id) {
+            Some(held) => Wait {
+                time: asked,
+                _held: Some(held),
+            },
+            None => {
+                tracing::info!("a status call answers at once: its user holds the waits allowed");
+                at_once
+            }
         }
-        waiting
     }
 }
 
