@@ -76,6 +76,11 @@ def template_conditions():
         return yaml.load(f, Loader=Loader)["Conditions"]
 
 
+def template_parameters():
+    with open("template.yaml") as f:
+        return yaml.load(f, Loader=Loader)["Parameters"]
+
+
 def translated(parameters):
     with open("template.yaml") as f:
         template = yaml.load(f, Loader=Loader)
@@ -203,6 +208,15 @@ def check_operations(resources):
         if env.get("SLUICE_IMPORTER_FUNCTION") != {"Ref": "ImporterFunction"}:
             fail(f"{fn} is not told the importer function: {env}")
     importer = resources["ImporterFunction"]["Properties"]
+    # Imports are fetched from servers anyone names: the importer's
+    # concurrency is always bounded (a parameter with a non-zero default),
+    # so slow imports never take the account's concurrency.
+    reserved = importer.get("ReservedConcurrentExecutions")
+    if reserved != {"Ref": "ImporterConcurrency"} and not (isinstance(reserved, int) and reserved >= 1):
+        fail(f"the importer's concurrency is not bounded: {reserved}")
+    bound = template_parameters().get("ImporterConcurrency", {})
+    if not isinstance(bound.get("Default"), int) or bound["Default"] < 1 or bound.get("MinValue", 0) < 1:
+        fail(f"ImporterConcurrency may be 0 or unset: {bound}")
     if importer.get("Timeout") != 900:
         fail(f"the importer does not have Lambda's whole 15 minutes: {importer.get('Timeout')}")
     retries = [r for n, r in resources.items() if r["Type"] == "AWS::Lambda::EventInvokeConfig"]

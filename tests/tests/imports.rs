@@ -496,6 +496,8 @@ fn a_slow_server_is_cut_at_its_deadline_while_others_are_served() {
             ("SLUICE_IMPORT_TIMEOUT_SECS", "4"),
             ("SLUICE_IMPORT_READ_TIMEOUT_SECS", "2"),
             ("SLUICE_IMPORTS_PER_USER", "1"),
+            // A byte a second passes this floor: the deadline cuts it.
+            ("SLUICE_IMPORT_MIN_BYTES_PER_SEC", "1"),
         ],
     );
     let (slow_base, slow_url) = (server.base.clone(), origin.url("/slow"));

@@ -25,6 +25,11 @@ pub struct Imports {
     /// Connecting, and each read (`SLUICE_IMPORT_CONNECT_TIMEOUT_SECS`,
     /// `SLUICE_IMPORT_READ_TIMEOUT_SECS`).
     pub timeouts: Timeouts,
+    /// The slowest a body may arrive, in bytes a second, over each window
+    /// of the read timeout (`SLUICE_IMPORT_MIN_BYTES_PER_SEC`): a source
+    /// slower than that is cut, so it cannot hold one of the fetches at
+    /// once until the deadline.
+    pub min_rate: u64,
     /// Fetches at once in one process (`SLUICE_IMPORTS_AT_ONCE`).
     pub at_once: usize,
     /// Imports under way for one user (`SLUICE_IMPORTS_PER_USER`).
@@ -68,6 +73,7 @@ impl Imports {
                 connect: vars.secs("SLUICE_IMPORT_CONNECT_TIMEOUT_SECS")?,
                 read: vars.secs("SLUICE_IMPORT_READ_TIMEOUT_SECS")?,
             },
+            min_rate: vars.positive("SLUICE_IMPORT_MIN_BYTES_PER_SEC")?,
             at_once: vars.count("SLUICE_IMPORTS_AT_ONCE")?,
             per_user: vars.count("SLUICE_IMPORTS_PER_USER")?,
             wait: vars.secs("SLUICE_IMPORT_WAIT_SECS")?,

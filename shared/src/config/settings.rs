@@ -640,6 +640,13 @@ pub const SETTINGS: &[Setting] = &[
         "waiting for an import's answer, and for each read of its body",
     ),
     s(
+        "SLUICE_IMPORT_MIN_BYTES_PER_SEC",
+        Imports,
+        Parse::Positive,
+        Value("32768"),
+        "the slowest an import's body may arrive, over each window of `SLUICE_IMPORT_READ_TIMEOUT_SECS`: a slower source is cut (nothing kept), so it cannot hold one of the imports at once until the deadline",
+    ),
+    s(
         "SLUICE_IMPORTS_AT_ONCE",
         Imports,
         Parse::Positive,

@@ -48,4 +48,19 @@ pub trait ImportRecords: Send + Sync {
 
     /// Import `id`, expired or not; `None` if there is none.
     async fn get_import(&self, id: &FileId) -> Result<Option<ImportRecord>, RecordError>;
+
+    /// Takes one of `owner`'s `limit` turns for an import under way, held
+    /// by `holder` (the import's id) until `until` (Unix seconds: the turn
+    /// of a process that died lapses then), on every replica at once: the
+    /// turn's number, or `None` when all of them are held.
+    async fn take_import_turn(
+        &self,
+        owner: &str,
+        holder: &str,
+        limit: u32,
+        until: i64,
+    ) -> Result<Option<u32>, RecordError>;
+
+    /// Gives back `owner`'s turn `n`, if `holder` still holds it.
+    async fn give_import_turn(&self, owner: &str, n: u32, holder: &str) -> Result<(), RecordError>;
 }

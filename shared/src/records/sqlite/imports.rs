@@ -35,4 +35,42 @@ impl ImportRecords for SqliteRecords {
             .await?;
         Ok(json.and_then(|j| ImportRecord::from_json(id, &j)))
     }
+
+    async fn take_import_turn(
+        &self,
+        owner: &str,
+        holder: &str,
+        limit: u32,
+        until: i64,
+    ) -> Result<Option<u32>, RecordError> {
+        let (owner, holder, now) = (owner.to_owned(), holder.to_owned(), crate::time::now_unix());
+        self.db
+            .write(move |c| {
+                let mut take = c.prepare_cached(
+                    "INSERT INTO import_turns (owner, n, holder, until) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (owner, n) DO UPDATE SET holder = ?3, until = ?4
+                     WHERE import_turns.until < ?5",
+                )?;
+                for n in 0..limit {
+                    if take.execute(params![owner, n, holder, until, now])? == 1 {
+                        return Ok(Some(n));
+                    }
+                }
+                Ok(None)
+            })
+            .await
+    }
+
+    async fn give_import_turn(&self, owner: &str, n: u32, holder: &str) -> Result<(), RecordError> {
+        let (owner, holder) = (owner.to_owned(), holder.to_owned());
+        self.db
+            .write(move |c| {
+                c.prepare_cached(
+                    "DELETE FROM import_turns WHERE owner = ?1 AND n = ?2 AND holder = ?3",
+                )?
+                .execute(params![owner, n, holder])
+                .map(drop)
+            })
+            .await
+    }
 }

@@ -74,6 +74,13 @@ const TABLES: &str = "CREATE TABLE IF NOT EXISTS files (
                  import TEXT NOT NULL
              ) WITHOUT ROWID;
              CREATE INDEX IF NOT EXISTS imports_by_expiry ON imports (expires_at);
+             CREATE TABLE IF NOT EXISTS import_turns (
+                 owner TEXT NOT NULL,
+                 n INTEGER NOT NULL,
+                 holder TEXT NOT NULL,
+                 until INTEGER NOT NULL,
+                 PRIMARY KEY (owner, n)
+             ) WITHOUT ROWID;
              CREATE TABLE IF NOT EXISTS deleted (
                  file_id TEXT PRIMARY KEY,
                  expires_at INTEGER NOT NULL,

@@ -7,14 +7,14 @@
 //! marked ready. All of it under the import's deadline. A failure at any
 //! step rejects the import with its reason, and nothing is kept.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt as _;
-use tokio::io::AsyncWriteExt as _;
 use url::Url;
 
+use super::spool::{Refused, Spool};
 use super::{ImportRequest, Imports, Outcome};
 use crate::fetch::{Fetched, Fetcher, host_of, plain_name, url_filename};
 use crate::file::{FileId, FileMeta};
@@ -32,6 +32,9 @@ pub(super) struct Work {
     pub(super) req: ImportRequest,
     pub(super) declared: Option<FileMeta>,
     pub(super) received: Arc<AtomicU64>,
+    /// The caller's turn among their imports under way, given back at
+    /// the end.
+    pub(super) turn: Option<u32>,
 }
 
 impl Work {
@@ -63,6 +66,9 @@ impl Work {
         self.imports
             .note(&self.id, &self.owner, &source, &outcome)
             .await;
+        if let Some(turn) = self.turn {
+            self.imports.give_turn(&self.owner, turn, &self.id).await;
+        }
         outcome
     }
 
@@ -102,14 +108,32 @@ impl Work {
     }
 
     /// A file whose size or digest was not declared: hashed into a spool
-    /// file, then issued as what arrived.
+    /// ([`Spool`]: private, counted against the quota as it grows), then
+    /// issued as what arrived. The caps are checked before the first byte
+    /// (with the length the server declares) and as the body grows: it is
+    /// cut as soon as it passes them.
     async fn spooled(&self, fetched: Fetched, source: &str) -> Result<FileMeta, String> {
         let max = self.imports.max_bytes();
+        let room = self
+            .imports
+            .limits
+            .room(&self.owner)
+            .await
+            .map_err(|e| e.to_string())?;
+        let over_room = |size: u64| {
+            format!(
+                "{source} sends {size} bytes, more than the {room} your limits leave room for \
+                 (pending and stored bytes): nothing was kept"
+            )
+        };
         if let Some(len) = fetched.length {
             if len > max {
                 return Err(format!(
                     "{source} sends {len} bytes, over the import limit of {max}; nothing was fetched"
                 ));
+            }
+            if len > room {
+                return Err(over_room(len));
             }
             if let Some(size) = self.req.size
                 && size != len
@@ -119,12 +143,7 @@ impl Work {
                 ));
             }
         }
-        let spool = Spool::new(&self.id);
-        // A name no one else made: never a file or link already there.
-        let mut out = tokio::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&spool.0)
+        let mut spool = Spool::create(self.imports.base.store(), &self.id)
             .await
             .map_err(|e| format!("could not keep the bytes: {e}"))?;
         let mut hash = Hasher::new();
@@ -139,15 +158,17 @@ impl Work {
                     "{source} sent more than the import limit of {max} bytes: cut, nothing was kept"
                 ));
             }
+            if size > room {
+                return Err(over_room(size));
+            }
             hash.update(&chunk);
-            out.write_all(&chunk)
-                .await
-                .map_err(|e| format!("could not keep the bytes: {e}"))?;
+            spool.write(&chunk).await.map_err(|e| match e {
+                Refused::Full => {
+                    "the server's store is full: the import was cut, nothing was kept".to_owned()
+                }
+                Refused::Io(e) => format!("could not keep the bytes: {e}"),
+            })?;
         }
-        out.flush()
-            .await
-            .map_err(|e| format!("could not keep the bytes: {e}"))?;
-        drop(out);
         if let Some(declared) = self.req.size
             && declared != size
         {
@@ -193,6 +214,7 @@ impl Work {
             .read()
             .await
             .map_err(|e| format!("could not read the bytes kept: {e}"))?;
+        // The spool is removed once the put has read it.
         match self.store_as(&file, body).await {
             Ok(()) | Err(StoreError::AlreadyExists) => {}
             Err(e) => return Err(refused(source, e)),
@@ -311,12 +333,41 @@ impl Work {
         Ok(())
     }
 
-    /// `body`, its bytes counted as they pass.
+    /// `body`, its bytes counted as they pass, and cut when it arrives
+    /// slower than the floor (`SLUICE_IMPORT_MIN_BYTES_PER_SEC`, over each
+    /// window of the read timeout): a source that trickles cannot hold one
+    /// of the fetches at once until the deadline.
     fn counted(&self, body: ByteStream) -> ByteStream {
         let received = self.received.clone();
+        let window = self
+            .imports
+            .settings
+            .timeouts
+            .read
+            .max(Duration::from_secs(1));
+        let floor = self
+            .imports
+            .settings
+            .min_rate
+            .saturating_mul(window.as_secs());
+        let mut since = (Instant::now(), 0u64);
         Box::pin(body.map(move |chunk| {
-            if let Ok(bytes) = &chunk {
-                received.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            let bytes = chunk.as_ref().map_or(0, |b| b.len() as u64);
+            received.fetch_add(bytes, Ordering::Relaxed);
+            since.1 += bytes;
+            if since.0.elapsed() >= window {
+                if since.1 < floor {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "it sent {} bytes in {} s, slower than the least this server takes ({} bytes a second)",
+                            since.1,
+                            window.as_secs(),
+                            floor / window.as_secs()
+                        ),
+                    ));
+                }
+                since = (Instant::now(), 0);
             }
             chunk
         }))
@@ -351,40 +402,5 @@ fn refused(source: &str, e: StoreError) -> String {
             format!("the bytes {source} sent are not the file declared ({m}); nothing was kept")
         }
         other => format!("the bytes could not be stored ({other}); nothing was kept"),
-    }
-}
-
-/// A file the bytes of an undeclared import wait in, removed when dropped.
-struct Spool(PathBuf);
-
-impl Spool {
-    fn new(id: &FileId) -> Self {
-        Self(std::env::temp_dir().join(format!("sluice-import-{id}")))
-    }
-
-    /// The bytes kept, as a stream.
-    async fn read(&self) -> std::io::Result<ByteStream> {
-        let file = tokio::fs::File::open(&self.0).await?;
-        Ok(Box::pin(futures_util::stream::unfold(
-            file,
-            |mut file| async move {
-                use tokio::io::AsyncReadExt as _;
-                let mut buf = vec![0u8; 256 * 1024];
-                match file.read(&mut buf).await {
-                    Ok(0) => None,
-                    Ok(n) => {
-                        buf.truncate(n);
-                        Some((Ok(bytes::Bytes::from(buf)), file))
-                    }
-                    Err(e) => Some((Err(e), file)),
-                }
-            },
-        )))
-    }
-}
-
-impl Drop for Spool {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }

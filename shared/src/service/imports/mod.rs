@@ -20,6 +20,7 @@
 //! where the function that was asked reads it.
 
 mod fetch;
+mod spool;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,6 +41,7 @@ use crate::error::Error;
 use crate::fetch::{Fetcher, host_of};
 use crate::file::{FileId, FileMeta};
 use crate::rate::Kind;
+use crate::service::uploads::issue::Counted;
 use crate::sha::Sha256;
 
 /// How long a finished import's outcome is kept for its status.
@@ -183,6 +185,10 @@ pub struct ImportJob {
     /// Whether the file was issued when the import was asked for (its size
     /// and SHA-256 declared).
     pub declared: bool,
+    /// The caller's turn among their imports under way, given back when
+    /// the import ends (none from a sender before turns: it lapses).
+    #[serde(default)]
+    pub turn: Option<u32>,
 }
 
 /// Files fetched by the server from a URL.
@@ -327,6 +333,13 @@ impl Imports {
         }
         let source = host_of(&url);
         let id = FileId::random();
+        // Admission, in its one order (the scope is the tool's, the form
+        // checked above): the rate → one of the caller's imports under
+        // way, counted in the records so every replica and function sees
+        // it → with a size and digest declared, the file issued under the
+        // pending caps → only then the fetch.
+        self.limits.check_rate(Kind::Issue, owner)?;
+        let turn = self.take_turn(owner, &id).await?;
         let declared = match (req.size, req.sha256) {
             (Some(size), Some(sha256)) => {
                 let filename =
@@ -337,15 +350,19 @@ impl Imports {
                     sha256,
                     content_type: req.content_type.clone(),
                 };
-                self.begin(owner)?;
-                let (file, _, _) = self.uploads.issue_file(owner, request, id.clone()).await?;
-                Some(file)
+                let issued = self
+                    .uploads
+                    .issue_file_as(owner, request, id.clone(), Counted::CapsOnly)
+                    .await;
+                match issued {
+                    Ok((file, _, _)) => Some(file),
+                    Err(e) => {
+                        self.give_turn(owner, turn, &id).await;
+                        return Err(e);
+                    }
+                }
             }
-            _ => {
-                self.limits.check_rate(Kind::Issue, owner)?;
-                self.begin(owner)?;
-                None
-            }
+            _ => None,
         };
         tracing::info!(file_id = %id, %source, "import begun");
         self.note(&id, owner, &source, &Outcome::Pending).await;
@@ -358,6 +375,7 @@ impl Imports {
                     ..req
                 },
                 declared: declared.is_some(),
+                turn: Some(turn),
             };
             if let Err(e) = dispatch.start(&job).await {
                 tracing::warn!(file_id = %id, error = %e, "the importer could not be started");
@@ -365,6 +383,7 @@ impl Imports {
                 if let Some(file) = &declared {
                     self.forget(file).await;
                 }
+                self.give_turn(owner, turn, &id).await;
                 self.note(&id, owner, &source, &Outcome::Rejected(why))
                     .await;
             }
@@ -373,17 +392,24 @@ impl Imports {
         }
         let (tx, rx) = watch::channel(Outcome::Pending);
         let received = Arc::new(AtomicU64::new(0));
-        self.jobs_lock().insert(
-            id.clone(),
-            Job {
-                owner: owner.to_owned(),
-                source: source.clone(),
-                declared: declared.clone(),
-                received: received.clone(),
-                outcome: rx.clone(),
-                started: Instant::now(),
-            },
-        );
+        {
+            let mut jobs = self.jobs_lock();
+            jobs.retain(|_, j| {
+                *j.outcome.borrow() == Outcome::Pending
+                    || j.started.elapsed().as_secs() < KEEP_FINISHED_SECS
+            });
+            jobs.insert(
+                id.clone(),
+                Job {
+                    owner: owner.to_owned(),
+                    source: source.clone(),
+                    declared: declared.clone(),
+                    received: received.clone(),
+                    outcome: rx.clone(),
+                    started: Instant::now(),
+                },
+            );
+        }
         let work = fetch::Work {
             imports: self.clone(),
             fetcher: self.fetcher(),
@@ -393,6 +419,7 @@ impl Imports {
             req,
             declared,
             received,
+            turn: Some(turn),
         };
         tokio::spawn(async move {
             let outcome = work.run().await;
@@ -435,6 +462,7 @@ impl Imports {
             req,
             declared,
             received: Arc::default(),
+            turn: job.turn,
         };
         work.run().await;
         self.recorded(&owner, &id).await
@@ -639,26 +667,41 @@ impl Imports {
         }
     }
 
-    /// Takes one of `owner`'s imports under way, if they have one left.
-    fn begin(&self, owner: &str) -> Result<(), Error> {
-        let mut jobs = self.jobs_lock();
-        jobs.retain(|_, j| {
-            *j.outcome.borrow() == Outcome::Pending
-                || j.started.elapsed().as_secs() < KEEP_FINISHED_SECS
-        });
-        let under_way = jobs
-            .values()
-            .filter(|j| j.owner == owner && *j.outcome.borrow() == Outcome::Pending)
-            .count();
-        if under_way >= self.settings.per_user {
-            return Err(Error::Limited {
+    /// Takes one of `owner`'s turns for an import under way (at most
+    /// `SLUICE_IMPORTS_PER_USER`), kept in the records so that every
+    /// process and function counts the same imports; a turn whose process
+    /// died lapses past the import's deadline.
+    async fn take_turn(&self, owner: &str, id: &FileId) -> Result<u32, Error> {
+        let per_user = u32::try_from(self.settings.per_user).unwrap_or(u32::MAX);
+        let until = crate::time::now_unix() + self.settings.deadline.as_secs() as i64 + 60;
+        match self
+            .base
+            .records()
+            .take_import_turn(owner, id.as_str(), per_user, until)
+            .await?
+        {
+            Some(turn) => Ok(turn),
+            None => Err(Error::Limited {
                 message: format!(
-                    "you have {under_way} imports under way, the most at once: ask again when one has ended"
+                    "you have {per_user} imports under way, the most at once: nothing was fetched; \
+                     ask again when one has ended"
                 ),
                 retry_after: 10,
-            });
+            }),
         }
-        Ok(())
+    }
+
+    /// Gives back `owner`'s turn `turn`, held by import `id`; a failure is
+    /// logged (the turn lapses at the import's deadline).
+    pub(super) async fn give_turn(&self, owner: &str, turn: u32, id: &FileId) {
+        if let Err(e) = self
+            .base
+            .records()
+            .give_import_turn(owner, turn, id.as_str())
+            .await
+        {
+            tracing::warn!(file_id = %id, error = %e, "an import's turn was not given back: it lapses");
+        }
     }
 
     /// Waits up to `wait` for the import's outcome, and says it.

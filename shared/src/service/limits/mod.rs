@@ -117,6 +117,25 @@ impl Limits {
         Err(over_caps(caps, &pending, file.size, now))
     }
 
+    /// The bytes `owner` may still add under their caps (their pending
+    /// bytes, and all their bytes where that is capped; none at the cap on
+    /// pending files): how far a file whose size is not known yet (an
+    /// import not declared) may grow before it is refused. Checked before
+    /// its first byte and as it grows; its issue checks the caps again.
+    pub(crate) async fn room(&self, owner: &str) -> Result<u64, Error> {
+        let (records, caps, now) = (self.base.records(), self.pending_caps, now_unix());
+        let pending = records.pending_totals(owner, now, caps.files).await?;
+        if pending.files >= caps.files {
+            return Ok(0);
+        }
+        let mut room = caps.bytes.saturating_sub(pending.bytes);
+        if let Some(stored) = caps.stored {
+            let all = records.stored_bytes(owner, now).await?;
+            room = room.min(stored.saturating_sub(all));
+        }
+        Ok(room)
+    }
+
     /// Takes `file`'s size from its owner's allowance of download bytes for
     /// this clock hour (`SLUICE_DOWNLOAD_BYTES_PER_HOUR`), kept in the
     /// ledger so that every replica shares it. It bounds the bytes of the
