@@ -28,6 +28,8 @@ pub(crate) enum Answer {
     Trickle(usize),
     /// Nothing, ever (the connection is held open).
     Never,
+    /// A 200 and a body of no declared length (delimited by the close).
+    Unsized(Vec<u8>),
 }
 
 /// A web server on 127.0.0.1 standing in for the host a file is on; it
@@ -116,6 +118,10 @@ fn serve(
             }
         }
         Answer::Never => std::thread::sleep(Duration::from_secs(120)),
+        Answer::Unsized(body) => {
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+            let _ = stream.write_all(&body);
+        }
     }
 }
 
@@ -161,7 +167,7 @@ pub(crate) fn routes(path: &str, data: &[u8]) -> Answer {
 }
 
 /// A server that imports from `origin` (loopback admitted, its port too).
-fn importing(origin: &Origin, extra: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
+pub(crate) fn importing(origin: &Origin, extra: &[(&str, &str)]) -> (Server, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let port = origin.port.to_string();
     let mut env = vec![
@@ -173,13 +179,13 @@ fn importing(origin: &Origin, extra: &[(&str, &str)]) -> (Server, tempfile::Temp
     (server, dir)
 }
 
-fn import(server: &Server, token: &str, args: Value) -> Value {
+pub(crate) fn import(server: &Server, token: &str, args: Value) -> Value {
     call_tool(&server.base, token, "import_file", args)
 }
 
 /// Every answer of the import tools stays within a kilobyte in each view:
 /// the structured content, and each text block.
-fn small(result: &Value) -> &Value {
+pub(crate) fn small(result: &Value) -> &Value {
     let structured = result["structuredContent"].to_string();
     assert!(
         structured.len() <= 1024,
@@ -194,7 +200,7 @@ fn small(result: &Value) -> &Value {
 }
 
 /// An import that ended rejected, with its reason.
-fn rejected(result: &Value) -> String {
+pub(crate) fn rejected(result: &Value) -> String {
     let got = tool_ok(small(result));
     assert_eq!(got["state"], "rejected", "{got}");
     assert!(

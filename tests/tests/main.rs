@@ -57,6 +57,8 @@ mod mcp_http;
 mod metrics;
 // OAuth end to end with oidc-provider and the SDKs' own OAuth clients
 mod oauth;
+// one guard per policy: quota, waits, spool, caps, scope and form before a fetch, rates
+mod policies;
 // files in parts where S3 receives the bytes: the line, resumes, the proof
 mod parts;
 // the documented commands, run as written

@@ -680,6 +680,90 @@ mod at_once {
             "two at a time, at most"
         );
     }
+
+    /// A scanner that takes a second a file and notes whose it scanned.
+    #[derive(Debug, Default)]
+    struct Slow {
+        order: std::sync::Mutex<Vec<String>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Scanner for Slow {
+        fn reads_bytes(&self) -> bool {
+            true
+        }
+
+        async fn scan(&self, file: &FileMeta, _: &dyn ObjectStore) -> Result<Finding, ScanError> {
+            self.order.lock().unwrap().push(file.owner.clone());
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Ok(Finding::Clean { by: "slow".into() })
+        }
+    }
+
+    /// The turns go round the owners, and the deadline runs from a file's
+    /// first scan: one user's four slow files, stored first, neither hold
+    /// another user's file behind them nor push it (or their own) past a
+    /// deadline of two seconds, however often the files are asked for.
+    #[test]
+    fn one_users_many_files_never_push_anothers_past_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let slow = Arc::new(Slow::default());
+        let sluice = scanning_in_process(
+            dir.path(),
+            slow.clone(),
+            &[
+                ("SLUICE_SCANS_AT_ONCE", "1"),
+                ("SLUICE_SCAN_DEADLINE_SECS", "2"),
+            ],
+            |_| {},
+        );
+        crate::contract::runtime().block_on(async {
+            let mut files = Vec::new();
+            for (n, owner) in ["alice", "alice", "alice", "alice", "bob"]
+                .iter()
+                .enumerate()
+            {
+                let data = vec![n as u8; 100];
+                let small = sluice
+                    .uploads()
+                    .upload_small(
+                        owner,
+                        format!("{n}.bin"),
+                        data.clone(),
+                        sluice::Sha256::of(&data),
+                        None,
+                    )
+                    .await
+                    .unwrap();
+                let file = sluice
+                    .files()
+                    .find_file(owner, &small.file_id)
+                    .await
+                    .unwrap();
+                files.push(file);
+            }
+            let started = Instant::now();
+            loop {
+                // Asked for as a download would: the gate's own look.
+                let mut waiting = 0;
+                for file in &files {
+                    match sluice.files().stored(file).await.unwrap() {
+                        sluice::service::files::stored::Stored::Ready(_) => {}
+                        sluice::service::files::stored::Stored::Scanning => waiting += 1,
+                        other => panic!("{}'s file {other:?}", file.owner),
+                    }
+                }
+                if waiting == 0 {
+                    break;
+                }
+                assert!(started.elapsed() < Duration::from_secs(30), "not all ready");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+        let order = slow.order.lock().unwrap().clone();
+        assert_eq!(order.len(), 5, "{order:?}");
+        assert_eq!(order[1], "bob", "bob's turn came second: {order:?}");
+    }
 }
 
 /// A sluice in this process over the local backends in `dir` (`vars`

@@ -24,13 +24,17 @@ struct State {
     queue: VecDeque<(String, VecDeque<oneshot::Sender<()>>)>,
 }
 
-/// A turn held, handed to the next owner in rotation when dropped.
+/// A turn held by one of `owner`'s files, handed to the next owner in
+/// rotation when dropped.
 #[derive(Debug)]
-pub(super) struct Turn<'a>(&'a Turns);
+pub(super) struct Turn<'a> {
+    turns: &'a Turns,
+    owner: String,
+}
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        self.0.hand_over();
+        self.turns.hand_over(Some(&self.owner));
     }
 }
 
@@ -45,7 +49,7 @@ impl Drop for Waiting<'_> {
         if let Some(mut rx) = self.rx.take() {
             rx.close();
             if rx.try_recv().is_ok() {
-                self.turns.hand_over();
+                self.turns.hand_over(None);
             }
         }
     }
@@ -67,7 +71,7 @@ impl Turns {
             let mut state = self.lock();
             if state.running < self.at_once && state.queue.is_empty() {
                 state.running += 1;
-                return Turn(self);
+                return self.turn(owner);
             }
             let (tx, rx) = oneshot::channel();
             match state.queue.iter_mut().find(|(o, _)| o == owner) {
@@ -89,14 +93,24 @@ impl Turns {
         if handed.is_err() {
             self.lock().running += 1;
         }
-        Turn(self)
+        self.turn(owner)
     }
 
-    /// A turn ends: it goes to the first owner waiting, who goes to the
-    /// back of the rotation if they have more files waiting; none waiting,
-    /// it is free.
-    fn hand_over(&self) {
+    fn turn(&self, owner: &str) -> Turn<'_> {
+        Turn {
+            turns: self,
+            owner: owner.to_owned(),
+        }
+    }
+
+    /// A turn of `ended`'s ends: it goes to the first owner waiting other
+    /// than `ended` if there is one (who goes to the back of the rotation
+    /// if they have more files waiting); none waiting, it is free.
+    fn hand_over(&self, ended: Option<&str>) {
         let mut state = self.lock();
+        if state.queue.len() > 1 && state.queue.front().map(|(o, _)| o.as_str()) == ended {
+            state.queue.rotate_left(1);
+        }
         while let Some((owner, mut waits)) = state.queue.pop_front() {
             let next = waits.pop_front();
             if !waits.is_empty() {
@@ -120,7 +134,7 @@ mod tests {
     use std::sync::Arc;
 
     /// With every turn taken, an owner who comes after another's five
-    /// files waiting is served second, not sixth.
+    /// files waiting is served next, not sixth.
     #[tokio::test]
     async fn turns_go_round_the_owners() {
         let turns = Arc::new(Turns::new(1));
@@ -145,7 +159,11 @@ mod tests {
         for _ in 0..6 {
             served.push(rx.recv().await.unwrap().1);
         }
-        assert_eq!(served[..2], ["alice", "bob"], "{served:?}");
+        assert_eq!(
+            served[0], "bob",
+            "the turn alice held goes to bob: {served:?}"
+        );
+        assert_eq!(served[1..], ["alice"; 5], "{served:?}");
         for task in tasks {
             task.await.unwrap();
         }

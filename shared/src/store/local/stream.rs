@@ -355,11 +355,11 @@ impl Writer {
             Ending::Ended { broke } => {
                 // What arrived is kept; an empty request changes nothing
                 // (no sync, no checkpoint).
-                if open.at != open.kept {
-                    if let Err(e) = open.checkpoint() {
-                        self.open = Some(open);
-                        return Err(e);
-                    }
+                if open.at != open.kept
+                    && let Err(e) = open.checkpoint()
+                {
+                    self.open = Some(open);
+                    return Err(e);
                 }
                 self.guard.keep(open.kept - self.start);
                 match broke {
