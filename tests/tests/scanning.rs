@@ -647,18 +647,7 @@ mod at_once {
         );
         crate::contract::runtime().block_on(async {
             for n in 0..6u8 {
-                let data = vec![n; 100];
-                sluice
-                    .uploads()
-                    .upload_small(
-                        "alice",
-                        format!("{n}.bin"),
-                        data.clone(),
-                        sluice::Sha256::of(&data),
-                        None,
-                    )
-                    .await
-                    .unwrap();
+                store_small(&sluice, "alice", n).await;
             }
             let started = Instant::now();
             loop {
@@ -679,6 +668,27 @@ mod at_once {
             2,
             "two at a time, at most"
         );
+    }
+
+    /// A file of 100 bytes of `n` stored for `owner` (its scan begun).
+    async fn store_small(sluice: &sluice::Sluice, owner: &str, n: u8) -> FileMeta {
+        let data = vec![n; 100];
+        let small = sluice
+            .uploads()
+            .upload_small(
+                owner,
+                format!("{n}.bin"),
+                data.clone(),
+                sluice::Sha256::of(&data),
+                None,
+            )
+            .await
+            .unwrap();
+        sluice
+            .files()
+            .find_file(owner, &small.file_id)
+            .await
+            .unwrap()
     }
 
     /// A scanner that takes a second a file and notes whose it scanned.
@@ -723,24 +733,7 @@ mod at_once {
                 .iter()
                 .enumerate()
             {
-                let data = vec![n as u8; 100];
-                let small = sluice
-                    .uploads()
-                    .upload_small(
-                        owner,
-                        format!("{n}.bin"),
-                        data.clone(),
-                        sluice::Sha256::of(&data),
-                        None,
-                    )
-                    .await
-                    .unwrap();
-                let file = sluice
-                    .files()
-                    .find_file(owner, &small.file_id)
-                    .await
-                    .unwrap();
-                files.push(file);
+                files.push(store_small(&sluice, owner, n as u8).await);
             }
             let started = Instant::now();
             loop {

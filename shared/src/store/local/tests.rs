@@ -422,6 +422,38 @@ async fn written(store: &LocalStore, key: &ObjectKey, bytes: u64) {
     }
 }
 
+/// An append under way: a stream of 4 MiB kept at its checkpoint of 1000
+/// bytes, then a second append whose first 256 KiB are written, its body
+/// still open (send on the sender, or drop it, to end it).
+struct UnderWay {
+    key: ObjectKey,
+    size: u64,
+    body: tokio::sync::mpsc::UnboundedSender<io::Result<Bytes>>,
+    appending: tokio::task::JoinHandle<Result<crate::store::Appended, StoreError>>,
+}
+
+async fn append_under_way(store: &LocalStore) -> UnderWay {
+    let size = 4 * 1024 * 1024;
+    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(b"never"));
+    streamed(store)
+        .append(&key, size, sha, 0, body_of(vec![vec![1; 1000]], None))
+        .await
+        .unwrap();
+    let (tx, body) = fed();
+    tx.send(Ok(Bytes::from(vec![1u8; 600 * 1024]))).unwrap();
+    let appending = {
+        let (store, key) = (store.clone(), key.clone());
+        tokio::spawn(async move { streamed(&store).append(&key, size, sha, 1000, body).await })
+    };
+    written(store, &key, 1000 + 256 * 1024).await;
+    UnderWay {
+        key,
+        size,
+        body: tx,
+        appending,
+    }
+}
+
 /// A delete wins over an append under way: the append ends at once
 /// (`Gone`, no more body needed), its stream is removed, and the quota
 /// counts nothing of it, neither its bytes nor its reservation: only
@@ -432,19 +464,12 @@ async fn a_delete_during_an_append_gives_back_exactly_what_it_counted() {
     let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
     put(&store, 9).await;
     assert_eq!(store.quota.used(), 100);
-    let size = 4 * 1024 * 1024;
-    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(b"never"));
-    streamed(&store)
-        .append(&key, size, sha, 0, body_of(vec![vec![1; 1000]], None))
-        .await
-        .unwrap();
-    let (tx, body) = fed();
-    tx.send(Ok(Bytes::from(vec![1u8; 600 * 1024]))).unwrap();
-    let appending = {
-        let (store, key) = (store.clone(), key.clone());
-        tokio::spawn(async move { streamed(&store).append(&key, size, sha, 1000, body).await })
-    };
-    written(&store, &key, 1000 + 256 * 1024).await;
+    let UnderWay {
+        key,
+        body: tx,
+        appending,
+        ..
+    } = append_under_way(&store).await;
     store.delete(&key).await.unwrap();
     let ended = tokio::time::timeout(Duration::from_secs(10), appending)
         .await
@@ -465,19 +490,12 @@ async fn an_append_cut_off_keeps_exactly_its_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
     let other = put(&store, 9).await;
-    let size = 4 * 1024 * 1024;
-    let (key, sha) = (meta("alice", 1).object_key(), Sha256::of(b"never"));
-    streamed(&store)
-        .append(&key, size, sha, 0, body_of(vec![vec![1; 1000]], None))
-        .await
-        .unwrap();
-    let (tx, body) = fed();
-    tx.send(Ok(Bytes::from(vec![1u8; 600 * 1024]))).unwrap();
-    let appending = {
-        let (store, key) = (store.clone(), key.clone());
-        tokio::spawn(async move { streamed(&store).append(&key, size, sha, 1000, body).await })
-    };
-    written(&store, &key, 1000 + 256 * 1024).await;
+    let UnderWay {
+        key,
+        size,
+        body: tx,
+        appending,
+    } = append_under_way(&store).await;
     appending.abort();
     let _ = appending.await;
     // The stream's lock goes with the last write: then it is settled.
