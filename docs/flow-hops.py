@@ -2,11 +2,16 @@
 """Each flow's path through the service, counted from its source, for the
 table in docs/ARCHITECTURE.md ("The service's components"): `make hops`, or
 `python3 docs/flow-hops.py [TREE...]` for checkouts to compare (default: this
-one).
+one, printed as the table the document holds between its `hops` markers; a
+test, `tests/tests/readme.rs`, holds the document to this output).
 
 From a flow's entry point, each service function is expanded once, depth
-first, in source order (calls on `self`, on one of its components, on
-`Self::`, and free functions of the service). Accessors (`store()`,
+first, in source order: calls on `self`, on a component or part it holds
+(`self.files.stored(…)`, `self.calls.limits.check_rate(…)`: a call through
+fields is a call into the component the last field names, as a reader
+follows it), on `Self::`, and free functions of the service. A name defined
+in several files is the one in the component the call goes through, else
+the one in the calling file, else the first. Accessors (`store()`,
 `records()`, `transfers()`, …) are reads of what a component holds, not
 steps, and are left out. Reported: the functions reached, the files they
 are in, the hops (calls that cross into another file), how often the path
@@ -34,12 +39,18 @@ FLOWS = {
 }
 COMPONENTS = {
     "base.rs": "Base", "verify.rs": "Base", "proof.rs": "Base",
-    "limits.rs": "Limits", "files": "Files", "uploads": "Uploads",
-    "downloads": "Downloads", "pages": "Pages", "batches": "Batches",
-    "actions.rs": "Actions",
+    "limits.rs": "Limits", "limits": "Limits", "files": "Files",
+    "uploads": "Uploads", "downloads": "Downloads", "pages": "Pages",
+    "batches": "Batches", "imports": "Imports", "actions.rs": "Actions",
+}
+# A field a component holds, as the folder (or file) of the component it is.
+FIELDS = {
+    "base": "base.rs", "files": "files", "uploads": "uploads",
+    "downloads": "downloads", "limits": "limits", "pages": "pages",
+    "batches": "batches", "imports": "imports", "gate": "files",
 }
 CALL = re.compile(
-    r"(?:\bself\s*\.\s*(?:[a-z_]+\s*\.\s*)?|\bSelf::|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
+    r"(?:\bself\s*\.\s*((?:[a-z_]+\s*\.\s*)*)|\bSelf::|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
 )
 
 
@@ -75,23 +86,41 @@ def functions(tree):
             if m.group(1) in ACCESSORS:
                 continue
             start = s.index("{", m.end())
-            fns.setdefault(m.group(1), (rel, s[start : body_end(s, start) + 1]))
+            fns.setdefault(m.group(1), []).append((rel, s[start : body_end(s, start) + 1]))
     return fns
+
+
+def resolve(fns, name, fields, caller):
+    """The definition a call of `name` reaches: through `fields` (the
+    fields the call goes through, last one first), from `caller`'s file."""
+    found = fns[name]
+    for field in reversed([f.strip() for f in fields.split(".") if f.strip()]):
+        if field in FIELDS:
+            place = FIELDS[field]
+            for rel, body in found:
+                if rel == place or rel.startswith(place + "/"):
+                    return rel, body
+            break
+    for rel, body in found:
+        if rel == caller:
+            return rel, body
+    return found[0]
 
 
 def walk(tree, entry):
     fns = functions(tree)
     seen, path = set(), []
 
-    def visit(name):
-        rel, body = fns[name]
+    def visit(name, fields="", caller=None):
+        rel, body = resolve(fns, name, fields, caller)
         path.append(rel)
-        if name in seen:
+        if (rel, name) in seen:
             return
-        seen.add(name)
+        seen.add((rel, name))
         for m in CALL.finditer(body):
-            if m.group(1) in fns and m.group(1) != name:
-                visit(m.group(1))
+            called = m.group(2)
+            if called in fns and (called, m.group(1) or "") != (name, ""):
+                visit(called, m.group(1) or "", rel)
                 path.append(rel)
 
     visit(entry)
@@ -104,7 +133,15 @@ def walk(tree, entry):
 
 
 def main():
-    trees = sys.argv[1:] or ["."]
+    trees = sys.argv[1:]
+    if not trees:
+        # This tree, as docs/ARCHITECTURE.md holds it.
+        print("| flow | functions | files | hops | returns | components |")
+        print("|---|---|---|---|---|---|")
+        for label, entry in FLOWS.items():
+            n, files, hops, returns, comps = walk(".", entry)
+            print(f"| {label} | {n} | {files} | {hops} | {returns} | {', '.join(comps)} |")
+        return
     print("| flow | tree | functions | files | hops | returns | components |")
     print("|---|---|---|---|---|---|---|")
     for label, entry in FLOWS.items():
