@@ -238,7 +238,7 @@ fn an_expired_page_says_so() {
     );
     // The upload_id of an expired page, never used, is `expired`.
     let token = server.token("alice", &[]);
-    let id = sluice::service::pages::upload_id(&keys, "alice", &sluice::FileId::random(), 1, 1);
+    let id = sluice::service::links::upload_id(&keys, "alice", &sluice::FileId::random(), 1, 1);
     assert_eq!(status(&server, &token, &id)["state"], "expired");
 }
 

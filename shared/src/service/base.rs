@@ -1,31 +1,28 @@
 //! What every flow stands on, and the few decisions they share: where the
 //! bytes and the records are, the ledger, the signing keys and how files
 //! move ([`crate::config::Transfers`]); what a file's upload link speaks
-//! ([`Base::protocol_of`], decided once here), a file's handle, and the
-//! changes reported beside the records (a refused upload, a spent link).
-//! Links are verified in [`super::verify`], objects proven in
-//! [`super::proof`]: both on this type.
+//! ([`Base::protocol_of`], decided once here), and the changes reported
+//! beside the records (a refused upload, a spent link). Objects are proven
+//! in [`super::proof`], on this type; links and handles are minted and
+//! opened by [`super::links::Links`].
 
 use std::sync::Arc;
 
 use crate::config::Transfers;
 use crate::error::Error;
-use crate::file::{FileId, FileMeta};
-use crate::keys::Keyring;
+use crate::file::FileMeta;
 use crate::ledger::Ledger;
 use crate::multipart::Plan;
 use crate::records::RecordStore;
 use crate::store::{Access, ObjectStore, PartStore};
-use crate::token::{HANDLE_PREFIX, Short};
 
-/// The backends, keys and transfer settings every component holds: cheap
-/// to clone (each part shared).
+/// The backends and transfer settings every component holds: cheap to
+/// clone (each part shared). The keys are [`super::links::Links`]'s alone.
 #[derive(Clone, Debug)]
 pub struct Base {
     store: Arc<dyn ObjectStore>,
     records: Arc<dyn RecordStore>,
     ledger: Arc<dyn Ledger>,
-    keys: Arc<Keyring>,
     transfers: Arc<Transfers>,
 }
 
@@ -50,19 +47,17 @@ pub enum Protocol {
 }
 
 impl Base {
-    /// Built from the backends, the keys and the `transfers` group.
+    /// Built from the backends and the `transfers` group.
     pub fn new(
         store: Arc<dyn ObjectStore>,
         records: Arc<dyn RecordStore>,
         ledger: Arc<dyn Ledger>,
-        keys: Keyring,
         transfers: Transfers,
     ) -> Self {
         Self {
             store,
             records,
             ledger,
-            keys: Arc::new(keys),
             transfers: Arc::new(transfers),
         }
     }
@@ -85,11 +80,6 @@ impl Base {
     /// The spent-token ledger.
     pub fn ledger(&self) -> &dyn Ledger {
         &*self.ledger
-    }
-
-    /// The signing keys.
-    pub(crate) fn keys(&self) -> &Keyring {
-        &self.keys
     }
 
     /// How files move: lifetimes, sizes and time limits.
@@ -129,13 +119,6 @@ impl Base {
         self.store()
             .parts()
             .ok_or_else(|| Error::bug("a file has parts on a store without them"))
-    }
-    /// The handle of file `id`.
-    pub(crate) fn handle_of(&self, id: &FileId) -> String {
-        format!(
-            "{HANDLE_PREFIX}{}",
-            Short::handle(id.clone()).encode(self.keys())
-        )
     }
     /// Bytes that were not `file`, sent under the link `jti`, refused
     /// (`file.rejected`): no record changes, so the ledger keeps the event

@@ -20,13 +20,14 @@
 //! - [`imports`] ([`imports::Imports`]): a file the server fetches from a
 //!   URL, behind the import guard.
 //!
-//! The shared parts they call by name: [`base::Base`] (the backends, keys
-//! and transfer settings, what a link speaks, a file's handle, the changes
-//! reported beside the records), with `verify` (a link, upload or download,
-//! verified in one place, and the file it names) and `proof` (proving an
-//! object the store cannot vouch for, a slice at a time, under a lease in
-//! its record); and [`limits::Limits`] (rates, caps on pending files, the
-//! hourly download allowance).
+//! The shared parts they call by name: [`base::Base`] (the backends and
+//! transfer settings, what a link speaks, the changes reported beside the
+//! records), with `proof` (proving an object the store cannot vouch for, a
+//! slice at a time, under a lease in its record); [`links::Links`] (every
+//! link, handle, page, upload id and cursor minted and opened in one
+//! place, one `NotFound` for every link that does not open); and
+//! [`limits::Limits`] (the admission part: rates, caps, waits, the hourly
+//! download allowance).
 //!
 //! The service speaks the domain: its errors are [`crate::Error`]s, which
 //! the HTTP adapter ([`crate::http`]) and the MCP tools put on the wire.
@@ -40,10 +41,10 @@ pub mod downloads;
 pub mod files;
 pub mod imports;
 pub mod limits;
+pub mod links;
 pub mod pages;
 mod proof;
 pub mod uploads;
-mod verify;
 
 use std::fmt;
 use std::sync::Arc;
@@ -194,27 +195,25 @@ impl Sluice {
             scanner,
         } = assembly;
         let endpoints = Arc::new(endpoints);
-        let base = Base::new(store, records, ledger, keys, transfers);
-        let files = Files::new(base.clone(), gate(scan, scanner));
+        let keys = Arc::new(keys);
+        let links = links::Links::new(keys.clone(), endpoints.clone());
+        let base = Base::new(store, records, ledger, transfers);
+        let files = Files::new(base.clone(), links.clone(), gate(scan, scanner));
         let limits = Limits::new(base.clone(), files.clone(), limits, pending_caps);
         let uploads = Uploads::new(
             base.clone(),
             files.clone(),
             limits.clone(),
             endpoints.clone(),
+            links.clone(),
         );
-        let downloads = Downloads::new(
-            base.clone(),
-            files.clone(),
-            limits.clone(),
-            endpoints.clone(),
-        );
+        let downloads = Downloads::new(base.clone(), files.clone(), limits.clone(), links.clone());
         let pages = Pages::new(
             base.clone(),
             uploads.clone(),
             files.clone(),
             limits.clone(),
-            endpoints.clone(),
+            links.clone(),
         );
         let batches = Batches::new(
             base.clone(),
@@ -222,7 +221,7 @@ impl Sluice {
             downloads.clone(),
             files.clone(),
             limits.clone(),
-            endpoints.clone(),
+            links.clone(),
         );
         let imports = Imports::new(
             base.clone(),
@@ -302,7 +301,7 @@ impl Sluice {
         &self.0.limits
     }
 
-    /// The backends, keys and transfer settings.
+    /// The backends and transfer settings.
     pub fn base(&self) -> &Base {
         &self.0.base
     }

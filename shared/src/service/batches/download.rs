@@ -105,13 +105,9 @@ impl Batches {
                 files: listed,
             })
             .await?;
-        let link = Short::batch(ShortKind::BatchDownload, id, expires_at);
-        tracing::info!(jti = %link.jti(), files = items.len(), "download batch issued");
-        let url = format!(
-            "{}/g/{}",
-            self.endpoints.resolver_base(),
-            link.encode(self.base.keys())
-        );
+        let link = self.links.batch_download(&id, expires_at);
+        tracing::info!(jti = %link.jti, files = items.len(), "download batch issued");
+        let url = link.url;
         Ok(DownloadBatch {
             command: Some(curl::fetch_command(&url, &manifest)),
             files: items,

@@ -30,16 +30,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::service::base::Protocol;
 use crate::service::uploads::issue::{Reader, UploadRequest};
-use std::sync::Arc;
 
 use super::base::Base;
 use super::downloads::Downloads;
 use super::files::Files;
 use super::files::stored::Stored;
 use super::limits::Limits;
+use super::links::Links;
 use super::uploads::Uploads;
 use crate::auth::Caller;
-use crate::config::Endpoints;
 use crate::curl;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
@@ -195,7 +194,7 @@ pub struct Batches {
     downloads: Downloads,
     files: Files,
     limits: Limits,
-    endpoints: Arc<Endpoints>,
+    links: Links,
 }
 
 impl Batches {
@@ -206,7 +205,7 @@ impl Batches {
         downloads: Downloads,
         files: Files,
         limits: Limits,
-        endpoints: Arc<Endpoints>,
+        links: Links,
     ) -> Self {
         Self {
             base,
@@ -214,7 +213,7 @@ impl Batches {
             downloads,
             files,
             limits,
-            endpoints,
+            links,
         }
     }
 }
@@ -224,10 +223,7 @@ impl Batches {
     /// uniform [`Error::NotFound`].
     async fn batch_of(&self, token: &str, kind: ShortKind) -> Result<(Short, Batch), Error> {
         let now = now_unix();
-        let short = Short::decode(self.base.keys(), token, kind, now).map_err(|e| {
-            tracing::debug!(reason = %e, "batch link refused");
-            Error::NotFound
-        })?;
+        let short = self.links.open_batch(token, kind)?;
         let batch = self
             .base
             .records()
@@ -242,13 +238,11 @@ impl Batches {
     /// service with `files:resolve`): one read, whatever its size, so that
     /// a caller counts its files before anything is built for them.
     pub(crate) async fn batch_for(&self, caller: &Caller, handle: &str) -> Result<Batch, Error> {
-        let token = handle.trim().strip_prefix(BATCH_PREFIX).unwrap_or(handle);
-        let short = Short::decode(self.base.keys(), token, ShortKind::BatchHandle, now_unix())
-            .map_err(|_| Error::NotAHandle)?;
+        let id = self.links.open_batch_handle(handle)?;
         let batch = self
             .base
             .records()
-            .get_batch(&short.file_id)
+            .get_batch(&id)
             .await?
             .ok_or(Error::HandleExpired)?;
         if batch.expires_at <= now_unix() {
@@ -266,7 +260,7 @@ impl Batches {
             .files
             .iter()
             .filter_map(|f| FileId::parse(&f.id))
-            .map(|id| self.base.handle_of(&id))
+            .map(|id| self.links.handle(&id))
             .collect()
     }
 

@@ -148,13 +148,9 @@ impl Batches {
             ("refused", count(EntryState::Refused)),
         ]);
         let command = if counts["send"] > 0 {
-            let link = Short::batch(ShortKind::BatchUpload, id.clone(), expires_at);
-            tracing::info!(batch = %id, jti = %link.jti(), files = items.len(), "batch issued");
-            let url = format!(
-                "{}/b/{}",
-                self.endpoints.issuer_base(),
-                link.encode(self.base.keys())
-            );
+            let link = self.links.batch_upload(&id, expires_at);
+            tracing::info!(batch = %id, jti = %link.jti, files = items.len(), "batch issued");
+            let url = link.url;
             let origin = self.uploads.part_origin().await?;
             let line = curl::batch_command(&url, &origin, &manifest);
             let probe = self.uploads.origins_probed(&origin);
@@ -163,10 +159,7 @@ impl Batches {
             None
         };
         Ok(BatchTicket {
-            handle: format!(
-                "{BATCH_PREFIX}{}",
-                Short::batch(ShortKind::BatchHandle, id, 0).encode(self.base.keys())
-            ),
+            handle: self.links.batch_handle(&id),
             command,
             counts,
             files: items,

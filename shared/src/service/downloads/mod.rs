@@ -11,8 +11,6 @@
 
 pub mod small;
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use serde::Serialize;
 
@@ -20,8 +18,8 @@ use super::base::Base;
 use super::files::Files;
 use super::files::stored::Stored;
 use super::limits::Limits;
+use super::links::{Link, Links};
 use crate::auth::Caller;
-use crate::config::Endpoints;
 use crate::curl;
 use crate::error::Error;
 use crate::events::{Event, EventType};
@@ -31,7 +29,7 @@ use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, verified};
 use crate::time::{now_unix, rfc3339};
-use crate::token::{Method, Short};
+use crate::token::Method;
 
 /// Files up to this size are read and verified whole before the first byte
 /// is sent, so a mismatch is a clean 409. Larger files stream with their last
@@ -121,17 +119,17 @@ pub struct Downloads {
     base: Base,
     files: Files,
     limits: Limits,
-    endpoints: Arc<Endpoints>,
+    links: Links,
 }
 
 impl Downloads {
     /// Links under the resolver of `endpoints`, for `files`, within `limits`.
-    pub fn new(base: Base, files: Files, limits: Limits, endpoints: Arc<Endpoints>) -> Self {
+    pub fn new(base: Base, files: Files, limits: Limits, links: Links) -> Self {
         Self {
             base,
             files,
             limits,
-            endpoints,
+            links,
         }
     }
 }
@@ -174,13 +172,8 @@ impl Downloads {
     /// (just stored, or just checked): no request to the store.
     pub(crate) fn download_ticket(&self, file: &FileMeta) -> DownloadTicket {
         let expires_at = now_unix() + self.base.transfers().link_ttl.as_secs() as i64;
-        let link = Short::download(file.id.clone(), expires_at);
-        tracing::info!(file_id = %file.id, jti = %link.jti(), "download link issued");
-        let url = format!(
-            "{}/l/{}",
-            self.endpoints.resolver_base(),
-            link.encode(self.base.keys())
-        );
+        let Link { url, jti } = self.links.download(&file.id, expires_at);
+        tracing::info!(file_id = %file.id, %jti, "download link issued");
         // No unreachable-host guard here, unlike the upload line's: with
         // it a long name's answer passes the kilobyte; curl's own message
         // and get_download_url's description say it and what to do.
@@ -210,7 +203,7 @@ impl Downloads {
     /// `from` on are sent, and the last is held back until the whole
     /// verifies, so a resumed download never completes a wrong file either.
     pub async fn redeem_link(&self, token: &str, from: u64) -> Result<Delivery, Error> {
-        let link = self.base.verify_link(token, Method::Get)?;
+        let link = self.links.open_link(token, Method::Get)?;
         let (jti, expires_at) = (link.jti(), link.expires_at.unwrap_or(0));
         let replayed = || {
             tracing::info!(%jti, "spent link presented again");
@@ -221,7 +214,7 @@ impl Downloads {
         if self.base.ledger().is_spent(&jti).await? {
             return Err(replayed());
         }
-        let (file, _) = self.base.file_of(&link).await?;
+        let (file, _) = self.files.linked(&link).await?;
         let info = match self.files.stored(&file).await? {
             Stored::Ready(info) => info,
             // A link is issued for a file that passed its scan alone.

@@ -17,7 +17,6 @@ use crate::auth::{Caller, Scope};
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::records::FileRecord;
-use crate::token::{HANDLE_PREFIX, Short, ShortKind};
 
 /// What `delete_file` answers, the first time and every time after (the
 /// fields say what they are: each description costs every conversation
@@ -71,15 +70,7 @@ impl Files {
     /// The file of handle `handle`, deleted now or before, if `caller` may
     /// delete it: its owner, or a caller granted `files:delete`.
     async fn delete_handle(&self, caller: &Caller, handle: &str) -> Result<FileRecord, Error> {
-        let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
-        let id = Short::decode(
-            self.base.keys(),
-            token,
-            ShortKind::Handle,
-            crate::time::now_unix(),
-        )
-        .map_err(|_| Error::NotAHandle)?
-        .file_id;
+        let id = self.links().open_handle(handle)?;
         let may = |r: &FileRecord| r.file.owner == caller.owner || caller.has(Scope::FilesDelete);
         if let Some(record) = self.base.records().find(&id).await? {
             if !may(&record) {

@@ -12,20 +12,18 @@ pub mod scan;
 pub mod stored;
 mod turns;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use futures_util::{StreamExt as _, TryStreamExt as _};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::base::Base;
+use super::links::Links;
 use crate::auth::{Caller, Scope};
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
-use crate::keys::{Keyring, Purpose};
-use crate::records::{Cursor, FileRecord};
+use crate::records::FileRecord;
 use crate::sha::Sha256;
 use crate::time::{now_unix, rfc3339};
-use crate::token::{HANDLE_PREFIX, Short, ShortKind};
+use crate::token::Short;
 use stored::Stored;
 
 /// The page size of `list_files` when none is asked for.
@@ -93,6 +91,7 @@ pub struct FilePage {
 #[derive(Clone, Debug)]
 pub struct Files {
     base: Base,
+    links: Links,
     /// The malware gate, with scanning on ([`scan`]).
     gate: Option<std::sync::Arc<scan::Gate>>,
 }
@@ -100,15 +99,34 @@ pub struct Files {
 impl Files {
     /// Over the backends and keys of `base`, with the malware `gate` when
     /// scanning is on.
-    pub fn new(base: Base, gate: Option<scan::Gate>) -> Self {
+    pub fn new(base: Base, links: Links, gate: Option<scan::Gate>) -> Self {
         Self {
             base,
+            links,
             gate: gate.map(std::sync::Arc::new),
         }
     }
 }
 
 impl Files {
+    /// The links and handles of this deployment.
+    pub(crate) fn links(&self) -> &Links {
+        &self.links
+    }
+
+    /// The file a link names, with when its record expires (the record
+    /// was written once when the file was issued): none, the uniform
+    /// [`Error::NotFound`].
+    pub(crate) async fn linked(&self, link: &Short) -> Result<(FileMeta, i64), Error> {
+        let record = self
+            .base
+            .records()
+            .find(&link.file_id)
+            .await?
+            .ok_or(Error::NotFound)?;
+        Ok((record.file, record.expires_at))
+    }
+
     /// Resolves a `file` argument: a handle (`$uploadedFile:…`) or a file id
     /// of the caller's.
     pub async fn resolve_file(&self, caller: &Caller, file: &str) -> Result<FileMeta, Error> {
@@ -123,25 +141,18 @@ impl Files {
     /// `files:resolve`. A handle's file is its record (written once when it
     /// was issued).
     pub async fn redeem_handle(&self, caller: &Caller, handle: &str) -> Result<FileMeta, Error> {
-        let handle = handle.trim();
-        let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
-        let now = now_unix();
-        let file = match Short::decode(self.base.keys(), token, ShortKind::Handle, now) {
-            Ok(short) => {
-                // A handle we issued whose record is gone was swept: expired.
-                let record = self
-                    .base
-                    .records()
-                    .find(&short.file_id)
-                    .await?
-                    .ok_or(Error::HandleExpired)?;
-                if record.expires_at <= now {
-                    return Err(Error::HandleExpired);
-                }
-                record.file
-            }
-            Err(_) => return Err(Error::NotAHandle),
-        };
+        let id = self.links.open_handle(handle)?;
+        // A handle we issued whose record is gone was swept: expired.
+        let record = self
+            .base
+            .records()
+            .find(&id)
+            .await?
+            .ok_or(Error::HandleExpired)?;
+        if record.expires_at <= now_unix() {
+            return Err(Error::HandleExpired);
+        }
+        let file = record.file;
         if file.owner != caller.owner && !caller.has(Scope::FilesResolve) {
             return Err(Error::OtherUsersHandle);
         }
@@ -299,7 +310,7 @@ impl Files {
         }
         let after = match cursor.map(str::trim).filter(|c| !c.is_empty()) {
             None => None,
-            Some(c) => Some(decode_cursor(self.base.keys(), owner, c).ok_or(Error::ForeignCursor)?),
+            Some(c) => Some(self.links.open_cursor(owner, c)?),
         };
         let page = self
             .base
@@ -326,121 +337,7 @@ impl Files {
             .collect();
         Ok(FilePage {
             files,
-            next_cursor: page
-                .next
-                .map(|c| encode_cursor(self.base.keys(), owner, &c)),
+            next_cursor: page.next.map(|c| self.links.cursor(owner, &c)),
         })
-    }
-}
-
-/// A cursor as a client holds it: where the page starts, and whose pages
-/// these are as a keyed tag of the owner (never the owner, nor a plain hash
-/// of it that a dictionary could reverse). Opaque to clients (base64url).
-#[derive(Serialize, Deserialize)]
-struct WireCursor {
-    #[serde(rename = "o")]
-    owner_tag: String,
-    #[serde(rename = "c")]
-    created_ms: i64,
-    #[serde(rename = "f")]
-    file_id: String,
-}
-
-/// The longest cursor a client may pass back; ours are about 100 characters.
-const MAX_CURSOR_CHARS: usize = 256;
-
-fn encode_cursor(keys: &Keyring, owner: &str, c: &Cursor) -> String {
-    let wire = WireCursor {
-        owner_tag: keys.tag(Purpose::Cursor, owner.as_bytes()),
-        created_ms: c.created_ms,
-        file_id: c.file_id.clone(),
-    };
-    URL_SAFE_NO_PAD.encode(serde_json::to_vec(&wire).expect("a cursor serializes"))
-}
-
-/// The cursor `s`, if it is one this deployment gave `owner`: every field
-/// checked here, so nothing a client made up reaches a store's query.
-fn decode_cursor(keys: &Keyring, owner: &str, s: &str) -> Option<Cursor> {
-    if s.len() > MAX_CURSOR_CHARS {
-        return None;
-    }
-    let wire: WireCursor = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(s.trim()).ok()?).ok()?;
-    let ours = keys.tag_matches(Purpose::Cursor, owner.as_bytes(), &wire.owner_tag);
-    let id = FileId::parse(&wire.file_id)?;
-    (ours && wire.created_ms >= 0).then(|| Cursor {
-        created_ms: wire.created_ms,
-        file_id: id.to_string(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::token::tests::ring;
-
-    fn sample() -> Cursor {
-        Cursor {
-            created_ms: 1_700_000_000_000,
-            file_id: FileId::random().to_string(),
-        }
-    }
-
-    #[test]
-    fn a_cursor_round_trips_for_its_owner_only() {
-        let keys = ring("k1", 1);
-        let c = sample();
-        let s = encode_cursor(&keys, "alice", &c);
-        assert_eq!(decode_cursor(&keys, "alice", &s), Some(c));
-        assert_eq!(decode_cursor(&keys, "bob", &s), None);
-        assert_eq!(
-            decode_cursor(&ring("k1", 2), "alice", &s),
-            None,
-            "another deployment's"
-        );
-        assert_eq!(decode_cursor(&keys, "alice", "not a cursor"), None);
-    }
-
-    #[test]
-    fn a_cursor_does_not_carry_a_plain_hash_of_its_owner() {
-        let keys = ring("k1", 1);
-        let s = encode_cursor(&keys, "alice@example.com", &sample());
-        let text = String::from_utf8(URL_SAFE_NO_PAD.decode(&s).unwrap()).unwrap();
-        assert!(
-            !text.contains(&crate::file::owner_hash("alice@example.com")),
-            "{text}"
-        );
-        assert!(
-            !text.contains(&crate::sha::Sha256::of(b"alice@example.com").to_hex()),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn a_tampered_or_overlong_cursor_is_refused_before_any_query() {
-        let keys = ring("k1", 1);
-        let tag = keys.tag(Purpose::Cursor, b"alice");
-        let forge = |created_ms: i64, file_id: &str| {
-            let wire = WireCursor {
-                owner_tag: tag.clone(),
-                created_ms,
-                file_id: file_id.to_owned(),
-            };
-            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&wire).unwrap())
-        };
-        let good = FileId::random().to_string();
-        assert!(decode_cursor(&keys, "alice", &forge(5, &good)).is_some());
-        // A DynamoDB start key of any length or shape was a 500 there.
-        for (created, id) in [
-            (5, "x".repeat(2000)),
-            (5, "not#an#id".to_owned()),
-            (-1, good.clone()),
-        ] {
-            assert_eq!(
-                decode_cursor(&keys, "alice", &forge(created, &id)),
-                None,
-                "{id}"
-            );
-        }
-        assert_eq!(decode_cursor(&keys, "alice", &"A".repeat(5000)), None);
     }
 }

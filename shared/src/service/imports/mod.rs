@@ -35,6 +35,7 @@ use super::base::Base;
 use super::files::Files;
 use super::files::stored::Stored;
 use super::limits::Limits;
+use super::links::Links;
 use super::uploads::Uploads;
 use crate::config::Imports as Settings;
 use crate::error::Error;
@@ -198,6 +199,7 @@ pub struct Imports {
     uploads: Uploads,
     files: Files,
     limits: Limits,
+    links: Links,
     settings: Arc<Settings>,
     /// `None`: imports are off here (the setting, or a function that is
     /// frozen once it answers and has no importer to start).
@@ -239,6 +241,7 @@ impl Imports {
         Self {
             base,
             uploads,
+            links: files.links().clone(),
             files,
             limits,
             pool: Arc::new(Semaphore::new(settings.at_once.max(1))),
@@ -582,7 +585,7 @@ impl Imports {
             "ready" => {
                 let file = self.files.find_file(owner, id).await?;
                 ticket.state = ImportState::Ready;
-                ticket.handle = Some(self.base.handle_of(id));
+                ticket.handle = Some(self.links.handle(id));
                 ticket.filename = Some(file.filename);
                 ticket.size = Some(file.size);
                 ticket.sha256 = Some(file.sha256);
@@ -725,7 +728,7 @@ impl Imports {
         };
         Ok(ImportTicket {
             file_id: id.clone(),
-            handle: matches!(outcome, Outcome::Ready(_)).then(|| self.base.handle_of(id)),
+            handle: matches!(outcome, Outcome::Ready(_)).then(|| self.links.handle(id)),
             state: match outcome {
                 Outcome::Pending => ImportState::Pending,
                 Outcome::Ready(_) => ImportState::Ready,

@@ -16,19 +16,16 @@
 mod start;
 mod status;
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
 use super::base::Base;
 use super::files::Files;
 use super::limits::Limits;
+use super::links::Links;
 use super::uploads::Uploads;
-use crate::config::Endpoints;
 
 use crate::error::Error;
 use crate::file::FileId;
-use crate::keys::{Keyring, Purpose};
 use crate::rate::Kind;
 use crate::service::base::Protocol;
 use crate::service::uploads::issue::{MAX_FILENAME_BYTES, Reader, UploadRequest, UploadTarget};
@@ -211,48 +208,6 @@ pub struct PickedFile {
     pub sha256: Sha256,
 }
 
-/// An upload id: the page's first file id, its expiry and (for a page of
-/// several) how many files it takes, so that the status can say `expired`
-/// and find every file without any state of its own, and a keyed tag of
-/// these and the owner, so that only a page's upload has one (a caller
-/// cannot make one up for another of their files to get its handle).
-pub fn upload_id(
-    keys: &Keyring,
-    owner: &str,
-    file_id: &FileId,
-    expires_at: i64,
-    files: u32,
-) -> String {
-    let what = described(file_id, expires_at, files);
-    let tag = keys.tag(Purpose::UploadId, format!("{what}.{owner}").as_bytes());
-    format!("{what}.{tag}")
-}
-
-/// What an upload id names: `file_id.expiry`, and `.files` for a page of
-/// several.
-fn described(file_id: &FileId, expires_at: i64, files: u32) -> String {
-    if files > 1 {
-        format!("{file_id}.{expires_at}.{files}")
-    } else {
-        format!("{file_id}.{expires_at}")
-    }
-}
-
-/// The page an upload id names, for `owner`: its first file id, expiry and
-/// number of files.
-pub(crate) fn parse_upload_id(keys: &Keyring, owner: &str, s: &str) -> Option<(FileId, i64, u32)> {
-    let parts: Vec<&str> = s.trim().split('.').collect();
-    let (id, exp, files, tag) = match parts.as_slice() {
-        [id, exp, tag] => (*id, *exp, 1, *tag),
-        [id, exp, files, tag] => (*id, *exp, files.parse().ok().filter(|n| *n > 1)?, *tag),
-        _ => return None,
-    };
-    let (id, exp) = (FileId::parse(id)?, exp.parse().ok()?);
-    let what = described(&id, exp, files);
-    keys.tag_matches(Purpose::UploadId, format!("{what}.{owner}").as_bytes(), tag)
-        .then_some((id, exp, files))
-}
-
 /// Why a page cannot be used, in words for the person in front of it.
 pub fn page_refusal(e: &TokenError) -> &'static str {
     match e {
@@ -274,24 +229,18 @@ pub struct Pages {
     uploads: Uploads,
     files: Files,
     limits: Limits,
-    endpoints: Arc<Endpoints>,
+    links: Links,
 }
 
 impl Pages {
     /// Pages under the issuer of `endpoints`, whose files `uploads` issues.
-    pub fn new(
-        base: Base,
-        uploads: Uploads,
-        files: Files,
-        limits: Limits,
-        endpoints: Arc<Endpoints>,
-    ) -> Self {
+    pub fn new(base: Base, uploads: Uploads, files: Files, limits: Limits, links: Links) -> Self {
         Self {
             base,
             uploads,
             files,
             limits,
-            endpoints,
+            links,
         }
     }
 }
@@ -344,19 +293,17 @@ impl Pages {
             state: None,
             handle: None,
             files: (files > 1).then_some(files),
-            upload_id: upload_id(self.base.keys(), owner, &page.file_id, expires_at, files),
-            page_url: format!(
-                "{}/browser/{}",
-                self.endpoints.issuer_base(),
-                page.encode(self.base.keys())
-            ),
+            upload_id: self
+                .links
+                .upload_id(owner, &page.file_id, expires_at, files),
+            page_url: self.links.page(&page),
             expires_at: rfc3339(expires_at),
         })
     }
 
     /// Opens a page token, for the page or its start request.
     pub fn open_page(&self, token: &str) -> Result<PageToken, TokenError> {
-        PageToken::decode(self.base.keys(), token)
+        self.links.open_page(token)
     }
 
     /// Opens a page token for its start request: the page, or why it cannot
@@ -365,44 +312,5 @@ impl Pages {
     pub fn page_for_start(&self, token: &str) -> Result<PageToken, Error> {
         self.open_page(token)
             .map_err(|e| Error::PageRefused(page_refusal(&e)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_upload_id_round_trips_for_its_owner_and_cannot_be_made_up() {
-        let keys = crate::token::tests::ring("k1", 1);
-        let id = FileId::random();
-        let made = upload_id(&keys, "alice", &id, 1_700_000_000, 1);
-        assert_eq!(
-            parse_upload_id(&keys, "alice", &made),
-            Some((id.clone(), 1_700_000_000, 1))
-        );
-        let several = upload_id(&keys, "alice", &id, 1_700_000_000, 3);
-        assert_eq!(
-            parse_upload_id(&keys, "alice", &several),
-            Some((id.clone(), 1_700_000_000, 3))
-        );
-        // The number of files is under the tag: it cannot be raised.
-        let raised = several.replacen(".3.", ".9.", 1);
-        assert_eq!(parse_upload_id(&keys, "alice", &raised), None);
-        assert_eq!(parse_upload_id(&keys, "bob", &made), None);
-        // The id of a file that no page made: its owner knows the file id.
-        assert_eq!(
-            parse_upload_id(&keys, "alice", &format!("{id}.9999999999")),
-            None
-        );
-        assert_eq!(
-            parse_upload_id(
-                &keys,
-                "alice",
-                &format!("{id}.9999999999.AAAAAAAAAAAAAAAAAAAAAA")
-            ),
-            None
-        );
-        assert_eq!(parse_upload_id(&keys, "alice", "nope"), None);
     }
 }

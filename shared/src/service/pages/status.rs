@@ -22,8 +22,10 @@ impl Pages {
         upload_id: &str,
         look: Look,
     ) -> Result<UploadStatus, Error> {
-        let (file_id, page_expires, files) =
-            parse_upload_id(self.base.keys(), owner, upload_id).ok_or(Error::NotAnUploadId)?;
+        let (file_id, page_expires, files) = self
+            .links
+            .open_upload_id(owner, upload_id)
+            .ok_or(Error::NotAnUploadId)?;
         if files == 1 {
             return self.file_status(owner, &file_id, page_expires, look).await;
         }
@@ -158,7 +160,7 @@ impl Pages {
         if record.expires_at <= now {
             return Ok(status(UploadState::Expired));
         }
-        let handle = self.base.handle_of(&record.file.id);
+        let handle = self.links.handle(&record.file.id);
         Ok(UploadStatus {
             state: UploadState::Ready,
             handle: Some(handle),

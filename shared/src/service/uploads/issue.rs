@@ -19,7 +19,6 @@ use crate::service::base::Protocol;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream};
 use crate::time::{now_unix, rfc3339};
-use crate::token::Short;
 
 /// Whether a file issued counts against its owner's issuing rate and
 /// pending caps: what a user asks for does; a file an action's upstream
@@ -188,7 +187,7 @@ impl Uploads {
             Counted::No => self.limits.record_uncounted(&file, expires_at).await?,
         }
         crate::telemetry::audit(crate::telemetry::Change::Issued, &file, None);
-        let handle = self.base.handle_of(&file.id);
+        let handle = self.links.handle(&file.id);
         Ok((file, handle, expires_at))
     }
 
@@ -258,13 +257,9 @@ impl Uploads {
         let ttl =
             std::time::Duration::from_secs(u64::try_from(expires_at - now).unwrap_or(0).max(1));
         let short = || {
-            let link = Short::upload(file.id.clone(), expires_at);
-            tracing::info!(file_id = %file.id, jti = %link.jti(), size = file.size, "upload issued");
-            format!(
-                "{}/u/{}",
-                self.endpoints.issuer_base(),
-                link.encode(self.base.keys())
-            )
+            let link = self.links.upload(&file.id, expires_at);
+            tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload issued");
+            link.url
         };
         let (url, headers) = match self.base.store().access() {
             // In parts: each part's URL and headers are minted as it goes.

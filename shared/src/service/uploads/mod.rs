@@ -25,6 +25,7 @@ use std::sync::Arc;
 use super::base::Base;
 use super::files::Files;
 use super::limits::Limits;
+use super::links::Links;
 use crate::config::Endpoints;
 
 /// Files asked for and their bytes taken in: the upload links, the part
@@ -35,18 +36,26 @@ pub struct Uploads {
     files: Files,
     limits: Limits,
     endpoints: Arc<Endpoints>,
+    links: Links,
     arrivals: progress::Arrivals,
 }
 
 impl Uploads {
     /// Upload links under the issuer of `endpoints`, for files recorded
     /// through `files`, admitted within `limits`.
-    pub fn new(base: Base, files: Files, limits: Limits, endpoints: Arc<Endpoints>) -> Self {
+    pub fn new(
+        base: Base,
+        files: Files,
+        limits: Limits,
+        endpoints: Arc<Endpoints>,
+        links: Links,
+    ) -> Self {
         Self {
             base,
             files,
             limits,
             endpoints,
+            links,
             arrivals: progress::Arrivals::default(),
         }
     }

@@ -103,9 +103,9 @@ impl Uploads {
     /// Verifies upload link `token` and finds its file. A short link whose
     /// record has expired is refused like any dead link (404).
     pub(crate) async fn upload_of(&self, token: &str) -> Result<Upload, Error> {
-        let link = self.base.verify_link(token, Method::Put)?;
+        let link = self.links.open_link(token, Method::Put)?;
         let (jti, link_expires) = (link.jti(), link.expires_at.unwrap_or(0));
-        let (file, record_expires) = self.base.file_of(&link).await?;
+        let (file, record_expires) = self.files.linked(&link).await?;
         let expires_at = link_expires.min(record_expires);
         if record_expires <= now_unix() {
             tracing::info!(%jti, file_id = %file.id, "upload link of an expired file");
