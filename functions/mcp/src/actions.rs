@@ -18,7 +18,7 @@ use sluice::actions::Action;
 use crate::schema::{file_params, input_schema};
 use sluice::{Caller, Error, Sluice};
 
-use crate::reply::{caller, caller_of, finish, success};
+use crate::reply::{answer, answer_as, caller_of, success};
 use crate::server::SluiceTools;
 use crate::shapes::{ActionInfo, ActionList, ExecuteArgs};
 use crate::table::{ACTION_PREFIX, any_object, input};
@@ -103,13 +103,13 @@ fn route(action: &Action) -> ToolRoute<SluiceTools> {
     ToolRoute::new_dyn(tool, move |context: ToolCallContext<'_, SluiceTools>| {
         let name = name.clone();
         Box::pin(async move {
-            let outcome = async {
-                let caller = caller_of(&context.request_context.extensions)?;
+            let caller = caller_of(&context.request_context.extensions);
+            answer_as(caller, |caller| async move {
                 let fields = Value::Object(context.arguments.clone().unwrap_or_default());
                 execute(&context.service.sluice, &caller, &name, fields).await
-            }
-            .await;
-            finish(outcome).map(CallToolResponse::from)
+            })
+            .await
+            .map(CallToolResponse::from)
         }) as BoxFuture<'_, Result<CallToolResponse, ErrorData>>
     })
 }
@@ -147,8 +147,7 @@ Each action is also its own tool, `action_<name>`."
         &self,
         Extension(parts): Extension<Parts>,
     ) -> Result<CallToolResult, ErrorData> {
-        let outcome = caller(&parts).and_then(|_| list(&self.sluice));
-        finish(outcome)
+        answer(&parts, |_| async { list(&self.sluice) }).await
     }
 
     #[tool(
@@ -164,12 +163,10 @@ Files in the result larger than 16 KiB come back as download links (run their cu
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<ExecuteArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        let outcome = async {
-            let caller = caller(&parts)?;
+        answer(&parts, |caller| async move {
             let fields = Value::Object(args.fields);
             execute(&self.sluice, &caller, &args.action, fields).await
-        }
-        .await;
-        finish(outcome)
+        })
+        .await
     }
 }

@@ -149,6 +149,34 @@ pub(crate) fn finish(outcome: Result<CallToolResult, Error>) -> Result<CallToolR
     Ok(outcome.unwrap_or_else(failure))
 }
 
+/// A tool's answer, the one preamble every tool shares: the caller the
+/// gate authenticated (and checked the tool's scope for, from
+/// [`crate::table`]) handed to `body`, and what it returns put on the wire,
+/// a refusal as a tool error that says what to do next ([`failure`]).
+pub(crate) async fn answer<F, Fut>(parts: &Parts, body: F) -> Result<CallToolResult, ErrorData>
+where
+    F: FnOnce(Caller) -> Fut,
+    Fut: std::future::Future<Output = Result<CallToolResult, Error>>,
+{
+    answer_as(caller(parts), body).await
+}
+
+/// [`answer`] for a caller found otherwise (a tool built at run time,
+/// [`caller_of`]).
+pub(crate) async fn answer_as<F, Fut>(
+    caller: Result<Caller, Error>,
+    body: F,
+) -> Result<CallToolResult, ErrorData>
+where
+    F: FnOnce(Caller) -> Fut,
+    Fut: std::future::Future<Output = Result<CallToolResult, Error>>,
+{
+    finish(match caller {
+        Ok(caller) => body(caller).await,
+        Err(e) => Err(e),
+    })
+}
+
 /// The caller the gate authenticated (and checked the tool's scope for).
 pub(crate) fn caller(parts: &Parts) -> Result<Caller, Error> {
     parts

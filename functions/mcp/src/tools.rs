@@ -26,7 +26,7 @@ use rmcp::model::{
 use rmcp::{Peer, RoleServer};
 use sluice::service::pages::{BrowserUpload, Look, UploadStatus};
 
-use crate::reply::{caller, compact, finish, success};
+use crate::reply::{answer, caller, compact, finish, success};
 use crate::server::SluiceTools;
 use crate::shapes::{
     FileArg, FilesArg, ImportIdArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg, UploadsArgs,
@@ -222,8 +222,7 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
         meta: RequestMetaObject,
         peer: Peer<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(async {
-            let caller = caller(&parts)?;
+        answer(&parts, |caller| async move {
             // The waits part: a few waits a user, one an upload, within a
             // rate; any other call answers at once.
             let asked = Duration::from_secs(arg.wait_seconds.unwrap_or(0).into());
@@ -254,8 +253,8 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
                 _ => "The page expired before a file arrived. Call request_browser_upload for a new one.".to_owned(),
             };
             success(summary, &status)
-        }
-        .await)
+        })
+        .await
     }
 
     #[tool(
@@ -271,8 +270,7 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
         Extension(parts): Extension<Parts>,
         Parameters(req): Parameters<UploadRequest>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(async {
-            let caller = caller(&parts)?;
+        answer(&parts, |caller| async move {
             let (name, size) = (shown(&req.filename), req.size);
             let ticket = self.sluice.uploads().issue_upload(&caller.owner, req).await?;
             // The line says itself which host a sandbox must allow, if one
@@ -286,8 +284,8 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
                 &["handle", "file_id", "command"],
                 &ticket,
             )
-        }
-        .await)
+        })
+        .await
     }
 
     #[tool(
@@ -301,18 +299,15 @@ through the conversation or your sandbox: the server fetches `url` itself. Give 
         Extension(parts): Extension<Parts>,
         Parameters(req): Parameters<ImportRequest>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(
-            async {
-                let caller = caller(&parts)?;
-                let ticket = self
-                    .sluice
-                    .imports()
-                    .import_file(&caller.owner, req)
-                    .await?;
-                success(import_summary(&ticket), &ticket)
-            }
-            .await,
-        )
+        answer(&parts, |caller| async move {
+            let ticket = self
+                .sluice
+                .imports()
+                .import_file(&caller.owner, req)
+                .await?;
+            success(import_summary(&ticket), &ticket)
+        })
+        .await
     }
 
     #[tool(
@@ -324,24 +319,21 @@ through the conversation or your sandbox: the server fetches `url` itself. Give 
         Extension(parts): Extension<Parts>,
         Parameters(arg): Parameters<ImportIdArg>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(
-            async {
-                let caller = caller(&parts)?;
-                let id = FileId::parse(arg.file_id.trim()).ok_or_else(|| {
-                    Error::Invalid(
-                        "file_id is not a file id: pass the file_id import_file returned".into(),
-                    )
-                })?;
-                let wait = Duration::from_secs(u64::from(arg.wait_seconds.unwrap_or(0)));
-                let ticket = self
-                    .sluice
-                    .imports()
-                    .import_status(&caller.owner, &id, wait)
-                    .await?;
-                success(import_summary(&ticket), &ticket)
-            }
-            .await,
-        )
+        answer(&parts, |caller| async move {
+            let id = FileId::parse(arg.file_id.trim()).ok_or_else(|| {
+                Error::Invalid(
+                    "file_id is not a file id: pass the file_id import_file returned".into(),
+                )
+            })?;
+            let wait = Duration::from_secs(u64::from(arg.wait_seconds.unwrap_or(0)));
+            let ticket = self
+                .sluice
+                .imports()
+                .import_status(&caller.owner, &id, wait)
+                .await?;
+            success(import_summary(&ticket), &ticket)
+        })
+        .await
     }
 
     #[tool(
@@ -356,8 +348,7 @@ field, or each `file_id`.",
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<UploadsArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(async {
-            let caller = caller(&parts)?;
+        answer(&parts, |caller| async move {
             let batch = self.sluice.batches().issue_uploads(&caller.owner, args.files).await?;
             let summary = match &batch.command {
                 Some(_) => "Run `command` where the files are; then use `handle` or the file_ids (in the order asked).",
@@ -368,8 +359,8 @@ field, or each `file_id`.",
                 &["handle", "command", "counts", "files"],
                 &batch,
             )
-        }
-        .await)
+        })
+        .await
     }
 
     #[tool(
@@ -383,16 +374,15 @@ and one line. Run `command` where they should go: it saves each under its name (
         Extension(parts): Extension<Parts>,
         Parameters(arg): Parameters<FilesArg>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(async {
-            let caller = caller(&parts)?;
+        answer(&parts, |caller| async move {
             let batch = self.sluice.batches().issue_downloads(&caller, arg.files).await?;
             let summary = match &batch.command {
                 Some(_) => "Run `command` where the files should go (single use; call again for a new line to resume).",
                 None => "None of these files can be downloaded: see each one's error.",
             };
             compact(summary.to_owned(), &["command", "files"], &batch)
-        }
-        .await)
+        })
+        .await
     }
 
     #[tool(
@@ -407,8 +397,7 @@ The bytes never pass through the conversation.",
         Extension(parts): Extension<Parts>,
         Parameters(arg): Parameters<FileArg>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(async {
-            let caller = caller(&parts)?;
+        answer(&parts, |caller| async move {
             let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
             let ticket = self.sluice.downloads().issue_download(&caller.owner, &file).await?;
             compact(
@@ -422,8 +411,8 @@ The bytes never pass through the conversation.",
                 &["file_id", "command"],
                 &ticket,
             )
-        }
-        .await)
+        })
+        .await
     }
 
     #[tool(
@@ -436,17 +425,14 @@ links stop working. Deleting it again answers the same.",
         Extension(parts): Extension<Parts>,
         Parameters(arg): Parameters<FileArg>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(
-            async {
-                let caller = caller(&parts)?;
-                let gone = self.sluice.files().delete_file(&caller, &arg.file).await?;
-                success(
-                    format!("Deleted {} ({} bytes).", shown(&gone.filename), gone.size),
-                    &gone,
-                )
-            }
-            .await,
-        )
+        answer(&parts, |caller| async move {
+            let gone = self.sluice.files().delete_file(&caller, &arg.file).await?;
+            success(
+                format!("Deleted {} ({} bytes).", shown(&gone.filename), gone.size),
+                &gone,
+            )
+        })
+        .await
     }
 
     #[tool(
@@ -459,23 +445,20 @@ state (`pending`, `verifying`, `ready`) and expiry. Pass `next_cursor` as `curso
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<ListArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(
-            async {
-                let caller = caller(&parts)?;
-                let page = self
-                    .sluice
-                    .files()
-                    .list_files(&caller.owner, args.limit, args.cursor.as_deref())
-                    .await?;
-                let more = if page.next_cursor.is_some() {
-                    " More are on the next page (next_cursor)."
-                } else {
-                    ""
-                };
-                success(format!("{} file(s).{more}", page.files.len()), &page)
-            }
-            .await,
-        )
+        answer(&parts, |caller| async move {
+            let page = self
+                .sluice
+                .files()
+                .list_files(&caller.owner, args.limit, args.cursor.as_deref())
+                .await?;
+            let more = if page.next_cursor.is_some() {
+                " More are on the next page (next_cursor)."
+            } else {
+                ""
+            };
+            success(format!("{} file(s).{more}", page.files.len()), &page)
+        })
+        .await
     }
 
     #[tool(
@@ -488,8 +471,7 @@ with its sha256 (checked). Prefer request_upload: any size, and the bytes never 
         Extension(parts): Extension<Parts>,
         Parameters(args): Parameters<SmallUploadArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(async {
-            let caller = caller(&parts)?;
+        answer(&parts, |caller| async move {
             let encoded: String = args.data_base64.split_whitespace().collect();
             if encoded.len() > (SMALL_FILE_MAX / 3 + 1) * 4 {
                 return Err(Error::Invalid(format!(
@@ -516,8 +498,8 @@ with its sha256 (checked). Prefer request_upload: any size, and the bytes never 
                 ),
                 &stored,
             )
-        }
-        .await)
+        })
+        .await
     }
 
     #[tool(
@@ -530,26 +512,23 @@ as base64, verified against its sha256. Prefer get_download_url.",
         Extension(parts): Extension<Parts>,
         Parameters(arg): Parameters<FileArg>,
     ) -> Result<CallToolResult, ErrorData> {
-        finish(
-            async {
-                let caller = caller(&parts)?;
-                let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
-                let data = self.sluice.downloads().read_small(&file).await?;
-                let out = SmallFile {
-                    file_id: file.id,
-                    filename: file.filename,
-                    size: file.size,
-                    sha256: file.sha256,
-                    content_type: file.content_type,
-                    data_base64: base64::engine::general_purpose::STANDARD.encode(&data),
-                };
-                success(
-                    format!("{}: {} bytes, sha256 verified.", out.filename, out.size),
-                    &out,
-                )
-            }
-            .await,
-        )
+        answer(&parts, |caller| async move {
+            let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
+            let data = self.sluice.downloads().read_small(&file).await?;
+            let out = SmallFile {
+                file_id: file.id,
+                filename: file.filename,
+                size: file.size,
+                sha256: file.sha256,
+                content_type: file.content_type,
+                data_base64: base64::engine::general_purpose::STANDARD.encode(&data),
+            };
+            success(
+                format!("{}: {} bytes, sha256 verified.", out.filename, out.size),
+                &out,
+            )
+        })
+        .await
     }
 }
 
