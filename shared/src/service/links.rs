@@ -141,18 +141,18 @@ impl Links {
     /// that is not a handle of this deployment is [`Error::NotAHandle`].
     /// Whether the file is still there is its record's to say.
     pub fn open_handle(&self, handle: &str) -> Result<FileId, Error> {
-        let handle = handle.trim();
-        let token = handle.strip_prefix(HANDLE_PREFIX).unwrap_or(handle);
-        Short::decode(&self.keys, token, ShortKind::Handle, now_unix())
-            .map(|short| short.file_id)
-            .map_err(|_| Error::NotAHandle)
+        self.open_handle_of(handle, HANDLE_PREFIX, ShortKind::Handle)
     }
 
     /// The batch a batch handle names; [`Error::NotAHandle`] otherwise.
     pub fn open_batch_handle(&self, handle: &str) -> Result<FileId, Error> {
+        self.open_handle_of(handle, BATCH_PREFIX, ShortKind::BatchHandle)
+    }
+
+    fn open_handle_of(&self, handle: &str, prefix: &str, kind: ShortKind) -> Result<FileId, Error> {
         let handle = handle.trim();
-        let token = handle.strip_prefix(BATCH_PREFIX).unwrap_or(handle);
-        Short::decode(&self.keys, token, ShortKind::BatchHandle, now_unix())
+        let token = handle.strip_prefix(prefix).unwrap_or(handle);
+        Short::decode(&self.keys, token, kind, now_unix())
             .map(|short| short.file_id)
             .map_err(|_| Error::NotAHandle)
     }
