@@ -31,7 +31,7 @@ fn the_template_sets_only_variables_the_config_reads() {
         .collect();
     for name in &names {
         assert!(
-            sluice::config::settings::setting(name).is_some(),
+            sluice::config::setting(name).is_some(),
             "{name} is not read by Config"
         );
     }
@@ -78,7 +78,7 @@ fn the_template_sets_only_variables_the_config_reads() {
         assert_eq!(own, expected);
         for var in own {
             assert!(
-                sluice::config::settings::setting(var).is_some(),
+                sluice::config::setting(var).is_some(),
                 "{var} is no setting"
             );
         }
@@ -360,7 +360,7 @@ fn the_cargo_lambda_env_file_is_a_valid_configuration() {
     for (name, _) in &vars {
         if name.starts_with("SLUICE_") {
             assert!(
-                sluice::config::settings::setting(name).is_some(),
+                sluice::config::setting(name).is_some(),
                 "{name} is not read by Config"
             );
         }

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 use super::ConfigError;
 use super::read::Vars;
 use super::refuse;
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 use crate::actions::ActionLimits;
 
 /// Where the actions come from and how they run.
@@ -94,3 +97,51 @@ pub(super) fn rules(vars: &Vars, in_bucket: bool) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_ACTIONS_FILE",
+        Group::Actions,
+        Parse::Text,
+        Unset("—"),
+        "the actions catalog (TOML), read at start",
+    ),
+    s(
+        "SLUICE_ACTIONS_S3_KEY",
+        Group::Actions,
+        Parse::Text,
+        Unset("—"),
+        "aws: the catalog as an object in the bucket (e.g. `config/actions.toml`), read at start; not under `files/`",
+    ),
+    s(
+        "SLUICE_EXAMPLE_ACTIONS",
+        Group::Actions,
+        Parse::Flag,
+        Unset("on in local mode without a catalog"),
+        "`true`/`false`: the example upstream and its two actions",
+    ),
+    s(
+        "SLUICE_ACTION_MAX_CONCURRENT_READS",
+        Group::Actions,
+        Parse::Positive,
+        Value("4"),
+        "stored files checked or read at once for actions, process-wide",
+    ),
+    s(
+        "SLUICE_ACTION_READ_TIMEOUT_SECS",
+        Group::Actions,
+        Parse::Seconds,
+        Value("15"),
+        "how long one such read may wait (for its object, or its next chunk)",
+    ),
+    s(
+        "SLUICE_ACTION_MAX_BYTES",
+        Group::Actions,
+        Parse::Positive,
+        Value("67108864"),
+        "the most bytes of files one `data-uri` action sends, and of an upstream answer read",
+    ),
+];

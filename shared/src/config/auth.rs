@@ -7,6 +7,9 @@ use url::Url;
 use super::ConfigError;
 use super::read::{self, Vars};
 use super::refuse;
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 
 /// Where bearer tokens come from and what they must carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,3 +131,72 @@ pub(super) fn rules(vars: &Vars, shared: bool) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_AUTH_ISSUER",
+        Group::Auth,
+        Parse::Text,
+        Value("sluice-local"),
+        "required `iss` of bearer tokens",
+    ),
+    s(
+        "SLUICE_AUTH_AUDIENCE",
+        Group::Auth,
+        Parse::Text,
+        Unset("the MCP URL (with a JWKS); `sluice` (local tokens)"),
+        "required `aud` of bearer tokens",
+    ),
+    s(
+        "SLUICE_AUTH_JWKS_URL",
+        Group::Auth,
+        Parse::Url,
+        Unset("—"),
+        "the authorization server's JWKS (https, or http on loopback); when set, only its RS256/ES256 tokens are accepted",
+    ),
+    s(
+        "SLUICE_AUTH_JWKS_REFRESH_SECS",
+        Group::Auth,
+        Parse::Seconds,
+        Value("30"),
+        "least time between two JWKS fetches for unknown key ids",
+    ),
+    s(
+        "SLUICE_AUTH_SERVERS",
+        Group::Auth,
+        Parse::Urls,
+        Unset("the issuer, if a URL"),
+        "authorization servers listed in the protected-resource metadata (comma-separated)",
+    ),
+    s(
+        "SLUICE_AUTH_CLIENT_IDS",
+        Group::Auth,
+        Parse::List,
+        Unset("—"),
+        "with a JWKS: accept access tokens that name one of these clients (`client_id`, `token_use: access`) instead of an audience: Cognito",
+    ),
+    s(
+        "SLUICE_AUTH_SCOPE_PREFIX",
+        Group::Auth,
+        Parse::Text,
+        Unset("—"),
+        "with a JWKS: the prefix the server puts on sluice's scopes (`sluice/` for `sluice/files:read`)",
+    ),
+    s(
+        "SLUICE_DEV_TOKENS",
+        Group::Auth,
+        Parse::Flag,
+        Value("false"),
+        "aws mode: accept tokens from `sluice token` without an authorization server (development only)",
+    ),
+    s(
+        "SLUICE_DEV_TOKEN_TTL_SECS",
+        Group::Auth,
+        Parse::Seconds,
+        Value("2592000"),
+        "lifetime of tokens from `sluice token` (30 days)",
+    ),
+];

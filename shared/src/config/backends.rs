@@ -13,6 +13,9 @@ use url::Url;
 
 use super::ConfigError;
 use super::read::{Vars, invalid};
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 
 /// Where the bytes live (`SLUICE_STORE`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,3 +182,86 @@ impl super::Config {
         format!("bytes in {bytes}, records in {records}")
     }
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_BACKEND",
+        Group::Core,
+        Parse::OneOf(&["local", "aws"]),
+        Value("local"),
+        "the usual pair of backends: `local` (bytes in a directory, records in SQLite) or `aws` (bytes in S3, records in DynamoDB); `SLUICE_STORE` and `SLUICE_RECORDS` choose each half apart",
+    ),
+    s(
+        "SLUICE_STORE",
+        Group::Core,
+        Parse::OneOf(&["dir", "s3"]),
+        Unset("`SLUICE_BACKEND`'s: `dir` for `local`, `s3` for `aws`"),
+        "where the bytes live: `dir` (`SLUICE_DATA_DIR`/objects; sluice receives them) or `s3` (`SLUICE_S3_BUCKET` on AWS or any S3-compatible endpoint, `SLUICE_S3_ENDPOINT_URL`; the bytes go straight to it)",
+    ),
+    s(
+        "SLUICE_RECORDS",
+        Group::Core,
+        Parse::OneOf(&["sqlite", "dynamodb"]),
+        Unset("`SLUICE_BACKEND`'s: `sqlite` for `local`, `dynamodb` for `aws`"),
+        "where file records, batches, usage, spent links and events live: `sqlite` (in `SLUICE_DATA_DIR`, one machine) or `dynamodb` (`SLUICE_DYNAMODB_TABLE`, shared by replicas); `dir` bytes need `sqlite`",
+    ),
+    s(
+        "SLUICE_S3_BUCKET",
+        Group::Aws,
+        Parse::Text,
+        Unset("— (required with `s3`)"),
+        "the bucket for objects",
+    ),
+    s(
+        "SLUICE_DYNAMODB_TABLE",
+        Group::Aws,
+        Parse::Text,
+        Unset("— (required with `dynamodb`)"),
+        "the table of spent tokens and file records",
+    ),
+    s(
+        "SLUICE_AWS_REGION",
+        Group::Aws,
+        Parse::Text,
+        Unset("the SDK's chain (`AWS_REGION`)"),
+        "the region",
+    ),
+    s(
+        "SLUICE_S3_ENDPOINT_URL",
+        Group::Aws,
+        Parse::Url,
+        Unset("AWS"),
+        "an S3-compatible endpoint (an emulator, MinIO, R2, B2), path-style",
+    ),
+    s(
+        "SLUICE_DYNAMODB_ENDPOINT_URL",
+        Group::Aws,
+        Parse::Url,
+        Unset("AWS"),
+        "a DynamoDB emulator's endpoint",
+    ),
+    s(
+        "SLUICE_EVENTBRIDGE_ENDPOINT_URL",
+        Group::Aws,
+        Parse::Url,
+        Unset("AWS"),
+        "an EventBridge emulator's endpoint (the events function's bus)",
+    ),
+    s(
+        "SLUICE_LAMBDA_ENDPOINT_URL",
+        Group::Aws,
+        Parse::Url,
+        Unset("AWS"),
+        "the Lambda API of an emulator where the importer function is invoked (`cargo lambda watch`'s invoke address)",
+    ),
+    s(
+        "SLUICE_EVENT_BUS",
+        Group::Operations,
+        Parse::Text,
+        Unset("—"),
+        "aws mode: the EventBridge bus the events function puts every event on (source `sluice`, detail-type the event's type, detail the webhook's body with its `id`), beside or instead of webhooks (the template's `EventBusName`; [operations](operations.md))",
+    ),
+];

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use super::ConfigError;
 use super::read::Vars;
+use super::settings::Default::Value;
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 
 /// The data directory and its store's limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,3 +36,37 @@ impl DataDir {
         })
     }
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_DATA_DIR",
+        Group::Core,
+        Parse::Text,
+        Value(".sluice"),
+        "local objects, ledger, file records, generated secret",
+    ),
+    s(
+        "SLUICE_QUOTA_BYTES",
+        Group::Limits,
+        Parse::Positive,
+        Value("21474836480"),
+        "bytes the local store may hold (20 GiB)",
+    ),
+    s(
+        "SLUICE_MAX_TRANSFERS",
+        Group::Limits,
+        Parse::Positive,
+        Value("256"),
+        "local: uploads and downloads through sluice at once; more get 503 with `Retry-After`",
+    ),
+    s(
+        "SLUICE_MAX_TRANSFERS_PER_USER",
+        Group::Limits,
+        Parse::Positive,
+        Value("16"),
+        "local: uploads and downloads one user may have in progress at once, so a few users cannot take every slot; more get 503 with `Retry-After`",
+    ),
+];

@@ -7,6 +7,9 @@ use std::time::Duration;
 use super::ConfigError;
 use super::read::{Vars, invalid};
 use super::refuse;
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 use crate::fetch::Timeouts;
 use crate::fetch::guard::{Guard, Reach};
 
@@ -106,3 +109,100 @@ pub(super) fn rules(vars: &Vars, shared: bool) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_IMPORTS",
+        Group::Imports,
+        Parse::OneOf(&["public", "off"]),
+        Value("public"),
+        "whether `import_file` fetches URLs: `public` (a host all of whose addresses are public; never private, link-local or metadata ones) or `off`",
+    ),
+    s(
+        "SLUICE_IMPORT_HOSTS",
+        Group::Imports,
+        Parse::List,
+        Unset("any public host"),
+        "the only hosts imports fetch from (`files.example.com`, `*.example.com` for its subdomains), still at public addresses only",
+    ),
+    s(
+        "SLUICE_IMPORT_ALLOW_LOOPBACK",
+        Group::Imports,
+        Parse::Flag,
+        Value("false"),
+        "admit loopback addresses (127.0.0.0/8, ::1) to imports, for development and tests; with DynamoDB records, only beside a local DynamoDB emulator. No setting admits private or link-local ranges",
+    ),
+    s(
+        "SLUICE_IMPORT_PORTS",
+        Group::Imports,
+        Parse::List,
+        Unset("the scheme's own: 80 for http, 443 for https"),
+        "ports imports may use besides the scheme's own",
+    ),
+    s(
+        "SLUICE_IMPORT_MAX_BYTES",
+        Group::Imports,
+        Parse::Positive,
+        Unset("`SLUICE_MAX_UPLOAD_BYTES`"),
+        "largest file imported (a declared size over it is refused at once; a body past it is cut and nothing kept)",
+    ),
+    s(
+        "SLUICE_IMPORT_TIMEOUT_SECS",
+        Group::Imports,
+        Parse::Seconds,
+        Value("900"),
+        "the whole of one import, from the request to its last byte stored (Lambda's own limit is 15 minutes)",
+    ),
+    s(
+        "SLUICE_IMPORT_CONNECT_TIMEOUT_SECS",
+        Group::Imports,
+        Parse::Seconds,
+        Value("10"),
+        "connecting to the host of an import",
+    ),
+    s(
+        "SLUICE_IMPORT_READ_TIMEOUT_SECS",
+        Group::Imports,
+        Parse::Seconds,
+        Value("30"),
+        "waiting for an import's answer, and for each read of its body",
+    ),
+    s(
+        "SLUICE_IMPORT_MIN_BYTES_PER_SEC",
+        Group::Imports,
+        Parse::Positive,
+        Value("32768"),
+        "the slowest an import's body may arrive, over each window of `SLUICE_IMPORT_READ_TIMEOUT_SECS`: a slower source is cut (nothing kept), so it cannot hold one of the imports at once until the deadline",
+    ),
+    s(
+        "SLUICE_IMPORTS_AT_ONCE",
+        Group::Imports,
+        Parse::Positive,
+        Value("8"),
+        "imports fetched at once by one server (more wait their turn)",
+    ),
+    s(
+        "SLUICE_IMPORTS_PER_USER",
+        Group::Imports,
+        Parse::Positive,
+        Value("4"),
+        "imports one user may have under way",
+    ),
+    s(
+        "SLUICE_IMPORTER_FUNCTION",
+        Group::Imports,
+        Parse::Text,
+        Unset("none: imports run in the server; a function then does not offer them"),
+        "the importer function (name or ARN) the MCP and issuer functions start each import in, asynchronously, on AWS (the template sets it)",
+    ),
+    s(
+        "SLUICE_IMPORT_WAIT_SECS",
+        Group::Imports,
+        Parse::Seconds,
+        Value("20"),
+        "how long `import_file` waits for its file before answering `pending`",
+    ),
+];

@@ -3,6 +3,9 @@
 use super::ConfigError;
 use super::read::{Vars, invalid};
 use super::refuse;
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 use crate::keys::{KeyId, MasterSecret};
 
 /// The keys every token is signed and verified with.
@@ -72,3 +75,44 @@ pub(super) fn rules(vars: &Vars, shared: bool) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_MASTER_SECRET",
+        Group::Core,
+        Parse::Secret,
+        Unset("generated into `<data dir>/master.key`"),
+        "the master secret, at least 32 bytes",
+    ),
+    s(
+        "SLUICE_KEY_ID",
+        Group::Core,
+        Parse::KeyId,
+        Value("k1"),
+        "the secret's id (`kid` of every token)",
+    ),
+    s(
+        "SLUICE_PREVIOUS_MASTER_SECRET",
+        Group::Core,
+        Parse::Secret,
+        Unset("—"),
+        "a rotated-out secret, still accepted for verification (with `SLUICE_PREVIOUS_KEY_ID`)",
+    ),
+    s(
+        "SLUICE_PREVIOUS_KEY_ID",
+        Group::Core,
+        Parse::KeyId,
+        Unset("—"),
+        "the rotated-out secret's id (with `SLUICE_PREVIOUS_MASTER_SECRET`)",
+    ),
+    s(
+        "SLUICE_MASTER_SECRET_ID",
+        Group::Aws,
+        Parse::Text,
+        Unset("—"),
+        "a Secrets Manager secret holding the master secret, read at cold start (instead of `SLUICE_MASTER_SECRET`)",
+    ),
+];

@@ -3,6 +3,9 @@
 
 use super::ConfigError;
 use super::read::Vars;
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 
 /// The per-user limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,3 +71,109 @@ fn rates(vars: &Vars) -> Result<crate::rate::Rates, ConfigError> {
         download_bytes_per_hour: vars.positive("SLUICE_DOWNLOAD_BYTES_PER_HOUR")?,
     })
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_ISSUE_RATE_PER_MINUTE",
+        Group::Limits,
+        Parse::Positive,
+        Value("120"),
+        "files one user may have issued per minute; more get 429 with `Retry-After` (per process: on Lambda, per warm instance)",
+    ),
+    s(
+        "SLUICE_ISSUE_BURST",
+        Group::Limits,
+        Parse::Positive,
+        Value("1000"),
+        "files one user may have issued at once after a quiet spell (a batch of `request_uploads` takes one for each of its files, so as many as one batch holds)",
+    ),
+    s(
+        "SLUICE_LINK_RATE_PER_MINUTE",
+        Group::Limits,
+        Parse::Positive,
+        Value("300"),
+        "download links one user may have issued per minute (get_download_url, an action's links); more get 429 with `Retry-After`",
+    ),
+    s(
+        "SLUICE_LINK_BURST",
+        Group::Limits,
+        Parse::Positive,
+        Value("100"),
+        "download links one user may have issued at once after a quiet spell",
+    ),
+    s(
+        "SLUICE_RESOLVE_RATE_PER_MINUTE",
+        Group::Limits,
+        Parse::Positive,
+        Value("300"),
+        "handles one caller may resolve per minute (`POST /resolve`)",
+    ),
+    s(
+        "SLUICE_RESOLVE_BURST",
+        Group::Limits,
+        Parse::Positive,
+        Value("100"),
+        "handles one caller may resolve at once after a quiet spell",
+    ),
+    s(
+        "SLUICE_ACTION_RATE_PER_MINUTE",
+        Group::Limits,
+        Parse::Positive,
+        Value("60"),
+        "actions one user may run per minute",
+    ),
+    s(
+        "SLUICE_ACTION_BURST",
+        Group::Limits,
+        Parse::Positive,
+        Value("30"),
+        "actions one user may run at once after a quiet spell",
+    ),
+    s(
+        "SLUICE_PAGE_START_RATE_PER_MINUTE",
+        Group::Limits,
+        Parse::Positive,
+        Value("10"),
+        "starts of one browser page per minute (whoever holds its URL); its owner's other limits are untouched",
+    ),
+    s(
+        "SLUICE_PAGE_START_BURST",
+        Group::Limits,
+        Parse::Positive,
+        Value("5"),
+        "starts of one browser page at once after a quiet spell",
+    ),
+    s(
+        "SLUICE_MAX_PENDING_FILES",
+        Group::Limits,
+        Parse::Positive,
+        Value("1000"),
+        "files one user may have waiting for their bytes (as many as one request_uploads takes); more get 429 until some are uploaded or expire",
+    ),
+    s(
+        "SLUICE_MAX_PENDING_BYTES",
+        Group::Limits,
+        Parse::Positive,
+        Value("53687091200"),
+        "bytes one user's waiting files may declare (50 GiB)",
+    ),
+    s(
+        "SLUICE_MAX_STORED_BYTES_PER_USER",
+        Group::Limits,
+        Parse::Positive,
+        Unset(
+            "half of SLUICE_QUOTA_BYTES with the local store; none with S3, which has no disk to share",
+        ),
+        "bytes all of one user's files may declare, pending or uploaded, until they expire; more get 429",
+    ),
+    s(
+        "SLUICE_DOWNLOAD_BYTES_PER_HOUR",
+        Group::Limits,
+        Parse::Positive,
+        Value("107374182400"),
+        "bytes of download links one user may be given in a clock hour, each counted at its file's size, shared by every replica (kept in the ledger) (100 GiB)",
+    ),
+];

@@ -94,7 +94,7 @@ impl Config {
     pub fn from_vars(
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ConfigError> {
-        let vars = Vars::new(vars);
+        let vars = Vars::new(vars, table());
         vars.check()?;
         let store = backends::store(&vars)?;
         let records = backends::records(&vars)?;
@@ -139,4 +139,30 @@ fn rules(vars: &Vars) -> Result<(), ConfigError> {
 /// The refusal of `var`'s value, `why` in words.
 fn refuse(var: &'static str, why: &str) -> Result<(), ConfigError> {
     Err(invalid(var, why))
+}
+
+/// Every setting: each group's rows, kept in the file that reads them
+/// (`config/<group>.rs`, its `ROWS`), so a setting is one file.
+pub fn table() -> impl Iterator<Item = &'static settings::Setting> + Clone {
+    [
+        self::backends::ROWS,
+        self::serve::ROWS,
+        self::urls::ROWS,
+        self::auth::ROWS,
+        self::data_dir::ROWS,
+        self::keys::ROWS,
+        self::operations::ROWS,
+        self::transfers::ROWS,
+        self::limits::ROWS,
+        self::imports::ROWS,
+        self::scan::ROWS,
+        self::actions::ROWS,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// The setting of variable `name`, if the table has it.
+pub fn setting(name: &str) -> Option<&'static settings::Setting> {
+    table().find(|s| s.name == name)
 }

@@ -9,6 +9,9 @@ use url::Url;
 use super::ConfigError;
 use super::read::{Vars, invalid};
 use super::refuse;
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 use crate::keys::MasterSecret;
 
 /// Webhooks, metrics and the log filter.
@@ -203,3 +206,72 @@ fn log_filter(vars: &Vars) -> Result<Targets, ConfigError> {
         )
     })
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_LOG",
+        Group::Core,
+        Parse::LogFilter,
+        Value("info"),
+        "what to log: a level (`debug`), or targets with levels (`sluice=debug,warn`); rmcp's own lines only at `warn` unless it names `rmcp`",
+    ),
+    s(
+        "SLUICE_WEBHOOK_URL",
+        Group::Operations,
+        Parse::Url,
+        Unset("—"),
+        "where every event (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`, `file.rejected`) is POSTed, signed as Standard Webhooks says ([operations](operations.md)); `https`, or `http` to a loopback receiver only; needs `SLUICE_WEBHOOK_SECRET` or `SLUICE_WEBHOOK_SECRET_ID`. Locally the server delivers them; on AWS the events function, from the table's stream (the template's `WebhookUrl`)",
+    ),
+    s(
+        "SLUICE_WEBHOOK_SECRET",
+        Group::Operations,
+        Parse::Text,
+        Unset("—"),
+        "its secret, `whsec_` and the base64 of 24 to 64 random bytes; while one rotates, the new and the old, space-separated (each signs)",
+    ),
+    s(
+        "SLUICE_WEBHOOK_SECRET_ID",
+        Group::Operations,
+        Parse::Text,
+        Unset("—"),
+        "aws mode: a Secrets Manager secret holding `SLUICE_WEBHOOK_SECRET`'s value, read at start instead of it (the template's way: the secret is no plaintext variable of the function)",
+    ),
+    s(
+        "SLUICE_WEBHOOKS_FILE",
+        Group::Operations,
+        Parse::Text,
+        Unset("—"),
+        "several endpoints, each with its own secret and events (TOML `[[endpoint]]`: `url`, `secret` or `secrets`, `name`, `events`), read at start; instead of `SLUICE_WEBHOOK_URL`",
+    ),
+    s(
+        "SLUICE_WEBHOOK_RETRY_SECS",
+        Group::Operations,
+        Parse::Text,
+        Value("5,300,1800,7200,18000,36000,36000"),
+        "the waits before each retry of a delivery that failed (comma-separated seconds); past the last, the event is given up, logged",
+    ),
+    s(
+        "SLUICE_METRICS",
+        Group::Operations,
+        Parse::Flag,
+        Value("true"),
+        "`true`/`false`: count metrics (locally `GET /metrics`; on Lambda EMF lines in the log)",
+    ),
+    s(
+        "SLUICE_METRICS_TOKEN",
+        Group::Operations,
+        Parse::Secret,
+        Unset("—"),
+        "local: the bearer token `GET /metrics` asks for (at least 32 bytes); unset, it answers loopback peers only ([operations](operations.md))",
+    ),
+    s(
+        "SLUICE_METRICS_NAMESPACE",
+        Group::Operations,
+        Parse::Text,
+        Value("sluice"),
+        "aws: the CloudWatch namespace of the functions' metrics (Embedded Metric Format lines in their logs; the template's alarms read them)",
+    ),
+];

@@ -1,6 +1,7 @@
-//! Reading variables through the settings table: each value is parsed by
-//! its setting's [`Parse`], and an unset variable reads as its default.
-//! A name that is not in the table cannot be read.
+//! Reading variables through the settings table (gathered from the groups'
+//! rows by [`super::table`]): each value is parsed by its setting's
+//! [`Parse`], and an unset variable reads as its default. A name that is not
+//! in the table cannot be read.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -8,13 +9,13 @@ use std::time::Duration;
 use url::Url;
 
 use super::ConfigError;
-use super::settings::{Default, Parse, SETTINGS, setting};
+use super::settings::{Default, Parse, Setting};
 use crate::keys::{KeyId, MasterSecret};
 
 /// The process's `SLUICE_*` variables (and `AWS_LAMBDA_RUNTIME_API`), empty
 /// ones dropped.
 #[derive(Debug)]
-pub(super) struct Vars(HashMap<String, String>);
+pub(super) struct Vars(HashMap<String, String>, Vec<&'static Setting>);
 
 pub(super) fn invalid(var: &'static str, reason: impl ToString) -> ConfigError {
     ConfigError {
@@ -27,19 +28,30 @@ pub(super) fn invalid(var: &'static str, reason: impl ToString) -> ConfigError {
 const LAMBDA_VARS: [&str; 2] = ["AWS_LAMBDA_RUNTIME_API", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE"];
 
 impl Vars {
-    pub(super) fn new(vars: impl IntoIterator<Item = (String, String)>) -> Self {
+    /// The variables among `vars` that the configuration reads, read
+    /// through `table`.
+    pub(super) fn new(
+        vars: impl IntoIterator<Item = (String, String)>,
+        table: impl IntoIterator<Item = &'static Setting>,
+    ) -> Self {
         Self(
             vars.into_iter()
                 .filter(|(k, v)| {
                     (k.starts_with("SLUICE_") || LAMBDA_VARS.contains(&k.as_str())) && !v.is_empty()
                 })
                 .collect(),
+            table.into_iter().collect(),
         )
+    }
+
+    /// The setting of variable `name`.
+    fn setting(&self, name: &str) -> Option<&'static Setting> {
+        self.1.iter().find(|s| s.name == name).copied()
     }
 
     /// Checks every set variable with its setting's parser, in the table's order.
     pub(super) fn check(&self) -> Result<(), ConfigError> {
-        for s in SETTINGS {
+        for s in &self.1 {
             if let Some(value) = self.0.get(s.name) {
                 parse_one(s.name, s.parse, value)?;
             }
@@ -68,7 +80,7 @@ impl Vars {
     /// The value as set, if it is.
     pub(super) fn raw(&self, name: &'static str) -> Option<&str> {
         assert!(
-            setting(name).is_some(),
+            self.setting(name).is_some(),
             "{name} is not in the settings table"
         );
         self.0.get(name).map(String::as_str)
@@ -76,10 +88,11 @@ impl Vars {
 
     /// The value as set, or the setting's default value.
     pub(super) fn value(&self, name: &'static str) -> Option<&str> {
-        self.raw(name).or(match setting(name).map(|s| s.default) {
-            Some(Default::Value(v)) => Some(v),
-            _ => None,
-        })
+        self.raw(name)
+            .or(match self.setting(name).map(|s| s.default) {
+                Some(Default::Value(v)) => Some(v),
+                _ => None,
+            })
     }
 
     /// An optional text.

@@ -8,6 +8,9 @@ use std::time::Duration;
 use super::ConfigError;
 use super::read::{Vars, invalid};
 use super::refuse;
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 
 /// Which scanner decides (`SLUICE_SCAN`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,3 +130,58 @@ pub(super) fn rules(vars: &Vars, in_bucket: bool) -> Result<(), ConfigError> {
         _ => Ok(()),
     }
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_SCAN",
+        Group::Scan,
+        Parse::OneOf(&["off", "clamd", "guardduty"]),
+        Value("off"),
+        "whether a file is scanned for malware before it is used: `off`; `clamd` (this server streams each file's bytes to clamd, `SLUICE_CLAMD`); `guardduty` (GuardDuty Malware Protection for S3 scans each object and tags it; the template's `MalwareScan`). Until its verdict a file is `scanning`, and nothing hands out its bytes ([operations](operations.md))",
+    ),
+    s(
+        "SLUICE_CLAMD",
+        Group::Scan,
+        Parse::Text,
+        Unset("—"),
+        "where clamd listens, with `SLUICE_SCAN=clamd`: `unix:/run/clamav/clamd.ctl` or `tcp:127.0.0.1:3310`",
+    ),
+    s(
+        "SLUICE_CLAMD_STREAM_MAX_BYTES",
+        Group::Scan,
+        Parse::Positive,
+        Value("104857600"),
+        "clamd's `StreamMaxLength` (set it as clamd.conf does; clamd's own default is 100M): a file over it that clamd cuts off is one it cannot scan (`SLUICE_SCAN_UNSCANNED`); any other break of the stream is tried again",
+    ),
+    s(
+        "SLUICE_SCANS_AT_ONCE",
+        Group::Scan,
+        Parse::Positive,
+        Value("2"),
+        "files streamed to clamd at once by one server, the turns shared among the files' owners in rotation (one user's many files never hold back another's)",
+    ),
+    s(
+        "SLUICE_SCAN_TIMEOUT_SECS",
+        Group::Scan,
+        Parse::Seconds,
+        Value("600"),
+        "one attempt at a file's scan; one that fails (clamd down, or too slow) is tried again, with growing waits, until the deadline",
+    ),
+    s(
+        "SLUICE_SCAN_DEADLINE_SECS",
+        Group::Scan,
+        Parse::Seconds,
+        Value("3600"),
+        "how long a file may stay `scanning`, from its scan's first attempt (time waiting for a turn does not count): past it, it is rejected (`unscanned`) and its bytes deleted",
+    ),
+    s(
+        "SLUICE_SCAN_UNSCANNED",
+        Group::Scan,
+        Parse::OneOf(&["refuse", "allow"]),
+        Value("refuse"),
+        "a file the scanner says it cannot scan (over clamd's `StreamMaxLength` or GuardDuty's size limit, or GuardDuty's `UNSUPPORTED`, `ACCESS_DENIED` or `FAILED`): `refuse` rejects it (`unscanned`), `allow` lets it through, its verdict saying it was not scanned",
+    ),
+];

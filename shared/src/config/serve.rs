@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use super::ConfigError;
 use super::read::{Vars, invalid};
+use super::settings::Default::Value;
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 
 /// The listener and its limits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,3 +52,58 @@ impl Serve {
         })
     }
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_HOST",
+        Group::Core,
+        Parse::Ip,
+        Value("127.0.0.1"),
+        "address to listen on",
+    ),
+    s(
+        "SLUICE_PORT",
+        Group::Core,
+        Parse::Port,
+        Value("8787"),
+        "port (`0` picks a free one)",
+    ),
+    s(
+        "SLUICE_MCP_MAX_BODY_BYTES",
+        Group::Limits,
+        Parse::Positive,
+        Value("262144"),
+        "largest MCP request body",
+    ),
+    s(
+        "SLUICE_MAX_CONNECTIONS",
+        Group::Limits,
+        Parse::Positive,
+        Value("1024"),
+        "open connections at once; more wait to be accepted",
+    ),
+    s(
+        "SLUICE_HEADER_READ_TIMEOUT_SECS",
+        Group::Limits,
+        Parse::Seconds,
+        Value("10"),
+        "a connection that has not sent a request's headers by then is closed",
+    ),
+    s(
+        "SLUICE_WRITE_TIMEOUT_SECS",
+        Group::Limits,
+        Parse::Seconds,
+        Value("30"),
+        "a client that reads nothing of an answer for this long (a download opened and never read) is cut off, freeing its transfer slot",
+    ),
+    s(
+        "SLUICE_BODY_READ_TIMEOUT_SECS",
+        Group::Limits,
+        Parse::Seconds,
+        Value("30"),
+        "a request body other than an upload's must arrive whole within this (a body trickled a byte at a time is cut off)",
+    ),
+];

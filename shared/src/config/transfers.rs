@@ -5,6 +5,9 @@ use std::time::Duration;
 use super::ConfigError;
 use super::read::{Vars, invalid};
 use super::refuse;
+use super::settings::Default::{Unset, Value};
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 
 /// How files move: the lifetimes, sizes and time limits of uploads and
 /// downloads. Read here once; the service holds the group as it is
@@ -115,3 +118,74 @@ pub(super) fn rules(vars: &Vars) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_HANDLE_TTL_SECS",
+        Group::Limits,
+        Parse::Seconds,
+        Value("2700"),
+        "handle lifetime (45 min)",
+    ),
+    s(
+        "SLUICE_LINK_TTL_SECS",
+        Group::Limits,
+        Parse::Seconds,
+        Value("300"),
+        "download link lifetime",
+    ),
+    s(
+        "SLUICE_UPLOAD_TTL_SECS",
+        Group::Limits,
+        Parse::Seconds,
+        Value("900"),
+        "upload link lifetime (checked when the upload starts); at most the handle lifetime",
+    ),
+    s(
+        "SLUICE_MAX_UPLOAD_BYTES",
+        Group::Limits,
+        Parse::Positive,
+        Unset(
+            "with the local store, SLUICE_QUOTA_BYTES; with S3, its largest object (10,000 parts of 5 GiB, 48.8 TiB)",
+        ),
+        "largest file",
+    ),
+    s(
+        "SLUICE_PART_BYTES",
+        Group::Limits,
+        Parse::Positive,
+        Value("67108864"),
+        "size of each part of a file uploaded in parts on S3, and of each request of the page's and the widget's resumable upload where sluice receives the bytes (64 MiB; rounded up to whole MiB, at least 5 MiB, at most 5 GiB; larger where 10,000 parts would not hold the file)",
+    ),
+    s(
+        "SLUICE_PROOF_MILLIS",
+        Group::Limits,
+        Parse::Positive,
+        Value("20000"),
+        "milliseconds one completion of an upload in parts on S3 reads to prove the file before answering 202 (`verifying`); the upload line asks again until it is proven (API Gateway ends a request at 30 s)",
+    ),
+    s(
+        "SLUICE_SINGLE_PUT_MAX_BYTES",
+        Group::Limits,
+        Parse::Positive,
+        Value("67108864"),
+        "on S3, files up to this size are uploaded in one PUT, larger ones in parts that a rerun of the same command resumes (where sluice receives the bytes a file of any size is one resumable stream, whose upload link lives as long as its record above this size) (64 MiB)",
+    ),
+    s(
+        "SLUICE_BODY_IDLE_TIMEOUT_SECS",
+        Group::Limits,
+        Parse::Seconds,
+        Value("30"),
+        "an upload whose body sends nothing for this long is ended (408)",
+    ),
+    s(
+        "SLUICE_DOWNLOAD_URL_TTL_SECS",
+        Group::Aws,
+        Parse::Seconds,
+        Value("10"),
+        "lifetime of the presigned GET a link redirects to (at most 60): the client follows the redirect at once, and until it expires whoever holds the URL can fetch the file again",
+    ),
+];

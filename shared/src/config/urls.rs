@@ -7,6 +7,9 @@ use url::Url;
 
 use super::ConfigError;
 use super::read::{self, Vars};
+use super::settings::Default::Unset;
+use super::settings::Group;
+use super::settings::{Parse, Setting, s};
 
 /// The URLs as configured (a default is `None` or empty until resolved).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,3 +147,46 @@ pub(super) fn rules(vars: &Vars) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// This group's settings (its variables, parsers, defaults and one line of
+/// doc each), beside the code that reads them: the configuration page and
+/// the start's checks take them from [`super::table`].
+pub(super) const ROWS: &[Setting] = &[
+    s(
+        "SLUICE_PUBLIC_URL",
+        Group::Core,
+        Parse::Url,
+        Unset("the listening address"),
+        "the origin (and path prefix) clients reach sluice at; https:// (http:// only on a loopback address)",
+    ),
+    s(
+        "SLUICE_MCP_URL",
+        Group::Core,
+        Parse::Url,
+        Unset("`SLUICE_PUBLIC_URL` + `/mcp`"),
+        "the MCP endpoint's URL, ending in `/mcp`, when it has its own prefix (cargo lambda watch)",
+    ),
+    s(
+        "SLUICE_ISSUER_URL",
+        Group::Core,
+        Parse::Url,
+        Unset("`SLUICE_PUBLIC_URL`"),
+        "the issuer's base (upload links, browser pages) when it has its own prefix (cargo lambda watch)",
+    ),
+    s(
+        "SLUICE_RESOLVER_URL",
+        Group::Core,
+        Parse::Url,
+        Unset("`SLUICE_PUBLIC_URL`"),
+        "the resolver's base (download links) when it has its own prefix (cargo lambda watch)",
+    ),
+    s(
+        "SLUICE_WIDGET_ORIGINS",
+        Group::Core,
+        Parse::Urls,
+        Unset(
+            "claude.ai's for this connector: `https://` + the first 32 hex of SHA-256(MCP URL) + `.claudemcpcontent.com`",
+        ),
+        "origins the in-chat upload widget runs on (the MCP Apps host's sandbox), which the issuer's upload routes answer CORS for; list every host's you use",
+    ),
+];
