@@ -265,19 +265,21 @@ fn an_expired_handle_is_refused_naming_the_field_and_the_next_step() {
     let (server, _dir) = server(
         &upstream,
         &[
-            ("SLUICE_HANDLE_TTL_SECS", "1"),
-            ("SLUICE_UPLOAD_TTL_SECS", "1"),
+            ("SLUICE_HANDLE_TTL_SECS", "2"),
+            ("SLUICE_UPLOAD_TTL_SECS", "2"),
         ],
     );
     let token = server.token("alice", ALL);
     // One PUT to the link (the line's HEAD and PATCH are two requests, which
-    // a loaded machine can stretch past the one-second link).
+    // a loaded machine can stretch past a short link). Expiry is a whole
+    // second: a two-second link issued late in a second lives a second at
+    // least (a one-second one, a tenth of one: seen once in a full run).
     let ticket = server.request_upload(&token, "a.txt", b"hello");
     let url = ticket["upload"]["url"].as_str().unwrap();
     let put = crate::util::request("PUT", url, &[], Some(b"hello"));
     assert_eq!(put.status, 200, "{}", put.text());
     let handle = ticket["handle"].as_str().unwrap().to_owned();
-    std::thread::sleep(std::time::Duration::from_millis(2100));
+    std::thread::sleep(std::time::Duration::from_millis(3100));
     let message = tool_error(&call_tool(
         &server.base,
         &token,

@@ -149,7 +149,9 @@ fn a_stalled_body_is_ended_after_the_idle_timeout() {
 #[test]
 fn an_upload_ends_shortly_after_its_link_expires() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(dir.path(), &[("SLUICE_UPLOAD_TTL_SECS", "1")]);
+    // Two seconds: expiry is a whole second, so a one-second link issued
+    // late in a second could be gone before the request reaches it.
+    let server = Server::start_in(dir.path(), &[("SLUICE_UPLOAD_TTL_SECS", "2")]);
     let token = server.token("alice", &["files:write"]);
     let data = bytes(100, 5);
     let ticket = server.request_upload(&token, "slow.bin", &data);

@@ -563,8 +563,9 @@ fn an_expired_upload_in_parts_says_to_ask_again() {
         &emulators,
         "expired",
         &[
-            ("SLUICE_HANDLE_TTL_SECS", "2"),
-            ("SLUICE_UPLOAD_TTL_SECS", "1"),
+            // Expiry is a whole second: a link of two lives one at least.
+            ("SLUICE_HANDLE_TTL_SECS", "3"),
+            ("SLUICE_UPLOAD_TTL_SECS", "2"),
         ],
     );
     let data = bytes(6 * MIB, 2);
@@ -573,7 +574,7 @@ fn an_expired_upload_in_parts_says_to_ask_again() {
     std::fs::write(work.path().join("late.bin"), &data).unwrap();
     let link = ticket["upload"]["url"].as_str().unwrap();
     let script = request("GET", &format!("{link}/sh"), &[], None).text();
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    std::thread::sleep(std::time::Duration::from_secs(4));
     // A script fetched in time, run by the line after the link expired,
     // says what to do.
     std::fs::write(work.path().join("fetched.sh"), &script).unwrap();
