@@ -42,14 +42,14 @@ COMPONENTS = {
     "limits.rs": "Limits", "limits": "Limits", "files": "Files",
     "uploads": "Uploads", "downloads": "Downloads", "pages": "Pages",
     "batches": "Batches", "imports": "Imports", "actions.rs": "Actions",
-    "links.rs": "Links",
+    "links.rs": "Links", "reporter.rs": "Reporter",
 }
 # A field a component holds, as the folder (or file) of the component it is.
 FIELDS = {
     "base": "base.rs", "files": "files", "uploads": "uploads",
     "downloads": "downloads", "limits": "limits", "pages": "pages",
     "batches": "batches", "imports": "imports", "gate": "files",
-    "links": "links.rs",
+    "links": "links.rs", "reporter": "reporter.rs",
 }
 CALL = re.compile(
     r"(?:\bself\s*\.\s*((?:[a-z_]+\s*\.\s*)*)|\bSelf::|(?<![\w.:])(?:super::\w+::)?)(\w+)\("

@@ -1,10 +1,10 @@
 //! What every flow stands on, and the few decisions they share: where the
 //! bytes and the records are, the ledger, the signing keys and how files
 //! move ([`crate::config::Transfers`]); what a file's upload link speaks
-//! ([`Base::protocol_of`], decided once here), and the changes reported
-//! beside the records (a refused upload, a spent link). Objects are proven
-//! in [`super::proof`], on this type; links and handles are minted and
-//! opened by [`super::links::Links`].
+//! ([`Base::protocol_of`], decided once here). Objects are proven in
+//! [`super::proof`], on this type; links and handles are minted and opened
+//! by [`super::links::Links`]; the changes the records do not make
+//! themselves are reported by [`super::reporter::Reporter`].
 
 use std::sync::Arc;
 
@@ -119,49 +119,5 @@ impl Base {
         self.store()
             .parts()
             .ok_or_else(|| Error::bug("a file has parts on a store without them"))
-    }
-    /// Bytes that were not `file`, sent under the link `jti`, refused
-    /// (`file.rejected`): no record changes, so the ledger keeps the event
-    /// where its records are the outbox (DynamoDB's stream, for a day, as
-    /// long as the stream keeps a record), and it is [`Base::report`]ed.
-    pub(crate) async fn reject(&self, file: &FileMeta, jti: &str) {
-        self.reject_because(file, jti, None).await;
-    }
-
-    /// [`Base::reject`], saying why in the event (`reason`).
-    pub(crate) async fn reject_because(&self, file: &FileMeta, jti: &str, reason: Option<String>) {
-        use crate::events::{Event, EventType};
-        let until = crate::time::now_unix() + 24 * 3600;
-        // One file.rejected a link, on every replica (marked in the
-        // ledger): whoever holds an upload link cannot make each bad PUT a
-        // signed delivery to the team's endpoint. The link stays usable.
-        if let Ok(crate::ledger::Spend::AlreadySpent) =
-            self.ledger().spend(&format!("rejected#{jti}"), until).await
-        {
-            tracing::info!(file_id = %file.id, %jti, "bytes refused again on one link: no new event");
-            return;
-        }
-        let mut event = Event::about(EventType::Rejected, file, Some(jti));
-        event.data.reason = reason;
-        if let Err(e) = self
-            .ledger()
-            .keep_event(&event.id, &event.body(), until)
-            .await
-        {
-            tracing::warn!(file_id = %file.id, kind = event.kind.as_str(), error = %e, "event not recorded");
-        }
-        self.report(&event, file).await;
-    }
-    /// A change the record store does not make (a link spent, bytes
-    /// refused): its audit line, and `event` about `file` appended to the
-    /// outbox when webhooks are on; a failure is logged, and never fails
-    /// the request that made the change.
-    pub(crate) async fn report(&self, event: &crate::events::Event, file: &FileMeta) {
-        crate::telemetry::audit(event.kind.into(), file, event.data.token_id.as_deref());
-        if let Some(outbox) = self.records().outbox()
-            && let Err(e) = outbox.append(event).await
-        {
-            tracing::warn!(file_id = %file.id, kind = event.kind.as_str(), error = %e, "event not recorded");
-        }
     }
 }

@@ -44,6 +44,7 @@ pub mod limits;
 pub mod links;
 pub mod pages;
 mod proof;
+mod reporter;
 pub mod uploads;
 
 use std::fmt;
@@ -197,8 +198,14 @@ impl Sluice {
         let endpoints = Arc::new(endpoints);
         let keys = Arc::new(keys);
         let links = links::Links::new(keys.clone(), endpoints.clone());
+        let reporter = reporter::Reporter::new(records.clone(), ledger.clone());
         let base = Base::new(store, records, ledger, transfers);
-        let files = Files::new(base.clone(), links.clone(), gate(scan, scanner));
+        let files = Files::new(
+            base.clone(),
+            links.clone(),
+            reporter.clone(),
+            gate(scan, scanner),
+        );
         let limits = Limits::new(base.clone(), files.clone(), limits, pending_caps);
         let uploads = Uploads::new(
             base.clone(),
@@ -206,8 +213,15 @@ impl Sluice {
             limits.clone(),
             endpoints.clone(),
             links.clone(),
+            reporter.clone(),
         );
-        let downloads = Downloads::new(base.clone(), files.clone(), limits.clone(), links.clone());
+        let downloads = Downloads::new(
+            base.clone(),
+            files.clone(),
+            limits.clone(),
+            links.clone(),
+            reporter,
+        );
         let pages = Pages::new(
             base.clone(),
             uploads.clone(),

@@ -19,6 +19,7 @@ use super::files::Files;
 use super::files::stored::Stored;
 use super::limits::Limits;
 use super::links::{Link, Links};
+use super::reporter::Reporter;
 use crate::auth::Caller;
 use crate::curl;
 use crate::error::Error;
@@ -120,16 +121,18 @@ pub struct Downloads {
     files: Files,
     limits: Limits,
     links: Links,
+    reporter: Reporter,
 }
 
 impl Downloads {
     /// Links under the resolver of `endpoints`, for `files`, within `limits`.
-    pub fn new(base: Base, files: Files, limits: Limits, links: Links) -> Self {
+    pub fn new(base: Base, files: Files, limits: Limits, links: Links, reporter: Reporter) -> Self {
         Self {
             base,
             files,
             limits,
             links,
+            reporter,
         }
     }
 }
@@ -238,7 +241,7 @@ impl Downloads {
                 .await?
             {
                 Spend::Fresh => {
-                    self.base.report(&event, &downloaded).await;
+                    self.reporter.report(&event, &downloaded).await;
                     Ok(())
                 }
                 Spend::AlreadySpent => Err(replayed()),

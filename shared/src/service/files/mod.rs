@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::base::Base;
 use super::links::Links;
+use super::reporter::Reporter;
 use crate::auth::{Caller, Scope};
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
@@ -92,6 +93,7 @@ pub struct FilePage {
 pub struct Files {
     base: Base,
     links: Links,
+    reporter: Reporter,
     /// The malware gate, with scanning on ([`scan`]).
     gate: Option<std::sync::Arc<scan::Gate>>,
 }
@@ -99,10 +101,11 @@ pub struct Files {
 impl Files {
     /// Over the backends and keys of `base`, with the malware `gate` when
     /// scanning is on.
-    pub fn new(base: Base, links: Links, gate: Option<scan::Gate>) -> Self {
+    pub fn new(base: Base, links: Links, reporter: Reporter, gate: Option<scan::Gate>) -> Self {
         Self {
             base,
             links,
+            reporter,
             gate: gate.map(std::sync::Arc::new),
         }
     }
@@ -112,6 +115,11 @@ impl Files {
     /// The links and handles of this deployment.
     pub(crate) fn links(&self) -> &Links {
         &self.links
+    }
+
+    /// What reports the changes the records do not make themselves.
+    pub(crate) fn reporter(&self) -> &Reporter {
+        &self.reporter
     }
 
     /// The file a link names, with when its record expires (the record

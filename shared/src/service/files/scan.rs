@@ -366,7 +366,7 @@ impl Files {
         tracing::warn!(target: "sluice::audit", change = "rejected", file_id = %file.id, owner = %file.owner, reason = %why, "file rejected by its scan: its bytes are deleted");
         self.purge(file).await?;
         // `file.rejected`, with the reason, once a file (its audit line).
-        self.base
+        self.reporter
             .reject_because(file, &format!("scan-{}", file.id), Some(why.clone()))
             .await;
         Ok(Gated::Refused(why))

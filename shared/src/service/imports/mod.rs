@@ -492,7 +492,10 @@ impl Imports {
     /// A declared file whose import ended rejected: reported rejected
     /// (`file.rejected`), its record deleted, its bytes purged.
     pub(super) async fn forget(&self, file: &FileMeta) {
-        self.base.reject(file, &format!("import-{}", file.id)).await;
+        self.files
+            .reporter()
+            .reject(file, &format!("import-{}", file.id))
+            .await;
         if let Err(e) = self.base.records().delete(&file.owner, &file.id).await {
             tracing::warn!(file_id = %file.id, error = %e, "a rejected import's record was not deleted");
         }

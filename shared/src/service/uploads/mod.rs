@@ -26,6 +26,7 @@ use super::base::Base;
 use super::files::Files;
 use super::limits::Limits;
 use super::links::Links;
+use super::reporter::Reporter;
 use crate::config::Endpoints;
 
 /// Files asked for and their bytes taken in: the upload links, the part
@@ -37,6 +38,7 @@ pub struct Uploads {
     limits: Limits,
     endpoints: Arc<Endpoints>,
     links: Links,
+    reporter: Reporter,
     arrivals: progress::Arrivals,
 }
 
@@ -49,6 +51,7 @@ impl Uploads {
         limits: Limits,
         endpoints: Arc<Endpoints>,
         links: Links,
+        reporter: Reporter,
     ) -> Self {
         Self {
             base,
@@ -56,6 +59,7 @@ impl Uploads {
             limits,
             endpoints,
             links,
+            reporter,
             arrivals: progress::Arrivals::default(),
         }
     }

@@ -204,7 +204,7 @@ impl Uploads {
                 tracing::warn!(file_id = %file.id, error = %m, "parts joined into another file");
                 // The link stays usable: a fresh upload in parts under it,
                 // so a part someone else sent costs a rerun, not the file.
-                self.base.reject(file, &parted.jti).await;
+                self.reporter.reject(file, &parted.jti).await;
                 self.begin_upload(file).await?;
                 return Err(Error::PartsNotTheFile(m));
             }

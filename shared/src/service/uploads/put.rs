@@ -181,7 +181,7 @@ impl Uploads {
         if let Err(e) = stored {
             tracing::info!(file_id = %file.id, %jti, error = %e, "upload refused");
             if matches!(e, crate::store::StoreError::Mismatch(_)) {
-                self.base.reject(&file, &jti).await;
+                self.reporter.reject(&file, &jti).await;
             }
             return Err(e.into());
         }

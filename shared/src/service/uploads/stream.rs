@@ -118,7 +118,7 @@ impl Uploads {
             Ok(a) => a,
             Err(StoreError::Mismatch(m)) => {
                 tracing::info!(file_id = %file.id, %jti, error = %m, "stream not the file pinned: freed");
-                self.base.reject(&file, &jti).await;
+                self.reporter.reject(&file, &jti).await;
                 return Err(Error::NotTheFile(m));
             }
             Err(e) => {
