@@ -13,8 +13,9 @@
 //! receives every byte, so it takes no parts: DESIGN.md, "Files of any
 //! size"); `slots` the transfer slots, the per-link claims and the quota's
 //! running figure; `files` bodies to files and back, hashed and verified
-//! in chunks; `sweep` what expires, and how the quota counts what is on
-//! disk.
+//! in chunks; `sweep` what expires; `counted` how the quota counts what
+//! is on disk and where a stream stands (a leaf the others read: the
+//! stream and the sweep no longer import each other).
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -27,6 +28,7 @@ use super::{ByteStream, ObjectInfo, ObjectStore, StoreError};
 use crate::file::ObjectKey;
 use crate::sha::Sha256;
 
+mod counted;
 mod files;
 mod slots;
 mod stream;
@@ -34,8 +36,8 @@ mod sweep;
 #[cfg(test)]
 mod tests;
 
+use counted::dir_size;
 use files::{join_error, read_stream, refuse_if_there, write_verified};
-use sweep::dir_size;
 
 /// Chunk size for reads and writes: large enough to keep syscalls and
 /// blocking tasks few, small enough that memory per transfer stays a small
@@ -298,7 +300,7 @@ impl LocalStore {
         tokio::task::spawn_blocking(move || -> io::Result<()> {
             match std::fs::metadata(&path) {
                 Ok(meta) => match std::fs::remove_file(&path) {
-                    Ok(()) => quota.release(sweep::counted(&meta)),
+                    Ok(()) => quota.release(counted::counted(&meta)),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => return Err(e),
                 },

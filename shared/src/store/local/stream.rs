@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 
+use super::counted::{CHECKPOINT_FILE, STREAM_FILE, standing};
 use super::files::{join_error, refuse_if_there};
 use super::slots::UploadGuard;
 use super::{CHUNK, LocalStore, QUEUED};
@@ -38,12 +39,6 @@ pub(super) struct Paths {
     at: PathBuf,
 }
 
-/// The name of a stream's checkpoint, beside it.
-pub(super) const CHECKPOINT_FILE: &str = "stream.at";
-
-/// The name of a stream's bytes.
-pub(super) const STREAM_FILE: &str = "stream";
-
 impl LocalStore {
     pub(super) fn stream_paths(&self, key: &ObjectKey) -> Paths {
         let dir = self.objects.join(key.parts_prefix());
@@ -53,39 +48,6 @@ impl LocalStore {
             dir,
         }
     }
-}
-
-/// The hash state of the last checkpoint (its offset with it), if there is
-/// one that reads; one that does not is no checkpoint (the upload starts
-/// over).
-fn checkpointed(at: &Path) -> io::Result<Option<Midstate>> {
-    match std::fs::read_to_string(at) {
-        Ok(saved) => Ok(Midstate::resume(&saved)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// Where the stream at `paths` stands: its checkpoint, unless the stream
-/// is shorter than the checkpoint counts (a restore, disk trouble), which
-/// is no checkpoint (the upload starts over from byte 0). `HEAD` and
-/// `PATCH` both read it here, so the offset one answers is the one the
-/// other accepts. Also what the stream's bytes count against the quota.
-pub(super) fn standing(paths_dir: &Path) -> io::Result<(Option<Midstate>, u64)> {
-    let data = paths_dir.join(STREAM_FILE);
-    let len = match std::fs::metadata(&data) {
-        Ok(meta) => super::sweep::counted(&meta),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
-        Err(e) => return Err(e),
-    };
-    let hash = checkpointed(&paths_dir.join(CHECKPOINT_FILE))?;
-    Ok(match hash {
-        Some(hash) if len >= hash.offset() => {
-            let offset = hash.offset();
-            (Some(hash), offset)
-        }
-        _ => (None, 0),
-    })
 }
 
 /// An upload's stream open for appending, under its lock.
@@ -413,7 +375,7 @@ impl LocalStore {
             if !dir.exists() {
                 return Ok(());
             }
-            let staged = super::sweep::dir_size(&dir)?;
+            let staged = super::counted::dir_size(&dir)?;
             remove_staging(&dir)?;
             quota.release(staged);
             Ok(())

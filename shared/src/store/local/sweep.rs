@@ -1,11 +1,13 @@
-//! What the sweep deletes, and how the quota counts what is on disk.
+//! What the sweep deletes: objects whose record is gone, and temporary
+//! files left by uploads that died (what each gives back to the quota:
+//! [`super::counted`]).
 
 use std::collections::HashSet;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::LocalStore;
+use super::counted::{quota_counted, walk};
 use crate::store::StoreError;
 
 impl LocalStore {
@@ -63,38 +65,6 @@ impl LocalStore {
     }
 }
 
-/// The bytes a file takes that the quota counts: its allocated blocks where
-/// it is sparse (a staging file whose parts have not all arrived), and its
-/// length otherwise.
-pub(super) fn counted(meta: &std::fs::Metadata) -> u64 {
-    use std::os::unix::fs::MetadataExt as _;
-    meta.len().min(meta.blocks().saturating_mul(512))
-}
-
-/// What a file below the objects counts against the quota, as the running
-/// figure counted it: a stream, what its checkpoint holds (an append
-/// cancelled is cut back to it, and what a crash left past it was never
-/// kept); a checkpoint, nothing (bookkeeping the quota never reserved);
-/// any other file, [`counted`].
-pub(super) fn quota_counted(path: &Path, meta: &std::fs::Metadata) -> u64 {
-    if path.ends_with(super::stream::CHECKPOINT_FILE) {
-        return 0;
-    }
-    if path.ends_with(super::stream::CHECKPOINT_FILE) {
-        return 0;
-    }
-    match path.parent() {
-        Some(dir)
-            if path
-                .file_name()
-                .is_some_and(|n| n == super::stream::STREAM_FILE) =>
-        {
-            super::stream::standing(dir).map_or(0, |(_, at)| at.min(counted(meta)))
-        }
-        _ => counted(meta),
-    }
-}
-
 /// Deletes each of `entries` (and its now-empty `<file_id>` directory),
 /// going on past one that fails (another process removed it first, a
 /// permission): logged, and left for the next sweep. Calls `gone` with
@@ -122,41 +92,4 @@ pub(super) fn remove_each(
         removed += 1;
     }
     removed
-}
-
-/// Every regular file below `dir`, with its metadata.
-pub(super) fn walk(dir: &Path) -> io::Result<Vec<(PathBuf, std::fs::Metadata)>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries = match std::fs::read_dir(&d) {
-            Ok(e) => e,
-            // Removed by a concurrent sweep.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        for entry in entries {
-            let entry = entry?;
-            let meta = match entry.metadata() {
-                Ok(m) => m,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
-            };
-            if meta.is_dir() {
-                stack.push(entry.path());
-            } else if meta.is_file() {
-                out.push((entry.path(), meta));
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// What the files below `dir` count against the quota
-/// ([`quota_counted`]).
-pub(super) fn dir_size(dir: &Path) -> io::Result<u64> {
-    Ok(walk(dir)?
-        .iter()
-        .map(|(path, meta)| quota_counted(path, meta))
-        .sum())
 }

@@ -3,7 +3,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 
-use super::sweep::{remove_each, walk};
+use super::counted::walk;
+use super::sweep::remove_each;
 use super::*;
 use crate::file::{FileId, FileMeta};
 
@@ -566,7 +567,7 @@ async fn an_empty_append_writes_no_checkpoint() {
     let at = store
         .stream_paths(&key)
         .dir
-        .join(super::stream::CHECKPOINT_FILE);
+        .join(super::counted::CHECKPOINT_FILE);
     let before = std::fs::metadata(&at).unwrap().ino();
     let empty = s
         .append(&key, 300, sha, 100, body_of(vec![], None))
