@@ -26,7 +26,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use url::Url;
 
-use crate::events::{Delivery, Event, EventType, Outbox, Subscriber};
+use crate::events::{Delivery, Event, EventType, Subscriber};
+use crate::records::Outbox;
 use crate::time::now_millis;
 
 /// How long a receiver has to answer one delivery.

@@ -7,7 +7,7 @@
 //! together), [`ImportRecords`] (where an import stands), [`Usage`] (what a user's files take, and admitting new ones
 //! under the caps), [`ProofLease`] (the proof of an object, moved by one
 //! caller at a time), and the outbox of events
-//! ([`crate::events::Outbox`]); [`RecordStore`] is all of them, as the
+//! ([`Outbox`]); [`RecordStore`] is all of them, as the
 //! service holds them. Each fails with [`RecordError`].
 //!
 //! Two implementations, one contract (`tests/tests/contract.rs`): SQLite in
@@ -19,6 +19,7 @@ pub(crate) mod error;
 mod files;
 mod imports;
 mod lease;
+mod outbox;
 mod record;
 #[cfg(feature = "local")]
 mod sqlite;
@@ -29,6 +30,7 @@ pub use error::RecordError;
 pub use files::FileRecords;
 pub use imports::{ImportRecord, ImportRecords};
 pub use lease::ProofLease;
+pub use outbox::Outbox;
 pub use record::{Cursor, FileRecord, KeptAsJson, Page, ScanNote, Verdict};
 #[cfg(feature = "local")]
 pub use sqlite::SqliteRecords;
@@ -42,8 +44,8 @@ pub trait RecordStore:
     /// The outbox of events this store keeps, if it keeps one (webhooks
     /// are on): it then writes `file.ready`, `file.deleted` and
     /// `file.expired` in the transaction of the change each reports, and
-    /// takes the service's other events ([`crate::events::Outbox::append`]).
-    fn outbox(&self) -> Option<&dyn crate::events::Outbox> {
+    /// takes the service's other events ([`Outbox::append`]).
+    fn outbox(&self) -> Option<&dyn Outbox> {
         None
     }
 }

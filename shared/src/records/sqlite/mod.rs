@@ -18,8 +18,9 @@ use super::RecordStore;
 use super::error::RecordError;
 use super::record::{FileRecord, ScanNote};
 use super::usage::Pending;
-use crate::events::{Delivery, Event, EventType, Outbox, Subscriber};
+use crate::events::{Delivery, Event, EventType, Subscriber};
 use crate::file::{FileId, owner_hash};
+use crate::records::Outbox;
 use crate::sha::Sha256;
 use crate::sqlite::Db;
 
@@ -201,7 +202,7 @@ impl SqliteRecords {
     }
 
     /// These records writing an event to the outbox with each change it
-    /// reports, for the webhooks' worker ([`crate::events::Outbox`]).
+    /// reports, for the webhooks' worker ([`crate::records::Outbox`]).
     pub fn with_events(mut self) -> Self {
         self.events = true;
         self
