@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::ConfigError;
 use super::read::Vars;
-use super::settings::Default::Value;
+use super::settings::Default::{Unset, Value};
 use super::settings::Group;
 use super::settings::{Parse, Setting, s};
 
@@ -29,7 +29,17 @@ pub struct DataDir {
 impl DataDir {
     pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
         Ok(Self {
-            path: PathBuf::from(vars.value("SLUICE_DATA_DIR").unwrap_or(".sluice")),
+            path: vars.raw("SLUICE_DATA_DIR").map_or_else(
+                // A function may write only its own ephemeral storage.
+                || {
+                    PathBuf::from(if vars.in_lambda() {
+                        "/tmp/sluice"
+                    } else {
+                        ".sluice"
+                    })
+                },
+                PathBuf::from,
+            ),
             quota_bytes: vars.positive("SLUICE_QUOTA_BYTES")?,
             max_transfers: vars.count("SLUICE_MAX_TRANSFERS")?,
             max_transfers_per_user: vars.count("SLUICE_MAX_TRANSFERS_PER_USER")?,
@@ -45,8 +55,8 @@ pub(super) const ROWS: &[Setting] = &[
         "SLUICE_DATA_DIR",
         Group::Core,
         Parse::Text,
-        Value(".sluice"),
-        "local objects, ledger, file records, generated secret",
+        Unset("`.sluice`; in a Lambda function, `/tmp/sluice` (its own ephemeral storage)"),
+        "local objects, ledger, file records, generated secret, and the spool of an import not declared",
     ),
     s(
         "SLUICE_QUOTA_BYTES",

@@ -44,10 +44,14 @@ pub struct Imports {
     /// import in, on AWS (`SLUICE_IMPORTER_FUNCTION`); `None`: imports run
     /// in the server, or (in a function) are not offered.
     pub importer: Option<String>,
+    /// Where an import not declared waits for its bytes when the store
+    /// keeps no private directory of its own (S3): `spool/` in the data
+    /// directory (`SLUICE_DATA_DIR`), never the shared temporary one.
+    pub spool: std::path::PathBuf,
 }
 
 impl Imports {
-    pub(super) fn read(vars: &Vars) -> Result<Self, ConfigError> {
+    pub(super) fn read(vars: &Vars, data: &super::DataDir) -> Result<Self, ConfigError> {
         let hosts = vars.list("SLUICE_IMPORT_HOSTS");
         let reach = match vars.value("SLUICE_IMPORTS") {
             Some("off") => Reach::Off,
@@ -83,6 +87,7 @@ impl Imports {
             importer: vars
                 .text("SLUICE_IMPORTER_FUNCTION")
                 .filter(|f| !f.is_empty()),
+            spool: data.path.join("spool"),
         })
     }
 }

@@ -100,6 +100,7 @@ impl Config {
         let records = backends::records(&vars)?;
         rules(&vars)?;
         let in_dir = matches!(store, Store::Dir);
+        let data = DataDir::read(&vars)?;
         Ok(Self {
             store,
             records,
@@ -109,12 +110,12 @@ impl Config {
             urls: Urls::read(&vars)?,
             auth: AuthSettings::read(&vars)?,
             keys: KeySettings::read(&vars)?,
-            data: DataDir::read(&vars)?,
+            imports: Imports::read(&vars, &data)?,
+            data,
             limits: UserLimits::read(&vars, in_dir)?,
             actions: ActionsSettings::read(&vars)?,
             operations: Operations::read(&vars)?,
             transfers: Transfers::read(&vars, in_dir)?,
-            imports: Imports::read(&vars)?,
             scan: Scan::read(&vars)?,
         })
     }

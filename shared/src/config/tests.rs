@@ -626,3 +626,27 @@ fn scanning_is_off_by_default_and_each_scanner_needs_what_it_reads() {
         "SLUICE_SCAN"
     );
 }
+
+/// An import not declared waits in the data directory (never the shared
+/// temporary one), which in a Lambda function is its own `/tmp/sluice`.
+#[test]
+fn an_imports_spool_is_in_the_data_directory() {
+    let c = config(&[("SLUICE_DATA_DIR", "/srv/sluice")]).unwrap();
+    assert_eq!(c.imports.spool, std::path::Path::new("/srv/sluice/spool"));
+    let local = Vars::new(Vec::<(String, String)>::new(), table());
+    assert_eq!(
+        DataDir::read(&local).unwrap().path,
+        std::path::Path::new(".sluice")
+    );
+    let lambda = Vars::new(
+        [(
+            "AWS_LAMBDA_RUNTIME_API".to_owned(),
+            "127.0.0.1:9001".to_owned(),
+        )],
+        table(),
+    );
+    assert_eq!(
+        DataDir::read(&lambda).unwrap().path,
+        std::path::Path::new("/tmp/sluice")
+    );
+}

@@ -143,7 +143,8 @@ impl Work {
                 ));
             }
         }
-        let mut spool = Spool::create(self.imports.base.store(), &self.id)
+        let imports = &self.imports;
+        let mut spool = Spool::create(imports.base.store(), &imports.settings.spool, &self.id)
             .await
             .map_err(|e| format!("could not keep the bytes: {e}"))?;
         let mut hash = Hasher::new();

@@ -3,8 +3,8 @@
 //! counted against the store's quota as it grows ([`crate::store::Quota`],
 //! the one place that reserves against it), given back and removed when
 //! dropped. A store without a quota (S3) has no directory of its own: the
-//! spool is then a private directory (0700) of this process's temporary
-//! directory (on Lambda, the function's own).
+//! spool is then `spool/` (0700) in the data directory (on Lambda, the
+//! function's own `/tmp/sluice`), never the shared temporary directory.
 
 use std::path::PathBuf;
 
@@ -32,11 +32,17 @@ pub(super) enum Refused {
 }
 
 impl Spool {
-    /// A new spool for import `id`, beside `store`'s objects.
-    pub(super) async fn create(store: &dyn ObjectStore, id: &FileId) -> std::io::Result<Self> {
+    /// A new spool for import `id`, beside `store`'s objects, or in
+    /// `elsewhere` (private, in the data directory) for a store without
+    /// a directory of its own.
+    pub(super) async fn create(
+        store: &dyn ObjectStore,
+        elsewhere: &std::path::Path,
+        id: &FileId,
+    ) -> std::io::Result<Self> {
         let (dir, quota) = match store.scratch() {
             Some(scratch) => (scratch.dir, Some(scratch.quota)),
-            None => (std::env::temp_dir().join("sluice-imports"), None),
+            None => (elsewhere.to_path_buf(), None),
         };
         let path = dir.join(format!("import-{id}"));
         let at = path.clone();
