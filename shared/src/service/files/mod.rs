@@ -10,7 +10,6 @@
 pub mod delete;
 pub mod scan;
 pub mod stored;
-mod turns;
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::Serialize;

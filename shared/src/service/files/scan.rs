@@ -3,7 +3,8 @@
 //! verdict, and nothing hands out its bytes until then ([`Files::stored`]
 //! asks here last). Its bytes found stored → noted in its record, with the
 //! time → a scan: clamd's in the background, a bounded number at once,
-//! the turns shared among the files' owners in rotation ([`super::turns`]),
+//! the turns shared among the files' owners in rotation (the admission
+//! part's [`crate::service::limits::Turns`]),
 //! tried again with growing waits while clamd cannot be reached, the
 //! deadline running from its first attempt (a file waiting for a turn is
 //! not held to it); GuardDuty's tag read while answering, the deadline
@@ -18,13 +19,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::stored::Stored;
-use super::turns::Turns;
 use super::{FileState, Files};
 use crate::config::Scan;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::records::{FileRecord, ScanNote, Verdict};
 use crate::scan::{Finding, ScanError, Scanner};
+use crate::service::limits::Turns;
 use crate::store::ObjectInfo;
 use crate::time::now_unix;
 

@@ -5,8 +5,10 @@
 //! at a cap, find files among the pending ones that have been uploaded
 //! since (their records are brought up to date) and try once more → refuse
 //! with which cap, and when the oldest pending file expires. The waits
-//! of status calls are its part too ([`waits`]).
+//! of status calls are its part too ([`waits`]), and the shares of a bounded
+//! number of slots among users in turn ([`turns`]: the scans').
 
+mod turns;
 mod waits;
 
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use crate::rate::Kind;
 use crate::records::{FileRecord, Pending, PendingCaps};
 use crate::time::{now_unix, rfc3339};
 
+pub use turns::{Turn, Turns};
 pub use waits::{WAITS_PER_USER, Wait};
 
 /// The per-user limits, called by name from every flow that issues

@@ -1,7 +1,8 @@
-//! Scan turns, shared among the files' owners in rotation: at most
-//! `at_once` scans run in this process; when one ends, the next turn goes
-//! to the owner after the one served last, so one user's many (or slow)
-//! files never hold another user's behind them.
+//! Turns of a bounded number of slots, shared among owners in rotation
+//! (the malware scans' turns): at most `at_once` hold one in this process;
+//! when one ends, the next turn goes to the owner after the one served
+//! last, so one user's many (or slow) files never hold another user's
+//! behind them.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
@@ -10,7 +11,7 @@ use tokio::sync::oneshot;
 
 /// The turns of one process.
 #[derive(Debug)]
-pub(super) struct Turns {
+pub struct Turns {
     at_once: usize,
     state: Mutex<State>,
 }
@@ -27,7 +28,7 @@ struct State {
 /// A turn held by one of `owner`'s files, handed to the next owner in
 /// rotation when dropped.
 #[derive(Debug)]
-pub(super) struct Turn<'a> {
+pub struct Turn<'a> {
     turns: &'a Turns,
     owner: String,
 }
@@ -57,7 +58,7 @@ impl Drop for Waiting<'_> {
 
 impl Turns {
     /// `at_once` turns (at least one).
-    pub(super) fn new(at_once: usize) -> Self {
+    pub fn new(at_once: usize) -> Self {
         Self {
             at_once: at_once.max(1),
             state: Mutex::default(),
@@ -66,7 +67,7 @@ impl Turns {
 
     /// A turn for one of `owner`'s files: at once if one is free and no
     /// one waits, else when the rotation comes to `owner`.
-    pub(super) async fn take(&self, owner: &str) -> Turn<'_> {
+    pub async fn take(&self, owner: &str) -> Turn<'_> {
         let rx = {
             let mut state = self.lock();
             if state.running < self.at_once && state.queue.is_empty() {
