@@ -90,6 +90,12 @@ impl Caller {
     pub fn has(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
     }
+
+    /// Whether the caller may use what `owner` owns by its handle: its
+    /// owner, or a service granted `files:resolve`.
+    pub fn may_resolve(&self, owner: &str) -> bool {
+        self.owner == owner || self.has(Scope::FilesResolve)
+    }
 }
 
 #[derive(Serialize, Deserialize)]

@@ -248,7 +248,7 @@ impl Batches {
         if batch.expires_at <= now_unix() {
             return Err(Error::HandleExpired);
         }
-        if batch.owner != caller.owner && !caller.has(crate::auth::Scope::FilesResolve) {
+        if !caller.may_resolve(&batch.owner) {
             return Err(Error::OtherUsersHandle);
         }
         Ok(batch)

@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::base::Base;
 use super::links::Links;
 use super::reporter::Reporter;
-use crate::auth::{Caller, Scope};
+use crate::auth::Caller;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::records::FileRecord;
@@ -160,7 +160,7 @@ impl Files {
             return Err(Error::HandleExpired);
         }
         let file = record.file;
-        if file.owner != caller.owner && !caller.has(Scope::FilesResolve) {
+        if !caller.may_resolve(&file.owner) {
             return Err(Error::OtherUsersHandle);
         }
         Ok(file)

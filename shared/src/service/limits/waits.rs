@@ -32,7 +32,8 @@ pub struct Waits(Arc<Mutex<Held>>);
 #[derive(Debug, Default)]
 struct Held {
     owners: HashMap<String, usize>,
-    uploads: HashSet<String>,
+    /// The ids waited on (an upload id, an import's file id).
+    ids: HashSet<String>,
 }
 
 /// One wait under way, given back when dropped.
@@ -48,11 +49,11 @@ impl Waits {
     fn begin(&self, owner: &str, upload: &str) -> Option<Waiting> {
         let mut held = self.lock();
         let count = held.owners.get(owner).copied().unwrap_or(0);
-        if count >= WAITS_PER_USER || held.uploads.contains(upload) {
+        if count >= WAITS_PER_USER || held.ids.contains(upload) {
             return None;
         }
         held.owners.insert(owner.to_owned(), count + 1);
-        held.uploads.insert(upload.to_owned());
+        held.ids.insert(upload.to_owned());
         Some(Waiting {
             waits: self.clone(),
             owner: owner.to_owned(),
@@ -68,7 +69,7 @@ impl Waits {
 impl Drop for Waiting {
     fn drop(&mut self) {
         let mut held = self.waits.lock();
-        held.uploads.remove(&self.upload);
+        held.ids.remove(&self.upload);
         if let Some(count) = held.owners.get_mut(&self.owner) {
             *count -= 1;
             if *count == 0 {
