@@ -31,10 +31,17 @@ S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
 
 clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium /usr/bin/tmux /usr/sbin/clamd
 
-# The browser the page tests drive (playwright-core cannot download its own
-# here): Debian's Chromium, installed as root (CI runs as root).
-/usr/bin/chromium:
-	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+# The Debian packages the tests run, in one apt-get (two must not run at
+# once), as root (CI runs as root): Chromium, which the page tests drive
+# (playwright-core cannot download its own here); tmux, which gives Claude
+# Code's `mcp login` a terminal; and clamd, which the scanning tests and the
+# scan benchmark start, each on a socket of its own with a signature
+# database the test writes (sluice_testkit::clamd; no real database is
+# downloaded).
+/usr/bin/chromium /usr/bin/tmux /usr/sbin/clamd &:
+	DEBIAN_FRONTEND=noninteractive apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium tmux
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clamav-daemon
 
 # The browser's vendored scripts (shared/src/web/: @noble/hashes' and
 # hash-wasm's SHA-256, tus-js-client), each its pinned release bundled by
@@ -42,13 +49,6 @@ clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.i
 # file is this build.
 vendor: $(CLIENTS)/node_modules/.installed
 	cd $(CLIENTS) && node vendor.mjs
-
-# The malware scanner the scanning tests and the scan benchmark run:
-# Debian's clamd, started by each test on a socket of its own with a
-# signature database the test writes (sluice_testkit::clamd); no real
-# database is downloaded.
-/usr/sbin/clamd:
-	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clamav-daemon
 
 /usr/bin/shellcheck:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q shellcheck
@@ -60,10 +60,6 @@ check:
 	$(CARGO) clippy -p sluice -p sluice-mcp -p sluice-issuer -p sluice-resolver --all-targets -- -D warnings
 	$(CARGO) test -p sluice --features local
 	$(CARGO) test -p sluice-mcp -p sluice-issuer -p sluice-resolver
-
-# Claude Code's `mcp login` needs a terminal: the tests give it one in tmux.
-/usr/bin/tmux:
-	DEBIAN_FRONTEND=noninteractive apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tmux
 
 $(VENV)/.installed: tests/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -83,30 +79,29 @@ $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-l
 	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# The second run tests the function crates as `sam build` builds them:
-# alone, without the `local` feature the rest of the workspace turns on.
-# Everything the tests build is built while the clients install (the builds
-# wait on the CPU, the installs mostly on the network): a cold `make test`
-# then runs no compiler while the tests run.
+# One test build: every crate's tests, the function crates' among them, in
+# one run. What the function binaries leave out (the local backends) and the
+# local binary's default build (the AWS ones) is a value each build reports
+# (`sluice_runtime::Built`), tested for every build here; `make lint`
+# checks each of those builds compiles, clippy-clean. The binaries `cargo
+# lambda watch` and the deployed tests run are built as it builds them
+# (`cargo run --bin <function>`): the functions alone, without `local`.
+# The builds run while the clients install (the builds wait on the CPU, the
+# installs mostly on the network), the installs side by side; a cold `make
+# test` then runs no compiler while the tests run.
 test:
 	$(MAKE) --no-print-directory -j2 test-installs test-builds
 	$(CARGO) test --workspace
-	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events -p sluice-importer
-	$(CARGO) test -p sluice-runtime --no-default-features --features local
 
-# One at a time: two apt-gets must not run at once.
 test-installs:
-	$(MAKE) --no-print-directory -j1 clients
+	$(MAKE) --no-print-directory -j4 clients
 
-# The three test runs' builds; the functions as `cargo lambda watch` builds
-# them (`cargo run --bin <function>`, the watch and deployed tests); the
+# The test build; the functions as `cargo lambda watch` builds them; the
 # emulators' provisioning as `infra/dev-emulators.sh` runs it.
 test-builds:
 	$(CARGO) test --workspace --no-run
 	$(CARGO) build --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver --bin sluice-events --bin sluice-importer
 	$(CARGO) build -p sluice-testkit --bin sluice-provision
-	$(CARGO) test -p sluice-runtime -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events -p sluice-importer --no-run
-	$(CARGO) test -p sluice-runtime --no-default-features --features local --no-run
 
 # The second clippy checks the functions as `sam build` builds them: alone,
 # without the `local` feature the rest of the workspace turns on.

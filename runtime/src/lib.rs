@@ -5,7 +5,7 @@
 mod open;
 mod wiring;
 
-pub use open::{Backends, Opened, open, open_backends};
+pub use open::{Backends, Built, Opened, open, open_backends};
 pub use wiring::*;
 
 use wiring as runtime;
@@ -170,25 +170,40 @@ mod tests {
 
     /// What `sam build` ships has no local backends; asked for them, it says
     /// what to do instead of failing somewhere deeper.
-    #[cfg(not(feature = "local"))]
-    #[tokio::test]
-    async fn a_lambda_build_refuses_the_local_backend_and_says_why() {
-        let err = open_backends(&config(&[("SLUICE_BACKEND", "local")]))
-            .await
+    #[test]
+    fn a_lambda_build_refuses_the_local_backend_and_says_why() {
+        let lambda = open::Built {
+            local: false,
+            aws: true,
+        };
+        let err = lambda
+            .has_backends(&config(&[("SLUICE_BACKEND", "local")]))
             .unwrap_err();
         assert!(matches!(err, StartError::NoLocalBackend), "{err}");
         let message = err.to_string();
         assert!(message.contains("SLUICE_BACKEND=aws"), "{message}");
         assert!(message.contains("--features local"), "{message}");
+        // S3 bytes with SQLite records: the records are local too.
+        let err = lambda
+            .has_backends(&config(&[
+                ("SLUICE_STORE", "s3"),
+                ("SLUICE_S3_BUCKET", "b"),
+                ("SLUICE_RECORDS", "sqlite"),
+            ]))
+            .unwrap_err();
+        assert!(matches!(err, StartError::NoLocalBackend), "{err}");
     }
 
     /// The `sluice` binary's default build leaves the AWS SDK out (a first
     /// `cargo run` builds in minutes); asked for the AWS backends, it says
     /// how to build them in.
-    #[cfg(not(feature = "aws"))]
-    #[tokio::test]
-    async fn a_build_without_aws_refuses_the_aws_backend_and_says_why() {
-        let err = open_backends(&config(&[
+    #[test]
+    fn a_build_without_aws_refuses_the_aws_backend_and_says_why() {
+        let local = open::Built {
+            local: true,
+            aws: false,
+        };
+        let aws = config(&[
             ("SLUICE_BACKEND", "aws"),
             ("SLUICE_S3_BUCKET", "b"),
             ("SLUICE_DYNAMODB_TABLE", "t"),
@@ -197,11 +212,19 @@ mod tests {
                 "a-master-secret-of-at-least-32-bytes",
             ),
             ("SLUICE_DEV_TOKENS", "true"),
-        ]))
-        .await
-        .expect_err("refused");
+        ]);
+        let err = local.has_backends(&aws).expect_err("refused");
         assert!(matches!(err, StartError::NoAwsBackend), "{err}");
         assert!(err.to_string().contains("--features aws"), "{err}");
+        assert!(
+            local.has_backends(&config(&[])).is_ok(),
+            "the default is local"
+        );
+        let both = open::Built {
+            local: true,
+            aws: true,
+        };
+        assert!(both.has_backends(&aws).is_ok());
     }
 
     #[cfg(feature = "local")]

@@ -188,6 +188,7 @@ async fn read_action_secret(config: &Config, id: &str) -> Result<String, String>
 /// (`SLUICE_RECORDS`), the keys, then the actions (whose catalog may be an
 /// object in the bucket).
 pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
+    Built::THIS.has_backends(config)?;
     #[cfg(feature = "aws")]
     let sdk = match (&config.store, &config.records) {
         (Store::Dir, Records::Sqlite) => None,
@@ -210,6 +211,42 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
         imports_dispatch,
         scanner,
     })
+}
+
+/// Which backends a build carries (its features): the function binaries
+/// `sam build` ships have no local ones, the `sluice` binary's default
+/// build no AWS ones. Asked for backends it lacks, a build says what to do
+/// before it opens anything. A value, so that every build's answer is
+/// tested in one test build.
+#[derive(Debug, Clone, Copy)]
+pub struct Built {
+    /// A directory and SQLite (`--features local`).
+    pub local: bool,
+    /// S3 and DynamoDB (`--features aws`).
+    pub aws: bool,
+}
+
+impl Built {
+    /// This build.
+    pub const THIS: Self = Self {
+        local: cfg!(feature = "local"),
+        aws: cfg!(feature = "aws"),
+    };
+
+    /// Refuses what `config` names that this build leaves out: the bytes,
+    /// then the records.
+    pub fn has_backends(self, config: &Config) -> Result<(), StartError> {
+        let local = matches!(config.store, Store::Dir) || matches!(config.records, Records::Sqlite);
+        let aws =
+            matches!(config.store, Store::S3(_)) || matches!(config.records, Records::DynamoDb(_));
+        if local && !self.local {
+            return Err(StartError::NoLocalBackend);
+        }
+        if aws && !self.aws {
+            return Err(StartError::NoAwsBackend);
+        }
+        Ok(())
+    }
 }
 
 /// GuardDuty's scan-status tags on the bucket's objects, read with
