@@ -1,6 +1,6 @@
 """The log the tests' consumers of events keep (the webhook receiver, the
 event bus's consumer), one JSON line per message, which
-tests/tests/webhooks.rs reads the same way whichever wrote it.
+tests/tests/webhooks/ reads the same way whichever wrote it.
 """
 
 import json

@@ -10,7 +10,7 @@
 //! ([`Outbox`]); [`RecordStore`] is all of them, as the
 //! service holds them. Each fails with [`RecordError`].
 //!
-//! Two implementations, one contract (`tests/tests/contract.rs`): SQLite in
+//! Two implementations, one contract (`tests/tests/contract/`): SQLite in
 //! the local data directory ([`SqliteRecords`]), and DynamoDB on Lambda
 //! (`sluice_aws::DynamoRecords`).
 

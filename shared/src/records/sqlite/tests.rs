@@ -1,4 +1,4 @@
-//! The SQLite records' own tests (the contract is `tests/tests/contract.rs`).
+//! The SQLite records' own tests (the contract is `tests/tests/contract/`).
 
 use super::*;
 use crate::records::{Admission, FileRecords, PendingCaps, Usage};
