@@ -9,11 +9,14 @@ From a flow's entry point, each service function is expanded once, depth
 first, in source order: calls on `self`, on a component or part it holds
 (`self.files.stored(…)`, `self.calls.limits.check_rate(…)`: a call through
 fields is a call into the component the last field names, as a reader
-follows it), on `Self::`, and free functions of the service. A name defined
+follows it), on `Self::`, through an accessor of one (`self.files.gate().arrived(…)`:
+the component the accessor names), and free functions of the service. A name defined
 in several files is the one in the component the call goes through, else
 the one in the calling file, else the first. Accessors (`store()`,
 `records()`, `transfers()`, …) are reads of what a component holds, not
-steps, and are left out. Reported: the functions reached, the files they
+steps, and are left out; a call through the store, the records or the
+ledger (`self.base.store().purge(…)`) leaves the service and is not
+followed. Reported: the functions reached, the files they
 are in, the hops (calls that cross into another file), how often the path
 comes back to a file it had left, and the components it touches (a tree
 from before the components counts one type, `Sluice`). A static count: it
@@ -29,7 +32,7 @@ ACCESSORS = {
     "fmt", "new", "drop", "from", "clone", "store", "records", "ledger", "keys",
     "transfers", "store_arc", "issuer_base", "resolver_base", "issuer_url",
     "limits", "pending_caps", "arrivals", "waits", "actions", "configured",
-    "mcp_url", "base_url",
+    "mcp_url", "base_url", "gate", "custody", "links", "reporter", "access",
 }
 FLOWS = {
     "issue an upload": "issue_upload",
@@ -43,16 +46,21 @@ COMPONENTS = {
     "uploads": "Uploads", "downloads": "Downloads", "pages": "Pages",
     "batches": "Batches", "imports": "Imports", "actions.rs": "Actions",
     "links.rs": "Links", "reporter.rs": "Reporter",
+    "gate.rs": "Gate", "custody.rs": "Custody",
 }
+# What the service calls below it: a call through one of these
+# (`self.base.store().purge(…)`) leaves the service.
+BACKENDS = {"store", "records", "ledger", "store_arc", "part_store"}
 # A field a component holds, as the folder (or file) of the component it is.
 FIELDS = {
     "base": "base.rs", "files": "files", "uploads": "uploads",
     "downloads": "downloads", "limits": "limits", "pages": "pages",
-    "batches": "batches", "imports": "imports", "gate": "files",
+    "batches": "batches", "imports": "imports", "gate": "gate.rs",
+    "custody": "custody.rs",
     "links": "links.rs", "reporter": "reporter.rs",
 }
 CALL = re.compile(
-    r"(?:\bself\s*\.\s*((?:[a-z_]+\s*\.\s*)*)|\bSelf::|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
+    r"(?:\bself\s*\.\s*((?:[a-z_]+(?:\(\))?\s*\.\s*)*)|\bSelf::|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
 )
 
 
@@ -96,7 +104,7 @@ def resolve(fns, name, fields, caller):
     """The definition a call of `name` reaches: through `fields` (the
     fields the call goes through, last one first), from `caller`'s file."""
     found = fns[name]
-    for field in reversed([f.strip() for f in fields.split(".") if f.strip()]):
+    for field in reversed([f.strip().rstrip("()") for f in fields.split(".") if f.strip()]):
         if field in FIELDS:
             place = FIELDS[field]
             for rel, body in found:
@@ -120,8 +128,10 @@ def walk(tree, entry):
             return
         seen.add((rel, name))
         for m in CALL.finditer(body):
-            called = m.group(2)
-            if called in fns and (called, m.group(1) or "") != (name, ""):
+            called, through = m.group(2), m.group(1) or ""
+            if BACKENDS & {f.strip().rstrip("()") for f in through.split(".")}:
+                continue  # a call on the store, the records or the ledger
+            if called in fns and (called, through) != (name, ""):
                 visit(called, m.group(1) or "", rel)
                 path.append(rel)
 

@@ -486,7 +486,7 @@ with its sha256 (checked). Prefer request_upload: any size, and the bytes never 
                 .sluice
                 .uploads().upload_small(&caller.owner, args.filename, data, args.sha256, args.content_type)
                 .await?;
-            let scanning = if self.sluice.files().scanning() {
+            let scanning = if self.sluice.files().gate().scanning() {
                 " It is being scanned for malware: list_files says when it is ready to use."
             } else {
                 ""

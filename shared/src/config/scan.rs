@@ -1,7 +1,7 @@
 //! Malware scanning, one group: which scanner decides whether a file may
 //! be used, where clamd listens, how many scans run at once, how long a
 //! file may wait for its verdict, and what becomes of a file the scanner
-//! cannot scan. The gate itself is `service::files::scan`.
+//! cannot scan. The gate itself is `service::gate`.
 
 use std::time::Duration;
 

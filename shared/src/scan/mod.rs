@@ -2,7 +2,7 @@
 //! (DESIGN.md, "Malware scanning"). A scanner is asked about one stored
 //! object and answers a [`Finding`]; the gate that holds a file
 //! `scanning` until then, and acts on the verdict, is
-//! `service::files::scan`.
+//! `service::gate`.
 //!
 //! - [`clamd::Clamd`]: clamd, sent the object's bytes with `INSTREAM` by
 //!   this server, in the background (a server that lives on).

@@ -158,7 +158,7 @@ impl Actions {
         let plan = fields::plan(&redeem, action, fields)?;
         // Bytes given inline would reach the upstream unscanned (or, by
         // link, as a link that answers nothing until their scan ends).
-        if self.calls.files.scanning()
+        if self.calls.files.gate().scanning()
             && let Some(inline) = plan
                 .files
                 .iter()

@@ -37,8 +37,10 @@
 pub mod actions;
 pub mod base;
 pub mod batches;
+pub mod custody;
 pub mod downloads;
 pub mod files;
+pub mod gate;
 pub mod imports;
 pub mod limits;
 pub mod links;
@@ -118,10 +120,10 @@ pub struct Assembly {
 /// The malware gate `scan` asks for: clamd's scanner made from its
 /// address; GuardDuty's the one given (without one, files stay `scanning`
 /// and nothing is delivered: failing closed).
-fn gate(
+fn scans(
     scan: crate::config::Scan,
     given: Option<Arc<dyn crate::scan::Scanner>>,
-) -> Option<files::scan::Gate> {
+) -> Option<gate::Scans> {
     use crate::config::ScanMode;
     let scanner: Arc<dyn crate::scan::Scanner> = match &scan.mode {
         ScanMode::Off => return None,
@@ -139,7 +141,7 @@ fn gate(
             }
         },
     };
-    Some(files::scan::Gate::new(scan, scanner))
+    Some(gate::Scans::new(scan, scanner))
 }
 
 /// The shared state of every function: cheap to clone. A façade: each
@@ -200,11 +202,19 @@ impl Sluice {
         let links = links::Links::new(keys.clone(), endpoints.clone());
         let reporter = reporter::Reporter::new(records.clone(), ledger.clone());
         let base = Base::new(store, records, ledger, transfers);
+        let custody = custody::Custody::new(base.clone());
+        let gate = gate::Gate::new(
+            base.clone(),
+            custody.clone(),
+            reporter.clone(),
+            scans(scan, scanner),
+        );
         let files = Files::new(
             base.clone(),
             links.clone(),
             reporter.clone(),
-            gate(scan, scanner),
+            gate.clone(),
+            custody.clone(),
         );
         let limits = Limits::new(base.clone(), files.clone(), limits, pending_caps);
         let uploads = Uploads::new(

@@ -248,7 +248,7 @@ impl Batches {
                 .await?;
         }
         // A copy of a file that passed its malware scan passes with it.
-        self.files.copied(file, from).await?;
+        self.files.gate().copied(file, from).await?;
         tracing::info!(file_id = %file.id, from = %old.id, "stored copy made");
         Ok(true)
     }

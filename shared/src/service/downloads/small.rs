@@ -19,7 +19,7 @@ impl Downloads {
             });
         }
         // With scanning on, only bytes that passed their scan.
-        if self.files.scanning() {
+        if self.files.gate().scanning() {
             self.files.stored(file).await?.deliverable()?;
         }
         self.read_verified(file).await?.ok_or(Error::NotUploaded)

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::auth::{Caller, Scope};
 use crate::error::Error;
-use crate::file::{FileId, FileMeta};
+use crate::file::FileId;
 use crate::records::FileRecord;
 
 /// What `delete_file` answers, the first time and every time after (the
@@ -43,7 +43,7 @@ impl Files {
             Some(id) => self.delete_id(caller, &id).await?,
             None => self.delete_handle(caller, file).await?,
         };
-        self.purge(&gone.file).await?;
+        self.custody.purge(&gone.file).await?;
         Ok(DeletedFile {
             file_id: gone.file.id.to_string(),
             filename: gone.file.filename,
@@ -86,20 +86,5 @@ impl Files {
             Some(_) => Err(Error::OtherUsersHandle),
             None => Err(Error::HandleExpired),
         }
-    }
-
-    /// Removes every byte of `file`: an upload in parts under way (S3's
-    /// multipart upload, the local parts) and the object, every version
-    /// a download could be given.
-    pub(crate) async fn purge(&self, file: &FileMeta) -> Result<(), Error> {
-        let key = file.object_key();
-        if let (Some(parts), Some(plan)) = (self.base.store().parts(), self.base.plan_of(file))
-            && let Err(e) = parts.abort(&key, &plan).await
-        {
-            // A part arriving now holds it; the purge below takes the rest.
-            tracing::warn!(file_id = %file.id, error = %e, "could not abort the upload in parts");
-        }
-        self.base.store().purge(&key).await?;
-        Ok(())
     }
 }

@@ -5,16 +5,18 @@
 //! records, never across owners) → a record marked pending is settled
 //! against the store (its bytes may have arrived straight at S3) → `list_files` pages through the
 //! caller's unexpired files, newest first. Where a file's object stands is
-//! [`stored`]; a delete, [`delete`].
+//! [`stored`] (which asks the malware gate, [`super::gate`], last); a
+//! delete, [`delete`].
 
 pub mod delete;
-pub mod scan;
 pub mod stored;
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::Serialize;
 
 use super::base::Base;
+use super::custody::Custody;
+use super::gate::{Gate, Gated};
 use super::links::Links;
 use super::reporter::Reporter;
 use crate::auth::Caller;
@@ -93,19 +95,21 @@ pub struct Files {
     base: Base,
     links: Links,
     reporter: Reporter,
-    /// The malware gate, with scanning on ([`scan`]).
-    gate: Option<std::sync::Arc<scan::Gate>>,
+    /// The malware gate ([`super::gate`]).
+    gate: Gate,
+    custody: Custody,
 }
 
 impl Files {
-    /// Over the backends and keys of `base`, with the malware `gate` when
-    /// scanning is on.
-    pub fn new(base: Base, links: Links, reporter: Reporter, gate: Option<scan::Gate>) -> Self {
+    /// Over the backends of `base`, asking the malware `gate` before bytes
+    /// are let out; a delete purges through `custody`.
+    pub fn new(base: Base, links: Links, reporter: Reporter, gate: Gate, custody: Custody) -> Self {
         Self {
             base,
             links,
             reporter,
-            gate: gate.map(std::sync::Arc::new),
+            gate,
+            custody,
         }
     }
 }
@@ -114,6 +118,17 @@ impl Files {
     /// The links and handles of this deployment.
     pub(crate) fn links(&self) -> &Links {
         &self.links
+    }
+
+    /// The malware gate: bytes that arrived made ready or held for their
+    /// scan, and whether a file's bytes may be let out.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// Where a file's bytes end: kept, or purged.
+    pub(crate) fn custody(&self) -> &Custody {
+        &self.custody
     }
 
     /// What reports the changes the records do not make themselves.
@@ -182,56 +197,15 @@ impl Files {
         Ok(record.file)
     }
 
-    /// Notes that a file's bytes have arrived, through the upload link
-    /// `jti` when one is known. A delete wins: bytes that arrive for a file
-    /// deleted meanwhile (an upload, a join, a copy under way when it was
-    /// deleted) are purged, and the answer is the uniform
-    /// [`Error::NotFound`] of a dead link.
-    ///
-    /// With scanning on, the file is held `scanning` instead, and its scan
-    /// started ([`scan`]): it turns ready on a verdict that passes.
-    pub async fn file_stored(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
-        if self.hold_for_scan(file).await? {
-            return self.unless_deleted(file).await;
-        }
-        self.file_ready(file, jti).await
-    }
-
-    /// Marks `file` ready (`file.ready`), unless it was deleted meanwhile.
-    async fn file_ready(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
-        self.base
-            .records()
-            .mark_ready(&file.owner, &file.id)
-            .await?;
-        self.unless_deleted(file).await?;
-        crate::telemetry::audit(crate::telemetry::Change::Ready, file, jti);
-        Ok(())
-    }
-
-    /// Bytes of `file` just stored: purged, and [`Error::NotFound`], if it
-    /// was deleted meanwhile.
-    async fn unless_deleted(&self, file: &FileMeta) -> Result<(), Error> {
-        if self.base.records().deleted(&file.id).await?.is_some() {
-            tracing::info!(file_id = %file.id, "bytes arrived for a deleted file: purged");
-            self.purge(file).await?;
-            return Err(Error::NotFound);
-        }
-        Ok(())
-    }
-
-    /// [`Files::file_stored`] for bytes that just arrived through upload
-    /// link `jti` (an upload, a join): they are stored whatever happens to
-    /// the record now (one left pending is found ready by the next
-    /// listing), unless the file was deleted meanwhile: then they are gone,
-    /// and the link answers as a dead one ([`Error::NotFound`]).
-    pub(crate) async fn file_arrived(&self, file: &FileMeta, jti: &str) -> Result<(), Error> {
-        match self.file_stored(file, Some(jti)).await {
-            Err(Error::NotFound) => Err(Error::NotFound),
-            Err(e) => {
-                tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
-                Ok(())
-            }
-            Ok(()) => Ok(()),
+    /// What `record` alone says of its scan (a status read from the
+    /// records): `Scanning` while its bytes wait for a verdict, `Rejected`
+    /// after one that refused; `None` with scanning off, before its bytes
+    /// were found stored, or after a verdict that passed.
+    pub(crate) fn held(&self, record: &FileRecord) -> Option<FileState> {
+        match self.gate.held(record)? {
+            Gated::Scanning => Some(FileState::Scanning),
+            Gated::Refused(_) => Some(FileState::Rejected),
+            Gated::Passed | Gated::Gone => None,
         }
     }
 
@@ -256,11 +230,11 @@ impl Files {
         }
         let state = match self.stored(&record.file).await? {
             // With scanning on, only a verdict that passed made it ready.
-            Stored::Ready(_) if self.scanning() => {
+            Stored::Ready(_) if self.gate.scanning() => {
                 record.ready = true;
                 FileState::Ready
             }
-            Stored::Ready(_) => match self.file_stored(&record.file, None).await {
+            Stored::Ready(_) => match self.gate.stored_now(&record.file, None).await {
                 Ok(()) => {
                     record.ready = true;
                     FileState::Ready
@@ -299,6 +273,25 @@ impl Files {
             .buffered(HEADS_AT_ONCE)
             .try_collect()
             .await
+    }
+
+    /// Starts again the scans of `files` (their bytes noted stored, no
+    /// verdict yet), as a server that starts does with those it left: each
+    /// is looked at as a listing would, which starts its scan (or, past
+    /// the deadline, rejects it).
+    pub async fn resume_scans(&self, files: Vec<FileMeta>) {
+        if !self.gate.scanning() || files.is_empty() {
+            return;
+        }
+        tracing::info!(
+            files = files.len(),
+            "scans left by the last run started again"
+        );
+        for file in files {
+            if let Err(e) = self.stored(&file).await {
+                tracing::warn!(file_id = %file.id, error = %e, "a scan could not be started again");
+            }
+        }
     }
 
     /// One page of the caller's unexpired files, newest first: at most

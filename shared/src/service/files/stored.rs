@@ -8,6 +8,7 @@
 use super::Files;
 use crate::error::Error;
 use crate::file::FileMeta;
+use crate::service::gate::Gated;
 use crate::service::proof;
 use crate::store::{Access, ObjectInfo, Pin};
 
@@ -51,13 +52,22 @@ impl Stored {
 impl Files {
     /// Where `file`'s object stands: the one decision of whether stored
     /// bytes match their pin, and (with scanning on) passed their scan
-    /// ([`super::scan`]), used by downloads, actions and every check of
+    /// ([`crate::service::gate`]), used by downloads, actions and every check of
     /// whether a file is uploaded.
     pub async fn stored(&self, file: &FileMeta) -> Result<Stored, Error> {
         match self.stored_bytes(file).await? {
-            Stored::Ready(info) => self.gated(file, info).await,
+            Stored::Ready(info) => Ok(match self.gate.gated(file).await? {
+                Gated::Passed => Stored::Ready(info),
+                Gated::Scanning => Stored::Scanning,
+                Gated::Refused(why) => Stored::Refused(why),
+                Gated::Gone => Stored::Missing,
+            }),
             // No bytes: refused by its scan (they were deleted then)?
-            Stored::Missing if self.scanning() => self.missing_or_refused(file).await,
+            Stored::Missing => Ok(self
+                .gate
+                .refusal(file)
+                .await?
+                .map_or(Stored::Missing, Stored::Refused)),
             other => Ok(other),
         }
     }

@@ -98,7 +98,8 @@ impl Work {
                 }
                 self.imports
                     .files
-                    .file_stored(file, None)
+                    .gate()
+                    .stored_now(file, None)
                     .await
                     .map_err(|e| e.to_string())?;
                 Ok(file.clone())
@@ -222,7 +223,8 @@ impl Work {
         }
         self.imports
             .files
-            .file_stored(&file, None)
+            .gate()
+            .stored_now(&file, None)
             .await
             .map_err(|e| e.to_string())?;
         Ok(file)

@@ -499,7 +499,7 @@ impl Imports {
         if let Err(e) = self.base.records().delete(&file.owner, &file.id).await {
             tracing::warn!(file_id = %file.id, error = %e, "a rejected import's record was not deleted");
         }
-        if let Err(e) = self.files.purge(file).await {
+        if let Err(e) = self.files.custody().purge(file).await {
             tracing::warn!(file_id = %file.id, error = %e, "a rejected import's bytes were not purged");
         }
     }
@@ -520,7 +520,7 @@ impl Imports {
     /// (scanning on): `scanning` until its verdict, no handle until then;
     /// `rejected` with the reason after one that refused it.
     async fn scanned(&self, owner: &str, mut ticket: ImportTicket) -> Result<ImportTicket, Error> {
-        if ticket.state != ImportState::Ready || !self.files.scanning() {
+        if ticket.state != ImportState::Ready || !self.files.gate().scanning() {
             return Ok(ticket);
         }
         let file = self.files.find_file(owner, &ticket.file_id).await?;

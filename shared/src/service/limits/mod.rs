@@ -8,7 +8,7 @@
 //! of status calls are its part too ([`waits`]), and the shares of a bounded
 //! number of slots among users in turn ([`turns`]: the scans').
 
-mod turns;
+pub mod turns;
 mod waits;
 
 use std::sync::Arc;

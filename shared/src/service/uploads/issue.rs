@@ -316,7 +316,7 @@ impl Uploads {
             .store()
             .put(&file.object_key(), file.size, file.sha256, body)
             .await?;
-        self.files.file_stored(&file, None).await?;
+        self.files.gate().stored_now(&file, None).await?;
         tracing::info!(file_id = %file.id, size = file.size, "inline file stored");
         Ok((file, handle))
     }

@@ -211,7 +211,7 @@ impl Uploads {
             Err(e) => return Err(e.into()),
         }
         tracing::info!(file_id = %file.id, jti = %parted.jti, size = file.size, "parts joined and proven");
-        self.files.file_arrived(file, &parted.jti).await?;
+        self.files.gate().arrived(file, &parted.jti).await?;
         Ok(Completion::Ready(Uploaded {
             file_id: file.id.clone(),
             size: file.size,

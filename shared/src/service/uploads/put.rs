@@ -186,7 +186,7 @@ impl Uploads {
             return Err(e.into());
         }
         tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-        self.files.file_arrived(&file, &jti).await?;
+        self.files.gate().arrived(&file, &jti).await?;
         Ok(Uploaded {
             file_id: file.id,
             size: file.size,

@@ -58,7 +58,7 @@ impl Uploads {
             Ok(()) | Err(StoreError::AlreadyExists) => {}
             Err(e) => return Err(e.into()),
         }
-        self.files.file_stored(file, None).await
+        self.files.gate().stored_now(file, None).await
     }
 
     /// Where the upload of link `token` stands.
@@ -128,7 +128,7 @@ impl Uploads {
         };
         if appended.complete {
             tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-            self.files.file_arrived(&file, &jti).await?;
+            self.files.gate().arrived(&file, &jti).await?;
         }
         Ok(StreamAt {
             offset: appended.offset,

@@ -1,7 +1,8 @@
-//! The malware gate (DESIGN.md, "Malware scanning"): with scanning on, a
-//! file whose bytes are stored and proven is `scanning` until its scanner's
-//! verdict, and nothing hands out its bytes until then ([`Files::stored`]
-//! asks here last). Its bytes found stored → noted in its record, with the
+//! The malware gate (DESIGN.md, "Malware scanning"): bytes that arrived
+//! are made ready here, or held `scanning` until their scanner's verdict
+//! ([`Gate::stored_now`]); nothing hands out a file's bytes until then
+//! ([`crate::service::files::Files::stored`] asks here last,
+//! [`Gate::gated`]). Its bytes found stored → noted in its record, with the
 //! time → a scan: clamd's in the background, a bounded number at once,
 //! the turns shared among the files' owners in rotation (the admission
 //! part's [`crate::service::limits::Turns`]),
@@ -18,15 +19,15 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::stored::Stored;
-use super::{FileState, Files};
+use super::base::Base;
+use super::custody::Custody;
+use super::reporter::Reporter;
 use crate::config::Scan;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::records::{FileRecord, ScanNote, Verdict};
 use crate::scan::{Finding, ScanError, Scanner};
-use crate::service::limits::Turns;
-use crate::store::ObjectInfo;
+use crate::service::limits::turns::Turns;
 use crate::time::now_unix;
 
 /// The first wait before a failed scan is tried again; it doubles, up to
@@ -35,16 +36,41 @@ const FIRST_RETRY: Duration = Duration::from_secs(1);
 /// The longest wait between two attempts at a scan.
 const LONGEST_RETRY: Duration = Duration::from_secs(30);
 
+/// The malware gate: what happens to bytes that arrived, and whether a
+/// file's bytes may be let out. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Gate {
+    base: Base,
+    custody: Custody,
+    reporter: Reporter,
+    /// The scanner, with scanning on.
+    scans: Option<Arc<Scans>>,
+}
+
+impl Gate {
+    /// Over `base`'s records and store: bytes made ready or purged by
+    /// `custody`, refusals reported by `reporter`, scanned by `scans` when
+    /// scanning is on.
+    pub fn new(base: Base, custody: Custody, reporter: Reporter, scans: Option<Scans>) -> Self {
+        Self {
+            base,
+            custody,
+            reporter,
+            scans: scans.map(Arc::new),
+        }
+    }
+}
+
 /// The scanner, its settings, and the scans under way in this process.
 #[derive(Debug)]
-pub struct Gate {
+pub struct Scans {
     settings: Scan,
     scanner: Arc<dyn Scanner>,
     under_way: Mutex<HashSet<FileId>>,
     turns: Turns,
 }
 
-impl Gate {
+impl Scans {
     /// `scanner`, under `settings`.
     pub fn new(settings: Scan, scanner: Arc<dyn Scanner>) -> Self {
         Self {
@@ -84,60 +110,70 @@ pub enum Gated {
     Gone,
 }
 
-impl Files {
+impl Gate {
     /// Whether files are scanned before they are used.
     pub fn scanning(&self) -> bool {
-        self.gate.is_some()
+        self.scans.is_some()
     }
 
-    /// `file`'s bytes, stored and proven (`info`), as the gate lets them
-    /// out: ready once its verdict passed; scanning until then (a scan
-    /// started if none is under way); refused after a verdict that did not
-    /// pass. The one place a scan is asked for, so every path that hands
-    /// out bytes asks through [`Files::stored`].
-    pub(super) async fn gated(&self, file: &FileMeta, info: ObjectInfo) -> Result<Stored, Error> {
-        if self.gate.is_none() {
-            return Ok(Stored::Ready(info));
+    /// Notes that a file's bytes have arrived, through the upload link
+    /// `jti` when one is known. A delete wins: bytes that arrive for a file
+    /// deleted meanwhile (an upload, a join, a copy under way when it was
+    /// deleted) are purged, and the answer is the uniform
+    /// [`Error::NotFound`] of a dead link.
+    ///
+    /// With scanning on, the file is held `scanning` instead, and its scan
+    /// started: it turns ready on a verdict that passes.
+    pub async fn stored_now(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
+        if self.hold_for_scan(file).await? {
+            return self.custody.unless_deleted(file).await;
         }
-        Ok(match self.gate_of(file).await? {
-            Gated::Passed => Stored::Ready(info),
-            Gated::Scanning => Stored::Scanning,
-            Gated::Refused(why) => Stored::Refused(why),
-            Gated::Gone => Stored::Missing,
-        })
+        self.custody.ready(file, jti).await
     }
 
-    /// A file whose bytes are not there: refused by its scan, as its
-    /// record says, or missing.
-    pub(super) async fn missing_or_refused(&self, file: &FileMeta) -> Result<Stored, Error> {
-        let record = self.base.records().get(&file.owner, &file.id).await?;
-        let refused = record.and_then(|r| r.refusal());
-        Ok(refused.map_or(Stored::Missing, Stored::Refused))
-    }
-
-    /// Starts again the scans of `files` (their bytes noted stored, no
-    /// verdict yet), as a server that starts does with those it left: each
-    /// is looked at as a listing would, which starts its scan (or, past
-    /// the deadline, rejects it).
-    pub async fn resume_scans(&self, files: Vec<FileMeta>) {
-        if self.gate.is_none() || files.is_empty() {
-            return;
-        }
-        tracing::info!(
-            files = files.len(),
-            "scans left by the last run started again"
-        );
-        for file in files {
-            if let Err(e) = self.stored(&file).await {
-                tracing::warn!(file_id = %file.id, error = %e, "a scan could not be started again");
+    /// [`Gate::stored_now`] for bytes that just arrived through upload
+    /// link `jti` (an upload, a join): they are stored whatever happens to
+    /// the record now (one left pending is found ready by the next
+    /// listing), unless the file was deleted meanwhile: then they are gone,
+    /// and the link answers as a dead one ([`Error::NotFound`]).
+    pub(crate) async fn arrived(&self, file: &FileMeta, jti: &str) -> Result<(), Error> {
+        match self.stored_now(file, Some(jti)).await {
+            Err(Error::NotFound) => Err(Error::NotFound),
+            Err(e) => {
+                tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
+                Ok(())
             }
+            Ok(()) => Ok(()),
         }
+    }
+
+    /// `file`'s bytes, stored and proven, as the gate lets them out:
+    /// passed once its verdict passed (at once with scanning off); scanning
+    /// until then (a scan started if none is under way); refused after a
+    /// verdict that did not pass. The one place a scan is asked for, so
+    /// every path that hands out bytes asks through
+    /// [`crate::service::files::Files::stored`].
+    pub(crate) async fn gated(&self, file: &FileMeta) -> Result<Gated, Error> {
+        if self.scans.is_none() {
+            return Ok(Gated::Passed);
+        }
+        self.gate_of(file).await
+    }
+
+    /// Why a file whose bytes are not there was refused by its scan, as
+    /// its record says (its bytes were deleted then); none if it was not.
+    pub(crate) async fn refusal(&self, file: &FileMeta) -> Result<Option<String>, Error> {
+        if self.scans.is_none() {
+            return Ok(None);
+        }
+        let record = self.base.records().get(&file.owner, &file.id).await?;
+        Ok(record.and_then(|r| r.refusal()))
     }
 
     /// Where `file`'s scan stands, its bytes being stored: its record's
     /// note, a first note if it has none, the deadline, then the scanner.
     async fn gate_of(&self, file: &FileMeta) -> Result<Gated, Error> {
-        let Some(gate) = self.gate.clone() else {
+        let Some(gate) = self.scans.clone() else {
             return Ok(Gated::Passed);
         };
         let Some(record) = self.base.records().get(&file.owner, &file.id).await? else {
@@ -193,7 +229,7 @@ impl Files {
 
     /// One attempt at `file`'s scan, bounded by `SLUICE_SCAN_TIMEOUT_SECS`:
     /// one that takes longer gives no finding, as an unreachable scanner.
-    async fn attempt(&self, gate: &Gate, file: &FileMeta) -> Result<Finding, ScanError> {
+    async fn attempt(&self, gate: &Scans, file: &FileMeta) -> Result<Finding, ScanError> {
         tokio::time::timeout(
             gate.settings.timeout,
             gate.scanner.scan(file, self.base.store()),
@@ -228,8 +264,8 @@ impl Files {
     /// With scanning on, bytes that just arrived: noted, and their scan
     /// started (clamd's, in the background). `false` when scanning is off
     /// (the caller marks the file ready).
-    pub(super) async fn hold_for_scan(&self, file: &FileMeta) -> Result<bool, Error> {
-        let Some(gate) = &self.gate else {
+    async fn hold_for_scan(&self, file: &FileMeta) -> Result<bool, Error> {
+        let Some(gate) = &self.scans else {
             return Ok(false);
         };
         let since = self.note_stored(file).await?;
@@ -244,7 +280,7 @@ impl Files {
     /// was made as `file`: with scanning on, a copy of a file that passed
     /// its scan passes with the same verdict; any other is scanned itself.
     pub(crate) async fn copied(&self, file: &FileMeta, from: &FileRecord) -> Result<(), Error> {
-        if self.gate.is_some() {
+        if self.scans.is_some() {
             let verdict = from
                 .scan
                 .as_ref()
@@ -257,26 +293,26 @@ impl Files {
                 };
             }
         }
-        self.file_stored(file, None).await
+        self.stored_now(file, None).await
     }
 
     /// Starts `file`'s scan in the background, unless one is under way
     /// here: tried until a finding, or the deadline.
     fn scan_in_background(&self, file: &FileMeta, since: i64) {
-        let Some(gate) = self.gate.clone() else {
+        let Some(gate) = self.scans.clone() else {
             return;
         };
         if !gate.take(&file.id) {
             return;
         }
-        let (files, file) = (self.clone(), file.clone());
+        let (this, file) = (self.clone(), file.clone());
         tokio::spawn(async move {
-            files.scan_until_found(&gate, &file, since).await;
+            this.scan_until_found(&gate, &file, since).await;
             gate.done(&file.id);
         });
     }
 
-    async fn scan_until_found(&self, gate: &Gate, file: &FileMeta, since: i64) {
+    async fn scan_until_found(&self, gate: &Scans, file: &FileMeta, since: i64) {
         let mut first = None;
         let mut wait = FIRST_RETRY;
         loop {
@@ -318,7 +354,7 @@ impl Files {
 
     /// `file` had no verdict by the deadline, which ran from `first` (its
     /// scan's first attempt): rejected `unscanned`, failing closed.
-    async fn unscanned(&self, gate: &Gate, file: &FileMeta, first: i64) -> Gated {
+    async fn unscanned(&self, gate: &Scans, file: &FileMeta, first: i64) -> Gated {
         let why = format!(
             "no verdict within {} s of its first scan",
             gate.settings.deadline.as_secs()
@@ -335,7 +371,7 @@ impl Files {
     /// policy for a file it will not scan) and acted on.
     async fn found(&self, file: &FileMeta, since: i64, finding: Finding) -> Result<Gated, Error> {
         let allowed = self
-            .gate
+            .scans
             .as_ref()
             .is_some_and(|g| g.settings.allow_unscanned);
         let verdict = match finding {
@@ -361,11 +397,11 @@ impl Files {
             .note_scan(&file.owner, &file.id, &note)
             .await?;
         let Some(why) = verdict.refusal() else {
-            self.file_ready(file, None).await?;
+            self.custody.ready(file, None).await?;
             return Ok(Gated::Passed);
         };
         tracing::warn!(target: "sluice::audit", change = "rejected", file_id = %file.id, owner = %file.owner, reason = %why, "file rejected by its scan: its bytes are deleted");
-        self.purge(file).await?;
+        self.custody.purge(file).await?;
         // `file.rejected`, with the reason, once a file (its audit line).
         self.reporter
             .reject_because(file, &format!("scan-{}", file.id), Some(why.clone()))
@@ -377,11 +413,11 @@ impl Files {
     /// records): `Scanning` while its bytes wait for a verdict, `Rejected`
     /// after one that refused; `None` with scanning off, before its bytes
     /// were found stored, or after a verdict that passed.
-    pub(crate) fn held(&self, record: &FileRecord) -> Option<FileState> {
-        self.gate.as_ref()?;
+    pub(crate) fn held(&self, record: &FileRecord) -> Option<Gated> {
+        self.scans.as_ref()?;
         match record.scan.as_ref()?.verdict.as_ref() {
-            None => Some(FileState::Scanning),
-            Some(v) => v.refusal().map(|_| FileState::Rejected),
+            None => Some(Gated::Scanning),
+            Some(v) => v.refusal().map(Gated::Refused),
         }
     }
 }
