@@ -15,6 +15,7 @@ mod reply;
 mod schema;
 pub mod server;
 pub mod shapes;
+mod status;
 pub mod table;
 pub mod tools;
 pub mod widget;

@@ -59,28 +59,6 @@ pub struct ResultFile {
     pub ticket: DownloadTicket,
 }
 
-/// The File fields of `fields` that a host filled with a file it hands
-/// over (an object, not a handle), each parsed, or why it cannot be.
-fn handed_files(
-    action: &crate::actions::Action,
-    fields: &Value,
-) -> Vec<(String, Result<HostFile, Error>)> {
-    action
-        .fields
-        .iter()
-        .filter(|f| matches!(f.kind, crate::actions::FieldKind::File))
-        .filter_map(|f| {
-            let value @ Value::Object(_) = fields.get(&f.name)? else {
-                return None;
-            };
-            let file = serde_json::from_value(value.clone()).map_err(|_| {
-                Error::Invalid("a file handed over needs its download_url and file_id".into())
-            });
-            Some((f.name.clone(), file))
-        })
-        .collect()
-}
-
 /// What an action's run calls: its files found through `files` and
 /// `batches` (and fetched by `imports` when a host hands one over), passed
 /// on by `downloads`, its results stored by `uploads`, within `limits`.
@@ -142,7 +120,7 @@ impl Actions {
         // The form is checked before anything is fetched or spent; a file
         // to fetch needs `files:write` as `import_file` does.
         fields::check_form(action, &fields)?;
-        let handed = handed_files(action, &fields);
+        let handed = HostFile::handed_in(action, &fields);
         if !handed.is_empty() && !caller.has(Scope::FilesWrite) {
             return Err(Error::NotGranted(Scope::FilesWrite));
         }

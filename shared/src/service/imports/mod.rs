@@ -19,11 +19,13 @@
 //! ([`Imports::run_job`]) and leaves its outcome in the import's record,
 //! where the function that was asked reads it.
 
+mod admit;
 mod fetch;
 mod spool;
+mod status;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -33,7 +35,6 @@ use url::Url;
 
 use super::base::Base;
 use super::files::Files;
-use super::files::stored::Stored;
 use super::limits::Limits;
 use super::links::Links;
 use super::uploads::Uploads;
@@ -41,8 +42,6 @@ use crate::config::Imports as Settings;
 use crate::error::Error;
 use crate::fetch::{Fetcher, host_of};
 use crate::file::{FileId, FileMeta};
-use crate::rate::Kind;
-use crate::service::uploads::issue::Counted;
 use crate::sha::Sha256;
 
 /// How long a finished import's outcome is kept for its status.
@@ -67,6 +66,30 @@ pub struct HostFile {
     /// Its media type.
     #[serde(default)]
     pub mime_type: Option<String>,
+}
+
+impl HostFile {
+    /// The File fields of `fields` that a host filled with a file it hands
+    /// over (an object, not a handle), each parsed, or why it cannot be.
+    pub(crate) fn handed_in(
+        action: &crate::actions::Action,
+        fields: &serde_json::Value,
+    ) -> Vec<(String, Result<HostFile, Error>)> {
+        action
+            .fields
+            .iter()
+            .filter(|f| matches!(f.kind, crate::actions::FieldKind::File))
+            .filter_map(|f| {
+                let value @ serde_json::Value::Object(_) = fields.get(&f.name)? else {
+                    return None;
+                };
+                let file = serde_json::from_value(value.clone()).map_err(|_| {
+                    Error::Invalid("a file handed over needs its download_url and file_id".into())
+                });
+                Some((f.name.clone(), file))
+            })
+            .collect()
+    }
 }
 
 /// What `import_file` and `POST /imports` take.
@@ -152,6 +175,19 @@ struct Job {
     received: Arc<AtomicU64>,
     outcome: watch::Receiver<Outcome>,
     started: Instant,
+}
+
+/// An import admitted, about to be fetched: whose, its id, the host it
+/// comes from, the URL the guard let through, the request, the file if
+/// it was declared (issued), and the turn it holds.
+struct Begun<'a> {
+    owner: &'a str,
+    id: FileId,
+    source: String,
+    url: Url,
+    req: ImportRequest,
+    declared: Option<FileMeta>,
+    turn: u32,
 }
 
 /// Where imports' fetches run.
@@ -297,7 +333,8 @@ impl Imports {
         self.scanned(owner, ticket).await
     }
 
-    /// [`Imports::import_file`], before the malware gate.
+    /// [`Imports::import_file`], before the malware gate: the form → the
+    /// admission → the fetch, in the importer function or here.
     async fn start_import(&self, owner: &str, req: ImportRequest) -> Result<ImportTicket, Error> {
         let Some(runner) = self.runner.clone() else {
             return Err(Error::Invalid(
@@ -306,93 +343,82 @@ impl Imports {
                     .into(),
             ));
         };
-        let mut req = req;
-        let raw = match (req.url.take(), req.file.take()) {
-            (Some(url), None) => url,
-            (None, Some(file)) => {
-                req.filename = req.filename.or(file.file_name);
-                req.content_type = req.content_type.or(file.mime_type);
-                file.download_url
-            }
-            _ => {
-                return Err(Error::Invalid(
-                    "give the file's url (or the file the host handed over), one of them".into(),
-                ));
-            }
-        };
-        let url =
-            Url::parse(raw.trim()).map_err(|e| Error::Invalid(format!("url is not a URL: {e}")))?;
-        self.settings
-            .guard
-            .check_url(&url)
-            .map_err(|r| Error::Invalid(format!("{r}; nothing was fetched")))?;
-        let max = self.max_bytes();
-        if let Some(size) = req.size
-            && size > max
-        {
-            return Err(Error::Invalid(format!(
-                "size {size} is over the import limit of {max} bytes; nothing was fetched"
-            )));
-        }
+        let (url, req) = self.checked(req)?;
         let source = host_of(&url);
         let id = FileId::random();
-        // Admission, in its one order (the scope is the tool's, the form
-        // checked above): the rate → one of the caller's imports under
-        // way, counted in the records so every replica and function sees
-        // it → with a size and digest declared, the file issued under the
-        // pending caps → only then the fetch.
-        self.limits.check_rate(Kind::Issue, owner)?;
-        let turn = self.take_turn(owner, &id).await?;
-        let declared = match (req.size, req.sha256) {
-            (Some(size), Some(sha256)) => {
-                let filename =
-                    fetch::kept_name([req.filename.clone(), crate::fetch::url_filename(&url)]);
-                let request = super::uploads::issue::UploadRequest {
-                    filename,
-                    size,
-                    sha256,
-                    content_type: req.content_type.clone(),
-                };
-                let issued = self
-                    .uploads
-                    .issue_file_as(owner, request, id.clone(), Counted::CapsOnly)
-                    .await;
-                match issued {
-                    Ok((file, _, _)) => Some(file),
-                    Err(e) => {
-                        self.give_turn(owner, turn, &id).await;
-                        return Err(e);
-                    }
-                }
-            }
-            _ => None,
-        };
+        let (turn, declared) = self.admitted(owner, &id, &url, &req).await?;
         tracing::info!(file_id = %id, %source, "import begun");
         self.note(&id, owner, &source, &Outcome::Pending).await;
-        if let Runner::Function(dispatch) = runner {
-            let job = ImportJob {
-                owner: owner.to_owned(),
-                file_id: id.to_string(),
-                request: ImportRequest {
-                    url: Some(url.to_string()),
-                    ..req
-                },
-                declared: declared.is_some(),
-                turn: Some(turn),
-            };
-            if let Err(e) = dispatch.start(&job).await {
-                tracing::warn!(file_id = %id, error = %e, "the importer could not be started");
-                let why = "the import could not be started: ask again in a moment".to_owned();
-                if let Some(file) = &declared {
-                    self.forget(file).await;
-                }
-                self.give_turn(owner, turn, &id).await;
-                self.note(&id, owner, &source, &Outcome::Rejected(why))
-                    .await;
-            }
-            let wait = self.limits.wait(owner, id.as_str(), self.settings.wait);
-            return self.polled(owner, &id, wait.time()).await;
+        let begun = Begun {
+            owner,
+            id,
+            source,
+            url,
+            req,
+            declared,
+            turn,
+        };
+        match runner {
+            Runner::Function(dispatch) => self.dispatched(&*dispatch, begun).await,
+            Runner::Here => self.run_here(begun).await,
         }
+    }
+
+    /// An import begun, handed to the importer function; answered when it
+    /// ends there (read from its record), or `pending` after the wait. One
+    /// that could not be handed over gives back what it held and is
+    /// rejected, saying to ask again.
+    async fn dispatched(
+        &self,
+        dispatch: &dyn Dispatch,
+        begun: Begun<'_>,
+    ) -> Result<ImportTicket, Error> {
+        let Begun {
+            owner,
+            id,
+            source,
+            url,
+            req,
+            declared,
+            turn,
+        } = begun;
+        let job = ImportJob {
+            owner: owner.to_owned(),
+            file_id: id.to_string(),
+            request: ImportRequest {
+                url: Some(url.to_string()),
+                ..req
+            },
+            declared: declared.is_some(),
+            turn: Some(turn),
+        };
+        if let Err(e) = dispatch.start(&job).await {
+            tracing::warn!(file_id = %id, error = %e, "the importer could not be started");
+            let why = "the import could not be started: ask again in a moment".to_owned();
+            if let Some(file) = &declared {
+                self.forget(file).await;
+            }
+            self.give_turn(owner, turn, &id).await;
+            self.note(&id, owner, &source, &Outcome::Rejected(why))
+                .await;
+        }
+        let wait = self.limits.wait(owner, id.as_str(), self.settings.wait);
+        self.polled(owner, &id, wait.time()).await
+    }
+
+    /// An import begun, fetched here in the background (one of the jobs
+    /// this process keeps, finished ones an hour); answered when it ends,
+    /// or `pending` after the wait.
+    async fn run_here(&self, begun: Begun<'_>) -> Result<ImportTicket, Error> {
+        let Begun {
+            owner,
+            id,
+            source,
+            url,
+            req,
+            declared,
+            turn,
+        } = begun;
         let (tx, rx) = watch::channel(Outcome::Pending);
         let received = Arc::new(AtomicU64::new(0));
         {
@@ -405,7 +431,7 @@ impl Imports {
                 id.clone(),
                 Job {
                     owner: owner.to_owned(),
-                    source: source.clone(),
+                    source,
                     declared: declared.clone(),
                     received: received.clone(),
                     outcome: rx.clone(),
@@ -471,173 +497,6 @@ impl Imports {
         self.recorded(&owner, &id).await
     }
 
-    /// Where import `id` stands as its record says, asking again until it
-    /// has ended or `wait` is spent (an import another process runs).
-    async fn polled(
-        &self,
-        owner: &str,
-        id: &FileId,
-        wait: std::time::Duration,
-    ) -> Result<ImportTicket, Error> {
-        let until = Instant::now() + wait;
-        loop {
-            let ticket = self.recorded(owner, id).await?;
-            if ticket.state != ImportState::Pending || Instant::now() >= until {
-                return Ok(ticket);
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-        }
-    }
-
-    /// A declared file whose import ended rejected: reported rejected
-    /// (`file.rejected`), its record deleted, its bytes purged.
-    pub(super) async fn forget(&self, file: &FileMeta) {
-        self.files
-            .reporter()
-            .reject(file, &format!("import-{}", file.id))
-            .await;
-        if let Err(e) = self.base.records().delete(&file.owner, &file.id).await {
-            tracing::warn!(file_id = %file.id, error = %e, "a rejected import's record was not deleted");
-        }
-        if let Err(e) = self.files.custody().purge(file).await {
-            tracing::warn!(file_id = %file.id, error = %e, "a rejected import's bytes were not purged");
-        }
-    }
-
-    /// Where import `id` of `owner`'s stands, waiting up to `wait` (at most
-    /// the status wait) for it to end. An import this process no longer knows is its file's record.
-    pub async fn import_status(
-        &self,
-        owner: &str,
-        id: &FileId,
-        wait: std::time::Duration,
-    ) -> Result<ImportTicket, Error> {
-        let ticket = self.status_of(owner, id, wait).await?;
-        self.scanned(owner, ticket).await
-    }
-
-    /// An import that brought its file in, as the malware gate has it
-    /// (scanning on): `scanning` until its verdict, no handle until then;
-    /// `rejected` with the reason after one that refused it.
-    async fn scanned(&self, owner: &str, mut ticket: ImportTicket) -> Result<ImportTicket, Error> {
-        if ticket.state != ImportState::Ready || !self.files.gate().scanning() {
-            return Ok(ticket);
-        }
-        let file = self.files.find_file(owner, &ticket.file_id).await?;
-        match self.files.stored(&file).await? {
-            Stored::Ready(_) => {}
-            Stored::Refused(why) => {
-                ticket.state = ImportState::Rejected;
-                ticket.handle = None;
-                ticket.reason = Some(why);
-            }
-            _ => {
-                ticket.state = ImportState::Scanning;
-                ticket.handle = None;
-            }
-        }
-        Ok(ticket)
-    }
-
-    /// [`Imports::import_status`], before the malware gate.
-    async fn status_of(
-        &self,
-        owner: &str,
-        id: &FileId,
-        wait: std::time::Duration,
-    ) -> Result<ImportTicket, Error> {
-        // The waits part: one of few waits a user, one an import, within
-        // a rate; any other call answers at once.
-        let wait = self.limits.wait(owner, id.as_str(), wait);
-        let rx = {
-            let jobs = self.jobs_lock();
-            jobs.get(id)
-                .filter(|j| j.owner == owner)
-                .map(|j| j.outcome.clone())
-        };
-        match rx {
-            Some(rx) => self.wait_for(owner, id, rx, wait.time()).await,
-            None => self.polled(owner, id, wait.time()).await,
-        }
-    }
-
-    /// An import this process does not hold, as its record says (one begun
-    /// before a restart). A record still pending past the import's deadline
-    /// was left by a process that stopped: the import is over.
-    async fn recorded(&self, owner: &str, id: &FileId) -> Result<ImportTicket, Error> {
-        let import = self
-            .base
-            .records()
-            .get_import(id)
-            .await?
-            .filter(|r| r.owner == owner)
-            .ok_or_else(|| Error::UnknownFile(id.clone()))?;
-        let over = import.noted_at + self.settings.deadline.as_secs() as i64 + 60;
-        let mut ticket = ImportTicket {
-            file_id: id.clone(),
-            handle: None,
-            state: ImportState::Pending,
-            source: import.source,
-            filename: None,
-            size: None,
-            sha256: None,
-            received: None,
-            reason: None,
-        };
-        match import.state.as_str() {
-            "ready" => {
-                let file = self.files.find_file(owner, id).await?;
-                ticket.state = ImportState::Ready;
-                ticket.handle = Some(self.links.handle(id));
-                ticket.filename = Some(file.filename);
-                ticket.size = Some(file.size);
-                ticket.sha256 = Some(file.sha256);
-            }
-            "rejected" => {
-                ticket.state = ImportState::Rejected;
-                ticket.reason = import.reason;
-            }
-            _ if crate::time::now_unix() > over => {
-                ticket.state = ImportState::Rejected;
-                ticket.reason = Some(
-                    "the server stopped before the import ended; nothing was kept: import it again"
-                        .into(),
-                );
-            }
-            _ => {}
-        }
-        Ok(ticket)
-    }
-
-    /// Writes where import `id` stands, for a status asked elsewhere or
-    /// later; a failure is logged, and never fails the import.
-    async fn note(&self, id: &FileId, owner: &str, source: &str, outcome: &Outcome) {
-        let now = crate::time::now_unix();
-        let (state, reason) = match outcome {
-            Outcome::Pending => ("pending", None),
-            Outcome::Ready(_) => ("ready", None),
-            Outcome::Rejected(why) => ("rejected", Some(why.clone())),
-        };
-        let keep = self
-            .base
-            .transfers()
-            .handle_ttl
-            .max(self.settings.deadline)
-            .as_secs() as i64;
-        let record = crate::records::ImportRecord {
-            id: Some(id.clone()),
-            owner: owner.to_owned(),
-            source: source.to_owned(),
-            state: state.to_owned(),
-            reason,
-            noted_at: now,
-            expires_at: now + keep + 3600,
-        };
-        if let Err(e) = self.base.records().put_import(&record).await {
-            tracing::warn!(file_id = %id, error = %e, "an import's record was not written");
-        }
-    }
-
     /// Imports a file a host handed over for an action's File field, and
     /// gives its handle once it is ready: waiting up to the status wait,
     /// then telling the caller how to go on.
@@ -671,83 +530,6 @@ impl Imports {
                 ticket.file_id
             ))),
         }
-    }
-
-    /// Takes one of `owner`'s turns for an import under way (at most
-    /// `SLUICE_IMPORTS_PER_USER`), kept in the records so that every
-    /// process and function counts the same imports; a turn whose process
-    /// died lapses past the import's deadline.
-    async fn take_turn(&self, owner: &str, id: &FileId) -> Result<u32, Error> {
-        let per_user = u32::try_from(self.settings.per_user).unwrap_or(u32::MAX);
-        let until = crate::time::now_unix() + self.settings.deadline.as_secs() as i64 + 60;
-        match self
-            .base
-            .records()
-            .take_import_turn(owner, id.as_str(), per_user, until)
-            .await?
-        {
-            Some(turn) => Ok(turn),
-            None => Err(Error::Limited {
-                message: format!(
-                    "you have {per_user} imports under way, the most at once: nothing was fetched; \
-                     ask again when one has ended"
-                ),
-                retry_after: 10,
-            }),
-        }
-    }
-
-    /// Gives back `owner`'s turn `turn`, held by import `id`; a failure is
-    /// logged (the turn lapses at the import's deadline).
-    pub(super) async fn give_turn(&self, owner: &str, turn: u32, id: &FileId) {
-        if let Err(e) = self
-            .base
-            .records()
-            .give_import_turn(owner, turn, id.as_str())
-            .await
-        {
-            tracing::warn!(file_id = %id, error = %e, "an import's turn was not given back: it lapses");
-        }
-    }
-
-    /// Waits up to `wait` for the import's outcome, and says it.
-    async fn wait_for(
-        &self,
-        owner: &str,
-        id: &FileId,
-        mut rx: watch::Receiver<Outcome>,
-        wait: std::time::Duration,
-    ) -> Result<ImportTicket, Error> {
-        let _ = tokio::time::timeout(wait, rx.wait_for(|o| *o != Outcome::Pending)).await;
-        let outcome = rx.borrow().clone();
-        let jobs = self.jobs_lock();
-        let job = jobs
-            .get(id)
-            .filter(|j| j.owner == owner)
-            .ok_or_else(|| Error::UnknownFile(id.clone()))?;
-        let known = match &outcome {
-            Outcome::Ready(file) => Some(file),
-            _ => job.declared.as_ref(),
-        };
-        Ok(ImportTicket {
-            file_id: id.clone(),
-            handle: matches!(outcome, Outcome::Ready(_)).then(|| self.links.handle(id)),
-            state: match outcome {
-                Outcome::Pending => ImportState::Pending,
-                Outcome::Ready(_) => ImportState::Ready,
-                Outcome::Rejected(_) => ImportState::Rejected,
-            },
-            source: job.source.clone(),
-            filename: known.map(|f| f.filename.clone()),
-            size: known.map(|f| f.size),
-            sha256: known.map(|f| f.sha256),
-            received: matches!(outcome, Outcome::Pending)
-                .then(|| job.received.load(Ordering::Relaxed)),
-            reason: match outcome {
-                Outcome::Rejected(why) => Some(why),
-                _ => None,
-            },
-        })
     }
 
     fn jobs_lock(&self) -> std::sync::MutexGuard<'_, HashMap<FileId, Job>> {
