@@ -41,7 +41,7 @@ FLOWS = {
     "run an action with a File field": "execute_action",
 }
 COMPONENTS = {
-    "base.rs": "Base", "verify.rs": "Base", "proof.rs": "Base",
+    "base.rs": "Base", "verify.rs": "Base", "proof.rs": "Base", "intake.rs": "Base",
     "limits.rs": "Limits", "limits": "Limits", "files": "Files",
     "uploads": "Uploads", "downloads": "Downloads", "pages": "Pages",
     "batches": "Batches", "imports": "Imports", "actions.rs": "Actions",

@@ -28,7 +28,7 @@ use sluice::service::imports::{ImportRequest, ImportTicket};
 use sluice::service::pages::{BrowserStart, BrowserTarget};
 use sluice::service::uploads::issue::{UploadRequest, UploadTicket};
 use sluice::service::uploads::parts::Completion;
-use sluice::service::uploads::put::Uploaded;
+use sluice::service::uploads::put::Accepted;
 use sluice::{Caller, Scope, Sluice};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -265,33 +265,38 @@ async fn upload_location(
     Ok(text(sluice.uploads().upload_location(&token).await?))
 }
 
-/// A PUT to a short upload link: with S3, redirected (307, before any of
-/// the body is read) to a presigned PUT minted now; otherwise streamed into
-/// the store.
+/// A PUT to a short upload link ([`sluice::service::uploads::Uploads::accept`]):
+/// where the store takes the bytes (S3), redirected (307, before any of the
+/// body is read) to a presigned PUT minted now; otherwise streamed into the
+/// store.
 async fn upload_short(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpError> {
-    if !sluice.base().stores_directly() {
-        return upload(State(sluice), Path(token), headers, body)
-            .await
-            .map(IntoResponse::into_response);
-    }
-    let url = sluice.uploads().upload_location(&token).await?;
-    let location = http::HeaderValue::from_str(&url).map_err(sluice::Error::internal)?;
-    Ok((
-        StatusCode::TEMPORARY_REDIRECT,
-        [
-            (header::LOCATION, location),
-            (
-                header::CACHE_CONTROL,
-                http::HeaderValue::from_static("no-store"),
-            ),
-        ],
+    let declared = content_length(&headers)?;
+    let stream = body.into_data_stream().map_err(io::Error::other).boxed();
+    Ok(
+        match sluice.uploads().accept(&token, declared, stream).await? {
+            Accepted::Stored(uploaded) => Json(uploaded).into_response(),
+            Accepted::Redirect(url) => {
+                let location =
+                    http::HeaderValue::from_str(&url).map_err(sluice::Error::internal)?;
+                (
+                    StatusCode::TEMPORARY_REDIRECT,
+                    [
+                        (header::LOCATION, location),
+                        (
+                            header::CACHE_CONTROL,
+                            http::HeaderValue::from_static("no-store"),
+                        ),
+                    ],
+                )
+                    .into_response()
+            }
+        },
     )
-        .into_response())
 }
 
 /// Plain text that is not to be cached: where an upload's bytes go, and
@@ -396,21 +401,4 @@ pub(crate) fn content_length(headers: &HeaderMap) -> Result<Option<u64>, HttpErr
                 })
         })
         .transpose()
-}
-
-/// Streams the body into the store ([`sluice::service::uploads::Uploads::accept_upload`]).
-async fn upload(
-    State(sluice): State<Sluice>,
-    Path(token): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Json<Uploaded>, HttpError> {
-    let declared = content_length(&headers)?;
-    let stream = body.into_data_stream().map_err(io::Error::other).boxed();
-    Ok(Json(
-        sluice
-            .uploads()
-            .accept_upload(&token, declared, stream)
-            .await?,
-    ))
 }

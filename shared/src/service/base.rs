@@ -1,7 +1,7 @@
 //! What every flow stands on, and the few decisions they share: where the
 //! bytes and the records are, the ledger, the signing keys and how files
 //! move ([`crate::config::Transfers`]); what a file's upload link speaks
-//! ([`Base::protocol_of`], decided once here). Objects are proven in
+//! ([`Base::intake`], decided once here: [`super::intake`]). Objects are proven in
 //! [`super::proof`], on this type; links and handles are minted and opened
 //! by [`super::links::Links`]; the changes the records do not make
 //! themselves are reported by [`super::reporter::Reporter`].
@@ -9,12 +9,13 @@
 use std::sync::Arc;
 
 use crate::config::Transfers;
-use crate::error::Error;
 use crate::file::FileMeta;
 use crate::ledger::Ledger;
 use crate::multipart::Plan;
 use crate::records::RecordStore;
-use crate::store::{Access, ObjectStore, PartStore};
+use crate::store::ObjectStore;
+
+pub use super::intake::{Intake, Protocol};
 
 /// The backends and transfer settings every component holds: cheap to
 /// clone (each part shared). The keys are [`super::links::Links`]'s alone.
@@ -24,26 +25,6 @@ pub struct Base {
     records: Arc<dyn RecordStore>,
     ledger: Arc<dyn Ledger>,
     transfers: Arc<Transfers>,
-}
-
-/// What an upload link speaks, decided in one place
-/// ([`Base::protocol_of`]) from what the store can do and the file's
-/// size (DESIGN.md, "Files of any size": whoever receives the bytes checks
-/// them, once).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Protocol {
-    /// Where sluice receives the bytes (a store that streams): one
-    /// resumable tus stream whatever the size, hashed once as it arrives
-    /// ([`crate::service::uploads::stream`]); a plain PUT of the whole file works too.
-    Stream,
-    /// Where the store receives the bytes and takes parts, above the
-    /// single-PUT size: parts, each checked by the store against its
-    /// signed SHA-256, the whole proven by sluice ([`crate::service::uploads::parts`]).
-    Parts(crate::multipart::Plan),
-    /// One PUT of the whole file: presigned where the store receives the
-    /// bytes (up to the single-PUT size, or the store's limit where it
-    /// takes no parts).
-    Put,
 }
 
 impl Base {
@@ -87,37 +68,30 @@ impl Base {
         &self.transfers
     }
 
-    /// What the upload link of `file` speaks ([`Protocol`]): one stream
-    /// where the store streams, whatever the size; else parts over the
-    /// single-PUT size where the store takes them; else one PUT.
-    pub fn protocol_of(&self, file: &FileMeta) -> Protocol {
-        let (store, transfers) = (self.store(), self.transfers());
-        if store.stream().is_some() {
-            Protocol::Stream
-        } else if file.size > transfers.single_put_max_bytes && store.parts().is_some() {
-            Protocol::Parts(crate::multipart::Plan::new(file.size, transfers.part_bytes))
-        } else {
-            Protocol::Put
-        }
+    /// What the upload link of `file` speaks, with the store's capability
+    /// it uses ([`Intake`], decided once here): one stream where the store
+    /// streams, whatever the size; else parts over the single-PUT size
+    /// where the store takes them; else one PUT, straight to the store or
+    /// through sluice.
+    pub fn intake(&self, file: &FileMeta) -> Intake<'_> {
+        Intake::of(self.store(), self.transfers(), file)
     }
+
+    /// What the upload link of `file` speaks ([`Base::intake`], without the
+    /// store's capability).
+    pub fn protocol_of(&self, file: &FileMeta) -> Protocol {
+        self.intake(file).protocol()
+    }
+
+    /// How `file` is cut if its link speaks parts ([`Base::intake`]
+    /// decides).
+    pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
+        self.intake(file).plan()
+    }
+
     /// Whether file bytes go straight to the store (S3), never through
     /// sluice.
     pub fn stores_directly(&self) -> bool {
-        matches!(self.store().access(), Access::Direct(_))
-    }
-    /// How `file` is cut if its link speaks parts ([`Base::protocol_of`]
-    /// decides).
-    pub fn plan_of(&self, file: &FileMeta) -> Option<Plan> {
-        match self.protocol_of(file) {
-            Protocol::Parts(plan) => Some(plan),
-            Protocol::Stream | Protocol::Put => None,
-        }
-    }
-    /// The store's uploads in parts (asked for only where a file has a
-    /// plan, which a store without them never gives).
-    pub(crate) fn part_store(&self) -> Result<&dyn PartStore, Error> {
-        self.store()
-            .parts()
-            .ok_or_else(|| Error::bug("a file has parts on a store without them"))
+        matches!(self.store().access(), crate::store::Access::Direct(_))
     }
 }

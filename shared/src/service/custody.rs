@@ -5,6 +5,7 @@
 //! ([`super::files::delete`]) act through it.
 
 use super::base::Base;
+use super::intake::Intake;
 use crate::error::Error;
 use crate::file::FileMeta;
 
@@ -47,7 +48,7 @@ impl Custody {
     /// a download could be given.
     pub(crate) async fn purge(&self, file: &FileMeta) -> Result<(), Error> {
         let key = file.object_key();
-        if let (Some(parts), Some(plan)) = (self.base.store().parts(), self.base.plan_of(file))
+        if let Intake::Parts(parts, plan) = self.base.intake(file)
             && let Err(e) = parts.abort(&key, &plan).await
         {
             // A part arriving now holds it; the purge below takes the rest.

@@ -42,6 +42,7 @@ pub mod downloads;
 pub mod files;
 pub mod gate;
 pub mod imports;
+pub mod intake;
 pub mod limits;
 pub mod links;
 pub mod pages;

@@ -267,7 +267,7 @@ impl Batches {
         expires_at: i64,
         now: i64,
     ) -> Result<(), Error> {
-        let (records, caps) = (self.base.records(), self.limits.pending_caps());
+        let caps = self.limits.pending_caps();
         let (mut sent, mut sent_bytes, mut new_bytes) = (0u64, 0u64, 0u64);
         for (file, stored) in files.iter().zip(stored) {
             if let Some(file) = file {
@@ -287,14 +287,7 @@ impl Batches {
             records: &issued,
             sent: (sent, new_bytes),
         };
-        if records.put_all_within(&batch, caps, now).await?.is_none() {
-            return Ok(());
-        }
-        // At a cap: files uploaded straight to the store may still be
-        // marked pending; settle them and try once more.
-        let pending = records.pending(owner, now, caps.files).await?;
-        self.files.refresh(pending).await?;
-        let Some(again) = records.put_all_within(&batch, caps, now).await? else {
+        let Some(again) = self.limits.admit_all(owner, &batch, now).await? else {
             return Ok(());
         };
         Err(Error::Limited {

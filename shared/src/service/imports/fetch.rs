@@ -18,8 +18,10 @@ use super::spool::{Refused, Spool};
 use super::{ImportRequest, Imports, Outcome};
 use crate::fetch::{Fetched, Fetcher, host_of, plain_name, url_filename};
 use crate::file::{FileId, FileMeta};
+use crate::service::intake::Intake;
 use crate::service::uploads::issue::{Counted, UploadRequest, parse_content_type};
 use crate::sha::Hasher;
+use crate::store::PartStore;
 use crate::store::{ByteStream, StoreError};
 
 /// One import to run.
@@ -236,9 +238,9 @@ impl Work {
     /// parts ([`Work::put_in_parts`]).
     async fn store_as(&self, file: &FileMeta, body: ByteStream) -> Result<(), StoreError> {
         let base = &self.imports.base;
-        match base.plan_of(file) {
-            Some(plan) => self.put_in_parts(file, &plan, body).await,
-            None => {
+        match base.intake(file) {
+            Intake::Parts(parts, plan) => self.put_in_parts(parts, file, &plan, body).await,
+            Intake::Stream(_) | Intake::Put(_) => {
                 base.store()
                     .put(&file.object_key(), file.size, file.sha256, body)
                     .await
@@ -256,16 +258,13 @@ impl Work {
     /// without a second read.
     async fn put_in_parts(
         &self,
+        parts: &dyn PartStore,
         file: &FileMeta,
         plan: &crate::multipart::Plan,
         mut body: ByteStream,
     ) -> Result<(), StoreError> {
         use crate::sha::Mismatch;
         let base = &self.imports.base;
-        let parts = base
-            .store()
-            .parts()
-            .ok_or_else(|| StoreError::Io(std::io::Error::other("the store takes no parts")))?;
         let key = file.object_key();
         parts.begin(&key, &file.content_type).await?;
         let mut whole = Hasher::new();

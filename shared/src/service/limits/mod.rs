@@ -18,7 +18,7 @@ use super::files::Files;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::rate::Kind;
-use crate::records::{FileRecord, Pending, PendingCaps};
+use crate::records::{Admission, FileRecord, Pending, PendingCaps, RecordError};
 use crate::time::{now_unix, rfc3339};
 
 pub use turns::{Turn, Turns};
@@ -94,20 +94,8 @@ impl Limits {
     pub(crate) async fn admit(&self, file: &FileMeta, expires_at: i64) -> Result<(), Error> {
         let record = FileRecord::issued(file, expires_at);
         let (records, caps, now) = (self.base.records(), self.pending_caps, now_unix());
-        // Cheap first: the count and the write in one step; the records
-        // only at a cap, to find uploaded ones still marked pending.
-        if records.put_within(&record, caps, now).await?.is_none() {
-            return Ok(());
-        }
-        let pending = records.pending(&file.owner, now, caps.files).await?;
-        let pending: Vec<_> = self
-            .files
-            .refresh(pending)
-            .await?
-            .into_iter()
-            .map(|(record, _)| record)
-            .collect();
-        let Some(totals) = records.put_within(&record, caps, now).await? else {
+        let put = || records.put_within(&record, caps, now);
+        let Some((totals, pending)) = self.within_caps(&file.owner, now, put).await? else {
             return Ok(());
         };
         let within_pending = PendingCaps {
@@ -118,6 +106,58 @@ impl Limits {
             return Err(over_stored(caps, totals, file.size));
         }
         Err(over_caps(caps, &pending, file.size, now))
+    }
+
+    /// Records every file of `admission` (a batch of `owner`'s) under
+    /// their caps at once ([`crate::records::Usage::put_all_within`]), or
+    /// nothing: `None` when recorded, else the owner's totals that left no
+    /// room.
+    pub(crate) async fn admit_all(
+        &self,
+        owner: &str,
+        admission: &Admission<'_>,
+        now: i64,
+    ) -> Result<Option<Pending>, Error> {
+        let (records, caps) = (self.base.records(), self.pending_caps);
+        let put = || records.put_all_within(admission, caps, now);
+        Ok(self
+            .within_caps(owner, now, put)
+            .await?
+            .map(|(totals, _)| totals))
+    }
+
+    /// The one step of admission under the caps, `put` (a count and a
+    /// write in one step of the record store): cheap first; at a cap, the
+    /// owner's files still marked pending are settled (files uploaded
+    /// straight to the store are found ready) and `put` is tried once
+    /// more. `None`: recorded; else the totals that left no room, and the
+    /// pending files as settled.
+    async fn within_caps<F, Fut>(
+        &self,
+        owner: &str,
+        now: i64,
+        put: F,
+    ) -> Result<Option<(Pending, Vec<FileRecord>)>, Error>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<Pending>, RecordError>>,
+    {
+        if put().await?.is_none() {
+            return Ok(None);
+        }
+        let pending = self
+            .base
+            .records()
+            .pending(owner, now, self.pending_caps.files)
+            .await?;
+        let pending: Vec<_> = self
+            .files
+            .refresh(pending)
+            .await?
+            .into_iter()
+            .map(|(record, _)| record)
+            .collect();
+        Ok(put().await?.map(|totals| (totals, pending)))
     }
 
     /// The bytes `owner` may still add under their caps (their pending

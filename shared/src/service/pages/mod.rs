@@ -27,7 +27,7 @@ use super::uploads::Uploads;
 use crate::error::Error;
 use crate::file::FileId;
 use crate::rate::Kind;
-use crate::service::base::Protocol;
+use crate::service::intake::Intake;
 use crate::service::uploads::issue::{MAX_FILENAME_BYTES, Reader, UploadRequest, UploadTarget};
 use crate::sha::Sha256;
 use crate::time::{now_unix, rfc3339};

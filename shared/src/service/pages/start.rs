@@ -72,7 +72,7 @@ impl Pages {
         let upload = match self.uploads.begin_upload(&file).await? {
             // In parts: the same parts as the upload line's, so a page
             // started again (a reload) sends only those not stored yet.
-            Protocol::Parts(plan) => {
+            Intake::Parts(_, plan) => {
                 let upload = self
                     .uploads
                     .upload_target(&file, expires_at, Reader::Model)
@@ -91,7 +91,7 @@ impl Pages {
             }
             // As one resumable stream: a page started again goes on from
             // where the upload stands.
-            Protocol::Stream => {
+            Intake::Stream(_) => {
                 let upload = self
                     .uploads
                     .upload_target(&file, expires_at, Reader::Page)
@@ -106,7 +106,7 @@ impl Pages {
                     parts: None,
                 });
             }
-            Protocol::Put => {
+            Intake::Put(_) => {
                 self.uploads
                     .upload_target(&file, expires_at, Reader::Page)
                     .await?

@@ -15,7 +15,7 @@ use crate::curl;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::rate::Kind;
-use crate::service::base::Protocol;
+use crate::service::intake::Intake;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream};
 use crate::time::{now_unix, rfc3339};
@@ -102,7 +102,7 @@ impl Uploads {
         req: UploadRequest,
     ) -> Result<UploadTicket, Error> {
         let (file, handle, expires_at) = self.issue_file(owner, req, FileId::random()).await?;
-        let protocol = self.begin_upload(&file).await?;
+        let intake = self.begin_upload(&file).await?;
         let target = self.upload_target(&file, expires_at, Reader::Model).await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header
@@ -116,23 +116,23 @@ impl Uploads {
         // What the line tries again when it fails, to tell an unreachable
         // host: the link's origin, or (through a short link to the store)
         // the URL it was reaching when it failed.
-        let (command, probe) = match (protocol, self.base.store().access()) {
-            (Protocol::Stream, _) => (
+        let (command, probe) = match intake {
+            Intake::Stream(_) => (
                 curl::stream_command(&target.url, local, file.size),
                 vec![curl::shell_quote(&curl::origin_of(&target.url))],
             ),
-            (Protocol::Parts(plan), _) => {
+            Intake::Parts(_, plan) => {
                 let origin = self.part_origin().await?;
                 (
                     curl::parts_command(&target.url, local, &plan, &origin),
                     self.origins_probed(&origin),
                 )
             }
-            (Protocol::Put, Access::Direct(_)) => (
+            Intake::Put(Access::Direct(_)) => (
                 curl::upload_via_command(&target.url, headers, local),
                 vec![curl::ORIGIN_REACHED.to_owned()],
             ),
-            (Protocol::Put, Access::Proxied) => (
+            Intake::Put(Access::Proxied) => (
                 curl::upload_command(&target.url, headers, local),
                 vec![curl::shell_quote(&curl::origin_of(&target.url))],
             ),
@@ -240,12 +240,11 @@ impl Uploads {
     ) -> Result<UploadTarget, Error> {
         // A file in parts, or as large in one resumable stream, may take
         // long, and its line resumes: its link lives as long as its record.
-        let protocol = self.base.protocol_of(file);
-        let parted = matches!(protocol, Protocol::Parts(_));
-        let long = match protocol {
-            Protocol::Parts(_) => true,
-            Protocol::Stream => file.size > self.base.transfers().single_put_max_bytes,
-            Protocol::Put => false,
+        let intake = self.base.intake(file);
+        let long = match intake {
+            Intake::Parts(..) => true,
+            Intake::Stream(_) => file.size > self.base.transfers().single_put_max_bytes,
+            Intake::Put(_) => false,
         };
         let ttl = if long {
             self.base.transfers().handle_ttl
@@ -261,6 +260,7 @@ impl Uploads {
             tracing::info!(file_id = %file.id, jti = %link.jti, size = file.size, "upload issued");
             link.url
         };
+        let parted = intake.plan().is_some();
         let (url, headers) = match self.base.store().access() {
             // In parts: each part's URL and headers are minted as it goes.
             Access::Direct(_) if reader == Reader::Model && parted => (short(), BTreeMap::new()),

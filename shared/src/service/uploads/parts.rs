@@ -21,17 +21,19 @@ use crate::curl;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::multipart::Plan;
-use crate::service::base::Protocol;
+use crate::service::intake::Intake;
 use crate::service::proof::{Held, PROOF_SLICE, Proved};
 use crate::sha::Sha256;
+use crate::store::PartStore;
 use crate::store::{Access, Joined, StoreError};
 
 /// How long a part's presigned URL lives: minted as the part is about to be
 /// sent, it needs minutes, not the upload's whole life.
 const PART_URL_TTL: Duration = Duration::from_secs(15 * 60);
 
-/// A file uploaded in parts, as its link names it.
-struct Parted {
+/// A file uploaded in parts, as its link names it, with the store's parts.
+struct Parted<'a> {
+    parts: &'a dyn PartStore,
     file: FileMeta,
     plan: Plan,
     jti: String,
@@ -44,32 +46,30 @@ impl Uploads {
     /// in the store (so that parts asked for at once all join the one
     /// upload). As a stream: an empty file is stored now
     /// ([`Uploads::stream_empty`]).
-    pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Protocol, Error> {
-        let protocol = self.base.protocol_of(file);
-        match protocol {
-            Protocol::Parts(_) => {
-                self.base
-                    .part_store()?
-                    .begin(&file.object_key(), &file.content_type)
-                    .await?
-            }
-            Protocol::Stream => self.stream_empty(file).await?,
-            Protocol::Put => {}
+    pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Intake<'_>, Error> {
+        let intake = self.base.intake(file);
+        match intake {
+            Intake::Parts(parts, _) => parts.begin(&file.object_key(), &file.content_type).await?,
+            Intake::Stream(_) => self.stream_empty(file).await?,
+            Intake::Put(_) => {}
         }
-        Ok(protocol)
+        Ok(intake)
     }
 
     /// The file upload link `token` names, if it goes in parts.
-    async fn parted(&self, token: &str) -> Result<Parted, Error> {
+    async fn parted(&self, token: &str) -> Result<Parted<'_>, Error> {
         let super::put::Upload {
             file,
             jti,
             expires_at,
         } = self.upload_of(token).await?;
-        let plan = self.base.plan_of(&file).ok_or_else(|| {
-            Error::Invalid("this file is uploaded in one PUT to its link, not in parts".into())
-        })?;
+        let Intake::Parts(parts, plan) = self.base.intake(&file) else {
+            return Err(Error::Invalid(
+                "this file is uploaded in one PUT to its link, not in parts".into(),
+            ));
+        };
         Ok(Parted {
+            parts,
             file,
             plan,
             jti,
@@ -125,7 +125,7 @@ impl Uploads {
         if self.base.store().head(&key).await?.is_some() {
             return Ok(parted.plan.numbers().collect());
         }
-        Ok(self.base.part_store()?.stored_parts(&key).await?)
+        Ok(parted.parts.stored_parts(&key).await?)
     }
 
     /// Where and how to send part `n` of `token`'s file, whose SHA-256 its
@@ -137,12 +137,7 @@ impl Uploads {
         self.not_complete(file).await?;
         // A part stored is not replaced (on S3 a new URL for it would be):
         // whoever else holds the link cannot swap a part the owner sent.
-        if self
-            .base
-            .part_store()?
-            .has_part(&file.object_key(), n)
-            .await?
-        {
+        if parted.parts.has_part(&file.object_key(), n).await? {
             return Err(already_stored(n));
         }
         match self.base.store().access() {
@@ -221,13 +216,12 @@ impl Uploads {
 
     /// Joins `parted`'s parts, and proves the whole where the store did
     /// not; a whole that is not the file is discarded with its parts.
-    async fn join_and_prove(&self, parted: &Parted, held: &mut Held) -> Result<Proved, StoreError> {
-        let (file, plan) = (&parted.file, &parted.plan);
-        let parts = self
-            .base
-            .store()
-            .parts()
-            .ok_or(StoreError::MissingPart(1))?;
+    async fn join_and_prove(
+        &self,
+        parted: &Parted<'_>,
+        held: &mut Held,
+    ) -> Result<Proved, StoreError> {
+        let (file, plan, parts) = (&parted.file, &parted.plan, parted.parts);
         let key = file.object_key();
         let proved = match parts.join(&key, plan, file.sha256).await? {
             Joined::Proven => {

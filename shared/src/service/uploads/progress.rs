@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
+use crate::service::intake::Intake;
 use crate::store::ByteStream;
 
 /// The bytes arriving through this process, per file: each body adds what
@@ -101,15 +102,18 @@ impl Uploads {
     /// How far the upload of `file` has come, by what this process sees.
     pub(crate) async fn progress_of(&self, file: &FileMeta) -> Result<Progress, Error> {
         let mut received = self.progress_seen(file).received;
-        if let Some(stream) = self.base.store().stream() {
+        match self.base.intake(file) {
             // What the stream kept (checkpointed) or what this process
             // sees arriving on it, whichever is further.
-            received = received.max(stream.offset(&file.object_key(), file.size).await?);
-        }
-        if let (Some(plan), Ok(parts)) = (self.base.plan_of(file), self.base.part_store()) {
-            for n in parts.stored_parts(&file.object_key()).await? {
-                received += plan.len(n).unwrap_or(0);
+            Intake::Stream(stream) => {
+                received = received.max(stream.offset(&file.object_key(), file.size).await?);
             }
+            Intake::Parts(parts, plan) => {
+                for n in parts.stored_parts(&file.object_key()).await? {
+                    received += plan.len(n).unwrap_or(0);
+                }
+            }
+            Intake::Put(_) => {}
         }
         Ok(Progress {
             received: received.min(file.size),

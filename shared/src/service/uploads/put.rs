@@ -32,6 +32,19 @@ pub struct Uploaded {
     pub sha256: Sha256,
 }
 
+/// What a PUT to an upload link gets, decided by where the store takes
+/// the bytes (the mirror of a download's
+/// [`crate::service::downloads::Delivery`]).
+#[derive(Debug)]
+pub enum Accepted {
+    /// The store takes them: a presigned PUT minted now, where the client
+    /// is sent (307) before any of its body is read.
+    Redirect(String),
+    /// Sluice took them: stored, checked against the pin, the file ready
+    /// (or held for its scan).
+    Stored(Uploaded),
+}
+
 /// Runs an upload's write until its link expires, with
 /// [`UPLOAD_GRACE_SECS`] more: an upload started before the link expired
 /// may finish shortly after, never trickle on for ever. `None`: it ran out.
@@ -137,6 +150,23 @@ impl Uploads {
                 Ok(p.url)
             }
             Access::Proxied => Ok(format!("{}/u/{token}", self.endpoints.issuer_base())),
+        }
+    }
+
+    /// A PUT of `body` to the upload link `token`: sent on to a presigned
+    /// PUT where the store takes the bytes ([`Uploads::upload_location`]),
+    /// or stored here ([`Uploads::accept_upload`]).
+    pub async fn accept(
+        &self,
+        token: &str,
+        declared: Option<u64>,
+        body: ByteStream,
+    ) -> Result<Accepted, Error> {
+        match self.base.store().access() {
+            Access::Direct(_) => Ok(Accepted::Redirect(self.upload_location(token).await?)),
+            Access::Proxied => Ok(Accepted::Stored(
+                self.accept_upload(token, declared, body).await?,
+            )),
         }
     }
 
