@@ -88,10 +88,14 @@ $(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-l
 # (`cargo run --bin <function>`): the functions alone, without `local`.
 # The builds run while the clients install (the builds wait on the CPU, the
 # installs mostly on the network), the installs side by side; a cold `make
-# test` then runs no compiler while the tests run.
+# test` then runs no compiler while the tests run. The tests run four at a
+# time on two cores: most of an end-to-end test's time is waiting on the
+# processes it drives (256 s for the end-to-end binary, against 350 s two at
+# a time; BENCHMARKS.md, "The test house").
+TEST_THREADS ?= 4
 test:
 	$(MAKE) --no-print-directory -j2 test-installs test-builds
-	$(CARGO) test --workspace
+	$(CARGO) test --workspace -- --test-threads $(TEST_THREADS)
 
 test-installs:
 	$(MAKE) --no-print-directory -j4 clients

@@ -373,52 +373,36 @@ impl Imports {
         dispatch: &dyn Dispatch,
         begun: Begun<'_>,
     ) -> Result<ImportTicket, Error> {
-        let Begun {
-            owner,
-            id,
-            source,
-            url,
-            req,
-            declared,
-            turn,
-        } = begun;
+        let (owner, id, turn) = (begun.owner, &begun.id, begun.turn);
         let job = ImportJob {
             owner: owner.to_owned(),
             file_id: id.to_string(),
             request: ImportRequest {
-                url: Some(url.to_string()),
-                ..req
+                url: Some(begun.url.to_string()),
+                ..begun.req
             },
-            declared: declared.is_some(),
+            declared: begun.declared.is_some(),
             turn: Some(turn),
         };
         if let Err(e) = dispatch.start(&job).await {
             tracing::warn!(file_id = %id, error = %e, "the importer could not be started");
             let why = "the import could not be started: ask again in a moment".to_owned();
-            if let Some(file) = &declared {
+            if let Some(file) = &begun.declared {
                 self.forget(file).await;
             }
-            self.give_turn(owner, turn, &id).await;
-            self.note(&id, owner, &source, &Outcome::Rejected(why))
+            self.give_turn(owner, turn, id).await;
+            self.note(id, owner, &begun.source, &Outcome::Rejected(why))
                 .await;
         }
         let wait = self.limits.wait(owner, id.as_str(), self.settings.wait);
-        self.polled(owner, &id, wait.time()).await
+        self.polled(owner, id, wait.time()).await
     }
 
     /// An import begun, fetched here in the background (one of the jobs
     /// this process keeps, finished ones an hour); answered when it ends,
     /// or `pending` after the wait.
     async fn run_here(&self, begun: Begun<'_>) -> Result<ImportTicket, Error> {
-        let Begun {
-            owner,
-            id,
-            source,
-            url,
-            req,
-            declared,
-            turn,
-        } = begun;
+        let (owner, id) = (begun.owner, begun.id);
         let (tx, rx) = watch::channel(Outcome::Pending);
         let received = Arc::new(AtomicU64::new(0));
         {
@@ -431,8 +415,8 @@ impl Imports {
                 id.clone(),
                 Job {
                     owner: owner.to_owned(),
-                    source,
-                    declared: declared.clone(),
+                    source: begun.source,
+                    declared: begun.declared.clone(),
                     received: received.clone(),
                     outcome: rx.clone(),
                     started: Instant::now(),
@@ -444,11 +428,11 @@ impl Imports {
             fetcher: self.fetcher(),
             owner: owner.to_owned(),
             id: id.clone(),
-            url,
-            req,
-            declared,
+            url: begun.url,
+            req: begun.req,
+            declared: begun.declared,
             received,
-            turn: Some(turn),
+            turn: Some(begun.turn),
         };
         tokio::spawn(async move {
             let outcome = work.run().await;
