@@ -22,19 +22,7 @@ impl Batches {
                 entries.len()
             )));
         }
-        // Each entry checked once: its path and the file it would issue,
-        // or why it is refused.
-        let mut paths = HashSet::new();
-        let checked: Vec<Checked> = entries
-            .into_iter()
-            .map(|e| {
-                let (path, file) = self.checked_entry(owner, e)?;
-                if !paths.insert(path.clone()) {
-                    return Err(format!("path {path} is listed twice: list each file once"));
-                }
-                Ok((path, file))
-            })
-            .collect();
+        let checked = self.checked_entries(owner, entries);
         // The rate counts files: one call of a thousand takes a thousand.
         self.limits.check_rate_n(
             Kind::Issue,
@@ -42,34 +30,7 @@ impl Batches {
             checked.iter().filter(|c| c.is_ok()).count(),
         )?;
         let now = now_unix();
-        // The caller's own stored copies, found by digest: each distinct
-        // size and digest looked up once, however many entries share it.
-        let asked: Vec<Option<(u64, Sha256)>> = checked
-            .iter()
-            .map(|c| c.as_ref().ok().map(|(_, f)| (f.size, f.sha256)))
-            .collect();
-        let distinct: Vec<(u64, Sha256)> = asked
-            .iter()
-            .flatten()
-            .copied()
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
-        let looked: HashMap<(u64, Sha256), StoredCopy> = futures_util::stream::iter(distinct)
-            .map(|(size, sha256)| async move {
-                let copy = self.stored_copy(owner, size, sha256, now).await?;
-                Ok::<_, Error>(copy.map(|c| ((size, sha256), c)))
-            })
-            .buffer_unordered(AT_ONCE)
-            .try_collect::<Vec<_>>()
-            .await?
-            .into_iter()
-            .flatten()
-            .collect();
-        let found: Vec<Option<StoredCopy>> = asked
-            .iter()
-            .map(|a| a.and_then(|k| looked.get(&k).cloned()))
-            .collect();
+        let found = self.stored_copies(owner, &checked, now).await?;
         let expires_at = now + self.base.transfers().handle_ttl.as_secs() as i64;
         let files: Vec<Option<FileMeta>> = checked
             .iter()
@@ -92,38 +53,7 @@ impl Batches {
             .buffered(AT_ONCE)
             .try_collect()
             .await?;
-        let (mut items, mut listed, mut to_send) = (Vec::new(), Vec::new(), Vec::new());
-        for (c, copied) in checked.into_iter().zip(copied) {
-            items.push(match c {
-                Ok((path, file)) => {
-                    listed.push(BatchFile {
-                        id: file.id.to_string(),
-                        path,
-                        size: file.size,
-                        sha256: file.sha256,
-                    });
-                    let state = if copied {
-                        EntryState::Stored
-                    } else {
-                        EntryState::Send
-                    };
-                    let file_id = Some(file.id.clone());
-                    if !copied {
-                        to_send.push(file);
-                    }
-                    BatchItem {
-                        file_id,
-                        state,
-                        error: None,
-                    }
-                }
-                Err(why) => BatchItem {
-                    file_id: None,
-                    state: EntryState::Refused,
-                    error: Some(why),
-                },
-            });
-        }
+        let (items, listed, to_send) = itemized(checked, copied);
         // The uploads in parts begun (S3's upload is made when issued).
         futures_util::stream::iter(to_send)
             .map(|f| async move { self.uploads.begin_upload(&f).await })
@@ -141,20 +71,12 @@ impl Batches {
                 files: listed,
             })
             .await?;
-        let count = |s: EntryState| items.iter().filter(|i| i.state == s).count();
-        let counts = BTreeMap::from([
-            ("send", count(EntryState::Send)),
-            ("stored", count(EntryState::Stored)),
-            ("refused", count(EntryState::Refused)),
-        ]);
+        let counts = counted(&items);
         let command = if counts["send"] > 0 {
-            let link = self.links.batch_upload(&id, expires_at);
-            tracing::info!(batch = %id, jti = %link.jti, files = items.len(), "batch issued");
-            let url = link.url;
-            let origin = self.uploads.part_origin().await?;
-            let line = curl::batch_command(&url, &origin, &manifest);
-            let probe = self.uploads.origins_probed(&origin);
-            Some(curl::or_unreachable(&line, &probe, curl::UPLOAD_INSTEAD))
+            Some(
+                self.batch_line(&id, expires_at, &manifest, items.len())
+                    .await?,
+            )
         } else {
             None
         };
@@ -164,6 +86,71 @@ impl Batches {
             counts,
             files: items,
         })
+    }
+
+    /// Each entry checked once: its path and the file it would issue, or
+    /// why it is refused (a path listed twice among them).
+    fn checked_entries(&self, owner: &str, entries: Vec<BatchEntry>) -> Vec<Checked> {
+        let mut paths = HashSet::new();
+        entries
+            .into_iter()
+            .map(|e| {
+                let (path, file) = self.checked_entry(owner, e)?;
+                if !paths.insert(path.clone()) {
+                    return Err(format!("path {path} is listed twice: list each file once"));
+                }
+                Ok((path, file))
+            })
+            .collect()
+    }
+
+    /// The line that sends batch `id`'s files (pinned to its `manifest`'s
+    /// digest, `files` of them listed), through its link until `expires_at`.
+    async fn batch_line(
+        &self,
+        id: &FileId,
+        expires_at: i64,
+        manifest: &Sha256,
+        files: usize,
+    ) -> Result<String, Error> {
+        let link = self.links.batch_upload(id, expires_at);
+        tracing::info!(batch = %id, jti = %link.jti, files, "batch issued");
+        let origin = self.uploads.part_origin().await?;
+        let line = curl::batch_command(&link.url, &origin, manifest);
+        let probe = self.uploads.origins_probed(&origin);
+        Ok(curl::or_unreachable(&line, &probe, curl::UPLOAD_INSTEAD))
+    }
+
+    /// The caller's own stored copies of the `checked` entries, found by
+    /// digest: each distinct size and digest looked up once, however many
+    /// entries share it; one an entry, `None` where there is none (or the
+    /// entry was refused).
+    async fn stored_copies(
+        &self,
+        owner: &str,
+        checked: &[Checked],
+        now: i64,
+    ) -> Result<Vec<Option<StoredCopy>>, Error> {
+        let asked: Vec<Option<(u64, Sha256)>> = checked
+            .iter()
+            .map(|c| c.as_ref().ok().map(|(_, f)| (f.size, f.sha256)))
+            .collect();
+        let distinct: HashSet<(u64, Sha256)> = asked.iter().flatten().copied().collect();
+        let looked: HashMap<(u64, Sha256), StoredCopy> = futures_util::stream::iter(distinct)
+            .map(|(size, sha256)| async move {
+                let copy = self.stored_copy(owner, size, sha256, now).await?;
+                Ok::<_, Error>(copy.map(|c| ((size, sha256), c)))
+            })
+            .buffer_unordered(AT_ONCE)
+            .try_collect::<Vec<_>>()
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        Ok(asked
+            .iter()
+            .map(|a| a.and_then(|k| looked.get(&k).cloned()))
+            .collect())
     }
 
     /// A ready file of `owner`'s with this size and digest whose object is
@@ -369,4 +356,54 @@ impl Batches {
         self.batch_of(token, ShortKind::BatchUpload).await?;
         Ok(curl::BATCH_SCRIPT)
     }
+}
+
+/// Each entry's answer, in the order asked (`copied`: whether a stored
+/// copy was made for it), with the batch's files as its record lists them
+/// and the files whose bytes are still to be sent.
+fn itemized(
+    checked: Vec<Checked>,
+    copied: Vec<bool>,
+) -> (Vec<BatchItem>, Vec<BatchFile>, Vec<FileMeta>) {
+    let (mut items, mut listed, mut to_send) = (Vec::new(), Vec::new(), Vec::new());
+    for (c, copied) in checked.into_iter().zip(copied) {
+        let Ok((path, file)) = c else {
+            let why = c.err();
+            items.push(BatchItem {
+                file_id: None,
+                state: EntryState::Refused,
+                error: why,
+            });
+            continue;
+        };
+        listed.push(BatchFile {
+            id: file.id.to_string(),
+            path,
+            size: file.size,
+            sha256: file.sha256,
+        });
+        items.push(BatchItem {
+            file_id: Some(file.id.clone()),
+            state: if copied {
+                EntryState::Stored
+            } else {
+                EntryState::Send
+            },
+            error: None,
+        });
+        if !copied {
+            to_send.push(file);
+        }
+    }
+    (items, listed, to_send)
+}
+
+/// How many entries of `items` are to send, stored already, and refused.
+fn counted(items: &[BatchItem]) -> BTreeMap<&'static str, usize> {
+    let count = |s: EntryState| items.iter().filter(|i| i.state == s).count();
+    BTreeMap::from([
+        ("send", count(EntryState::Send)),
+        ("stored", count(EntryState::Stored)),
+        ("refused", count(EntryState::Refused)),
+    ])
 }
