@@ -153,26 +153,10 @@ impl Gate {
     /// verdict that did not pass. The one place a scan is asked for, so
     /// every path that hands out bytes asks through
     /// [`crate::service::files::Files::stored`].
+    ///
+    /// Where its scan stands: its record's note, a first note if it has
+    /// none, the deadline, then the scanner.
     pub(crate) async fn gated(&self, file: &FileMeta) -> Result<Gated, Error> {
-        if self.scans.is_none() {
-            return Ok(Gated::Passed);
-        }
-        self.gate_of(file).await
-    }
-
-    /// Why a file whose bytes are not there was refused by its scan, as
-    /// its record says (its bytes were deleted then); none if it was not.
-    pub(crate) async fn refusal(&self, file: &FileMeta) -> Result<Option<String>, Error> {
-        if self.scans.is_none() {
-            return Ok(None);
-        }
-        let record = self.base.records().get(&file.owner, &file.id).await?;
-        Ok(record.and_then(|r| r.refusal()))
-    }
-
-    /// Where `file`'s scan stands, its bytes being stored: its record's
-    /// note, a first note if it has none, the deadline, then the scanner.
-    async fn gate_of(&self, file: &FileMeta) -> Result<Gated, Error> {
         let Some(gate) = self.scans.clone() else {
             return Ok(Gated::Passed);
         };
@@ -225,6 +209,16 @@ impl Gate {
                 Ok(Gated::Scanning)
             }
         }
+    }
+
+    /// Why a file whose bytes are not there was refused by its scan, as
+    /// its record says (its bytes were deleted then); none if it was not.
+    pub(crate) async fn refusal(&self, file: &FileMeta) -> Result<Option<String>, Error> {
+        if self.scans.is_none() {
+            return Ok(None);
+        }
+        let record = self.base.records().get(&file.owner, &file.id).await?;
+        Ok(record.and_then(|r| r.refusal()))
     }
 
     /// One attempt at `file`'s scan, bounded by `SLUICE_SCAN_TIMEOUT_SECS`:

@@ -1,6 +1,7 @@
 //! An upload link redeemed: the bytes of a file arriving at sluice itself
 //! (proxied stores only; a direct store takes them at its presigned URL).
-//! In this order: refuse if the store is direct → verify the link → refuse
+//! In this order ([`Uploads::accept`]): where the store is direct, the
+//! client sent on to a presigned PUT → verify the link → refuse
 //! a declared length other than the pinned size, before any byte is read →
 //! stream the body into the store, which checks size and digest and keeps
 //! nothing on a mismatch, under an idle timeout and the link's deadline →
@@ -171,17 +172,14 @@ impl Uploads {
     }
 
     /// Stores `body` for the upload link `token`, enforcing what the link
-    /// pins. `declared` is the request's `Content-Length`, if it had one.
-    pub async fn accept_upload(
+    /// pins, where sluice takes the bytes ([`Uploads::accept`] decides).
+    /// `declared` is the request's `Content-Length`, if it had one.
+    async fn accept_upload(
         &self,
         token: &str,
         declared: Option<u64>,
         body: ByteStream,
     ) -> Result<Uploaded, Error> {
-        // With a direct store (S3) bytes go straight to it, never through here.
-        if let Access::Direct(_) = self.base.store().access() {
-            return Err(Error::NotFound);
-        }
         let Upload {
             file,
             jti,
