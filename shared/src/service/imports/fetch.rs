@@ -42,7 +42,7 @@ pub(super) struct Work {
 impl Work {
     /// Runs the import to its end.
     pub(super) async fn run(self) -> Outcome {
-        let _turn = self.imports.pool.clone().acquire_owned().await;
+        let _turn = self.imports.fetches.take(&self.owner).await;
         let deadline = self.imports.settings.deadline;
         let source = host_of(&self.url);
         let result = match tokio::time::timeout(deadline, self.fetch_and_store()).await {

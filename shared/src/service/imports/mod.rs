@@ -30,12 +30,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use url::Url;
 
 use super::base::Base;
 use super::files::Files;
-use super::limits::Limits;
+use super::limits::{Limits, Turns};
 use super::links::Links;
 use super::uploads::Uploads;
 use crate::config::Imports as Settings;
@@ -244,7 +244,9 @@ pub struct Imports {
     /// function that only starts imports never makes it).
     fetcher: Arc<OnceLock<Arc<Fetcher>>>,
     jobs: Arc<Mutex<HashMap<FileId, Job>>>,
-    pool: Arc<Semaphore>,
+    /// The fetches this process runs at once (`SLUICE_IMPORTS_AT_ONCE`),
+    /// shared among owners in turn (the admission part's [`Turns`]).
+    fetches: Arc<Turns>,
 }
 
 impl std::fmt::Debug for Imports {
@@ -280,7 +282,7 @@ impl Imports {
             links: files.links().clone(),
             files,
             limits,
-            pool: Arc::new(Semaphore::new(settings.at_once.max(1))),
+            fetches: Arc::new(Turns::new(settings.at_once)),
             settings: Arc::new(settings),
             runner,
             fetcher: Arc::default(),

@@ -1,5 +1,6 @@
 //! Turns of a bounded number of slots, shared among owners in rotation
-//! (the malware scans' turns): at most `at_once` hold one in this process;
+//! (the malware scans', and the import fetches'): at most `at_once` hold
+//! one in this process;
 //! when one ends, the next turn goes to the owner after the one served
 //! last, so one user's many (or slow) files never hold another user's
 //! behind them.
