@@ -75,6 +75,13 @@ pub enum Error {
     /// one answer, so a token's state never leaks.
     #[error("not found")]
     NotFound,
+    /// A download link that has delivered its byte budget (about twice the
+    /// file) without its last byte being delivered once: a leaked link is
+    /// not a mirror.
+    #[error(
+        "this link has delivered all the bytes it may (twice the file's size); ask for a new link (get_download_url)"
+    )]
+    LinkBudgetSpent,
     /// A browser page that cannot be used, in words for the person.
     #[error("{0}")]
     PageRefused(&'static str),
@@ -223,6 +230,7 @@ impl Error {
             Error::ScanRejected(_) => "scan_rejected",
             Error::TooLargeInline { .. } => "too_large_inline",
             Error::NotFound => "not_found",
+            Error::LinkBudgetSpent => "link_budget_spent",
             Error::PageRefused(_) => "page_refused",
             Error::PageConflict(_) => "page_conflict",
             Error::UploadExpired => "upload_expired",

@@ -70,7 +70,7 @@ const listen = (server, port, host) => new Promise((resolve) => server.listen(po
 // the view's `html` on
 // the sandbox port under `policy`. `onRequest(url)` sees every request to
 // the host. Gives { hostOrigin, sandboxOrigin, close }.
-export async function serveHost({ input, result, html, policy, sandboxPort, bubbles, title, onRequest = () => {} }) {
+export async function serveHost({ input, result, html, policy, sandboxPort, bubbles, title, refuseSaves = 0, onRequest = () => {} }) {
   const hostBundle = (
     await build({ entryPoints: [new URL("apps-host-page.js", import.meta.url).pathname], bundle: true, format: "esm", write: false })
   ).outputFiles[0].text;
@@ -86,7 +86,7 @@ export async function serveHost({ input, result, html, policy, sandboxPort, bubb
 <style>body{font:15px/1.5 system-ui,sans-serif;margin:0;background:#f4f4f1;color:#1b1f24}#conversation{max-width:44rem;margin:0 auto;padding:1.5rem 1rem}
 .bubble{background:#fff;border-radius:12px;padding:.75rem 1rem;margin:0 0 .75rem}.me{background:#e8e4da;margin-left:4rem}
 iframe{width:100%;height:260px;border:1px solid #d0d0c8;border-radius:12px;background:#fff}</style>
-<script>window.TOOL = ${JSON.stringify({ input, result, title, sandboxUrl: `${sandboxOrigin}/view.html` })};</script>
+<script>window.TOOL = ${JSON.stringify({ input, result, title, refuseSaves, sandboxUrl: `${sandboxOrigin}/view.html` })};</script>
 <script type="module" src="/host.js"></script></head><body><div id="conversation">
 ${said}</div></body></html>`;
     res.writeHead(200, { "content-type": "text/html" }).end(page);

@@ -63,6 +63,8 @@ mod policies;
 mod parts;
 // the documented commands, run as written
 mod readme;
+// links a preview cannot burn: HEAD, the person's page, Range, a byte budget
+mod ranges;
 // bad input: a clear status and message; no token taken for another kind
 mod refusals;
 // the ledger is durable and shared across restarts and processes

@@ -359,47 +359,63 @@ fn the_widget_resource_names_claude_s_domain_by_default() {
     );
 }
 
-/// Downloads from the chat: `get_download_url` names the download view; in
-/// the test host (`tests/clients/apps-download-host.mjs`: AppBridge in
-/// Chromium) the person clicks Save, the host is asked (`ui/download-file`)
-/// to save a `resource_link` to the single-use link, and the browser saves
-/// the file, byte for byte; the view fetched nothing itself, no byte went
-/// through MCP, and the link is spent.
+/// The download view saves as Claude takes files (embedded content only,
+/// after the person's click): a file within the view's embedding size is
+/// fetched from sluice, checked and handed over embedded, once even when
+/// the first save is refused; a larger one opens the person's page, whose
+/// button saves it. Each in Chromium, in a host on the official ext-apps
+/// pieces.
 #[test]
 fn a_person_saves_a_file_from_the_download_view() {
     let sandbox = free_port();
-    let (server, _dir) = Server::start();
-    let token = server.token("alice", &[]);
-    let data = bytes(700 * 1024 + 5, 41);
-    let ticket = server.request_upload(&token, "quarterly report.pdf", &data);
-    let put = request(
-        "PUT",
-        ticket["upload"]["url"].as_str().unwrap(),
-        &[],
-        Some(&data),
+    let origin = format!("http://localhost:{sandbox}");
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_WIDGET_ORIGINS", &origin),
+            ("SLUICE_VIEW_EMBED_MAX_BYTES", "1048576"),
+        ],
     );
-    assert!(put.status < 300, "{}", put.text());
-    let out = Command::new("node")
-        .arg(root().join("tests/clients/apps-download-host.mjs"))
-        .args(["--url", &format!("{}/mcp", server.base), "--token", &token])
-        .args(["--handle", ticket["handle"].as_str().unwrap()])
-        .args(["--sha256", &sluice::Sha256::of(&data).to_hex()])
-        .args(["--sandbox-port", &sandbox.to_string()])
-        .arg("--shots")
-        .arg(shots())
-        .current_dir(root().join("tests/clients"))
-        .output()
-        .expect("node runs (make test installs the clients and Debian's chromium)");
-    let checks = crate::util::client_checks("apps-download-host.mjs", &out);
-    for expected in [
-        "the view rendered in the sandbox, naming the file",
-        "Save: the host saved the file through ui/download-file, SHA-256 checked",
-        "no file bytes through MCP or the view; the link is spent",
+    let token = server.token("alice", &[]);
+    for (mode, size) in [
+        ("embed", 700 * 1024 + 5),
+        ("refused", 300 * 1024),
+        ("link", 2 * 1024 * 1024 + 3),
     ] {
-        assert!(
-            checks.iter().any(|c| c == expected),
-            "{expected} missing: {checks:?}"
-        );
+        let data = bytes(size, 41);
+        let ticket = server.upload(&token, "quarterly report.pdf", &data);
+        let out = Command::new("node")
+            .arg(root().join("tests/clients/apps-download-host.mjs"))
+            .args(["--url", &format!("{}/mcp", server.base), "--token", &token])
+            .args(["--handle", ticket["handle"].as_str().unwrap()])
+            .args(["--sha256", &sluice::Sha256::of(&data).to_hex()])
+            .args(["--sandbox-port", &sandbox.to_string()])
+            .args(["--mode", mode])
+            .arg("--shots")
+            .arg(shots())
+            .current_dir(root().join("tests/clients"))
+            .output()
+            .expect("node runs (make test installs the clients and Debian's chromium)");
+        let checks = crate::util::client_checks("apps-download-host.mjs", &out);
+        let mut expected = vec![
+            "the view rendered in the sandbox, naming the file",
+            "Save: the browser saved the file, SHA-256 checked",
+            "no file bytes through MCP; the link is spent",
+        ];
+        match mode {
+            "refused" => expected.push("a refused save keeps the checked bytes and asks again"),
+            "link" => expected.push(
+                "a file over the embedding size: the host opened the person's page, which spent nothing",
+            ),
+            _ => {}
+        }
+        for want in expected {
+            assert!(
+                checks.iter().any(|c| c == want),
+                "{mode}: {want} missing: {checks:?}"
+            );
+        }
     }
 }
 

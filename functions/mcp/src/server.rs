@@ -264,7 +264,7 @@ impl ServerHandler for SluiceTools {
                     "The button get_download_url shows inside the conversation to save the file, for hosts that render MCP Apps",
                 )
                 .with_mime_type(widget::MIME)
-                .with_meta(widget::download_meta(&self.sluice)),
+                .with_meta(widget::download_meta(&self.sluice).await),
         ]))
     }
 
@@ -274,8 +274,11 @@ impl ServerHandler for SluiceTools {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let (html, meta) = match request.uri.as_str() {
-            widget::URI => (widget::html(), widget::meta(&self.sluice).await),
-            widget::DOWNLOAD_URI => (widget::download_html(), widget::download_meta(&self.sluice)),
+            widget::URI => (widget::html().to_owned(), widget::meta(&self.sluice).await),
+            widget::DOWNLOAD_URI => (
+                widget::download_html(&self.sluice),
+                widget::download_meta(&self.sluice).await,
+            ),
             other => {
                 return Err(ErrorData::resource_not_found(
                     format!(

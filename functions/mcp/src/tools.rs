@@ -11,6 +11,7 @@ use rmcp::model::CallToolResult;
 use rmcp::{ErrorData, tool, tool_router};
 use sluice::Error;
 use sluice::FileId;
+use sluice::service::downloads::MODEL_READS;
 use sluice::service::imports::{ImportRequest, ImportState, ImportTicket};
 use sluice::service::pages::{BrowserUploadRequest, UploadState};
 use sluice::service::uploads::issue::UploadRequest;
@@ -290,7 +291,12 @@ The bytes never pass through the conversation.",
     ) -> Result<CallToolResult, ErrorData> {
         answer(&parts, |caller| async move {
             let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
-            let ticket = self.sluice.downloads().issue_download(&caller.owner, &file).await?;
+            let ticket = self
+                .sluice
+                .downloads()
+                .issue_download(&caller.owner, &file)
+                .await?
+                .within(MODEL_READS);
             compact(
                 format!(
                     "Download link for {} ({} bytes), single use, valid until {}: run `command` where the file \

@@ -78,22 +78,24 @@ pub fn html() -> &'static str {
 }
 
 /// The download view's document: what the file is, and one button that
-/// asks the host to save it.
-pub fn download_html() -> &'static str {
-    static HTML: OnceLock<String> = OnceLock::new();
-    HTML.get_or_init(|| {
-        let body = "<main>\n<h1>Download a file</h1>\n\
-                    <p id=\"what\" aria-live=\"polite\">Getting the download ready…</p>\n\
-                    <button id=\"save\" class=\"button\" type=\"button\" hidden>Save the file</button>\n\
-                    <p id=\"said\" role=\"status\" aria-live=\"polite\"></p>\n\
-                    <p class=\"hint\">It comes straight from secure storage, not through the chat.</p>\n</main>";
-        document(
-            "Download a file",
-            &[web::UPLOAD_CSS, include_str!("assets/widget.css")],
-            body,
-            &[include_str!("assets/download.js")],
-        )
-    })
+/// saves it: files up to `SLUICE_VIEW_EMBED_MAX_BYTES` (`data-embed-max`)
+/// fetched from sluice, checked against their SHA-256 and handed to the
+/// host as embedded content; larger ones opened as the person's link.
+pub fn download_html(sluice: &Sluice) -> String {
+    let body = format!(
+        "<main data-embed-max=\"{max}\">\n<h1>Download a file</h1>\n\
+         <p id=\"what\" aria-live=\"polite\">Getting the download ready…</p>\n\
+         <button id=\"save\" class=\"button\" type=\"button\" hidden>Save the file</button>\n\
+         <p id=\"said\" role=\"status\" aria-live=\"polite\"></p>\n\
+         <p class=\"hint\">It comes straight from secure storage, not through the chat.</p>\n</main>",
+        max = sluice.transfers().view_embed_max,
+    );
+    document(
+        "Download a file",
+        &[web::UPLOAD_CSS, include_str!("assets/widget.css")],
+        &body,
+        &[include_str!("assets/download.js")],
+    )
 }
 
 /// The upload widget's `_meta.ui`: the origins it connects to (the
@@ -110,10 +112,26 @@ pub async fn meta(sluice: &Sluice) -> MetaObject {
     ui_meta(sluice, connect)
 }
 
-/// The download view's `_meta.ui`: no origin at all (the host fetches the
-/// link it is given, the view nothing), the `domain`, a border.
-pub fn download_meta(sluice: &Sluice) -> MetaObject {
-    ui_meta(sluice, Vec::new())
+/// The download view's `_meta.ui`: it connects to the resolver (and the
+/// store it redirects to, where that is another origin) for the files it
+/// embeds, and opens the person's links there without the host's prompt
+/// (`linkTrustedDomains`, the ext-apps draft's list of link origins a view
+/// may open as trusted); the `domain`, a border.
+pub async fn download_meta(sluice: &Sluice) -> MetaObject {
+    let resolver = url::Url::parse(sluice.resolver_base())
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_default();
+    let mut connect = vec![resolver.clone()];
+    if let Some(store) = sluice.uploads().store_origin().await
+        && !connect.contains(&store)
+    {
+        connect.push(store);
+    }
+    let mut meta = ui_meta(sluice, connect);
+    if let Some(ui) = meta.get_mut("ui").and_then(|v| v.as_object_mut()) {
+        ui.insert("linkTrustedDomains".into(), json!([resolver]));
+    }
+    meta
 }
 
 fn ui_meta(sluice: &Sluice, connect: Vec<String>) -> MetaObject {

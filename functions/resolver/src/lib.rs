@@ -5,33 +5,55 @@
 use axum::Json;
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+
+mod page;
 use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use sluice::http::auth::require;
 use sluice::http::{HttpError, JsonBody, Routes, only, text};
-use sluice::service::downloads::{Delivery, DownloadTicket};
+use sluice::service::downloads::{Delivery, DownloadTicket, Ranged, Span, Wanted};
 use sluice::{Caller, FileMeta, Scope, Sluice};
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
 /// The resolver's routes.
 pub fn router(state: Sluice) -> Router {
-    routes().with_state(state)
+    routes(&state).with_state(state)
 }
 
 /// What the resolver serves, each route once with its methods (the
 /// deployment's routes are held against this list).
-pub fn routes() -> Routes<Sluice> {
+pub fn routes(state: &Sluice) -> Routes<Sluice> {
     Routes::new()
-        // HEAD must not run the GET handler (axum's `get` would): that
-        // would spend the link.
-        .route("/l/{token}", "GET", get(download).head(|| only("GET")))
+        // HEAD and a page spend nothing; bytes spend the link when its
+        // last byte goes out (`Downloads::redeem_link`). The download view
+        // in the chat, on the host's sandbox origin, fetches a file it
+        // embeds with a simple GET (no preflight): the answer names that
+        // origin ([`Sluice::widget_origins`]) and no other.
+        .route(
+            "/l/{token}",
+            "GET, HEAD",
+            get(download).head(download).layer(view_cors(state)),
+        )
         .route("/resolve", "POST", post(resolve))
         // A download batch's list of links (single-use, like a link; HEAD
         // must not spend it either), and the script its line runs.
         .route("/g/{token}", "GET", get(batch_links).head(|| only("GET")))
         .route("/g/{token}/sh", "GET", get(fetch_script))
+}
+
+/// CORS for the download view's origins: `GET` of a link, nothing else.
+fn view_cors(state: &Sluice) -> CorsLayer {
+    let origins: Vec<HeaderValue> = state
+        .widget_origins()
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o).ok())
+        .collect();
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([http::Method::GET, http::Method::HEAD])
 }
 
 /// A download batch's files, each with a fresh single-use link, once.
@@ -75,73 +97,100 @@ async fn resolve(
 }
 
 /// Redeems a download link (the order of checks is
-/// [`sluice::service::downloads::Downloads::redeem_link`]'s) and delivers what it says: a redirect
-/// to the store, or the bytes.
+/// [`sluice::service::downloads::Downloads::redeem_link`]'s) for what the
+/// request wants ([`wanted`]) and delivers what it says: the headers, the
+/// person's page, a redirect to the store, or the bytes.
 async fn download(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
+    method: http::Method,
+    RawQuery(query): RawQuery,
     headers: http::HeaderMap,
 ) -> Result<Response, HttpError> {
-    let from = resume_offset(&headers);
-    Ok(match sluice.downloads().redeem_link(&token, from).await? {
-        Delivery::Redirect(url) => (
-            StatusCode::TEMPORARY_REDIRECT,
-            [
-                (
-                    header::LOCATION,
-                    HeaderValue::from_str(&url).map_err(sluice::Error::internal)?,
-                ),
-                (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-            ],
-        )
-            .into_response(),
-        Delivery::Whole { file, bytes } => {
-            let (status, headers) = body_headers(&file, from);
-            (status, headers, Body::from(bytes)).into_response()
-        }
-        Delivery::Stream { file, stream } => {
-            let (status, headers) = body_headers(&file, from);
-            (status, headers, Body::from_stream(stream)).into_response()
-        }
-        Delivery::PastTheEnd { size } => (
-            StatusCode::RANGE_NOT_SATISFIABLE,
-            [(
-                header::CONTENT_RANGE,
-                HeaderValue::from_str(&format!("bytes */{size}"))
-                    .map_err(sluice::Error::internal)?,
-            )],
-        )
-            .into_response(),
-    })
+    let wanted = wanted(&method, query.as_deref(), &headers);
+    Ok(
+        match sluice.downloads().redeem_link(&token, wanted).await? {
+            Delivery::Redirect(url) => (
+                StatusCode::TEMPORARY_REDIRECT,
+                [
+                    (
+                        header::LOCATION,
+                        HeaderValue::from_str(&url).map_err(sluice::Error::internal)?,
+                    ),
+                    (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+                ],
+            )
+                .into_response(),
+            Delivery::Whole { file, bytes, span } => {
+                let (status, headers) = body_headers(&file, &span, wanted);
+                (status, headers, Body::from(bytes)).into_response()
+            }
+            Delivery::Stream { file, stream, span } => {
+                let (status, headers) = body_headers(&file, &span, wanted);
+                (status, headers, Body::from_stream(stream)).into_response()
+            }
+            Delivery::Head { file } => {
+                let whole = Span {
+                    start: 0,
+                    end: file.size,
+                    size: file.size,
+                };
+                let (status, headers) = body_headers(&file, &whole, wanted);
+                (status, headers).into_response()
+            }
+            Delivery::Page { file } => page::of(&file),
+            Delivery::Unsatisfiable { size } => (
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                [
+                    (
+                        header::CONTENT_RANGE,
+                        HeaderValue::from_str(&format!("bytes */{size}"))
+                            .map_err(sluice::Error::internal)?,
+                    ),
+                    (header::ACCEPT_RANGES, HeaderValue::from_static("bytes")),
+                ],
+            )
+                .into_response(),
+        },
+    )
 }
 
-/// The status and headers of a file's bytes sent from offset `from`: the
-/// whole file (200), or the rest of it (206 with its `Content-Range`).
-fn body_headers(file: &FileMeta, from: u64) -> (StatusCode, http::HeaderMap) {
+/// What a request on a download link wants: its headers (`HEAD`); the
+/// person's page (a browser or a link preview asking for HTML, unless it
+/// is the page's own button, `?save`); else the bytes, of the one range
+/// its `Range` names.
+fn wanted(method: &http::Method, query: Option<&str>, headers: &http::HeaderMap) -> Wanted {
+    if method == http::Method::HEAD {
+        return Wanted::Head;
+    }
+    let saving = query.is_some_and(|q| q.split('&').any(|p| p == "save" || p.starts_with("save=")));
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    if !saving
+        && (page::asks_for_html(text(header::ACCEPT)) || page::is_preview(text(header::USER_AGENT)))
+    {
+        return Wanted::Page;
+    }
+    Wanted::Bytes(Ranged::parse(text(header::RANGE)))
+}
+
+/// The status and headers of `span` of a file's bytes: the whole file
+/// (200), or a range of it (206 with its `Content-Range`).
+fn body_headers(file: &FileMeta, span: &Span, wanted: Wanted) -> (StatusCode, http::HeaderMap) {
     let mut h: http::HeaderMap = download_headers(file).into_iter().collect();
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
-    if from == 0 {
+    let partial = matches!(wanted, Wanted::Bytes(r) if r.is_partial());
+    if !partial {
         return (StatusCode::OK, h);
     }
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.size - from));
-    let range = format!("bytes {from}-{}/{}", file.size - 1, file.size);
-    if let Ok(v) = HeaderValue::from_str(&range) {
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(span.len()));
+    if let Ok(v) = HeaderValue::from_str(&span.content_range()) {
         h.insert(header::CONTENT_RANGE, v);
     }
     (StatusCode::PARTIAL_CONTENT, h)
-}
-
-/// Where a client resuming a download asks to start: `Range: bytes=<n>-`,
-/// the one form `curl -C -` sends. Any other range (several, a suffix, an
-/// end) is ignored and the whole file sent, as RFC 9110 allows.
-fn resume_offset(headers: &http::HeaderMap) -> u64 {
-    headers
-        .get(header::RANGE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().strip_prefix("bytes="))
-        .and_then(|v| v.strip_suffix('-'))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
 }
 
 fn download_headers(file: &FileMeta) -> [(header::HeaderName, HeaderValue); 5] {

@@ -38,6 +38,10 @@ pub struct Transfers {
     /// How long an upload's body may go without a byte
     /// (`SLUICE_BODY_IDLE_TIMEOUT_SECS`, default 30).
     pub body_idle_timeout: Duration,
+    /// Files up to this size are saved by the download view in the chat as
+    /// embedded content, larger ones through a person's link
+    /// (`SLUICE_VIEW_EMBED_MAX_BYTES`, 8 MiB).
+    pub view_embed_max: u64,
     /// The longest `get_upload_status` waits for a person's upload
     /// ([`STATUS_WAIT`], or [`STATUS_WAIT_ON_LAMBDA`]).
     pub status_wait: Duration,
@@ -68,6 +72,7 @@ impl Transfers {
             single_put_max_bytes: single_put_max_bytes(vars)?,
             proof_budget: Duration::from_millis(vars.positive("SLUICE_PROOF_MILLIS")?),
             body_idle_timeout: vars.secs("SLUICE_BODY_IDLE_TIMEOUT_SECS")?,
+            view_embed_max: vars.positive("SLUICE_VIEW_EMBED_MAX_BYTES")?,
             status_wait: if vars.in_lambda() {
                 STATUS_WAIT_ON_LAMBDA
             } else {
@@ -180,6 +185,13 @@ pub(super) const ROWS: &[Setting] = &[
         Parse::Seconds,
         Value("30"),
         "an upload whose body sends nothing for this long is ended (408)",
+    ),
+    s(
+        "SLUICE_VIEW_EMBED_MAX_BYTES",
+        Group::Limits,
+        Parse::Positive,
+        Value("8388608"),
+        "the download view in the chat fetches files up to this size from sluice, checks their SHA-256 and hands them to the host to save as embedded content (what Claude saves); larger ones it opens as the person's link (8 MiB)",
     ),
     s(
         "SLUICE_DOWNLOAD_URL_TTL_SECS",

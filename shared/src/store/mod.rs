@@ -475,6 +475,28 @@ pub fn skip(stream: ByteStream, n: u64) -> ByteStream {
         .boxed()
 }
 
+/// Passes the first `n` bytes of `stream` through, then ends (dropping
+/// `stream`, and whatever it holds, at once).
+pub fn take(stream: ByteStream, n: u64) -> ByteStream {
+    use futures_util::StreamExt as _;
+    futures_util::stream::unfold((stream, n), |(mut stream, left)| async move {
+        if left == 0 {
+            return None;
+        }
+        match stream.next().await? {
+            Ok(mut chunk) => {
+                if chunk.len() as u64 > left {
+                    chunk.truncate(left as usize);
+                }
+                let left = left - chunk.len() as u64;
+                Some((Ok(chunk), (stream, left)))
+            }
+            Err(e) => Some((Err(e), (stream, 0))),
+        }
+    })
+    .boxed()
+}
+
 /// Creates `dir` if needed, and makes it its owner's alone (0700): a data
 /// directory holds every user's files, the ledger and the master secret.
 pub fn private_dir(dir: &std::path::Path) -> io::Result<()> {
@@ -589,6 +611,25 @@ mod tests {
             let got: Vec<u8> = skip(stream, n).map(|c| c.unwrap().to_vec()).concat().await;
             assert_eq!(String::from_utf8(got).unwrap(), want, "skip {n}");
         }
+    }
+
+    #[tokio::test]
+    async fn taking_cuts_across_chunks_and_stops_reading() {
+        let chunks = || ["ab", "cde", "", "f"].map(|c| Ok(Bytes::from(c)));
+        for (n, want) in [(0, ""), (1, "a"), (4, "abcd"), (6, "abcdef"), (9, "abcdef")] {
+            let stream = futures_util::stream::iter(chunks()).boxed();
+            let got: Vec<u8> = take(stream, n).map(|c| c.unwrap().to_vec()).concat().await;
+            assert_eq!(String::from_utf8(got).unwrap(), want, "take {n}");
+        }
+        // Never asks past what it takes: the rest may be an error.
+        let failing = futures_util::stream::iter([
+            Ok(Bytes::from("abc")),
+            Err(io::Error::other("not to be read")),
+        ])
+        .boxed();
+        let got: Vec<_> = take(failing, 3).collect().await;
+        assert_eq!(got.len(), 1);
+        assert!(got[0].is_ok());
     }
 
     #[tokio::test]

@@ -201,7 +201,7 @@ fn served_routes() -> Vec<ApiRoute> {
     let lists = [
         ("sluice-mcp", sluice_mcp::routes(&local.sluice)),
         ("sluice-issuer", sluice_issuer::routes(&local.sluice)),
-        ("sluice-resolver", sluice_resolver::routes()),
+        ("sluice-resolver", sluice_resolver::routes(&local.sluice)),
     ];
     let mut routes: Vec<ApiRoute> = lists
         .iter()

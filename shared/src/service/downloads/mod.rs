@@ -4,11 +4,14 @@
 //! Redeeming, the whole security story of a link in this order: verify the
 //! token → refuse it if already spent, before anything is read → find the
 //! object → check it against what the link pins ([`crate::service::files::Files::stored`]) →
-//! open it, taking a transfer slot where bytes pass through sluice → spend
-//! it → deliver, as a redirect to a direct store, as bytes read whole
+//! answer what is wanted ([`ranges::Wanted`]): the headers or the person's
+//! page, spending nothing; or bytes: open the object, taking a transfer
+//! slot where bytes pass through sluice → charge the bytes to the link's
+//! budget → deliver, as a redirect to a direct store, as bytes read whole
 //! and verified, or as a stream whose last chunk is held back until it
-//! verifies.
+//! verifies → spend the link as the file's last byte goes out.
 
+pub mod ranges;
 pub mod small;
 
 use bytes::Bytes;
@@ -28,9 +31,10 @@ use crate::file::{FileId, FileMeta};
 use crate::ledger::Spend;
 use crate::rate::Kind;
 use crate::sha::Sha256;
-use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, verified};
+use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, take, verified};
 use crate::time::{now_unix, rfc3339};
 use crate::token::Method;
+pub use ranges::{Ranged, Span, Wanted};
 
 /// Files up to this size are read and verified whole before the first byte
 /// is sent, so a mismatch is a clean 409. Larger files stream with their last
@@ -66,29 +70,97 @@ pub struct DownloadTicket {
     /// The one line that saves the file (resumable, verified, never over
     /// a file with an error).
     pub command: String,
+    /// For hosts that fetch files from answers (ChatGPT).
+    // The same single-use link: whoever delivers its last byte first
+    // spends it. Always here, but in an answer a model reads
+    // ([`DownloadTicket::within`]) its optional fields, then itself, give
+    // way to the kilobyte.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_ref: Option<FileRef>,
+}
+
+/// The most bytes of `structuredContent` a model reads of one file's
+/// answer (DESIGN: "What the model reads").
+pub const MODEL_READS: usize = 1024;
+
+impl DownloadTicket {
+    /// This ticket within `max` bytes of compact JSON, if its file
+    /// reference's optional fields (the name and type, beside it in
+    /// `filename` and `content_type` too), then the reference itself, can
+    /// make it so: what a very long name costs.
+    pub fn within(mut self, max: usize) -> Self {
+        let fits = |t: &Self| serde_json::to_vec(t).is_ok_and(|v| v.len() <= max);
+        for step in 0..3 {
+            if fits(&self) {
+                break;
+            }
+            match (step, self.file_ref.as_mut()) {
+                (0, Some(r)) => r.file_name = None,
+                (1, Some(r)) => r.mime_type = None,
+                _ => self.file_ref = None,
+            }
+        }
+        self
+    }
+}
+
+/// A file reference as the OpenAI Apps SDK reads one in a tool's
+/// `structuredContent` (`{file_id, download_url, mime_type?, file_name?}`,
+/// the shape of its `openai/fileParams` and of the `FileRef` app frameworks
+/// document): the host fetches `download_url` from its servers, so it is
+/// the public link.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FileRef {
+    #[allow(missing_docs)]
+    pub file_id: FileId,
+    /// The link (`download.url`).
+    pub download_url: String,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[allow(missing_docs)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_name: Option<String>,
 }
 
 /// What a redeemed link delivers.
 pub enum Delivery {
-    /// A presigned URL of the store (S3), valid for seconds.
+    /// A presigned URL of the store (S3), valid for seconds: it honours
+    /// the client's `Range` itself.
     Redirect(String),
-    /// A small file, read whole and verified.
+    /// A small file's bytes in `span`, read whole and verified.
     Whole {
         /// What the link pins.
         file: FileMeta,
-        /// The verified bytes.
+        /// The verified bytes of `span`.
         bytes: Bytes,
+        /// Which bytes of the file.
+        span: Span,
     },
-    /// A large file, verified as it streams.
+    /// A large file's bytes in `span`, verified as they stream.
     Stream {
         /// What the link pins.
         file: FileMeta,
-        /// The bytes; the stream fails before its last chunk if they differ.
+        /// The bytes; where `span` reaches the end, the stream fails
+        /// before its last chunk if the file differs from its pin.
         stream: ByteStream,
+        /// Which bytes of the file.
+        span: Span,
     },
-    /// Nothing: the client asked to resume at or past the end of the file
-    /// (it has every byte). The link is not spent.
-    PastTheEnd {
+    /// The headers a `GET` would have (`HEAD`). Nothing spent or charged.
+    Head {
+        /// What the link pins.
+        file: FileMeta,
+    },
+    /// The person's page for the file (a browser or a link preview
+    /// asking for HTML). Nothing spent or charged.
+    Page {
+        /// What the link pins.
+        file: FileMeta,
+    },
+    /// Nothing: the range asked for starts at or past the end of the file
+    /// (a client resuming with every byte). Nothing spent or charged.
+    Unsatisfiable {
         /// The file's size.
         size: u64,
     },
@@ -98,17 +170,22 @@ impl std::fmt::Debug for Delivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Delivery::Redirect(_) => f.write_str("Redirect(<presigned URL>)"),
-            Delivery::Whole { file, bytes } => f
+            Delivery::Whole { file, span, .. } => f
                 .debug_struct("Whole")
                 .field("file_id", &file.id)
-                .field("bytes", &bytes.len())
-                .finish(),
-            Delivery::Stream { file, .. } => f
+                .field("span", span)
+                .finish_non_exhaustive(),
+            Delivery::Stream { file, span, .. } => f
                 .debug_struct("Stream")
                 .field("file_id", &file.id)
+                .field("span", span)
                 .finish_non_exhaustive(),
-            Delivery::PastTheEnd { size } => {
-                f.debug_struct("PastTheEnd").field("size", size).finish()
+            Delivery::Head { file } | Delivery::Page { file } => f
+                .debug_struct("Described")
+                .field("file_id", &file.id)
+                .finish(),
+            Delivery::Unsatisfiable { size } => {
+                f.debug_struct("Unsatisfiable").field("size", size).finish()
             }
         }
     }
@@ -181,7 +258,14 @@ impl Downloads {
         // it a long name's answer passes the kilobyte; curl's own message
         // and get_download_url's description say it and what to do.
         let line = curl::download_command(&url, &file.safe_name(), file.size, &file.sha256);
+        let file_ref = FileRef {
+            file_id: file.id.clone(),
+            download_url: url.clone(),
+            mime_type: Some(file.content_type.clone()),
+            file_name: Some(file.filename.clone()),
+        };
         DownloadTicket {
+            file_ref: Some(file_ref),
             file_id: file.id.clone(),
             filename: file.filename.clone(),
             size: file.size,
@@ -196,26 +280,33 @@ impl Downloads {
         }
     }
 
-    /// Redeems the download link `token`, delivering the file's bytes from
-    /// offset `from` on (a client resuming with `Range: bytes=<from>-`; 0
-    /// for all). Every way a token can be bad is the same
-    /// [`Error::NotFound`], so a caller learns nothing about why.
+    /// Redeems the download link `token` for what a request on it wants
+    /// ([`Wanted`]): its headers or the person's page (both spend
+    /// nothing), or bytes of the file. Every way a token can be bad is the
+    /// same [`Error::NotFound`], so a caller learns nothing about why.
     ///
-    /// A direct store's presigned GET honours the client's `Range` itself.
-    /// Here the whole file is still read and verified: only the bytes from
-    /// `from` on are sent, and the last is held back until the whole
-    /// verifies, so a resumed download never completes a wrong file either.
-    pub async fn redeem_link(&self, token: &str, from: u64) -> Result<Delivery, Error> {
+    /// Bytes are charged to the link's budget ([`ranges::budget`]: about
+    /// twice the file) before any is sent, and the link is spent when the
+    /// file's last byte is delivered once, not when a request starts: a
+    /// preview's `HEAD`, page or first kilobytes never burn it, and a cut
+    /// download resumes on the same link with `Range`. Where sluice sends
+    /// the bytes the whole file is still read and verified, and the last
+    /// chunk held back until it does; a direct store's presigned GET
+    /// honours the client's `Range` itself, and the redirect that hands
+    /// out the last byte spends the link (the resolver cannot see the
+    /// store's bytes arrive).
+    pub async fn redeem_link(&self, token: &str, wanted: Wanted) -> Result<Delivery, Error> {
         let link = self.links.open_link(token, Method::Get)?;
-        let (jti, expires_at) = (link.jti(), link.expires_at.unwrap_or(0));
-        let replayed = || {
-            tracing::info!(%jti, "spent link presented again");
-            Error::NotFound
+        let spending = Spending {
+            jti: link.jti(),
+            expires_at: link.expires_at.unwrap_or(0),
+            base: self.base.clone(),
+            reporter: self.reporter.clone(),
         };
         // A replay is refused before anything is read: no record, no
         // object, no hash.
-        if self.base.ledger().is_spent(&jti).await? {
-            return Err(replayed());
+        if self.base.ledger().is_spent(&spending.jti).await? {
+            return Err(spending.replayed());
         }
         let (file, _) = self.files.linked(&link).await?;
         let info = match self.files.stored(&file).await? {
@@ -225,36 +316,25 @@ impl Downloads {
                 return Err(Error::NotFound);
             }
             Stored::Mismatch => {
-                tracing::warn!(file_id = %file.id, %jti, "stored object does not match its link");
+                tracing::warn!(file_id = %file.id, jti = %spending.jti, "stored object does not match its link");
                 return Err(Error::StoredMismatch);
             }
         };
-        let downloaded = file.clone();
-        let spend = || async {
-            // One event: in the spent link's record where the ledger keeps
-            // it (DynamoDB's stream), and in the outbox where there is one.
-            let event = Event::about(EventType::Downloaded, &downloaded, Some(&jti));
-            match self
-                .base
-                .ledger()
-                .spend_reporting(&jti, expires_at, &event.body())
-                .await?
-            {
-                Spend::Fresh => {
-                    self.reporter.report(&event, &downloaded).await;
-                    Ok(())
-                }
-                Spend::AlreadySpent => Err(replayed()),
-            }
+        let ranged = match wanted {
+            Wanted::Head => return Ok(Delivery::Head { file }),
+            Wanted::Page => return Ok(Delivery::Page { file }),
+            Wanted::Bytes(ranged) => ranged,
         };
-        let key = file.object_key();
-        if from > 0 && from >= file.size && !self.base.stores_directly() {
-            return Ok(Delivery::PastTheEnd { size: file.size });
-        }
+        let Some(span) = ranged.span(file.size) else {
+            return Ok(Delivery::Unsatisfiable { size: file.size });
+        };
         let delivery = match self.base.store().access() {
             // The store recorded the digest it verified on upload: never read here.
             Access::Direct(presign) => {
-                spend().await?;
+                spending.charge(&span).await?;
+                if span.reaches_end() {
+                    spending.spend(&file).await?;
+                }
                 let disposition = crate::filename::content_disposition(&file.filename);
                 let download = DownloadAs {
                     content_disposition: &disposition,
@@ -262,13 +342,13 @@ impl Downloads {
                 };
                 let url = presign
                     .presign_get(
-                        &key,
+                        &file.object_key(),
                         &info,
                         download,
                         self.base.transfers().download_url_ttl,
                     )
                     .await?;
-                tracing::info!(file_id = %file.id, %jti, "download redirected to the store");
+                tracing::info!(file_id = %file.id, jti = %spending.jti, "download redirected to the store");
                 return Ok(Delivery::Redirect(url));
             }
             Access::Proxied if file.size <= VERIFY_WHOLE_BYTES => {
@@ -276,73 +356,216 @@ impl Downloads {
                 // by another redemption is the uniform 404, not a 503.
                 let bytes = match self.read_verified(&file).await {
                     Ok(bytes) => bytes.ok_or(Error::NotFound)?,
-                    Err(Error::Busy(_)) if self.base.ledger().is_spent(&jti).await? => {
-                        return Err(replayed());
+                    Err(Error::Busy(_)) if self.base.ledger().is_spent(&spending.jti).await? => {
+                        return Err(spending.replayed());
                     }
                     Err(e) => return Err(e),
                 };
-                spend().await?;
-                // A delete wins over a download under way.
-                if self.base.records().deleted(&file.id).await?.is_some() {
-                    return Err(Error::NotFound);
+                spending.charge(&span).await?;
+                if span.reaches_end() {
+                    // A delete wins over a download under way.
+                    if self.base.records().deleted(&file.id).await?.is_some() {
+                        return Err(Error::NotFound);
+                    }
+                    spending.spend(&file).await?;
                 }
                 Delivery::Whole {
-                    bytes: Bytes::from(bytes).slice(from as usize..),
+                    bytes: Bytes::from(bytes).slice(span.start as usize..span.end as usize),
                     file,
+                    span,
                 }
             }
             Access::Proxied => {
                 // Opened first, taking a transfer slot: a download refused
                 // for want of a slot keeps its link for a later try. Of
-                // many redemptions at once, one spends it; the others drop
-                // their slots and are 404, as are those refused a slot once
-                // it is spent.
-                let stream = match self.base.store().get(&key).await {
+                // many redemptions at once, the first to deliver the last
+                // byte spends it; the others are cut before theirs.
+                let stream = match self.base.store().get(&file.object_key()).await {
                     Ok(stream) => stream.ok_or(Error::NotFound)?,
-                    Err(StoreError::Busy(_)) if self.base.ledger().is_spent(&jti).await? => {
-                        return Err(replayed());
+                    Err(StoreError::Busy(_))
+                        if self.base.ledger().is_spent(&spending.jti).await? =>
+                    {
+                        return Err(spending.replayed());
                     }
                     Err(e) => return Err(e.into()),
                 };
-                spend().await?;
-                let stream = self.unless_deleted(&file, verified(stream, file.size, file.sha256));
+                spending.charge(&span).await?;
+                let stream = take(
+                    skip(verified(stream, file.size, file.sha256), span.start),
+                    span.len(),
+                );
                 Delivery::Stream {
-                    stream: skip(stream, from),
+                    stream: spending.at_last_byte(stream, span, &file),
                     file,
+                    span,
                 }
             }
         };
-        tracing::info!(%jti, "download started");
+        tracing::info!(jti = %spending.jti, start = span.start, end = span.end, "download started");
         Ok(delivery)
     }
+}
 
-    /// `stream` (the whole of `file`, its last chunk held back until it
-    /// verifies), cut before its last chunk if the file was deleted while
-    /// it went: a delete wins over a download under way, and the client
-    /// never holds the whole file (an open file reads on after its path is
-    /// removed).
-    fn unless_deleted(&self, file: &FileMeta, stream: ByteStream) -> ByteStream {
+/// What redeeming one download link charges and spends: its budget of
+/// bytes, and the ledger's record that its last byte went once (with the
+/// `file.downloaded` event it reports).
+#[derive(Clone)]
+struct Spending {
+    jti: String,
+    expires_at: i64,
+    base: Base,
+    reporter: Reporter,
+}
+
+impl Spending {
+    /// The uniform answer to a spent link.
+    fn replayed(&self) -> Error {
+        tracing::info!(jti = %self.jti, "spent link presented again");
+        Error::NotFound
+    }
+
+    /// Takes `span`'s bytes from the link's budget, or refuses (`410`).
+    async fn charge(&self, span: &Span) -> Result<(), Error> {
+        if span.is_empty() {
+            return Ok(());
+        }
+        let key = format!("link-bytes:{}", self.jti);
+        let budget = ranges::budget(span.size);
+        if self
+            .base
+            .ledger()
+            .charge(&key, span.len(), budget, self.expires_at)
+            .await?
+        {
+            return Ok(());
+        }
+        tracing::info!(jti = %self.jti, "download link past its byte budget");
+        Err(Error::LinkBudgetSpent)
+    }
+
+    /// Spends the link: its last byte is going out now. One event, in the
+    /// spent link's record where the ledger keeps it (DynamoDB's stream),
+    /// and in the outbox where there is one. Spent before: the uniform
+    /// `404`.
+    async fn spend(&self, file: &FileMeta) -> Result<(), Error> {
+        let event = Event::about(EventType::Downloaded, file, Some(&self.jti));
+        match self
+            .base
+            .ledger()
+            .spend_reporting(&self.jti, self.expires_at, &event.body())
+            .await?
+        {
+            Spend::Fresh => {
+                self.reporter.report(&event, file).await;
+                Ok(())
+            }
+            Spend::AlreadySpent => Err(self.replayed()),
+        }
+    }
+
+    /// `stream` (the bytes of `span`), its last chunk released only once
+    /// the link is spent, where `span` holds the file's last byte: cut
+    /// instead if the file was deleted meanwhile (a delete wins over a
+    /// download under way, and the client never holds the whole file) or
+    /// another redemption delivered it first.
+    fn at_last_byte(&self, stream: ByteStream, span: Span, file: &FileMeta) -> ByteStream {
         use futures_util::StreamExt as _;
-        let (base, id, size) = (self.base.clone(), file.id.clone(), file.size);
+        if !span.reaches_end() {
+            return stream;
+        }
         let mut sent = 0u64;
+        let (spending, file) = (self.clone(), file.clone());
         stream
             .then(move |chunk| {
                 let last = match &chunk {
                     Ok(bytes) => {
                         sent += bytes.len() as u64;
-                        sent >= size
+                        sent >= span.len()
                     }
                     Err(_) => false,
                 };
-                let (base, id) = (base.clone(), id.clone());
+                let (spending, file) = (spending.clone(), file.clone());
                 async move {
-                    if last && !matches!(base.records().deleted(&id).await, Ok(None)) {
-                        tracing::info!(file_id = %id, "download cut: the file was deleted");
+                    if !last {
+                        return chunk;
+                    }
+                    if !matches!(spending.base.records().deleted(&file.id).await, Ok(None)) {
+                        tracing::info!(file_id = %file.id, "download cut: the file was deleted");
                         return Err(std::io::Error::other("the file was deleted"));
                     }
-                    chunk
+                    match spending.spend(&file).await {
+                        Ok(()) => chunk,
+                        Err(e) => {
+                            tracing::info!(file_id = %file.id, "download cut before its last byte: {e}");
+                            Err(std::io::Error::other(e.to_string()))
+                        }
+                    }
                 }
             })
             .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ticket(name: &str) -> DownloadTicket {
+        let url = format!("https://files.example.com/l/{}", "t".repeat(52));
+        let id = FileId::random();
+        DownloadTicket {
+            file_id: id.clone(),
+            filename: name.to_owned(),
+            size: 300_000,
+            sha256: Sha256::of(b"x"),
+            content_type: "application/pdf".to_owned(),
+            command: "c".repeat(400),
+            download: DownloadTarget {
+                url: url.clone(),
+                method: "GET",
+                expires_at: "2026-12-07T06:14:33Z".to_owned(),
+            },
+            file_ref: Some(FileRef {
+                file_id: id,
+                download_url: url,
+                mime_type: Some("application/pdf".to_owned()),
+                file_name: Some(name.to_owned()),
+            }),
+        }
+    }
+
+    fn len(t: &DownloadTicket) -> usize {
+        serde_json::to_vec(t).unwrap().len()
+    }
+
+    #[test]
+    fn a_file_reference_gives_way_to_the_kilobyte_field_by_field() {
+        // Room for all of it: all of it.
+        let whole = ticket("report.pdf").within(MODEL_READS);
+        let r = whole.file_ref.as_ref().unwrap();
+        assert_eq!(r.file_name.as_deref(), Some("report.pdf"));
+        assert_eq!(r.mime_type.as_deref(), Some("application/pdf"));
+        assert_eq!(r.download_url, whole.download.url);
+        assert!(len(&whole) <= MODEL_READS);
+        // Each longer name takes one more field away, then the reference.
+        let mut dropped = 0;
+        for n in (10..400).step_by(5) {
+            let t = ticket(&"n".repeat(n));
+            let full = len(&t);
+            let fitted = t.within(MODEL_READS);
+            let now = match &fitted.file_ref {
+                Some(r) => usize::from(r.file_name.is_none()) + usize::from(r.mime_type.is_none()),
+                None => 3,
+            };
+            assert!(now >= dropped, "{n}: fields come back as the name grows");
+            dropped = now;
+            if now < 3 {
+                assert!(len(&fitted) <= MODEL_READS, "{n}");
+            }
+            if full <= MODEL_READS {
+                assert_eq!(now, 0, "{n}: nothing dropped when it fits");
+            }
+        }
+        assert_eq!(dropped, 3, "a long enough name leaves the reference out");
     }
 }
