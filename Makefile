@@ -29,7 +29,7 @@ run:
 S3S_FS_VERSION := 0.14.1
 S3S_FS := $(or $(CARGO_HOME),$(HOME)/.cargo)/bin/s3s-fs
 
-clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium /usr/bin/tmux /usr/sbin/clamd
+clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.installed $(S3S_FS) /usr/bin/chromium /usr/bin/tmux /usr/sbin/clamd /usr/bin/unzip
 
 # The Debian packages the tests run, in one apt-get (two must not run at
 # once), as root (CI runs as root): Chromium, which the page tests drive
@@ -37,10 +37,10 @@ clients: $(VENV)/.installed $(VENV)-legacy/.installed $(CLIENTS)/node_modules/.i
 # Code's `mcp login` a terminal; and clamd, which the scanning tests and the
 # scan benchmark start, each on a socket of its own with a signature
 # database the test writes (sluice_testkit::clamd; no real database is
-# downloaded).
-/usr/bin/chromium /usr/bin/tmux /usr/sbin/clamd &:
+# downloaded); and unzip, whose `unzip -t` checks the zips of many files.
+/usr/bin/chromium /usr/bin/tmux /usr/sbin/clamd /usr/bin/unzip &:
 	DEBIAN_FRONTEND=noninteractive apt-get update -q
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium tmux
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium tmux unzip
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends clamav-daemon
 
 # The browser's vendored scripts (shared/src/web/: @noble/hashes' and

@@ -95,3 +95,5 @@ mod watch;
 mod webhooks;
 // the in-chat widget (MCP Apps) in a host built on ext-apps, in Chromium
 mod widget;
+// many files as one zip: streamed as built, read by unzip and Python
+mod zip;

@@ -193,4 +193,18 @@ fn on_s3_a_preview_does_not_burn_the_link_and_the_store_honours_range() {
     assert!(out.status.success(), "{}", out_text(&out));
     assert_eq!(std::fs::read(work.path().join("r.bin")).unwrap(), data);
     assert_eq!(request("GET", &url, &[], None).status, 404, "spent");
+
+    // No zip where the store sends the bytes: said, with the way round.
+    let handle = server.upload(&token, "z.bin", b"z")["handle"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let zip = crate::util::call_tool(
+        &server.base,
+        &token,
+        "get_download_urls",
+        serde_json::json!({"files": [handle], "zip": true}),
+    );
+    let error = crate::util::tool_error(&zip);
+    assert!(error.contains("on S3 run the line"), "{error}");
 }

@@ -51,6 +51,9 @@ pub struct UploadsArgs {
 pub struct FilesArg {
     /// Up to 1000 file_ids or handles; a batch's `$uploadedFiles:…` handle stands for its files.
     pub files: Vec<String>,
+    /// `true`: one link to all of them as one zip, instead of the line.
+    #[serde(default)]
+    pub zip: bool,
 }
 
 /// A small file sent inline.

@@ -258,7 +258,8 @@ field, or each `file_id`.",
     #[tool(
         description = "Download many of your files (file_ids, handles, or a batch's `$uploadedFiles:…` handle) with one call \
 and one line. Run `command` where they should go: it saves each under its name (a name taken by another file of the list gets \
-\" (2)\"; a different file already there is never overwritten), checks each sha256, and the line works once.",
+\" (2)\"; a different file already there is never overwritten), checks each sha256, and the line works once. \
+`zip: true` gives one single-use link to them all as one zip instead, for a person or a host without a shell.",
         input_schema = input::<FilesArg>()
     )]
     async fn get_download_urls(
@@ -267,12 +268,17 @@ and one line. Run `command` where they should go: it saves each under its name (
         Parameters(arg): Parameters<FilesArg>,
     ) -> Result<CallToolResult, ErrorData> {
         answer(&parts, |caller| async move {
-            let batch = self.sluice.batches().issue_downloads(&caller, arg.files).await?;
-            let summary = match &batch.command {
-                Some(_) => "Run `command` where the files should go (single use; call again for a new line to resume).",
-                None => "None of these files can be downloaded: see each one's error.",
+            let batch = self
+                .sluice
+                .batches()
+                .issue_downloads(&caller, arg.files, arg.zip)
+                .await?;
+            let summary = match (&batch.command, &batch.zip) {
+                (Some(_), _) => "Run `command` where the files should go (single use; call again for a new line to resume).",
+                (_, Some(_)) => "One zip of the files: run `zip.command`, or give the person `zip.url` (single use; a browser shows a page with a Save button).",
+                _ => "None of these files can be downloaded: see each one's error.",
             };
-            compact(summary.to_owned(), &["command", "files"], &batch)
+            compact(summary.to_owned(), &["command", "zip", "files"], &batch)
         })
         .await
     }

@@ -14,6 +14,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use sluice::http::auth::require;
 use sluice::http::{HttpError, JsonBody, Routes, only, text};
+use sluice::service::batches::zip::Zipped;
 use sluice::service::downloads::{Delivery, DownloadTicket, Ranged, Span, Wanted};
 use sluice::{Caller, FileMeta, Scope, Sluice};
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -37,6 +38,9 @@ pub fn routes(state: &Sluice) -> Routes<Sluice> {
             "GET, HEAD",
             get(download).head(download).layer(view_cors(state)),
         )
+        // A batch's files as one zip (`Batches::redeem_zip`): spent as
+        // its last byte goes, like a link.
+        .route("/z/{token}", "GET, HEAD", get(zip).head(zip))
         .route("/resolve", "POST", post(resolve))
         // A download batch's list of links (single-use, like a link; HEAD
         // must not spend it either), and the script its line runs.
@@ -153,6 +157,56 @@ async fn download(
                 .into_response(),
         },
     )
+}
+
+/// Redeems a zip link for what the request wants: its headers, the
+/// person's page, or the zip as it is built (no `Range`: it cannot
+/// resume, and a request for one gets the whole zip).
+async fn zip(
+    State(sluice): State<Sluice>,
+    Path(token): Path<String>,
+    method: http::Method,
+    RawQuery(query): RawQuery,
+    headers: http::HeaderMap,
+) -> Result<Response, HttpError> {
+    let wanted = match wanted(&method, query.as_deref(), &headers) {
+        Wanted::Bytes(_) => Wanted::Bytes(Ranged::Whole),
+        other => other,
+    };
+    let attachment = |name: &str| {
+        let mut h = http::HeaderMap::new();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/zip"),
+        );
+        if let Ok(v) = HeaderValue::from_str(&sluice::filename::content_disposition(name)) {
+            h.insert(header::CONTENT_DISPOSITION, v);
+        }
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("none"));
+        h
+    };
+    Ok(match sluice.batches().redeem_zip(&token, wanted).await? {
+        Zipped::Described {
+            file_name,
+            files,
+            bytes,
+            page: true,
+        } => page::of_zip(&file_name, files, bytes),
+        Zipped::Described { file_name, .. } => {
+            (StatusCode::OK, attachment(&file_name)).into_response()
+        }
+        Zipped::Stream { file_name, stream } => (
+            StatusCode::OK,
+            attachment(&file_name),
+            Body::from_stream(stream),
+        )
+            .into_response(),
+    })
 }
 
 /// What a request on a download link wants: its headers (`HEAD`); the

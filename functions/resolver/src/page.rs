@@ -61,7 +61,28 @@ pub fn is_preview(agent: Option<&str>) -> bool {
 
 /// The page for `file`.
 pub fn of(file: &FileMeta) -> Response {
-    let name = escape(&file.filename);
+    render(
+        &file.filename,
+        file.size,
+        &format!("<p>SHA-256: <code id=\"sha256\">{}</code></p>", file.sha256),
+        "Check the saved file with <code>sha256sum</code>: it must print the SHA-256 above.",
+    )
+}
+
+/// The page for a zip of `files` files, `bytes` in all.
+pub fn of_zip(file_name: &str, files: usize, bytes: u64) -> Response {
+    render(
+        file_name,
+        bytes,
+        &format!("<p id=\"files\">{files} files, in one zip.</p>"),
+        "Each file was checked against its SHA-256 as the zip was built; <code>SHA256SUMS</code> in it lists them.",
+    )
+}
+
+/// A page titled `name` for `size` bytes, with `detail` (HTML) and a
+/// `hint` (HTML), and the button that saves.
+fn render(name: &str, size: u64, detail: &str, hint: &str) -> Response {
+    let name = escape(name);
     let body = format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -72,15 +93,12 @@ code{{word-break:break-all}}a.save{{display:inline-block;padding:.6rem 1.2rem;bo
 <body><main>
 <h1 id="name">{name}</h1>
 <p id="size">{human} ({size} bytes)</p>
-<p>SHA-256: <code id="sha256">{sha}</code></p>
+{detail}
 <p><a class="save" id="save" href="?save" download rel="nofollow noopener">Save the file</a></p>
-<p class="hint">This link saves the file once, until it expires; opening this page does not use it up.
-Check the saved file with <code>sha256sum</code>: it must print the SHA-256 above.</p>
+<p class="hint">This link saves once, until it expires; opening this page does not use it up. {hint}</p>
 </main></body></html>
 "#,
-        human = human_size(file.size),
-        size = file.size,
-        sha = file.sha256,
+        human = human_size(size),
     );
     let mut h = HeaderMap::new();
     let mut set = |name: header::HeaderName, value: &'static str| {

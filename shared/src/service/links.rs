@@ -78,6 +78,12 @@ impl Links {
         self.link(self.endpoints.resolver_base(), "g", &short)
     }
 
+    /// A single-use link to batch `id`'s files as one zip (`/z/…`).
+    pub fn batch_zip(&self, id: &FileId, expires_at: i64) -> Link {
+        let short = Short::batch(ShortKind::BatchZip, id.clone(), expires_at);
+        self.link(self.endpoints.resolver_base(), "z", &short)
+    }
+
     /// The handle of file `id` (`$uploadedFile:…`).
     pub fn handle(&self, id: &FileId) -> String {
         format!(

@@ -45,6 +45,8 @@ pub enum ShortKind {
     BatchUpload,
     /// Fetch a batch's download links once, until the token expires.
     BatchDownload,
+    /// GET a batch's files as one zip, once, until the token expires.
+    BatchZip,
 }
 
 impl ShortKind {
@@ -56,6 +58,7 @@ impl ShortKind {
             ShortKind::BatchHandle => b'b',
             ShortKind::BatchUpload => b'B',
             ShortKind::BatchDownload => b'D',
+            ShortKind::BatchZip => b'z',
         }
     }
 
@@ -66,7 +69,10 @@ impl ShortKind {
 
     /// Whether the token carries a nonce, spent in the ledger when used.
     fn single_use(self) -> bool {
-        matches!(self, ShortKind::Download | ShortKind::BatchDownload)
+        matches!(
+            self,
+            ShortKind::Download | ShortKind::BatchDownload | ShortKind::BatchZip
+        )
     }
 
     /// The token's length in bytes, tag included.
@@ -76,7 +82,7 @@ impl ShortKind {
             + match self {
                 ShortKind::Handle | ShortKind::BatchHandle => 0,
                 ShortKind::Upload | ShortKind::BatchUpload => 4,
-                ShortKind::Download | ShortKind::BatchDownload => 4 + NONCE,
+                ShortKind::Download | ShortKind::BatchDownload | ShortKind::BatchZip => 4 + NONCE,
             }
     }
 }
@@ -254,6 +260,10 @@ mod tests {
             ),
             (
                 Short::batch(ShortKind::BatchDownload, id.clone(), now() + 60),
+                52,
+            ),
+            (
+                Short::batch(ShortKind::BatchZip, id.clone(), now() + 60),
                 52,
             ),
         ] {

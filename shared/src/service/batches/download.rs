@@ -17,12 +17,20 @@ impl Batches {
     }
 
     /// Issues one line that downloads every file `files` names (file ids,
-    /// handles, or batch handles, in order) for `caller`.
+    /// handles, or batch handles, in order) for `caller`; or, `zip`, one
+    /// single-use link to them all as one zip ([`super::zip`]).
     pub async fn issue_downloads(
         &self,
         caller: &Caller,
         files: Vec<String>,
+        zip: bool,
     ) -> Result<DownloadBatch, Error> {
+        if zip && self.base.stores_directly() {
+            return Err(Error::Invalid(
+                "a zip of many files is built where sluice sends the bytes; on S3 run the line (call again without zip)"
+                    .to_owned(),
+            ));
+        }
         let wanted = self.expanded(caller, files, MAX_BATCH_FILES).await?;
         if wanted.is_empty() {
             return Err(Error::Invalid(format!(
@@ -50,6 +58,10 @@ impl Batches {
             .try_collect()
             .await?;
         let mut taken = HashSet::new();
+        if zip {
+            // The zip's own entry: a file of that name is saved under another.
+            taken.insert(super::zip::SUMS.to_lowercase());
+        }
         let mut listed = Vec::new();
         let mut items = Vec::with_capacity(found.len());
         for (f, asked) in found.iter().zip(&wanted) {
@@ -79,6 +91,7 @@ impl Batches {
         if listed.is_empty() {
             return Ok(DownloadBatch {
                 command: None,
+                zip: None,
                 files: items,
             });
         }
@@ -105,11 +118,21 @@ impl Batches {
                 files: listed,
             })
             .await?;
+        if zip {
+            let link = self.links.batch_zip(&id, expires_at);
+            tracing::info!(jti = %link.jti, files = items.len(), "download zip issued");
+            return Ok(DownloadBatch {
+                command: None,
+                zip: Some(super::zip::ticket(&id, link.url, expires_at)),
+                files: items,
+            });
+        }
         let link = self.links.batch_download(&id, expires_at);
         tracing::info!(jti = %link.jti, files = items.len(), "download batch issued");
         let url = link.url;
         Ok(DownloadBatch {
             command: Some(curl::fetch_command(&url, &manifest)),
+            zip: None,
             files: items,
         })
     }

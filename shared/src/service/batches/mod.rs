@@ -19,10 +19,12 @@
 //! Downloads: every file resolved and found stored → the bytes of all
 //! taken from the owner's hourly allowance at once → a batch of names
 //! (collisions resolved in the order asked) → a single-use link to the
-//! list, whose `GET /g/{token}` mints each file's single-use link.
+//! list, whose `GET /g/{token}` mints each file's single-use link; or
+//! a single-use link to them all as one zip (`GET /z/{token}`, [`zip`]).
 
 mod download;
 mod upload;
+pub mod zip;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -120,6 +122,9 @@ pub struct DownloadBatch {
     /// Run where the files should go.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The files as one zip, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zip: Option<zip::ZipTicket>,
     /// Each file in the order asked.
     pub files: Vec<DownloadItem>,
 }

@@ -248,6 +248,12 @@ impl Downloads {
         Ok(self.download_ticket(file))
     }
 
+    /// Reports `file` downloaded through the link `jti` (a zip's file).
+    pub(crate) async fn report_downloaded(&self, file: &FileMeta, jti: &str) {
+        let event = Event::about(EventType::Downloaded, file, Some(jti));
+        self.reporter.report(&event, file).await;
+    }
+
     /// A single-use download link for a file the caller knows is stored
     /// (just stored, or just checked): no request to the store.
     pub(crate) fn download_ticket(&self, file: &FileMeta) -> DownloadTicket {
