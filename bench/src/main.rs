@@ -14,6 +14,7 @@ mod lambda;
 mod load;
 mod mcp;
 mod ops;
+mod out;
 mod parts;
 mod peer;
 mod refs;
@@ -40,7 +41,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import", "scan"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import", "scan", "out"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -129,6 +130,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("batch") {
         report.push_str(&batch::run()?);
+    }
+    if wants("out") {
+        report.push_str(&out::run(args.runs.min(3))?);
     }
     if wants("ops") {
         report.push_str(&ops::run(&args)?);
