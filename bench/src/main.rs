@@ -17,6 +17,7 @@ mod ops;
 mod out;
 mod parts;
 mod peer;
+mod receipts;
 mod refs;
 mod scale;
 mod scan;
@@ -41,7 +42,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import", "scan", "out"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import", "scan", "out", "receipts"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -130,6 +131,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("batch") {
         report.push_str(&batch::run()?);
+    }
+    if wants("receipts") {
+        report.push_str(&receipts::run(args.runs)?);
     }
     if wants("out") {
         report.push_str(&out::run(args.runs.min(3))?);

@@ -46,6 +46,7 @@ pub mod keys;
 pub mod ledger;
 pub mod multipart;
 pub mod rate;
+pub mod receipts;
 pub mod records;
 pub mod scan;
 pub mod service;

@@ -65,6 +65,8 @@ mod parts;
 mod readme;
 // links a preview cannot burn: HEAD, the person's page, Range, a byte budget
 mod ranges;
+// receipts of custody: signed, verified by joserfc from the JWKS, rotated
+mod receipts;
 // bad input: a clear status and message; no token taken for another kind
 mod refusals;
 // the ledger is durable and shared across restarts and processes

@@ -26,6 +26,7 @@ use sluice::http::{HttpError, JsonBody, Routes, own_body_limits, text};
 use sluice::service::files::delete::DeletedFile;
 use sluice::service::imports::{ImportRequest, ImportTicket};
 use sluice::service::pages::{BrowserStart, BrowserTarget};
+use sluice::service::receipts::ReceiptAnswer;
 use sluice::service::uploads::issue::{UploadRequest, UploadTicket};
 use sluice::service::uploads::parts::Completion;
 use sluice::service::uploads::put::Accepted;
@@ -43,6 +44,11 @@ pub fn routes(state: &Sluice) -> Routes<Sluice> {
     Routes::new()
         .route("/uploads", "POST", post(request_upload))
         .route("/files/{file}", "DELETE", delete(delete_file))
+        // Receipts of custody (`sluice::service::receipts`): a file's, and
+        // the public keys that verify every receipt (public: an auditor
+        // needs no account).
+        .route("/files/{file}/receipt", "GET", get(file_receipt))
+        .route("/.well-known/jwks.json", "GET", get(jwks))
         // Files fetched from a URL (`sluice::service::imports`).
         .route("/imports", "POST", post(import_file))
         .route("/imports/{file_id}", "GET", get(import_status))
@@ -186,6 +192,26 @@ async fn delete_file(
         require(&sluice, &caller, Scope::FilesWrite)?;
     }
     Ok(Json(sluice.files().delete_file(&caller, &file).await?))
+}
+
+/// `GET /files/{file}/receipt` (a file id or a handle, `files:read`): the
+/// caller's ready file's signed receipt; any other state is said.
+async fn file_receipt(
+    State(sluice): State<Sluice>,
+    caller: Caller,
+    Path(file): Path<String>,
+) -> Result<Json<ReceiptAnswer>, HttpError> {
+    require(&sluice, &caller, Scope::FilesRead)?;
+    Ok(Json(sluice.receipts().receipt(&caller, &file).await?))
+}
+
+/// `GET /.well-known/jwks.json`: the receipt keys, current and retired.
+async fn jwks(State(sluice): State<Sluice>) -> Response {
+    (
+        [(header::CACHE_CONTROL, "public, max-age=300")],
+        Json(sluice.receipts().jwks()),
+    )
+        .into_response()
 }
 
 /// The upload page for `token`, or a page saying why it cannot be used.

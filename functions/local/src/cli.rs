@@ -1,4 +1,5 @@
-//! The `sluice` command line: `sluice` (serve) and `sluice token`.
+//! The `sluice` command line: `sluice` (serve), `sluice token` and
+//! `sluice receipt` (verify, rotate).
 
 use std::process::ExitCode;
 
@@ -33,6 +34,30 @@ enum Command {
         #[arg(long = "scope", num_args = 1.., value_parser = parse_scope)]
         scopes: Vec<Scope>,
     },
+    /// Receipts of custody: verify one offline, or rotate the signing key.
+    Receipt {
+        #[command(subcommand)]
+        action: ReceiptCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum ReceiptCommand {
+    /// Check a receipt against a JWKS (a file: fetch it once from
+    /// /.well-known/jwks.json), and a file on disk against the receipt.
+    Verify {
+        /// The receipt (a compact JWS), or `@PATH` of a file holding it.
+        receipt: String,
+        /// The JWKS file.
+        #[arg(long)]
+        jwks: std::path::PathBuf,
+        /// A file whose size and SHA-256 must be the receipt's.
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+    },
+    /// Retire this data directory's signing key (its public key stays in
+    /// the JWKS) and make a new one; restart the server to sign with it.
+    Rotate,
 }
 
 fn parse_scope(s: &str) -> Result<Scope, String> {
@@ -58,6 +83,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         None | Some(Command::Serve) => serve(config),
         Some(Command::Token { user, scopes }) => token(&config, &user, scopes),
+        Some(Command::Receipt { action }) => receipt(&config, action),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -95,6 +121,73 @@ fn token(config: &Config, user: &str, mut scopes: Vec<Scope>) -> Result<(), Star
                     .into(),
             source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
         }),
+    }
+}
+
+fn receipt(config: &Config, action: ReceiptCommand) -> Result<(), StartError> {
+    let refused = |what: String| StartError::Io {
+        what,
+        source: std::io::Error::from(std::io::ErrorKind::InvalidData),
+    };
+    match action {
+        ReceiptCommand::Rotate => {
+            let (old, new) = runtime::rotate_receipt_key(&config.data.path)?;
+            println!("retired key {old} (still in the JWKS); receipts are now signed with {new}");
+            Ok(())
+        }
+        ReceiptCommand::Verify {
+            receipt,
+            jwks,
+            file,
+        } => {
+            let read = |path: &std::path::Path| {
+                std::fs::read(path).map_err(|source| StartError::Io {
+                    what: format!("reading {}", path.display()),
+                    source,
+                })
+            };
+            let receipt = match receipt.strip_prefix('@') {
+                Some(path) => String::from_utf8_lossy(&read(path.as_ref())?)
+                    .trim()
+                    .to_owned(),
+                None => receipt.trim().to_owned(),
+            };
+            let set: jsonwebtoken::jwk::JwkSet = serde_json::from_slice(&read(&jwks)?)
+                .map_err(|e| refused(format!("{} is not a JWKS: {e}", jwks.display())))?;
+            let claims = sluice::receipts::verify(&receipt, &set)
+                .map_err(|e| refused(format!("the receipt does not verify: {e}")))?;
+            println!(
+                "valid: file {} ({} bytes, sha256 {}) held for {} by {}, {} at {}",
+                claims.file.id,
+                claims.file.size,
+                claims.file.sha256,
+                claims.sub,
+                claims.iss,
+                claims.event,
+                sluice::time::rfc3339(claims.iat)
+            );
+            if let Some(path) = file {
+                let bytes = read(&path)?;
+                if bytes.len() as u64 != claims.file.size {
+                    return Err(refused(format!(
+                        "{} is {} bytes, not the receipt's {}",
+                        path.display(),
+                        bytes.len(),
+                        claims.file.size
+                    )));
+                }
+                let sha = sluice::Sha256::of(&bytes);
+                if sha != claims.file.sha256 {
+                    return Err(refused(format!(
+                        "{} has sha256 {sha}, not the receipt's {}",
+                        path.display(),
+                        claims.file.sha256
+                    )));
+                }
+                println!("{}: the file the receipt names", path.display());
+            }
+            Ok(())
+        }
     }
 }
 

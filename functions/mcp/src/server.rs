@@ -67,6 +67,9 @@ impl SluiceTools {
             tool_router.remove_route("import_file");
             tool_router.remove_route("get_import_status");
         }
+        if !sluice.receipts().enabled() {
+            tool_router.remove_route("get_file_receipt");
+        }
         for route in tool_router.map.values_mut() {
             if let Some(spec) = table::lookup(&route.attr.name) {
                 route.attr.output_schema = Some((spec.output)());

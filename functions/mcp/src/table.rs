@@ -14,6 +14,7 @@ use sluice::service::files::FilePage;
 use sluice::service::files::delete::DeletedFile;
 use sluice::service::imports::ImportTicket;
 use sluice::service::pages::{BrowserUpload, UploadStatus};
+use sluice::service::receipts::ReceiptAnswer;
 use sluice::service::uploads::issue::UploadTicket;
 use sluice::service::uploads::small::SmallUpload;
 
@@ -149,6 +150,13 @@ pub const TOOLS: &[ToolSpec] = &[
         Effect::Deletes,
         Scope::FilesWrite,
         output::<DeletedFile>,
+    ),
+    spec(
+        "get_file_receipt",
+        "Get a file's signed receipt",
+        Effect::Reads,
+        Scope::FilesRead,
+        output::<ReceiptAnswer>,
     ),
     spec(
         "list_files",

@@ -339,6 +339,31 @@ links stop working. Deleting it again answers the same.",
     }
 
     #[tool(
+        description = "A signed receipt of custody for one of your ready files (by file_id or handle): a compact JWS (ES256) \
+over its id, sha256, size, owner, type, scan verdict and times, which anyone verifies offline against `jwks_url`. A file \
+not ready yet answers what state it is in.",
+        input_schema = input::<FileArg>()
+    )]
+    async fn get_file_receipt(
+        &self,
+        Extension(parts): Extension<Parts>,
+        Parameters(arg): Parameters<FileArg>,
+    ) -> Result<CallToolResult, ErrorData> {
+        answer(&parts, |caller| async move {
+            let receipt = self.sluice.receipts().receipt(&caller, &arg.file).await?;
+            compact(
+                format!(
+                    "Receipt for file {} signed with key {}; verify it against {}.",
+                    receipt.file_id, receipt.kid, receipt.jwks_url
+                ),
+                &["receipt"],
+                &receipt,
+            )
+        })
+        .await
+    }
+
+    #[tool(
         description = "List your files, newest first, 50 a page (`limit`: up to 100): file_id, name, size, sha256, content type, \
 state (`pending`, `verifying`, `ready`) and expiry. Pass `next_cursor` as `cursor` only if you need older files.",
         input_schema = input::<ListArgs>()

@@ -161,6 +161,19 @@ pub fn assemble_parts(config: &Config, public_url: Url, parts: Parts) -> Sluice 
         imports_dispatch,
         scan: config.scan.clone(),
         scanner,
+        // Where this machine keeps its records, its data directory keeps
+        // the receipt key (on AWS none yet: no receipts there).
+        receipt_keys: if config.records_here() {
+            match super::open_receipt_keys(&config.data.path) {
+                Ok(keys) => Some(keys),
+                Err(e) => {
+                    tracing::error!(error = %e, "no receipt key: receipts are not signed");
+                    None
+                }
+            }
+        } else {
+            None
+        },
     })
 }
 

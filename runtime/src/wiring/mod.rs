@@ -6,11 +6,13 @@
 mod assembly;
 mod error;
 mod logging;
+mod receipt_keys;
 mod secrets;
 mod serve;
 
 pub use assembly::*;
 pub use error::*;
 pub use logging::*;
+pub use receipt_keys::*;
 pub use secrets::*;
 pub use serve::*;

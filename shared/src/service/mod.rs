@@ -47,6 +47,7 @@ pub mod limits;
 pub mod links;
 pub mod pages;
 mod proof;
+pub mod receipts;
 mod reporter;
 pub mod uploads;
 
@@ -116,6 +117,9 @@ pub struct Assembly {
     /// the bucket's objects), with `SLUICE_SCAN=guardduty`; clamd's is
     /// made here from the settings.
     pub scanner: Option<Arc<dyn crate::scan::Scanner>>,
+    /// The key receipts of custody are signed with, and those retired
+    /// (none: no receipts here).
+    pub receipt_keys: Option<receipts::ReceiptKeys>,
 }
 
 /// The malware gate `scan` asks for: clamd's scanner made from its
@@ -161,6 +165,7 @@ struct Components {
     batches: Batches,
     actions: Actions,
     imports: Imports,
+    receipts: receipts::Receipts,
     access: AccessVerifier,
     endpoints: Arc<Endpoints>,
     mcp_max_body_bytes: usize,
@@ -197,6 +202,7 @@ impl Sluice {
             imports_dispatch,
             scan,
             scanner,
+            receipt_keys,
         } = assembly;
         let endpoints = Arc::new(endpoints);
         let keys = Arc::new(keys);
@@ -269,8 +275,19 @@ impl Sluice {
                 limits: limits.clone(),
             },
         );
+        let receipts = receipts::Receipts::new(
+            receipt_keys,
+            base.clone(),
+            files.clone(),
+            endpoints.public.as_str().trim_end_matches('/').to_owned(),
+            format!(
+                "{}/.well-known/jwks.json",
+                endpoints.issuer_base().trim_end_matches('/')
+            ),
+        );
         Self(Arc::new(Components {
             base,
+            receipts,
             files,
             limits,
             uploads,
@@ -319,6 +336,11 @@ impl Sluice {
     /// Files fetched from a URL.
     pub fn imports(&self) -> &Imports {
         &self.0.imports
+    }
+
+    /// Receipts of custody, and the keys that verify them.
+    pub fn receipts(&self) -> &receipts::Receipts {
+        &self.0.receipts
     }
 
     /// The per-user limits.

@@ -45,15 +45,15 @@ pub const PIPE_BYTES: usize = 256 * 1024;
 /// The answer's zip: one single-use link to every file of the batch.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ZipTicket {
-    /// The single-use link to the zip.
+    /// The link (single use).
     pub url: String,
-    /// What the zip is saved as.
+    #[allow(missing_docs)]
     pub file_name: String,
-    /// When the link stops working (RFC 3339).
+    #[allow(missing_docs)]
     pub expires_at: String,
-    /// The line that saves it.
+    /// Saves it.
     pub command: String,
-    /// For hosts that fetch files from answers (ChatGPT): the zip.
+    #[allow(missing_docs)]
     pub file_ref: FileRef,
 }
 

@@ -445,6 +445,11 @@ impl Spending {
         {
             return Ok(());
         }
+        // Spent meanwhile by another redemption (which took the budget as
+        // it went): the uniform answer of a spent link.
+        if self.base.ledger().is_spent(&self.jti).await? {
+            return Err(self.replayed());
+        }
         tracing::info!(jti = %self.jti, "download link past its byte budget");
         Err(Error::LinkBudgetSpent)
     }

@@ -1,0 +1,143 @@
+//! Receipts of custody ([`crate::receipts`]): `get_file_receipt` and
+//! `GET /files/{file}/receipt`, in this order: the file the caller names
+//! (their own, by id or handle) → where it stands (a receipt attests a
+//! ready file: any other state is said, as a download would say it) → its
+//! record (when it was issued, when it goes, its scan's verdict) → signed
+//! with the current key. The JWKS holds that key and every one retired, so
+//! a receipt verifies offline long after.
+
+use std::sync::Arc;
+
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use serde::Serialize;
+
+use super::base::Base;
+use super::files::Files;
+use crate::auth::Caller;
+use crate::error::Error;
+use crate::file::FileId;
+use crate::receipts::{Claims, FileClaims, ReceiptKey, ScanClaims};
+use crate::records::Verdict;
+use crate::time::{now_unix, rfc3339};
+
+/// A file's receipt, as a caller gets it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ReceiptAnswer {
+    #[allow(missing_docs)]
+    pub file_id: FileId,
+    /// A compact JWS (ES256).
+    pub receipt: String,
+    /// Its key in the JWKS.
+    pub kid: String,
+    /// The JWKS.
+    pub jwks_url: String,
+}
+
+/// The signing key and the keys retired before it.
+#[derive(Debug)]
+pub struct ReceiptKeys {
+    /// Signs every new receipt.
+    pub current: ReceiptKey,
+    /// Public keys of those retired: receipts they signed still verify.
+    pub retired: Vec<Jwk>,
+}
+
+/// Signs receipts of files, where a key is configured.
+#[derive(Clone, Debug)]
+pub struct Receipts {
+    keys: Option<Arc<ReceiptKeys>>,
+    base: Base,
+    files: Files,
+    issuer: String,
+    jwks_url: String,
+}
+
+impl Receipts {
+    /// Receipts signed with `keys` (none: not here) by `issuer` (the
+    /// public URL), whose JWKS is at `jwks_url`.
+    pub fn new(
+        keys: Option<ReceiptKeys>,
+        base: Base,
+        files: Files,
+        issuer: String,
+        jwks_url: String,
+    ) -> Self {
+        Self {
+            keys: keys.map(Arc::new),
+            base,
+            files,
+            issuer,
+            jwks_url,
+        }
+    }
+
+    /// Whether receipts are signed here (the tool is listed only then).
+    pub fn enabled(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// The public keys: the current one and every one retired.
+    pub fn jwks(&self) -> JwkSet {
+        match &self.keys {
+            Some(keys) => crate::receipts::jwks(Some(&keys.current), &keys.retired),
+            None => JwkSet { keys: Vec::new() },
+        }
+    }
+
+    /// The receipt of the file `file` (an id or a handle) names, for
+    /// `caller`.
+    pub async fn receipt(&self, caller: &Caller, file: &str) -> Result<ReceiptAnswer, Error> {
+        let Some(keys) = &self.keys else {
+            return Err(Error::Invalid(
+                "this deployment signs no receipts (no receipt key is configured)".to_owned(),
+            ));
+        };
+        let file = self.files.resolve_file(caller, file).await?;
+        // A receipt attests a file that is held whole and proven (and
+        // clean, where files are scanned); any other state is said.
+        self.files.stored(&file).await?.deliverable()?;
+        let record = self
+            .base
+            .records()
+            .get(&file.owner, &file.id)
+            .await?
+            .ok_or(Error::UnknownFile(file.id.clone()))?;
+        let scan = record
+            .scan
+            .as_ref()
+            .and_then(|note| note.verdict.as_ref())
+            .and_then(|verdict| match verdict {
+                Verdict::Clean { by } => Some(ScanClaims {
+                    verdict: "clean".to_owned(),
+                    scanner: by.clone(),
+                }),
+                _ => None,
+            });
+        let claims = Claims {
+            iss: self.issuer.clone(),
+            sub: file.owner.clone(),
+            iat: now_unix(),
+            event: "ready".to_owned(),
+            file: FileClaims {
+                id: file.id.to_string(),
+                sha256: file.sha256,
+                size: file.size,
+                declared_type: file.content_type.clone(),
+                created_at: rfc3339(record.created_ms / 1000),
+                expires_at: rfc3339(record.expires_at),
+            },
+            scan,
+        };
+        let receipt = keys
+            .current
+            .sign(&claims)
+            .map_err(|e| Error::internal(std::io::Error::other(e.to_string())))?;
+        tracing::info!(file_id = %file.id, kid = %keys.current.kid(), "receipt signed");
+        Ok(ReceiptAnswer {
+            file_id: file.id,
+            receipt,
+            kid: keys.current.kid().to_owned(),
+            jwks_url: self.jwks_url.clone(),
+        })
+    }
+}

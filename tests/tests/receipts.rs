@@ -1,0 +1,224 @@
+//! Receipts of custody: `get_file_receipt` and `GET /files/{file}/receipt`
+//! sign what sluice holds of a ready file (ES256); joserfc, a JOSE library
+//! sluice does not use, verifies them from the JWKS alone, before and after
+//! a key rotation; `sluice receipt verify` checks a receipt and a file on
+//! disk; an altered receipt, an unknown key and another file fail, each
+//! saying why.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::mcp_clients::root;
+use crate::util::{BIN, Server, bytes, call_tool, out_text, request, tool_error, tool_ok};
+
+/// What joserfc makes of `receipt` with the JWKS at `jwks`: Ok(its kid and
+/// claims), or Err(why not).
+fn joserfc(jwks: &Path, receipt: &str) -> Result<Value, String> {
+    let out = Command::new(root().join(".venv/bin/python"))
+        .arg(root().join("tests/clients/verify_receipt.py"))
+        .arg(jwks)
+        .arg(receipt)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    if out.status.success() {
+        Ok(serde_json::from_str(&text).unwrap())
+    } else {
+        Err(text)
+    }
+}
+
+/// `sluice receipt …` on `data_dir`.
+fn cli(data_dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .env("SLUICE_DATA_DIR", data_dir)
+        .arg("receipt")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// The JWKS the server serves, saved in `dir`.
+fn saved_jwks(url: &str, dir: &Path, name: &str) -> std::path::PathBuf {
+    let reply = request("GET", url, &[], None);
+    assert_eq!(reply.status, 200);
+    let path = dir.join(name);
+    std::fs::write(&path, &reply.body).unwrap();
+    path
+}
+
+#[test]
+fn a_receipt_verifies_offline_with_an_independent_library_after_a_rotation_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let data = bytes(5000, 61);
+    let (old, jwks_url) = {
+        let server = Server::start_in(dir.path(), &[]);
+        let token = server.token("alice", &[]);
+        let handle = server.upload(&token, "report.pdf", &data)["handle"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let result = call_tool(
+            &server.base,
+            &token,
+            "get_file_receipt",
+            json!({"file": handle}),
+        );
+        let answer = tool_ok(&result);
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(text.len() <= 1024, "{} bytes", text.len());
+        let receipt = answer["receipt"].as_str().unwrap().to_owned();
+        let jwks_url = answer["jwks_url"].as_str().unwrap().to_owned();
+
+        // The same over HTTP, with the caller's bearer token.
+        let id = answer["file_id"].as_str().unwrap();
+        let over_http = request(
+            "GET",
+            &format!("{}/files/{id}/receipt", server.base),
+            &[("Authorization", &format!("Bearer {token}"))],
+            None,
+        );
+        assert_eq!(over_http.status, 200, "{}", over_http.text());
+        assert_eq!(over_http.json()["kid"], answer["kid"]);
+
+        // joserfc verifies it from the JWKS alone, and reads what sluice holds.
+        let jwks = saved_jwks(&jwks_url, work.path(), "jwks-1.json");
+        let read = joserfc(&jwks, &receipt).unwrap();
+        assert_eq!(read["kid"], answer["kid"]);
+        let claims = &read["claims"];
+        assert_eq!(claims["sub"], "alice");
+        assert_eq!(claims["event"], "ready");
+        assert_eq!(claims["file"]["id"], answer["file_id"]);
+        assert_eq!(claims["file"]["size"], 5000);
+        assert_eq!(claims["file"]["sha256"], sluice::Sha256::of(&data).to_hex());
+        assert_eq!(claims["file"]["declared_type"], "application/pdf");
+
+        // `sluice receipt verify`: the receipt, and the file on disk.
+        let file = work.path().join("report.pdf");
+        std::fs::write(&file, &data).unwrap();
+        let jwks_arg = jwks.to_str().unwrap();
+        let ok = cli(
+            dir.path(),
+            &[
+                "verify",
+                &receipt,
+                "--jwks",
+                jwks_arg,
+                "--file",
+                file.to_str().unwrap(),
+            ],
+        );
+        assert!(ok.status.success(), "{}", out_text(&ok));
+        assert!(String::from_utf8_lossy(&ok.stdout).contains("valid: file"));
+        let mut other = data.clone();
+        other[0] ^= 1;
+        std::fs::write(&file, &other).unwrap();
+        let wrong = cli(
+            dir.path(),
+            &[
+                "verify",
+                &receipt,
+                "--jwks",
+                jwks_arg,
+                "--file",
+                file.to_str().unwrap(),
+            ],
+        );
+        assert!(!wrong.status.success());
+        assert!(
+            out_text(&wrong).contains("not the receipt's"),
+            "{}",
+            out_text(&wrong)
+        );
+
+        // One character of the payload altered: both refuse it, saying why.
+        let (head, rest) = receipt.split_once('.').unwrap();
+        let (payload, signature) = rest.split_once('.').unwrap();
+        let mut altered = payload.as_bytes().to_vec();
+        altered[20] = if altered[20] == b'A' { b'B' } else { b'A' };
+        let forged = format!("{head}.{}.{signature}", String::from_utf8(altered).unwrap());
+        assert!(joserfc(&jwks, &forged).is_err());
+        let refused = cli(dir.path(), &["verify", &forged, "--jwks", jwks_arg]);
+        assert!(!refused.status.success());
+        assert!(
+            out_text(&refused).contains("does not verify"),
+            "{}",
+            out_text(&refused)
+        );
+
+        // The signing key is the data directory's alone.
+        let key = dir.path().join("receipts/key.p8");
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&key).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o600);
+        (receipt, jwks_url)
+    };
+
+    // The key rotated, the server started again: new receipts carry the
+    // new key; the old receipt still verifies against the JWKS, which keeps
+    // the retired key; without it, the old key is unknown.
+    let rotated = cli(dir.path(), &["rotate"]);
+    assert!(rotated.status.success(), "{}", out_text(&rotated));
+    let server = Server::start_in(dir.path(), &[]);
+    let token = server.token("alice", &[]);
+    let port_of = |url: &str| url.split('/').nth(2).unwrap().to_owned();
+    let jwks_url = jwks_url.replace(&port_of(&jwks_url), &port_of(&server.base));
+    let jwks = saved_jwks(&jwks_url, work.path(), "jwks-2.json");
+    let set: Value = serde_json::from_slice(&std::fs::read(&jwks).unwrap()).unwrap();
+    assert_eq!(set["keys"].as_array().unwrap().len(), 2, "{set}");
+    let old_kid = joserfc(&jwks, &old).unwrap()["kid"].clone();
+    let handle = server.upload(&token, "b.txt", b"b")["handle"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let new = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "get_file_receipt",
+        json!({"file": handle}),
+    ));
+    assert_ne!(new["kid"], old_kid, "signed with the new key");
+    assert_eq!(
+        joserfc(&jwks, new["receipt"].as_str().unwrap()).unwrap()["kid"],
+        new["kid"]
+    );
+    let only_new = work.path().join("jwks-new-only.json");
+    let new_key: Vec<&Value> = set["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["kid"] == new["kid"])
+        .collect();
+    std::fs::write(&only_new, json!({"keys": new_key}).to_string()).unwrap();
+    assert!(joserfc(&only_new, &old).is_err());
+    let unknown = cli(
+        dir.path(),
+        &["verify", &old, "--jwks", only_new.to_str().unwrap()],
+    );
+    assert!(!unknown.status.success());
+    assert!(
+        out_text(&unknown).contains("unknown key"),
+        "{}",
+        out_text(&unknown)
+    );
+}
+
+/// A receipt attests a ready file: one not uploaded yet answers its state.
+#[test]
+fn a_receipt_of_a_file_not_ready_says_what_state_it_is_in() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let ticket = server.request_upload(&token, "later.bin", b"not yet");
+    let result = call_tool(
+        &server.base,
+        &token,
+        "get_file_receipt",
+        json!({"file": ticket["handle"]}),
+    );
+    let error = tool_error(&result);
+    assert!(error.contains("not been uploaded yet"), "{error}");
+}
