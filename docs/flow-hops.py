@@ -46,7 +46,7 @@ COMPONENTS = {
     "uploads": "Uploads", "downloads": "Downloads", "pages": "Pages",
     "batches": "Batches", "imports": "Imports", "actions.rs": "Actions",
     "links.rs": "Links", "reporter.rs": "Reporter",
-    "gate.rs": "Gate", "custody.rs": "Custody",
+    "gate": "Gate", "custody.rs": "Custody",
 }
 # What the service calls below it: a call through one of these
 # (`self.base.store().purge(…)`) leaves the service.
@@ -55,7 +55,7 @@ BACKENDS = {"store", "records", "ledger", "store_arc", "part_store"}
 FIELDS = {
     "base": "base.rs", "files": "files", "uploads": "uploads",
     "downloads": "downloads", "limits": "limits", "pages": "pages",
-    "batches": "batches", "imports": "imports", "gate": "gate.rs",
+    "batches": "batches", "imports": "imports", "gate": "gate",
     "custody": "custody.rs",
     "links": "links.rs", "reporter": "reporter.rs",
 }

@@ -58,7 +58,8 @@ pub enum Error {
     Scanning,
     /// A file its malware scan refused: its bytes were deleted.
     #[error(
-        "this file was rejected by its malware scan ({0}); its bytes were deleted and it is never sent"
+        "this file was rejected by its {by} ({0}); its bytes were deleted and it is never sent",
+        by = rejecter(.0)
     )]
     ScanRejected(String),
     /// A file too large for the inline (base64) fallback.
@@ -379,7 +380,8 @@ pub enum FieldError {
     InlineWhileScanning,
     /// A file its malware scan refused.
     #[error(
-        "{0} was rejected by its malware scan ({1}), so the action was not run with it; its bytes were deleted"
+        "{0} was rejected by its {by} ({1}), so the action was not run with it; its bytes were deleted",
+        by = rejecter(.1)
     )]
     ScanRejected(String, String),
     /// Another refusal of a handle, in the service's words.
@@ -461,5 +463,15 @@ impl From<StoreError> for Error {
 impl From<crate::records::RecordError> for Error {
     fn from(e: crate::records::RecordError) -> Self {
         Error::from(StoreError::from(e))
+    }
+}
+
+/// What rejected a file, from its refusal's words: its type check
+/// (`type: …`) or its malware scan (`malware: …`, `unscanned: …`).
+pub fn rejecter(why: &str) -> &'static str {
+    if why.starts_with("type:") {
+        "type check"
+    } else {
+        "malware scan"
     }
 }

@@ -57,6 +57,7 @@ pub mod store;
 pub mod telemetry;
 pub mod time;
 pub mod token;
+pub mod types;
 pub mod web;
 pub mod webhooks;
 

@@ -47,6 +47,10 @@ pub struct FileClaims {
     pub size: u64,
     /// The media type its uploader declared.
     pub declared_type: String,
+    /// The type its first bytes show (`SLUICE_TYPE_CHECK`), where one was
+    /// told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected_type: Option<String>,
     /// When it was issued (RFC 3339).
     pub created_at: String,
     /// When sluice lets it go (RFC 3339).
@@ -205,6 +209,7 @@ mod tests {
                 sha256: Sha256::of(b"x"),
                 size: 1,
                 declared_type: "text/plain".to_owned(),
+                detected_type: None,
                 created_at: "2026-12-07T06:00:00Z".to_owned(),
                 expires_at: "2026-12-07T07:00:00Z".to_owned(),
             },

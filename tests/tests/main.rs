@@ -75,6 +75,8 @@ mod restart;
 mod rotation;
 // the whole flow with the lines the server returns
 mod roundtrip;
+// the bytes' real type: noted, or refused when they contradict the declared one
+mod types;
 // each router in-process: what its routes answer, errors in one shape
 mod routes;
 // the malware gate with a real clamd: scanning, clean, infected, the scanner stopped

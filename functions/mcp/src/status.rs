@@ -56,7 +56,8 @@ impl SluiceTools {
                 page.upload_id
             ),
             (UploadState::Rejected, _, _) => format!(
-                "The file was rejected by its malware scan ({}); it was deleted. Do not use it.",
+                "The file was rejected by its {} ({}); it was deleted. Do not use it.",
+                sluice::error::rejecter(status.reason.as_deref().unwrap_or_default()),
                 status.reason.as_deref().unwrap_or("refused")
             ),
             (UploadState::Pending, _, _) => format!(

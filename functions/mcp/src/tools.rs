@@ -133,7 +133,8 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
                 }
                 (UploadState::Scanning, _, _) => "Uploaded; being scanned for malware before it can be used. Call again (wait_seconds waits for it).".to_owned(),
                 (UploadState::Rejected, _, _) => format!(
-                    "The file was rejected by its malware scan ({}); it was deleted. Do not use it.",
+                    "The file was rejected by its {} ({}); it was deleted. Do not use it.",
+                    sluice::error::rejecter(status.reason.as_deref().unwrap_or_default()),
                     status.reason.as_deref().unwrap_or("refused")
                 ),
                 (UploadState::Pending, _, _) => match (status.received, status.size) {

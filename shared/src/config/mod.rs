@@ -32,7 +32,7 @@ pub use imports::Imports;
 pub use keys::KeySettings;
 pub use limits::UserLimits;
 pub use operations::{Operations, WebhookSource, webhook_secrets};
-pub use scan::{ClamdAddress, Scan, ScanMode};
+pub use scan::{ClamdAddress, Scan, ScanMode, TypeCheck};
 pub use serve::Serve;
 pub use transfers::Transfers;
 pub use urls::{Endpoints, Urls};

@@ -79,6 +79,21 @@ pub struct Scan {
     /// refused (`refuse`, the default). A file with no verdict by the
     /// deadline is refused whatever this says.
     pub allow_unscanned: bool,
+    /// What is done with the type its bytes show (`SLUICE_TYPE_CHECK`).
+    pub type_check: TypeCheck,
+}
+
+/// What the gate does with a file's type as its first bytes show it
+/// (`SLUICE_TYPE_CHECK`; [`crate::types`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeCheck {
+    /// Nothing is read.
+    Off,
+    /// The detected type is recorded, shown and signed; nothing refused.
+    Note,
+    /// As `note`, and a file whose bytes are an executable or an archive
+    /// while declared a document is rejected, its bytes deleted.
+    Refuse,
 }
 
 impl Scan {
@@ -110,6 +125,11 @@ impl Scan {
             timeout: vars.secs("SLUICE_SCAN_TIMEOUT_SECS")?,
             deadline: vars.secs("SLUICE_SCAN_DEADLINE_SECS")?,
             allow_unscanned: vars.value("SLUICE_SCAN_UNSCANNED") == Some("allow"),
+            type_check: match vars.value("SLUICE_TYPE_CHECK") {
+                Some("off") => TypeCheck::Off,
+                Some("refuse") => TypeCheck::Refuse,
+                _ => TypeCheck::Note,
+            },
         })
     }
 }
@@ -176,6 +196,13 @@ pub(super) const ROWS: &[Setting] = &[
         Parse::Seconds,
         Value("3600"),
         "how long a file may stay `scanning`, from its scan's first attempt (time waiting for a turn does not count): past it, it is rejected (`unscanned`) and its bytes deleted",
+    ),
+    s(
+        "SLUICE_TYPE_CHECK",
+        Group::Scan,
+        Parse::OneOf(&["off", "note", "refuse"]),
+        Value("note"),
+        "the type a file's first bytes show, beside the one declared: `note` records it (`list_files`' `detected_type`, the receipt); `refuse` also rejects a file whose bytes are an executable or an archive while it is declared a document (text, PDF, an image, an office document), its bytes deleted, the reason given; `off` reads nothing",
     ),
     s(
         "SLUICE_SCAN_UNSCANNED",

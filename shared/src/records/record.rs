@@ -40,6 +40,10 @@ pub struct ScanNote {
     /// The scanner's verdict; `None` while it is being scanned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Verdict>,
+    /// The type the file's first bytes show (`SLUICE_TYPE_CHECK`), where
+    /// one was told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detected: Option<String>,
 }
 
 /// What a scanner said of a file's bytes.
@@ -67,6 +71,12 @@ pub enum Verdict {
         /// Whether the policy let it through.
         allowed: bool,
     },
+    /// Its bytes are an executable or an archive while it was declared a
+    /// document (`SLUICE_TYPE_CHECK=refuse`): refused, its bytes deleted.
+    Mistyped {
+        /// Why, in words (`type: …`).
+        why: String,
+    },
 }
 
 impl Verdict {
@@ -76,6 +86,7 @@ impl Verdict {
             Verdict::Clean { .. } => true,
             Verdict::Infected { .. } => false,
             Verdict::Unscanned { allowed, .. } => *allowed,
+            Verdict::Mistyped { .. } => false,
         }
     }
 
@@ -87,6 +98,7 @@ impl Verdict {
             Verdict::Infected { signature, .. } => Some(format!("malware: {signature}")),
             Verdict::Unscanned { allowed: true, .. } => None,
             Verdict::Unscanned { why, .. } => Some(format!("unscanned: {why}")),
+            Verdict::Mistyped { why } => Some(why.clone()),
         }
     }
 
@@ -96,6 +108,7 @@ impl Verdict {
             Verdict::Clean { .. } => "clean",
             Verdict::Infected { .. } => "infected",
             Verdict::Unscanned { .. } => "unscanned",
+            Verdict::Mistyped { .. } => "mistyped",
         }
     }
 }

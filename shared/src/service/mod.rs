@@ -210,11 +210,13 @@ impl Sluice {
         let reporter = reporter::Reporter::new(records.clone(), ledger.clone());
         let base = Base::new(store, records, ledger, transfers);
         let custody = custody::Custody::new(base.clone());
+        let type_check = scan.type_check;
         let gate = gate::Gate::new(
             base.clone(),
             custody.clone(),
             reporter.clone(),
             scans(scan, scanner),
+            type_check,
         );
         let files = Files::new(
             base.clone(),

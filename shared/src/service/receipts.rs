@@ -123,6 +123,7 @@ impl Receipts {
                 sha256: file.sha256,
                 size: file.size,
                 declared_type: file.content_type.clone(),
+                detected_type: record.scan.as_ref().and_then(|n| n.detected.clone()),
                 created_at: rfc3339(record.created_ms / 1000),
                 expires_at: rfc3339(record.expires_at),
             },

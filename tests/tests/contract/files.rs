@@ -231,6 +231,7 @@ pub(super) async fn scan_notes(records: &dyn RecordStore) {
     let first = ScanNote {
         since: now - 5,
         verdict: None,
+        detected: None,
     };
     records
         .note_scan("heidi", &scanned.file.id, &first)
@@ -239,6 +240,7 @@ pub(super) async fn scan_notes(records: &dyn RecordStore) {
     let again = ScanNote {
         since: now,
         verdict: None,
+        detected: None,
     };
     records
         .note_scan("heidi", &scanned.file.id, &again)
@@ -260,6 +262,8 @@ pub(super) async fn scan_notes(records: &dyn RecordStore) {
             signature: "Eicar-Test-Signature".into(),
             by: "ClamAV 1.4.6".into(),
         }),
+        // The type the bytes showed is kept beside the verdict.
+        detected: Some("application/x-executable".into()),
     };
     assert_eq!(records.pending("heidi", now, 10).await.unwrap().len(), 1);
     records
@@ -299,6 +303,7 @@ pub(super) async fn scan_notes(records: &dyn RecordStore) {
         verdict: Some(Verdict::Clean {
             by: "ClamAV 1.4.6".into(),
         }),
+        detected: None,
     };
     records
         .note_scan("heidi", &clean.file.id, &passed)

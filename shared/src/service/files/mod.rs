@@ -71,6 +71,9 @@ pub struct FileListing {
     /// Why it was rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The type its bytes show, where one was told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detected_type: Option<String>,
     /// When it was issued (RFC 3339).
     pub created_at: String,
     /// When its handle and record expire (RFC 3339).
@@ -325,6 +328,7 @@ impl Files {
                 reason: (state == FileState::Rejected)
                     .then(|| r.refusal())
                     .flatten(),
+                detected_type: r.scan.as_ref().and_then(|n| n.detected.clone()),
                 file_id: r.file.id.to_string(),
                 filename: r.file.filename,
                 size: r.file.size,

@@ -15,6 +15,8 @@
 //! operator's policy; no verdict by the deadline → rejected `unscanned`.
 //! A scan this process lost (a restart) starts again at the next look.
 
+mod types;
+
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -22,7 +24,7 @@ use std::time::Duration;
 use super::base::Base;
 use super::custody::Custody;
 use super::reporter::Reporter;
-use crate::config::Scan;
+use crate::config::{Scan, TypeCheck};
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
 use crate::records::{FileRecord, ScanNote, Verdict};
@@ -45,18 +47,27 @@ pub struct Gate {
     reporter: Reporter,
     /// The scanner, with scanning on.
     scans: Option<Arc<Scans>>,
+    /// What is done with the type a file's bytes show ([`types`]).
+    types: TypeCheck,
 }
 
 impl Gate {
     /// Over `base`'s records and store: bytes made ready or purged by
     /// `custody`, refusals reported by `reporter`, scanned by `scans` when
     /// scanning is on.
-    pub fn new(base: Base, custody: Custody, reporter: Reporter, scans: Option<Scans>) -> Self {
+    pub fn new(
+        base: Base,
+        custody: Custody,
+        reporter: Reporter,
+        scans: Option<Scans>,
+        types: TypeCheck,
+    ) -> Self {
         Self {
             base,
             custody,
             reporter,
             scans: scans.map(Arc::new),
+            types,
         }
     }
 }
@@ -124,10 +135,15 @@ impl Gate {
     ///
     /// With scanning on, the file is held `scanning` instead, and its scan
     /// started: it turns ready on a verdict that passes.
+    ///
+    /// First of all, the type its first bytes show ([`types`]): a file
+    /// refused for it is [`Error::ScanRejected`], its bytes deleted.
     pub async fn stored_now(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
-        if self.hold_for_scan(file).await? {
+        let detected = self.typed(file).await?;
+        if self.hold_for_scan(file, detected.clone()).await? {
             return self.custody.unless_deleted(file).await;
         }
+        self.note_type(file, detected).await;
         self.custody.ready(file, jti).await
     }
 
@@ -139,6 +155,8 @@ impl Gate {
     pub(crate) async fn arrived(&self, file: &FileMeta, jti: &str) -> Result<(), Error> {
         match self.stored_now(file, Some(jti)).await {
             Err(Error::NotFound) => Err(Error::NotFound),
+            // Refused for its type: the upload is answered why.
+            Err(e @ Error::ScanRejected(_)) => Err(e),
             Err(e) => {
                 tracing::warn!(file_id = %file.id, error = %e, "could not mark the file ready");
                 Ok(())
@@ -182,7 +200,7 @@ impl Gate {
             Some(ScanNote { since, .. }) => since,
             // A function that may not write records (the resolver) still
             // answers: the next look of one that may notes it.
-            None => self.note_stored(file).await.unwrap_or_else(|e| {
+            None => self.note_stored(file, None).await.unwrap_or_else(|e| {
                 tracing::warn!(file_id = %file.id, error = %e, "its scan's first note was not written");
                 now_unix()
             }),
@@ -214,7 +232,7 @@ impl Gate {
     /// Why a file whose bytes are not there was refused by its scan, as
     /// its record says (its bytes were deleted then); none if it was not.
     pub(crate) async fn refusal(&self, file: &FileMeta) -> Result<Option<String>, Error> {
-        if self.scans.is_none() {
+        if self.scans.is_none() && self.types != TypeCheck::Refuse {
             return Ok(None);
         }
         let record = self.base.records().get(&file.owner, &file.id).await?;
@@ -239,7 +257,7 @@ impl Gate {
 
     /// Notes that `file`'s bytes are stored and wait for their verdict
     /// (kept if a note is there already); since when.
-    async fn note_stored(&self, file: &FileMeta) -> Result<i64, Error> {
+    async fn note_stored(&self, file: &FileMeta, detected: Option<String>) -> Result<i64, Error> {
         let since = now_unix();
         self.base
             .records()
@@ -249,6 +267,7 @@ impl Gate {
                 &ScanNote {
                     since,
                     verdict: None,
+                    detected,
                 },
             )
             .await?;
@@ -258,11 +277,15 @@ impl Gate {
     /// With scanning on, bytes that just arrived: noted, and their scan
     /// started (clamd's, in the background). `false` when scanning is off
     /// (the caller marks the file ready).
-    async fn hold_for_scan(&self, file: &FileMeta) -> Result<bool, Error> {
+    async fn hold_for_scan(
+        &self,
+        file: &FileMeta,
+        detected: Option<String>,
+    ) -> Result<bool, Error> {
         let Some(gate) = &self.scans else {
             return Ok(false);
         };
-        let since = self.note_stored(file).await?;
+        let since = self.note_stored(file, detected).await?;
         tracing::info!(target: "sluice::audit", change = "stored", file_id = %file.id, owner = %file.owner, size = file.size, "file stored: scanning");
         if gate.scanner.reads_bytes() {
             self.scan_in_background(file, since);
@@ -385,6 +408,7 @@ impl Gate {
         let note = ScanNote {
             since: now_unix(),
             verdict: Some(verdict.clone()),
+            detected: self.kept_type(file).await,
         };
         self.base
             .records()
@@ -408,9 +432,9 @@ impl Gate {
     /// after one that refused; `None` with scanning off, before its bytes
     /// were found stored, or after a verdict that passed.
     pub(crate) fn held(&self, record: &FileRecord) -> Option<Gated> {
-        self.scans.as_ref()?;
         match record.scan.as_ref()?.verdict.as_ref() {
-            None => Some(Gated::Scanning),
+            None => self.scans.as_ref().map(|_| Gated::Scanning),
+            // A type's refusal holds with scanning off too.
             Some(v) => v.refusal().map(Gated::Refused),
         }
     }
@@ -432,7 +456,7 @@ fn counted(file: &FileMeta, since: i64, verdict: &Verdict) {
     let (detail, by) = match verdict {
         Verdict::Clean { by } => ("-", by.as_str()),
         Verdict::Infected { signature, by } => (signature.as_str(), by.as_str()),
-        Verdict::Unscanned { why, .. } => (why.as_str(), "-"),
+        Verdict::Unscanned { why, .. } | Verdict::Mistyped { why } => (why.as_str(), "-"),
     };
     crate::telemetry::scanned(
         file,
