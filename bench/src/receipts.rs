@@ -20,8 +20,8 @@ fn claims() -> Claims {
             size: 1 << 30,
             declared_type: "application/pdf".to_owned(),
             detected_type: Some("application/pdf".to_owned()),
-            created_at: "2026-12-07T06:00:00Z".to_owned(),
-            expires_at: "2026-12-07T07:00:00Z".to_owned(),
+            created_at: Some("2026-12-07T06:00:00Z".to_owned()),
+            expires_at: Some("2026-12-07T07:00:00Z".to_owned()),
         },
         scan: None,
     }

@@ -80,6 +80,11 @@ pub struct EventData {
     /// (`malware: <signature>`, `unscanned: …`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub reason: Option<String>,
+    /// The signed receipt of custody of this change (`file.ready`,
+    /// `file.downloaded`, `file.deleted`, `file.expired`), where receipts
+    /// are signed ([`crate::receipts`]).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub receipt: Option<String>,
 }
 
 impl EventData {
@@ -128,6 +133,7 @@ impl Event {
                 content_type: file.content_type.clone(),
                 token_id: token_id.map(str::to_owned),
                 reason: None,
+                receipt: None,
             },
         }
     }

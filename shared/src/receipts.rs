@@ -27,7 +27,8 @@ pub struct Claims {
     /// When it was signed (seconds since the epoch).
     pub iat: i64,
     /// What it attests: `ready` (the file is held, proven and, with
-    /// scanning on, clean).
+    /// scanning on, clean); on an event, the change (`ready`,
+    /// `downloaded`, `deleted`, `expired`).
     pub event: String,
     /// The file.
     pub file: FileClaims,
@@ -51,10 +52,12 @@ pub struct FileClaims {
     /// told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detected_type: Option<String>,
-    /// When it was issued (RFC 3339).
-    pub created_at: String,
-    /// When sluice lets it go (RFC 3339).
-    pub expires_at: String,
+    /// When it was issued (RFC 3339); absent from an event's receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<String>,
+    /// When sluice lets it go (RFC 3339); absent from an event's receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// A scan's verdict in a receipt.
@@ -210,8 +213,8 @@ mod tests {
                 size: 1,
                 declared_type: "text/plain".to_owned(),
                 detected_type: None,
-                created_at: "2026-12-07T06:00:00Z".to_owned(),
-                expires_at: "2026-12-07T07:00:00Z".to_owned(),
+                created_at: Some("2026-12-07T06:00:00Z".to_owned()),
+                expires_at: Some("2026-12-07T07:00:00Z".to_owned()),
             },
             scan: Some(ScanClaims {
                 verdict: "clean".to_owned(),

@@ -200,11 +200,26 @@ enum Outcome {
 }
 
 /// The worker's endpoints and schedule.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Webhooks {
     endpoints: Arc<Vec<Endpoint>>,
     schedule: Vec<Duration>,
     client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// What each body becomes as it is sent (a receipt signed into it).
+    stamp: Option<Stamp>,
+}
+
+/// A body as it is sent, from the body the outbox keeps.
+pub type Stamp = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
+impl std::fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhooks")
+            .field("endpoints", &self.endpoints)
+            .field("schedule", &self.schedule)
+            .field("stamped", &self.stamp.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Webhooks {
@@ -215,6 +230,22 @@ impl Webhooks {
             schedule,
             client: Client::builder(TokioExecutor::new())
                 .build(crate::http_client::https_connector()),
+            stamp: None,
+        }
+    }
+
+    /// Sends each body as `stamp` makes it (the service signs a receipt
+    /// of custody into the events of custody, [`crate::service::receipts`]).
+    pub fn stamped(mut self, stamp: Stamp) -> Self {
+        self.stamp = Some(stamp);
+        self
+    }
+
+    /// `body` as it is sent.
+    fn sent_body(&self, body: &str) -> String {
+        match &self.stamp {
+            Some(stamp) => stamp(body),
+            None => body.to_owned(),
         }
     }
 
@@ -242,7 +273,7 @@ impl Webhooks {
     /// the error, so the caller has the change tried again (each endpoint
     /// then dedupes by `webhook-id`).
     pub async fn deliver_now(&self, event: &Event) -> Result<(), String> {
-        let body = event.body();
+        let body = self.sent_body(&event.body());
         for endpoint in self
             .endpoints
             .iter()
@@ -296,7 +327,8 @@ impl Webhooks {
                 };
                 let (this, outbox) = (self.clone(), outbox.clone());
                 tokio::spawn(async move {
-                    let outcome = this.send(&this.endpoints[i], &d.event_id, &d.body).await;
+                    let body = this.sent_body(&d.body);
+                    let outcome = this.send(&this.endpoints[i], &d.event_id, &body).await;
                     if let Err(e) = this.end(&*outbox, &d, outcome).await {
                         tracing::warn!(error = %e, event_id = %d.event_id, "webhooks: a delivery's state was not saved; it is sent again");
                     }

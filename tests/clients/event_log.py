@@ -35,5 +35,7 @@ def delivered(event_id, event, **extra):
         "sha256": event["data"]["sha256"],
         # Why a file was rejected (a malware scan's verdict), when said.
         **({"reason": event["data"]["reason"]} if event["data"].get("reason") else {}),
+        # The receipt of custody signed into it, when there is one.
+        **({"receipt": event["data"]["receipt"]} if event["data"].get("receipt") else {}),
         **extra,
     }

@@ -15,7 +15,7 @@ use crate::util::{BIN, Server, bytes, call_tool, out_text, request, tool_error, 
 
 /// What joserfc makes of `receipt` with the JWKS at `jwks`: Ok(its kid and
 /// claims), or Err(why not).
-fn joserfc(jwks: &Path, receipt: &str) -> Result<Value, String> {
+pub(crate) fn joserfc(jwks: &Path, receipt: &str) -> Result<Value, String> {
     let out = Command::new(root().join(".venv/bin/python"))
         .arg(root().join("tests/clients/verify_receipt.py"))
         .arg(jwks)

@@ -221,6 +221,9 @@ fn serve(config: Config) -> Result<(), StartError> {
         // Checked before anything is served: a bad secret stops the start.
         match (runtime::webhooks(&config)?, local.as_ref()) {
             (Some(webhooks), Some(local)) => {
+                // Events of custody carry their receipt, signed as they go.
+                let receipts = sluice.receipts().clone();
+                let webhooks = webhooks.stamped(std::sync::Arc::new(move |body: &str| receipts.stamp(body)));
                 tokio::spawn(webhooks.run(std::sync::Arc::new(local.records.clone())));
             }
             (Some(_), None) => tracing::warn!(

@@ -84,6 +84,54 @@ impl Receipts {
         }
     }
 
+    /// `body` (an event's, as the outbox keeps it) with the receipt of its
+    /// change signed into its `data`, for the changes of custody
+    /// (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`);
+    /// any other body, or none signed here, as it is.
+    pub fn stamp(&self, body: &str) -> String {
+        use crate::events::{Event, EventType};
+        let Some(keys) = &self.keys else {
+            return body.to_owned();
+        };
+        let Ok(mut event) = serde_json::from_str::<Event>(body) else {
+            return body.to_owned();
+        };
+        let what = match event.kind {
+            EventType::Ready => "ready",
+            EventType::Downloaded => "downloaded",
+            EventType::Deleted => "deleted",
+            EventType::Expired => "expired",
+            _ => return body.to_owned(),
+        };
+        let d = &event.data;
+        let claims = Claims {
+            iss: self.issuer.clone(),
+            sub: d.owner.clone(),
+            iat: now_unix(),
+            event: what.to_owned(),
+            file: FileClaims {
+                id: d.file_id.clone(),
+                sha256: d.sha256,
+                size: d.size,
+                declared_type: d.content_type.clone(),
+                detected_type: None,
+                created_at: None,
+                expires_at: None,
+            },
+            scan: None,
+        };
+        match keys.current.sign(&claims) {
+            Ok(receipt) => {
+                event.data.receipt = Some(receipt);
+                event.body()
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "an event's receipt was not signed: sent without it");
+                body.to_owned()
+            }
+        }
+    }
+
     /// The receipt of the file `file` (an id or a handle) names, for
     /// `caller`.
     pub async fn receipt(&self, caller: &Caller, file: &str) -> Result<ReceiptAnswer, Error> {
@@ -124,8 +172,8 @@ impl Receipts {
                 size: file.size,
                 declared_type: file.content_type.clone(),
                 detected_type: record.scan.as_ref().and_then(|n| n.detected.clone()),
-                created_at: rfc3339(record.created_ms / 1000),
-                expires_at: rfc3339(record.expires_at),
+                created_at: Some(rfc3339(record.created_ms / 1000)),
+                expires_at: Some(rfc3339(record.expires_at)),
             },
             scan,
         };

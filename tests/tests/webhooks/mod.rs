@@ -225,6 +225,42 @@ fn every_event_arrives_signed_once_through_a_receiver_outage_and_a_restart() {
     assert_eq!(ready["sha256"], sluice::Sha256::of(b"hello").to_hex());
     once_per_id(&ended);
     the_documented_lines_verify(&raw, &secret);
+    // Each event of custody carries its receipt, which joserfc verifies
+    // from the JWKS alone; a rejection carries none.
+    let jwks_path = dir.path().join("jwks.json");
+    let jwks = request(
+        "GET",
+        &format!("{}/.well-known/jwks.json", sluice.base),
+        &[],
+        None,
+    );
+    std::fs::write(&jwks_path, &jwks.body).unwrap();
+    for (kind, said) in [
+        ("file.ready", "ready"),
+        ("file.downloaded", "downloaded"),
+        ("file.deleted", "deleted"),
+    ] {
+        let e = ended
+            .iter()
+            .find(|e| e["file_id"] == a_id.as_str() && e["type"] == kind)
+            .unwrap();
+        let read = crate::receipts::joserfc(&jwks_path, e["receipt"].as_str().expect("a receipt"))
+            .unwrap();
+        assert_eq!(read["claims"]["event"], said, "{read}");
+        assert_eq!(read["claims"]["file"]["id"], a_id.as_str());
+        assert_eq!(
+            read["claims"]["file"]["sha256"],
+            sluice::Sha256::of(b"hello").to_hex()
+        );
+    }
+    assert!(
+        ended
+            .iter()
+            .find(|e| e["type"] == "file.rejected")
+            .unwrap()
+            .get("receipt")
+            .is_none()
+    );
 
     // The receiver goes down; a file arrives; sluice stops while the event
     // is still undelivered, and starts again before the receiver is back.
