@@ -3,7 +3,7 @@
 //! start), and `retired.json`, the public keys retired since (a JWKS),
 //! which `sluice receipt rotate` appends to before it makes a new key.
 
-use std::io::{self, Write as _};
+use std::io;
 use std::path::Path;
 
 use jsonwebtoken::jwk::JwkSet;
@@ -75,20 +75,5 @@ fn retired(dir: &Path) -> Result<JwkSet, StartError> {
 /// first start made: theirs is used.
 fn create_key(path: &Path) -> Result<Vec<u8>, StartError> {
     let der = ReceiptKey::generate().map_err(|e| bad("making the receipt key".to_owned(), e))?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    match options.open(path) {
-        Ok(mut f) => {
-            f.write_all(&der)
-                .and_then(|()| f.sync_all())
-                .map_err(io_error(format!("writing {}", path.display())))?;
-            Ok(der)
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            std::fs::read(path).map_err(io_error(format!("reading {}", path.display())))
-        }
-        Err(e) => Err(io_error(format!("creating {}", path.display()))(e)),
-    }
+    super::secrets::create_private(path, &der)
 }

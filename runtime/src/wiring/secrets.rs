@@ -40,27 +40,32 @@ fn trim_newline(mut bytes: Vec<u8>) -> Vec<u8> {
 
 /// Writes a fresh secret without overwriting one a concurrent first run made.
 fn create_secret(path: &Path) -> Result<MasterSecret, StartError> {
-    use std::io::Write as _;
     let secret = sluice::keys::random_id::<32>();
+    let bytes = create_private(path, secret.as_bytes())?;
+    MasterSecret::new(trim_newline(bytes)).map_err(|e| StartError::Io {
+        what: format!("reading {}", path.display()),
+        source: io::Error::new(io::ErrorKind::InvalidData, e),
+    })
+}
+
+/// Writes `bytes` to a new file at `path`, its owner's alone (0600), and
+/// gives them; where a concurrent first start made the file already, what
+/// it holds instead (theirs is used).
+pub(super) fn create_private(path: &Path, bytes: &[u8]) -> Result<Vec<u8>, StartError> {
+    use std::io::Write as _;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     match options.open(path) {
         Ok(mut f) => {
-            f.write_all(secret.as_bytes())
+            f.write_all(bytes)
                 .and_then(|()| f.sync_all())
                 .map_err(io_error(format!("writing {}", path.display())))?;
-            Ok(MasterSecret::new(secret).expect("43 bytes is long enough"))
+            Ok(bytes.to_vec())
         }
-        // Another process created it first: use theirs.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            let bytes =
-                std::fs::read(path).map_err(io_error(format!("reading {}", path.display())))?;
-            MasterSecret::new(trim_newline(bytes)).map_err(|e| StartError::Io {
-                what: format!("reading {}", path.display()),
-                source: io::Error::new(io::ErrorKind::InvalidData, e),
-            })
+            std::fs::read(path).map_err(io_error(format!("reading {}", path.display())))
         }
         Err(e) => Err(io_error(format!("creating {}", path.display()))(e)),
     }
