@@ -57,37 +57,7 @@ impl Batches {
             .buffered(AT_ONCE)
             .try_collect()
             .await?;
-        let mut taken = HashSet::new();
-        if zip {
-            // The zip's own entry: a file of that name is saved under another.
-            taken.insert(super::zip::SUMS.to_lowercase());
-        }
-        let mut listed = Vec::new();
-        let mut items = Vec::with_capacity(found.len());
-        for (f, asked) in found.iter().zip(&wanted) {
-            items.push(match f {
-                Ok(file) => {
-                    let own = file.safe_name();
-                    let name = unique_name(&own, &mut taken);
-                    listed.push(BatchFile {
-                        id: file.id.to_string(),
-                        path: name.clone(),
-                        size: file.size,
-                        sha256: file.sha256,
-                    });
-                    DownloadItem {
-                        file_id: Some(file.id.clone()),
-                        name: (name != own).then_some(name),
-                        error: None,
-                    }
-                }
-                Err(why) => DownloadItem {
-                    file_id: None,
-                    name: None,
-                    error: Some(format!("{}: {why}", short_input(asked))),
-                },
-            });
-        }
+        let (items, listed) = download_items(&found, &wanted, zip);
         if listed.is_empty() {
             return Ok(DownloadBatch {
                 command: None,
@@ -95,17 +65,7 @@ impl Batches {
                 files: items,
             });
         }
-        // Each owner's allowance charged once, for all of their files.
-        let mut by_owner: BTreeMap<&str, FileMeta> = BTreeMap::new();
-        for file in found.iter().flatten() {
-            by_owner
-                .entry(file.owner.as_str())
-                .and_modify(|sum| sum.size = sum.size.saturating_add(file.size))
-                .or_insert_with(|| file.clone());
-        }
-        for sum in by_owner.values() {
-            self.limits.charge_download(sum).await?;
-        }
+        self.charge_owners(&found).await?;
         let expires_at = now_unix() + self.base.transfers().link_ttl.as_secs() as i64;
         let id = FileId::random();
         let manifest = manifest_of(&listed);
@@ -135,6 +95,22 @@ impl Batches {
             zip: None,
             files: items,
         })
+    }
+
+    /// Takes the bytes of the `found` files from each owner's hourly
+    /// allowance, once an owner, for all of their files.
+    async fn charge_owners(&self, found: &[Result<FileMeta, String>]) -> Result<(), Error> {
+        let mut by_owner: BTreeMap<&str, FileMeta> = BTreeMap::new();
+        for file in found.iter().flatten() {
+            by_owner
+                .entry(file.owner.as_str())
+                .and_modify(|sum| sum.size = sum.size.saturating_add(file.size))
+                .or_insert_with(|| file.clone());
+        }
+        for sum in by_owner.values() {
+            self.limits.charge_download(sum).await?;
+        }
+        Ok(())
     }
 
     /// What `GET /g/{token}` answers, once: one line per file of the batch,
@@ -171,4 +147,47 @@ impl Batches {
             .await?;
         Ok(lines.concat())
     }
+}
+
+/// Each file asked for as the answer lists it (its name, if not its own;
+/// or why it is left out), and the batch's files under the names they are
+/// saved as, collisions resolved in the order asked (`zip`: the zip's own
+/// `SHA256SUMS` taken first).
+fn download_items(
+    found: &[Result<FileMeta, String>],
+    wanted: &[String],
+    zip: bool,
+) -> (Vec<DownloadItem>, Vec<BatchFile>) {
+    let mut taken = HashSet::new();
+    if zip {
+        taken.insert(super::zip::SUMS.to_lowercase());
+    }
+    let mut listed = Vec::new();
+    let items = found
+        .iter()
+        .zip(wanted)
+        .map(|(f, asked)| match f {
+            Ok(file) => {
+                let own = file.safe_name();
+                let name = unique_name(&own, &mut taken);
+                listed.push(BatchFile {
+                    id: file.id.to_string(),
+                    path: name.clone(),
+                    size: file.size,
+                    sha256: file.sha256,
+                });
+                DownloadItem {
+                    file_id: Some(file.id.clone()),
+                    name: (name != own).then_some(name),
+                    error: None,
+                }
+            }
+            Err(why) => DownloadItem {
+                file_id: None,
+                name: None,
+                error: Some(format!("{}: {why}", short_input(asked))),
+            },
+        })
+        .collect();
+    (items, listed)
 }

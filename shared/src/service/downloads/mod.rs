@@ -334,6 +334,20 @@ impl Downloads {
         let Some(span) = ranged.span(file.size) else {
             return Ok(Delivery::Unsatisfiable { size: file.size });
         };
+        self.deliver(file, info, span, &spending).await
+    }
+
+    /// Delivers `span` of `file` (found stored as `info`), charging and
+    /// spending through `spending`: a redirect to a direct store's
+    /// presigned GET, bytes read whole and verified, or a stream whose last
+    /// chunk is held back until it verifies.
+    async fn deliver(
+        &self,
+        file: FileMeta,
+        info: crate::store::ObjectInfo,
+        span: Span,
+        spending: &Spending,
+    ) -> Result<Delivery, Error> {
         let delivery = match self.base.store().access() {
             // The store recorded the digest it verified on upload: never read here.
             Access::Direct(presign) => {
