@@ -180,6 +180,39 @@ fn a_zip_without_one_of_its_files_is_refused_or_cut() {
     assert!(!test.status.success(), "never a complete archive");
 }
 
+/// A stored object that is not its file any more (a disk's corruption):
+/// its entry fails its SHA-256 as it is read, and the zip is cut there.
+#[test]
+fn an_entry_that_is_not_its_file_cuts_the_zip() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let data = bytes(3 * 1024 * 1024, 53);
+    let handles = uploaded(
+        &server,
+        &token,
+        &[("first.txt", b"first".to_vec()), ("big.bin", data.clone())],
+    );
+    let object = crate::util::stored_objects(&server.data_dir)
+        .into_iter()
+        .find(|p| std::fs::metadata(p).unwrap().len() == data.len() as u64)
+        .unwrap();
+    let mut corrupt = data;
+    corrupt[2 * 1024 * 1024] ^= 0xff;
+    std::fs::write(&object, &corrupt).unwrap();
+    let answer = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "get_download_urls",
+        json!({"files": handles, "zip": true}),
+    ));
+    let work = tempfile::tempdir().unwrap();
+    let out = sh(answer["zip"]["command"].as_str().unwrap(), work.path());
+    assert!(!out.status.success(), "the zip was cut: {}", out_text(&out));
+    let name = answer["zip"]["file_name"].as_str().unwrap();
+    let test = sh(&format!("unzip -t '{name}'"), work.path());
+    assert!(!test.status.success(), "never a complete archive");
+}
+
 #[test]
 fn a_zip_of_more_files_than_a_batch_takes_is_refused_before_anything() {
     let (server, _dir) = Server::start();
