@@ -255,6 +255,8 @@ impl Sluice {
             files.clone(),
             limits.clone(),
             links.clone(),
+            // A zip is streamed by a server that lives on, as imports run.
+            imports_here,
         );
         let imports = Imports::new(
             base.clone(),

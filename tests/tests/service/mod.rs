@@ -400,3 +400,27 @@ async fn the_line_the_service_returns_stores_through_the_served_socket() {
         .await
         .unwrap();
 }
+
+/// A function frozen once it answers (and, behind API Gateway, cut at 30 s
+/// and 10 MB) builds no zip: asked for one, it says to run the line,
+/// before anything is looked up; a server that lives on builds them on any
+/// store (`zip::many_files_go_down_as_one_zip_that_unzip_and_python_read`,
+/// and on S3 in `ranges`).
+#[tokio::test]
+async fn a_function_builds_no_zip_and_says_to_run_the_line() {
+    let local = Local::with(&[("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")]);
+    let refused = local
+        .sluice
+        .batches()
+        .issue_downloads(
+            &caller("alice", &[Scope::FilesRead]),
+            vec!["f".into()],
+            true,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, Error::Invalid(why) if why.contains("run the line")),
+        "{refused}"
+    );
+}

@@ -25,9 +25,9 @@ impl Batches {
         files: Vec<String>,
         zip: bool,
     ) -> Result<DownloadBatch, Error> {
-        if zip && self.base.stores_directly() {
+        if zip && !self.zips_here {
             return Err(Error::Invalid(
-                "a zip of many files is built where sluice sends the bytes; on S3 run the line (call again without zip)"
+                "a zip of many files is built by a server that stays up, not by this function; run the line (call again without zip)"
                     .to_owned(),
             ));
         }

@@ -200,10 +200,15 @@ pub struct Batches {
     files: Files,
     limits: Limits,
     links: Links,
+    /// Whether zips are built here: a server that lives on, not a function
+    /// frozen once it answers (and, behind API Gateway, cut at 30 s and
+    /// 10 MB).
+    zips_here: bool,
 }
 
 impl Batches {
-    /// Batches of the files `uploads` issues and `downloads` links.
+    /// Batches of the files `uploads` issues and `downloads` links; zips
+    /// built here if `zips_here`.
     pub fn new(
         base: Base,
         uploads: Uploads,
@@ -211,6 +216,7 @@ impl Batches {
         files: Files,
         limits: Limits,
         links: Links,
+        zips_here: bool,
     ) -> Self {
         Self {
             base,
@@ -219,6 +225,7 @@ impl Batches {
             files,
             limits,
             links,
+            zips_here,
         }
     }
 }

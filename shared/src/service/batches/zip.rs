@@ -12,9 +12,10 @@
 //!
 //! Memory: the zip is written into a pipe of [`PIPE_BYTES`] that the
 //! response reads, and each file is read in the store's chunks: a batch of
-//! any size holds a constant. Where a store sends the bytes itself (S3),
-//! no zip: a function would have to read every byte, within API Gateway's
-//! 30 s and 10 MB response; the line fetches the files from S3 instead.
+//! any size holds a constant. A server that lives on builds it from any
+//! store (a directory, S3); a function does not (`zips_here`): it would
+//! read every byte within API Gateway's 30 s and 10 MB answer, so there
+//! the line fetches the files from S3 instead.
 
 use std::io;
 
