@@ -46,10 +46,17 @@ impl Gate {
     /// Notes the type told of `file` where no scan will (scanning off):
     /// before it is marked ready, which no note follows.
     pub(super) async fn note_type(&self, file: &FileMeta, detected: Option<String>) {
-        let Some(detected) = detected else { return };
+        if let Some(detected) = detected {
+            self.write_note(file, None, detected).await;
+        }
+    }
+
+    /// Writes `file`'s note of the type told and a `verdict`, now; one that
+    /// could not be written is logged (the type is lost, never the file).
+    async fn write_note(&self, file: &FileMeta, verdict: Option<Verdict>, detected: String) {
         let note = ScanNote {
             since: now_unix(),
-            verdict: None,
+            verdict,
             detected: Some(detected),
         };
         if let Err(e) = self
@@ -99,19 +106,8 @@ impl Gate {
     /// Refuses `file` for its type: noted, its bytes deleted, reported
     /// (`file.rejected`, with `why`); the error the upload is answered.
     async fn mistyped(&self, file: &FileMeta, detected: String, why: String) -> Error {
-        let note = ScanNote {
-            since: now_unix(),
-            verdict: Some(Verdict::Mistyped { why: why.clone() }),
-            detected: Some(detected),
-        };
-        if let Err(e) = self
-            .base
-            .records()
-            .note_scan(&file.owner, &file.id, &note)
-            .await
-        {
-            tracing::warn!(file_id = %file.id, error = %e, "its type's refusal was not recorded");
-        }
+        let verdict = Verdict::Mistyped { why: why.clone() };
+        self.write_note(file, Some(verdict), detected).await;
         tracing::warn!(target: "sluice::audit", change = "rejected", file_id = %file.id, owner = %file.owner, reason = %why, "file rejected for its type: its bytes are deleted");
         if let Err(e) = self.custody.purge(file).await {
             tracing::warn!(file_id = %file.id, error = %e, "the refused file's bytes were not all deleted");
