@@ -29,9 +29,7 @@ use tokio::io::AsyncReadExt as _;
 use super::Batches;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
-use crate::ledger::{Ledger, Spend};
-use crate::records::RecordStore;
-use crate::service::downloads::{FileRef, Wanted, ranges};
+use crate::service::downloads::{FileRef, Span, Spending, Wanted};
 use crate::sha::Sha256;
 use crate::store::{ByteStream, ObjectStore, verified};
 use crate::time::rfc3339;
@@ -58,9 +56,14 @@ pub struct ZipTicket {
     pub file_ref: FileRef,
 }
 
+/// What the zip of batch `id` is saved as.
+fn zip_name(id: &FileId) -> String {
+    format!("files-{}.zip", &id.as_str()[..8.min(id.as_str().len())])
+}
+
 /// The zip's ticket for batch `id`, its link `url`.
 pub(super) fn ticket(id: &FileId, url: String, expires_at: i64) -> ZipTicket {
-    let file_name = format!("files-{}.zip", &id.as_str()[..8.min(id.as_str().len())]);
+    let file_name = zip_name(id);
     ZipTicket {
         command: format!(
             "curl -fsSL -o {} {}",
@@ -127,11 +130,8 @@ struct Entry {
 /// What the writer of one zip holds: it outlives the request's call.
 struct Writer {
     store: std::sync::Arc<dyn ObjectStore>,
-    base: crate::service::base::Base,
-    downloads: crate::service::downloads::Downloads,
+    spending: Spending,
     entries: Vec<Entry>,
-    jti: String,
-    expires_at: i64,
 }
 
 impl Batches {
@@ -139,12 +139,13 @@ impl Batches {
     /// a `Range` is answered with the whole zip, which cannot resume).
     pub async fn redeem_zip(&self, token: &str, wanted: Wanted) -> Result<Zipped, Error> {
         let (short, batch) = self.batch_of(token, ShortKind::BatchZip).await?;
-        let (jti, expires_at) = (short.jti(), short.expires_at.unwrap_or(0));
-        if self.base.ledger().is_spent(&jti).await? {
-            tracing::info!(%jti, "spent zip link presented again");
-            return Err(Error::NotFound);
+        let spending = self
+            .downloads
+            .spending(short.jti(), short.expires_at.unwrap_or(0));
+        if self.base.ledger().is_spent(&spending.jti).await? {
+            return Err(spending.replayed());
         }
-        let file_name = ticket(&short.file_id, String::new(), expires_at).file_name;
+        let file_name = zip_name(&short.file_id);
         // Every file there and deliverable before any byte: a zip is never
         // started without one of its files.
         let mut entries = Vec::with_capacity(batch.files.len());
@@ -166,24 +167,17 @@ impl Batches {
                 page: wanted == Wanted::Page,
             });
         }
-        let key = format!("link-bytes:{jti}");
-        if total > 0
-            && !self
-                .base
-                .ledger()
-                .charge(&key, total, ranges::budget(total), expires_at)
-                .await?
-        {
-            return Err(Error::LinkBudgetSpent);
-        }
-        tracing::info!(%jti, files = entries.len(), bytes = total, "zip started");
+        let whole = Span {
+            start: 0,
+            end: total,
+            size: total,
+        };
+        spending.charge(&whole).await?;
+        tracing::info!(jti = %spending.jti, files = entries.len(), bytes = total, "zip started");
         let writer = Writer {
             store: self.base.store_arc(),
-            base: self.base.clone(),
-            downloads: self.downloads.clone(),
+            spending,
             entries,
-            jti,
-            expires_at,
         };
         Ok(Zipped::Stream {
             file_name,
@@ -249,27 +243,15 @@ impl Writer {
             .await
             .map_err(zip_error)?;
         // A delete (or a rejection) wins over a zip under way: without one
-        // of its files, the archive never ends.
-        let records: &dyn RecordStore = self.base.records();
-        for entry in &self.entries {
-            if !matches!(records.deleted(&entry.file.id).await, Ok(None)) {
-                tracing::info!(file_id = %entry.file.id, "zip cut: a file was deleted");
-                return Err(io::Error::other("a file of the zip was deleted"));
-            }
-        }
-        let ledger: &dyn Ledger = self.base.ledger();
-        match ledger.spend(&self.jti, self.expires_at).await {
-            Ok(Spend::Fresh) => {}
-            Ok(Spend::AlreadySpent) => return Err(io::Error::other("the zip link was spent")),
-            Err(e) => return Err(io::Error::other(e)),
-        }
-        for entry in &self.entries {
-            self.downloads
-                .report_downloaded(&entry.file, &self.jti)
-                .await;
-        }
+        // of its files, the archive never ends; else the link is spent and
+        // each file reported downloaded, before the central directory.
+        let files: Vec<FileMeta> = self.entries.iter().map(|e| e.file.clone()).collect();
+        self.spending
+            .last_byte(&files)
+            .await
+            .map_err(|e| io::Error::other(format!("the zip was cut: {e}")))?;
         zip.close().await.map_err(zip_error)?;
-        tracing::info!(jti = %self.jti, "zip delivered");
+        tracing::info!(jti = %self.spending.jti, "zip delivered");
         Ok(())
     }
 }

@@ -13,6 +13,7 @@
 
 pub mod ranges;
 pub mod small;
+mod spending;
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -26,15 +27,14 @@ use super::reporter::Reporter;
 use crate::auth::Caller;
 use crate::curl;
 use crate::error::Error;
-use crate::events::{Event, EventType};
 use crate::file::{FileId, FileMeta};
-use crate::ledger::Spend;
 use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, take, verified};
 use crate::time::{now_unix, rfc3339};
 use crate::token::Method;
 pub use ranges::{Ranged, Span, Wanted};
+pub(crate) use spending::Spending;
 
 /// Files up to this size are read and verified whole before the first byte
 /// is sent, so a mismatch is a clean 409. Larger files stream with their last
@@ -248,10 +248,10 @@ impl Downloads {
         Ok(self.download_ticket(file))
     }
 
-    /// Reports `file` downloaded through the link `jti` (a zip's file).
-    pub(crate) async fn report_downloaded(&self, file: &FileMeta, jti: &str) {
-        let event = Event::about(EventType::Downloaded, file, Some(jti));
-        self.reporter.report(&event, file).await;
+    /// What redeeming the single-use link `jti` (a file's, or a zip's)
+    /// charges and spends, until `expires_at`.
+    pub(crate) fn spending(&self, jti: String, expires_at: i64) -> Spending {
+        Spending::new(jti, expires_at, self.base.clone(), self.reporter.clone())
     }
 
     /// A single-use download link for a file the caller knows is stored
@@ -303,12 +303,7 @@ impl Downloads {
     /// store's bytes arrive).
     pub async fn redeem_link(&self, token: &str, wanted: Wanted) -> Result<Delivery, Error> {
         let link = self.links.open_link(token, Method::Get)?;
-        let spending = Spending {
-            jti: link.jti(),
-            expires_at: link.expires_at.unwrap_or(0),
-            base: self.base.clone(),
-            reporter: self.reporter.clone(),
-        };
+        let spending = self.spending(link.jti(), link.expires_at.unwrap_or(0));
         // A replay is refused before anything is read: no record, no
         // object, no hash.
         if self.base.ledger().is_spent(&spending.jti).await? {
@@ -353,7 +348,7 @@ impl Downloads {
             Access::Direct(presign) => {
                 spending.charge(&span).await?;
                 if span.reaches_end() {
-                    spending.spend(&file).await?;
+                    spending.spend(std::slice::from_ref(&file)).await?;
                 }
                 let disposition = crate::filename::content_disposition(&file.filename);
                 let download = DownloadAs {
@@ -383,11 +378,7 @@ impl Downloads {
                 };
                 spending.charge(&span).await?;
                 if span.reaches_end() {
-                    // A delete wins over a download under way.
-                    if self.base.records().deleted(&file.id).await?.is_some() {
-                        return Err(Error::NotFound);
-                    }
-                    spending.spend(&file).await?;
+                    spending.last_byte(std::slice::from_ref(&file)).await?;
                 }
                 Delivery::Whole {
                     bytes: Bytes::from(bytes).slice(span.start as usize..span.end as usize),
@@ -423,111 +414,6 @@ impl Downloads {
         };
         tracing::info!(jti = %spending.jti, start = span.start, end = span.end, "download started");
         Ok(delivery)
-    }
-}
-
-/// What redeeming one download link charges and spends: its budget of
-/// bytes, and the ledger's record that its last byte went once (with the
-/// `file.downloaded` event it reports).
-#[derive(Clone)]
-struct Spending {
-    jti: String,
-    expires_at: i64,
-    base: Base,
-    reporter: Reporter,
-}
-
-impl Spending {
-    /// The uniform answer to a spent link.
-    fn replayed(&self) -> Error {
-        tracing::info!(jti = %self.jti, "spent link presented again");
-        Error::NotFound
-    }
-
-    /// Takes `span`'s bytes from the link's budget, or refuses (`410`).
-    async fn charge(&self, span: &Span) -> Result<(), Error> {
-        if span.is_empty() {
-            return Ok(());
-        }
-        let key = format!("link-bytes:{}", self.jti);
-        let budget = ranges::budget(span.size);
-        if self
-            .base
-            .ledger()
-            .charge(&key, span.len(), budget, self.expires_at)
-            .await?
-        {
-            return Ok(());
-        }
-        // Spent meanwhile by another redemption (which took the budget as
-        // it went): the uniform answer of a spent link.
-        if self.base.ledger().is_spent(&self.jti).await? {
-            return Err(self.replayed());
-        }
-        tracing::info!(jti = %self.jti, "download link past its byte budget");
-        Err(Error::LinkBudgetSpent)
-    }
-
-    /// Spends the link: its last byte is going out now. One event, in the
-    /// spent link's record where the ledger keeps it (DynamoDB's stream),
-    /// and in the outbox where there is one. Spent before: the uniform
-    /// `404`.
-    async fn spend(&self, file: &FileMeta) -> Result<(), Error> {
-        let event = Event::about(EventType::Downloaded, file, Some(&self.jti));
-        match self
-            .base
-            .ledger()
-            .spend_reporting(&self.jti, self.expires_at, &event.body())
-            .await?
-        {
-            Spend::Fresh => {
-                self.reporter.report(&event, file).await;
-                Ok(())
-            }
-            Spend::AlreadySpent => Err(self.replayed()),
-        }
-    }
-
-    /// `stream` (the bytes of `span`), its last chunk released only once
-    /// the link is spent, where `span` holds the file's last byte: cut
-    /// instead if the file was deleted meanwhile (a delete wins over a
-    /// download under way, and the client never holds the whole file) or
-    /// another redemption delivered it first.
-    fn at_last_byte(&self, stream: ByteStream, span: Span, file: &FileMeta) -> ByteStream {
-        use futures_util::StreamExt as _;
-        if !span.reaches_end() {
-            return stream;
-        }
-        let mut sent = 0u64;
-        let (spending, file) = (self.clone(), file.clone());
-        stream
-            .then(move |chunk| {
-                let last = match &chunk {
-                    Ok(bytes) => {
-                        sent += bytes.len() as u64;
-                        sent >= span.len()
-                    }
-                    Err(_) => false,
-                };
-                let (spending, file) = (spending.clone(), file.clone());
-                async move {
-                    if !last {
-                        return chunk;
-                    }
-                    if !matches!(spending.base.records().deleted(&file.id).await, Ok(None)) {
-                        tracing::info!(file_id = %file.id, "download cut: the file was deleted");
-                        return Err(std::io::Error::other("the file was deleted"));
-                    }
-                    match spending.spend(&file).await {
-                        Ok(()) => chunk,
-                        Err(e) => {
-                            tracing::info!(file_id = %file.id, "download cut before its last byte: {e}");
-                            Err(std::io::Error::other(e.to_string()))
-                        }
-                    }
-                }
-            })
-            .boxed()
     }
 }
 
