@@ -174,19 +174,7 @@ async fn zip(
         other => other,
     };
     let attachment = |name: &str| {
-        let mut h = http::HeaderMap::new();
-        h.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/zip"),
-        );
-        if let Ok(v) = HeaderValue::from_str(&sluice::filename::content_disposition(name)) {
-            h.insert(header::CONTENT_DISPOSITION, v);
-        }
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-        h.insert(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
+        let mut h = attachment("application/zip", name);
         h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("none"));
         h
     };
@@ -234,30 +222,31 @@ fn wanted(method: &http::Method, query: Option<&str>, headers: &http::HeaderMap)
 /// The status and headers of `span` of a file's bytes: the whole file
 /// (200), or a range of it (206 with its `Content-Range`).
 fn body_headers(file: &FileMeta, span: &Span, wanted: Wanted) -> (StatusCode, http::HeaderMap) {
-    let mut h: http::HeaderMap = download_headers(file).into_iter().collect();
+    let mut h = attachment(&file.content_type, &file.filename);
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(span.len()));
     h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
     let partial = matches!(wanted, Wanted::Bytes(r) if r.is_partial());
     if !partial {
         return (StatusCode::OK, h);
     }
-    h.insert(header::CONTENT_LENGTH, HeaderValue::from(span.len()));
     if let Ok(v) = HeaderValue::from_str(&span.content_range()) {
         h.insert(header::CONTENT_RANGE, v);
     }
     (StatusCode::PARTIAL_CONTENT, h)
 }
 
-fn download_headers(file: &FileMeta) -> [(header::HeaderName, HeaderValue); 5] {
+/// The headers of a file's bytes sent as an attachment named `name`:
+/// never stored by a cache, never sniffed as another type.
+fn attachment(content_type: &str, name: &str) -> http::HeaderMap {
     let value = |s: &str| {
         HeaderValue::from_str(s)
             .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"))
     };
     [
-        (header::CONTENT_TYPE, value(&file.content_type)),
-        (header::CONTENT_LENGTH, HeaderValue::from(file.size)),
+        (header::CONTENT_TYPE, value(content_type)),
         (
             header::CONTENT_DISPOSITION,
-            value(&sluice::filename::content_disposition(&file.filename)),
+            value(&sluice::filename::content_disposition(name)),
         ),
         (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
         (
@@ -265,4 +254,6 @@ fn download_headers(file: &FileMeta) -> [(header::HeaderName, HeaderValue); 5] {
             HeaderValue::from_static("nosniff"),
         ),
     ]
+    .into_iter()
+    .collect()
 }
