@@ -15,9 +15,9 @@ use super::base::Base;
 use super::files::Files;
 use crate::auth::Caller;
 use crate::error::Error;
-use crate::file::FileId;
+use crate::file::{FileId, FileMeta};
 use crate::receipts::{Claims, FileClaims, ReceiptKey, ScanClaims};
-use crate::records::Verdict;
+use crate::records::{FileRecord, Verdict};
 use crate::time::{now_unix, rfc3339};
 
 /// A file's receipt, as a caller gets it.
@@ -103,24 +103,10 @@ impl Receipts {
             EventType::Expired => "expired",
             _ => return body.to_owned(),
         };
-        let d = &event.data;
-        let claims = Claims {
-            iss: self.issuer.clone(),
-            sub: d.owner.clone(),
-            iat: now_unix(),
-            event: what.to_owned(),
-            file: FileClaims {
-                id: d.file_id.clone(),
-                sha256: d.sha256,
-                size: d.size,
-                declared_type: d.content_type.clone(),
-                detected_type: None,
-                created_at: None,
-                expires_at: None,
-            },
-            scan: None,
+        let Some(file) = event.data.file() else {
+            return body.to_owned();
         };
-        match keys.current.sign(&claims) {
+        match keys.current.sign(&self.claims(what, &file, None)) {
             Ok(receipt) => {
                 event.data.receipt = Some(receipt);
                 event.body()
@@ -129,6 +115,37 @@ impl Receipts {
                 tracing::warn!(error = %e, "an event's receipt was not signed: sent without it");
                 body.to_owned()
             }
+        }
+    }
+
+    /// What a receipt of `event` says of `file`, now; its `record`, where
+    /// read, adds the times, the detected type and the scan's verdict.
+    fn claims(&self, event: &str, file: &FileMeta, record: Option<&FileRecord>) -> Claims {
+        let note = record.and_then(|r| r.scan.as_ref());
+        let scan = note
+            .and_then(|note| note.verdict.as_ref())
+            .and_then(|verdict| match verdict {
+                Verdict::Clean { by } => Some(ScanClaims {
+                    verdict: "clean".to_owned(),
+                    scanner: by.clone(),
+                }),
+                _ => None,
+            });
+        Claims {
+            iss: self.issuer.clone(),
+            sub: file.owner.clone(),
+            iat: now_unix(),
+            event: event.to_owned(),
+            file: FileClaims {
+                id: file.id.to_string(),
+                sha256: file.sha256,
+                size: file.size,
+                declared_type: file.content_type.clone(),
+                detected_type: note.and_then(|n| n.detected.clone()),
+                created_at: record.map(|r| rfc3339(r.created_ms / 1000)),
+                expires_at: record.map(|r| rfc3339(r.expires_at)),
+            },
+            scan,
         }
     }
 
@@ -150,36 +167,9 @@ impl Receipts {
             .get(&file.owner, &file.id)
             .await?
             .ok_or(Error::UnknownFile(file.id.clone()))?;
-        let scan = record
-            .scan
-            .as_ref()
-            .and_then(|note| note.verdict.as_ref())
-            .and_then(|verdict| match verdict {
-                Verdict::Clean { by } => Some(ScanClaims {
-                    verdict: "clean".to_owned(),
-                    scanner: by.clone(),
-                }),
-                _ => None,
-            });
-        let claims = Claims {
-            iss: self.issuer.clone(),
-            sub: file.owner.clone(),
-            iat: now_unix(),
-            event: "ready".to_owned(),
-            file: FileClaims {
-                id: file.id.to_string(),
-                sha256: file.sha256,
-                size: file.size,
-                declared_type: file.content_type.clone(),
-                detected_type: record.scan.as_ref().and_then(|n| n.detected.clone()),
-                created_at: Some(rfc3339(record.created_ms / 1000)),
-                expires_at: Some(rfc3339(record.expires_at)),
-            },
-            scan,
-        };
         let receipt = keys
             .current
-            .sign(&claims)
+            .sign(&self.claims("ready", &file, Some(&record)))
             .map_err(|e| Error::internal(std::io::Error::other(e.to_string())))?;
         tracing::info!(file_id = %file.id, kid = %keys.current.kid(), "receipt signed");
         Ok(ReceiptAnswer {
