@@ -83,6 +83,12 @@ pub enum Error {
         "this link has delivered all the bytes it may (twice the file's size); ask for a new link (get_download_url)"
     )]
     LinkBudgetSpent,
+    /// A zip that could not be built (one of its files changed or went
+    /// while it was written, or the store failed): nothing is delivered.
+    #[error(
+        "this zip could not be built ({0}); nothing was spent: ask get_download_urls for a new one"
+    )]
+    ZipNotBuilt(String),
     /// A browser page that cannot be used, in words for the person.
     #[error("{0}")]
     PageRefused(&'static str),
@@ -232,6 +238,7 @@ impl Error {
             Error::TooLargeInline { .. } => "too_large_inline",
             Error::NotFound => "not_found",
             Error::LinkBudgetSpent => "link_budget_spent",
+            Error::ZipNotBuilt(_) => "zip_not_built",
             Error::PageRefused(_) => "page_refused",
             Error::PageConflict(_) => "page_conflict",
             Error::UploadExpired => "upload_expired",

@@ -93,6 +93,12 @@ impl ObjectKey {
         &self.0
     }
 
+    /// The key of object `id` of `owner`, saved as `safe_name` (made safe
+    /// by [`filename::safe_name`]): `files/<owner hash>/<id>/<safe_name>`.
+    pub fn of(owner: &str, id: &FileId, safe_name: &str) -> Self {
+        Self(format!("{}{id}/{safe_name}", Self::owner_prefix(owner)))
+    }
+
     /// The key prefix under which all of one owner's objects live.
     pub fn owner_prefix(owner: &str) -> String {
         format!("files/{}/", owner_hash(owner))
@@ -168,12 +174,7 @@ impl FileMeta {
 
     /// The object key, derived from owner, id and safe name.
     pub fn object_key(&self) -> ObjectKey {
-        ObjectKey(format!(
-            "{}{}/{}",
-            ObjectKey::owner_prefix(&self.owner),
-            self.id,
-            self.safe_name()
-        ))
+        ObjectKey::of(&self.owner, &self.id, &self.safe_name())
     }
 }
 

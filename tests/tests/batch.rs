@@ -159,6 +159,34 @@ fn many_files_up_and_down(server: &Server, alice: &str, bob: &str, streams: bool
     let down = tool_ok(&down);
     let items = down["files"].as_array().unwrap();
     assert_eq!(items.len(), 200);
+    // A host that takes file references (ChatGPT) gets one for each of the
+    // first files that fit the answer's budget, each its own single-use
+    // link: the first one fetched gives the first file's bytes.
+    let refs = items
+        .iter()
+        .take_while(|i| i["file_ref"].is_object())
+        .count();
+    assert!(refs >= 1, "{}", items[0]);
+    assert!(
+        items[refs..].iter().all(|i| i["file_ref"].is_null()),
+        "references stop at the first that does not fit"
+    );
+    let first = &items[0]["file_ref"];
+    assert_eq!(first["file_id"], items[0]["file_id"]);
+    let host = tempfile::tempdir().unwrap();
+    let fetched = crate::util::sh(
+        &format!(
+            "curl -fsSL -o fetched '{}'",
+            first["download_url"].as_str().unwrap()
+        ),
+        host.path(),
+    );
+    assert!(fetched.status.success(), "{}", out_text(&fetched));
+    assert_eq!(
+        std::fs::read(host.path().join("fetched")).unwrap(),
+        files[0].1,
+        "the first file's bytes"
+    );
     let here = tempfile::tempdir().unwrap();
     let out = crate::util::sh(down["command"].as_str().unwrap(), here.path());
     assert!(out.status.success(), "{}", out_text(&out));

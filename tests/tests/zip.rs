@@ -23,7 +23,7 @@ fn uploaded(server: &Server, token: &str, files: &[(&str, Vec<u8>)]) -> Vec<Stri
 
 /// What Python's `zipfile` reads of `zip`: each entry's name and SHA-256,
 /// and the zip's SHA256SUMS, after `testzip` found every CRC right.
-fn python_reads(zip: &std::path::Path) -> serde_json::Value {
+pub(crate) fn python_reads(zip: &std::path::Path) -> serde_json::Value {
     let script = r#"
 import hashlib, json, sys, zipfile
 with zipfile.ZipFile(sys.argv[1]) as z:

@@ -1,10 +1,13 @@
-//! Imports started in the importer function: an asynchronous invocation
-//! (`Event`) per import, its job as the payload. The function's outcome is
-//! written to the records, where the function that was asked reads it.
+//! Imports and zips started in the importer function: an asynchronous
+//! invocation (`Event`) per import, its job as the payload, or per zip
+//! (`{"zip": <batch id>}`). The function's outcome is written to the
+//! records (an import's) or the store (a zip), where the function that
+//! was asked reads it.
 
 use sluice::Error;
 use sluice::config::AwsConfig;
-use sluice::service::imports::{Dispatch, ImportJob};
+use sluice::file::FileId;
+use sluice::service::imports::{Dispatch, ImportJob, ImporterEvent};
 
 /// Starts imports in the function `SLUICE_IMPORTER_FUNCTION` names.
 #[derive(Debug, Clone)]
@@ -43,7 +46,22 @@ impl LambdaImporter {
 #[async_trait::async_trait]
 impl Dispatch for LambdaImporter {
     async fn start(&self, job: &ImportJob) -> Result<(), Error> {
-        let payload = serde_json::to_vec(job).map_err(Error::internal)?;
+        self.invoke(&ImporterEvent::Import(Box::new(job.clone())))
+            .await
+    }
+
+    async fn start_zip(&self, batch: &FileId) -> Result<(), Error> {
+        self.invoke(&ImporterEvent::Zip {
+            zip: batch.to_string(),
+        })
+        .await
+    }
+}
+
+impl LambdaImporter {
+    /// Invokes the importer with `event`, without waiting for its end.
+    async fn invoke(&self, event: &ImporterEvent) -> Result<(), Error> {
+        let payload = serde_json::to_vec(event).map_err(Error::internal)?;
         self.client
             .invoke()
             .function_name(&self.function)

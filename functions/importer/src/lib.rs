@@ -9,11 +9,17 @@
 //! way, the file ready or the import rejected, and the outcome written to
 //! the import's record, where the function that was asked reads it. A job
 //! delivered again after it ended is answered as it ended, not run twice.
+//!
+//! It builds the zips of download batches the same way
+//! ([`sluice::service::batches::Batches::build_zip`]): a function behind
+//! API Gateway answers within 30 s and 10 MB, so on AWS a zip is written
+//! into the bucket here, in parts, and the resolver hands out a presigned
+//! GET of it.
 
 use std::process::ExitCode;
 
 use sluice::Config;
-use sluice::service::imports::ImportJob;
+use sluice::service::imports::ImporterEvent;
 
 /// The function's `main`: configuration, the backends, then one import per
 /// invocation until the runtime stops.
@@ -49,14 +55,18 @@ pub fn main() -> ExitCode {
     };
     let sluice = &sluice;
     let run = rt.block_on(lambda_runtime::run(lambda_runtime::service_fn(
-        move |event: lambda_runtime::LambdaEvent<ImportJob>| async move {
-            let job = event.payload;
-            let ticket = sluice
-                .imports()
-                .run_job(job)
-                .await
-                .map_err(|e| lambda_runtime::Error::from(e.to_string()))?;
-            Ok::<_, lambda_runtime::Error>(serde_json::to_value(&ticket)?)
+        move |event: lambda_runtime::LambdaEvent<ImporterEvent>| async move {
+            let failed = |e: sluice::Error| lambda_runtime::Error::from(e.to_string());
+            match event.payload {
+                ImporterEvent::Import(job) => {
+                    let ticket = sluice.imports().run_job(*job).await.map_err(failed)?;
+                    Ok::<_, lambda_runtime::Error>(serde_json::to_value(&ticket)?)
+                }
+                ImporterEvent::Zip { zip } => {
+                    let built = sluice.batches().build_zip(&zip).await.map_err(failed)?;
+                    Ok(serde_json::to_value(&built)?)
+                }
+            }
         },
     )));
     match run {

@@ -114,17 +114,7 @@ async fn download(
     let wanted = wanted(&method, query.as_deref(), &headers);
     Ok(
         match sluice.downloads().redeem_link(&token, wanted).await? {
-            Delivery::Redirect(url) => (
-                StatusCode::TEMPORARY_REDIRECT,
-                [
-                    (
-                        header::LOCATION,
-                        HeaderValue::from_str(&url).map_err(sluice::Error::internal)?,
-                    ),
-                    (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-                ],
-            )
-                .into_response(),
+            Delivery::Redirect(url) => redirect(&url)?,
             Delivery::Whole { file, bytes, span } => {
                 let (status, headers) = body_headers(&file, &span, wanted);
                 (status, headers, Body::from(bytes)).into_response()
@@ -159,9 +149,25 @@ async fn download(
     )
 }
 
+/// A redirect to a presigned URL of the store, never cached.
+fn redirect(url: &str) -> Result<Response, HttpError> {
+    Ok((
+        StatusCode::TEMPORARY_REDIRECT,
+        [
+            (
+                header::LOCATION,
+                HeaderValue::from_str(url).map_err(sluice::Error::internal)?,
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+    )
+        .into_response())
+}
+
 /// Redeems a zip link for what the request wants: its headers, the
-/// person's page, or the zip as it is built (no `Range`: it cannot
-/// resume, and a request for one gets the whole zip).
+/// person's page, the zip as it is built, or a redirect to it built in the
+/// bucket (no `Range`: a zip cannot resume, and a request for one is
+/// charged the whole zip).
 async fn zip(
     State(sluice): State<Sluice>,
     Path(token): Path<String>,
@@ -188,6 +194,7 @@ async fn zip(
         Zipped::Described { file_name, .. } => {
             (StatusCode::OK, attachment(&file_name)).into_response()
         }
+        Zipped::Redirect(url) => redirect(&url)?,
         Zipped::Stream { file_name, stream } => (
             StatusCode::OK,
             attachment(&file_name),

@@ -104,7 +104,7 @@ pub fn status_of(e: &Error) -> StatusCode {
             StatusCode::FORBIDDEN
         }
         Error::NotFound => StatusCode::NOT_FOUND,
-        Error::LinkBudgetSpent => StatusCode::GONE,
+        Error::LinkBudgetSpent | Error::ZipNotBuilt(_) => StatusCode::GONE,
         Error::NotUploaded
         | Error::Verifying
         | Error::Scanning

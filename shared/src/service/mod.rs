@@ -255,8 +255,12 @@ impl Sluice {
             files.clone(),
             limits.clone(),
             links.clone(),
-            // A zip is streamed by a server that lives on, as imports run.
-            imports_here,
+            // A zip is streamed by a server that lives on, as imports run;
+            // on AWS the importer function builds it into the bucket.
+            match (imports_here, &imports_dispatch) {
+                (true, _) => batches::zip::Zips::Here,
+                (false, dispatch) => batches::zip::Zips::InStore(dispatch.clone()),
+            },
         );
         let imports = Imports::new(
             base.clone(),

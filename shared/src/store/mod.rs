@@ -164,6 +164,9 @@ pub enum Busy {
     /// Another batch of the owner's is being admitted now.
     #[error("another batch of your files is being issued now")]
     Admitting,
+    /// The zip asked for is still being written into the store.
+    #[error("this zip is still being built")]
+    Zipping,
 }
 
 /// Where file bytes live: the core every store has. Keys are written

@@ -148,6 +148,122 @@ fn imports_run_in_the_importer_function_under_the_real_cargo_lambda_watch() {
         .unwrap()
         .path();
     assert!(std::fs::read(saved).unwrap() == data, "the bytes served");
+
+    zips_are_built_into_the_bucket_by_the_importer(&stack, &carol, &declared, &named, &data);
+}
+
+/// The imported files as one zip: the importer function builds it into the
+/// bucket in parts when the link is issued (under the watch, before the
+/// tool answers: an `Event` invocation is answered once the function
+/// ends), and the resolver answers a preview's `HEAD` spending nothing,
+/// then a `307` to a presigned GET of s3s-fs that spends the link. A zip
+/// whose file's stored bytes are not its pin is never built: the link
+/// says why (`410`).
+fn zips_are_built_into_the_bucket_by_the_importer(
+    stack: &Stack,
+    carol: &str,
+    declared: &serde_json::Value,
+    named: &serde_json::Value,
+    data: &[u8],
+) {
+    let mcp = stack.url("sluice-mcp", "");
+    let zipped = crate::util::call_tool(
+        &mcp,
+        carol,
+        "get_download_urls",
+        json!({"files": [declared["handle"], named["handle"]], "zip": true}),
+    );
+    assert_ne!(zipped["isError"], true, "{zipped}\n{}", stack.log_tail());
+    let zipped = crate::util::tool_ok(&zipped);
+    let zip = &zipped["zip"];
+    let url = zip["url"].as_str().unwrap();
+    assert!(
+        stack.output().contains("zip built into the store"),
+        "{}",
+        stack.log_tail()
+    );
+    assert_eq!(request("HEAD", url, &[], None).status, 200, "a preview");
+    let got = stack.work.path().join("zipped");
+    std::fs::create_dir(&got).unwrap();
+    let fetched = sh(zip["command"].as_str().unwrap(), &got);
+    assert!(fetched.status.success(), "{}", out_text(&fetched));
+    let name = zip["file_name"].as_str().unwrap();
+    let test = sh(&format!("unzip -t '{name}'"), &got);
+    assert!(test.status.success(), "{}", out_text(&test));
+    let read = crate::zip::python_reads(&got.join(name));
+    let entries = read["entries"].as_object().unwrap();
+    assert_eq!(entries.len(), 3, "two files and SHA256SUMS: {read}");
+    let sha = sluice::Sha256::of(data).to_hex();
+    for (entry, digest) in entries.iter().filter(|(e, _)| *e != "SHA256SUMS") {
+        assert_eq!(digest, &json!(sha), "{entry}");
+    }
+    assert_eq!(request("GET", url, &[], None).status, 404, "spent");
+
+    // A zip not in the bucket yet (here: taken away once built, as on AWS
+    // before the importer is done): 503 with Retry-After, nothing spent.
+    let later = crate::util::tool_ok(&crate::util::call_tool(
+        &mcp,
+        carol,
+        "get_download_urls",
+        json!({"files": [named["handle"]], "zip": true}),
+    ));
+    let zips: Vec<PathBuf> = walk(&stack.work.path().join("s3"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".zip"))
+        .collect();
+    assert_eq!(zips.len(), 2, "{zips:?}");
+    for zip in zips {
+        std::fs::remove_file(zip).unwrap();
+    }
+    let waiting = request("GET", later["zip"]["url"].as_str().unwrap(), &[], None);
+    assert_eq!(waiting.status, 503, "{}", waiting.text());
+    assert!(
+        waiting.text().contains("still being built"),
+        "{}",
+        waiting.text()
+    );
+    assert!(waiting.header("retry-after").is_some(), "{waiting:?}");
+
+    // The declared file's bytes changed in the bucket (same size, so only
+    // reading them can tell): its zip is not built, and its link says so.
+    let id = declared["file_id"].as_str().unwrap();
+    let object = walk(&stack.work.path().join("s3"))
+        .into_iter()
+        .find(|p| {
+            p.to_string_lossy().contains(&format!("/{id}/"))
+                && !p.to_string_lossy().contains(".zip")
+        })
+        .expect("the declared file's object in s3s-fs");
+    let mut changed = data.to_vec();
+    changed[0] ^= 0xff;
+    std::fs::write(&object, &changed).unwrap();
+    let refused = crate::util::tool_ok(&crate::util::call_tool(
+        &mcp,
+        carol,
+        "get_download_urls",
+        json!({"files": [declared["handle"]], "zip": true}),
+    ));
+    let gone = request("GET", refused["zip"]["url"].as_str().unwrap(), &[], None);
+    assert_eq!(gone.status, 410, "{}", gone.text());
+    assert!(
+        gone.text().contains("could not be built"),
+        "{}",
+        gone.text()
+    );
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found
 }
 
 #[test]

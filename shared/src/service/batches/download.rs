@@ -7,6 +7,10 @@ use std::collections::HashSet;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 
 use super::*;
+use crate::service::downloads::MODEL_READS;
+
+/// The most a tool's summary adds to the text of a batch's answer.
+const SUMMARY_BYTES: usize = 128;
 
 impl Batches {
     /// The script a download batch's line runs ([`curl::FETCH_SCRIPT`]),
@@ -25,9 +29,9 @@ impl Batches {
         files: Vec<String>,
         zip: bool,
     ) -> Result<DownloadBatch, Error> {
-        if zip && !self.zips_here {
+        if zip && !self.zips.built() {
             return Err(Error::Invalid(
-                "a zip of many files is built by a server that stays up, not by this function; run the line (call again without zip)"
+                "a zip of many files is built by a server that stays up or by the importer function, and this deployment has neither; run the line (call again without zip)"
                     .to_owned(),
             ));
         }
@@ -80,6 +84,7 @@ impl Batches {
             .await?;
         if zip {
             let link = self.links.batch_zip(&id, expires_at);
+            self.zips.start(&id).await?;
             tracing::info!(jti = %link.jti, files = items.len(), "download zip issued");
             return Ok(DownloadBatch {
                 command: None,
@@ -90,11 +95,46 @@ impl Batches {
         let link = self.links.batch_download(&id, expires_at);
         tracing::info!(jti = %link.jti, files = items.len(), "download batch issued");
         let url = link.url;
-        Ok(DownloadBatch {
-            command: Some(curl::fetch_command(&url, &manifest)),
-            zip: None,
-            files: items,
-        })
+        Ok(self.with_file_refs(
+            DownloadBatch {
+                command: Some(curl::fetch_command(&url, &manifest)),
+                zip: None,
+                files: items,
+            },
+            &found,
+        ))
+    }
+
+    /// `batch` with a file reference (a single-use link of its own) on each
+    /// of its first `found` files whose reference still fits what a model
+    /// reads of a batch's answer (1 KiB and 64 bytes a file): whole, else
+    /// without its optional name and type (as `get_download_url`'s gives
+    /// way), else none from there on.
+    fn with_file_refs(
+        &self,
+        mut batch: DownloadBatch,
+        found: &[Result<FileMeta, String>],
+    ) -> DownloadBatch {
+        // The text adds the answer's summary line to the same JSON.
+        let max = MODEL_READS + PER_FILE_READS * found.len() - SUMMARY_BYTES;
+        let fits = |b: &DownloadBatch| serde_json::to_vec(b).is_ok_and(|v| v.len() <= max);
+        for (i, file) in found.iter().enumerate() {
+            let Ok(file) = file else { continue };
+            let Some(mut file_ref) = self.downloads.download_ticket(file).file_ref else {
+                break;
+            };
+            batch.files[i].file_ref = Some(file_ref.clone());
+            if fits(&batch) {
+                continue;
+            }
+            (file_ref.file_name, file_ref.mime_type) = (None, None);
+            batch.files[i].file_ref = Some(file_ref);
+            if !fits(&batch) {
+                batch.files[i].file_ref = None;
+                break;
+            }
+        }
+        batch
     }
 
     /// Takes the bytes of the `found` files from each owner's hourly
@@ -180,12 +220,14 @@ fn download_items(
                     file_id: Some(file.id.clone()),
                     name: (name != own).then_some(name),
                     error: None,
+                    file_ref: None,
                 }
             }
             Err(why) => DownloadItem {
                 file_id: None,
                 name: None,
                 error: Some(format!("{}: {why}", short_input(asked))),
+                file_ref: None,
             },
         })
         .collect();

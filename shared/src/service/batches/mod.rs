@@ -116,6 +116,10 @@ pub struct BatchTicket {
     pub files: Vec<BatchItem>,
 }
 
+/// What a batch's answer may add, a file, to the kilobyte a model reads of
+/// one file's (DESIGN: "≤ 1 KiB + 64 B per file").
+pub const PER_FILE_READS: usize = 64;
+
 /// The answer to `get_download_urls`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DownloadBatch {
@@ -141,6 +145,11 @@ pub struct DownloadItem {
     /// Why it is left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// For hosts that fetch files from answers (ChatGPT): a single-use
+    /// link of its own, for the first files whose reference fits the
+    /// kilobyte a model reads (`zip: true` gives one for all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_ref: Option<crate::service::downloads::FileRef>,
 }
 
 /// An entry checked: its path and the file it issues, or why it is refused.
@@ -200,15 +209,13 @@ pub struct Batches {
     files: Files,
     limits: Limits,
     links: Links,
-    /// Whether zips are built here: a server that lives on, not a function
-    /// frozen once it answers (and, behind API Gateway, cut at 30 s and
-    /// 10 MB).
-    zips_here: bool,
+    /// Where zips are built.
+    zips: zip::Zips,
 }
 
 impl Batches {
     /// Batches of the files `uploads` issues and `downloads` links; zips
-    /// built here if `zips_here`.
+    /// built where `zips` says.
     pub fn new(
         base: Base,
         uploads: Uploads,
@@ -216,7 +223,7 @@ impl Batches {
         files: Files,
         limits: Limits,
         links: Links,
-        zips_here: bool,
+        zips: zip::Zips,
     ) -> Self {
         Self {
             base,
@@ -225,7 +232,7 @@ impl Batches {
             files,
             limits,
             links,
-            zips_here,
+            zips,
         }
     }
 }

@@ -97,12 +97,7 @@ impl Spending {
     /// meanwhile: the uniform `404`, nothing spent, and the client never
     /// holds the whole), else the link is spent ([`Spending::spend`]).
     pub(crate) async fn last_byte(&self, files: &[FileMeta]) -> Result<(), Error> {
-        for file in files {
-            if self.base.records().deleted(&file.id).await?.is_some() {
-                tracing::info!(file_id = %file.id, "cut before its last byte: the file was deleted");
-                return Err(Error::NotFound);
-            }
-        }
+        none_deleted(&self.base, files).await?;
         self.spend(files).await
     }
 
@@ -147,4 +142,16 @@ impl Spending {
             })
             .boxed()
     }
+}
+
+/// The uniform `404` if any of `files` was deleted: what a delete wins
+/// over, before a last byte goes out (or a zip is closed).
+pub(crate) async fn none_deleted(base: &Base, files: &[FileMeta]) -> Result<(), Error> {
+    for file in files {
+        if base.records().deleted(&file.id).await?.is_some() {
+            tracing::info!(file_id = %file.id, "cut before its last byte: the file was deleted");
+            return Err(Error::NotFound);
+        }
+    }
+    Ok(())
 }

@@ -200,11 +200,31 @@ enum Runner {
     Function(Arc<dyn Dispatch>),
 }
 
-/// Starts an import in the importer function.
+/// Starts work in the importer function, the one function that may run
+/// for minutes after the request that asked for it was answered.
 #[async_trait::async_trait]
 pub trait Dispatch: Send + Sync + std::fmt::Debug {
     /// Starts `job`, without waiting for it to end.
     async fn start(&self, job: &ImportJob) -> Result<(), Error>;
+
+    /// Starts building the zip of download batch `batch` into the store
+    /// ([`crate::service::batches::Batches::build_zip`]), without waiting
+    /// for it to end.
+    async fn start_zip(&self, batch: &FileId) -> Result<(), Error>;
+}
+
+/// What the importer function is handed: a batch whose zip it builds
+/// (`{"zip": <batch id>}`), or an import's job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ImporterEvent {
+    /// Build the zip of the download batch `zip` names.
+    Zip {
+        /// The batch's id.
+        zip: String,
+    },
+    /// Run an import.
+    Import(Box<ImportJob>),
 }
 
 /// One import, as the importer function is handed it: who asked, which
