@@ -104,7 +104,8 @@ fn each_function_is_granted_what_its_code_calls() {
     assert_eq!(sluice_aws::DynamoRecords::key_of("x"), "file#x");
     assert_eq!(sluice_aws::DynamoRecords::admission_key("x"), "admit#x");
     assert_eq!(sluice_aws::DynamoRecords::import_key_of("x"), "import#x");
-    // The importer: every item it may touch is a record's, by prefix.
+    // The importer: every item it may touch is a record's, by prefix; it
+    // reads a download batch (whose zip it builds), and writes none.
     for action in [
         "dynamodb:GetItem",
         "dynamodb:PutItem",
@@ -115,13 +116,20 @@ fn each_function_is_granted_what_its_code_calls() {
         assert!(
             grants
                 .iter()
-                .all(|(_, _, c)| c.contains("dynamodb:LeadingKeys")
+                .all(|(actions, _, c)| c.contains("dynamodb:LeadingKeys")
                     && !c.contains("\"jti#*\"")
                     && !c.contains("allow#")
-                    && !c.contains("batch#")),
+                    && (!c.contains("batch#") || actions == &["dynamodb:GetItem"])),
             "the importer: {action} only on the records it writes: {grants:?}"
         );
     }
+    assert_eq!(sluice_aws::DynamoRecords::batch_key_of("x"), "batch#x");
+    assert!(
+        has("ImporterFunction", "dynamodb:GetItem")
+            .iter()
+            .any(|(_, _, c)| c.contains("batch#*")),
+        "the importer reads the batch whose zip it builds"
+    );
     assert_eq!(
         sluice_aws::DynamoLedger::key_of("x"),
         "jti#x",

@@ -217,6 +217,13 @@ impl DynamoRecords {
         import_key(id)
     }
 
+    /// The item key of batch `id`'s record: `batch#…`, the prefix the
+    /// functions that read batches (and the importer, building a zip) are
+    /// granted.
+    pub fn batch_key_of(id: &str) -> String {
+        batch_key(id)
+    }
+
     /// The item key of the admission lease of the owner whose hash is
     /// `owner_hash`: `admit#…`, the prefix the mcp function is granted.
     pub fn admission_key(owner_hash: &str) -> String {
