@@ -76,3 +76,51 @@ fn the_banner_names_the_address_bound_and_the_public_url_apart() {
     let claude = server.printed_after("connect Claude Code:");
     assert!(claude.contains("https://files.example.com/mcp"), "{claude}");
 }
+
+/// A `SLUICE_*` variable that is no setting (the issue's own mistake:
+/// `SLUICE_LISTEN` for `SLUICE_HOST` and `SLUICE_PORT`) is named at start
+/// with the setting meant, and the server runs as it would without it;
+/// `sluice serve --strict` and `SLUICE_STRICT=true` refuse to start
+/// instead, naming it, before anything listens.
+#[test]
+fn a_variable_that_is_no_setting_is_named_at_start_and_refused_when_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("sluice.log");
+    let typo = ("SLUICE_LISTEN", "127.0.0.1:18787");
+    let server = crate::util::Server::start_logging(dir.path(), &[typo], &log);
+    assert!(
+        server.base.starts_with("http://127.0.0.1:"),
+        "{}",
+        server.base
+    );
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        said.contains("SLUICE_LISTEN is not a setting: did you mean SLUICE_HOST and SLUICE_PORT?"),
+        "{said}"
+    );
+    server.stop();
+
+    let data = dir.path().join("strict").display().to_string();
+    for (args, strict) in [
+        (&["serve", "--strict"][..], None),
+        (&[][..], Some(("SLUICE_STRICT", "true"))),
+    ] {
+        let mut env = vec![
+            ("SLUICE_DATA_DIR", data.as_str()),
+            ("SLUICE_PORT", "0"),
+            typo,
+        ];
+        env.extend(strict);
+        let out = sluice(args, &env);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", out_text(&out));
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains("SLUICE_STRICT: refused to start: SLUICE_LISTEN is not a setting: did you mean SLUICE_HOST and SLUICE_PORT?"),
+            "{args:?}: {text}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).is_empty(),
+            "nothing listened"
+        );
+    }
+}

@@ -23,7 +23,13 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve every route on SLUICE_HOST:SLUICE_PORT (127.0.0.1:8787); the default.
-    Serve,
+    Serve {
+        /// Refuse to start when a SLUICE_* variable is not a setting (a
+        /// typo), as SLUICE_STRICT=true does; otherwise each is named at
+        /// start and ignored.
+        #[arg(long)]
+        strict: bool,
+    },
     /// Print a local development bearer token for this data directory.
     Token {
         /// The user the token names (its `sub`).
@@ -80,8 +86,14 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::Serve { strict: true }) = cli.command
+        && let Err(e) = config.refuse_unknown()
+    {
+        eprintln!("sluice: {e}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
-        None | Some(Command::Serve) => serve(config),
+        None | Some(Command::Serve { .. }) => serve(config),
         Some(Command::Token { user, scopes }) => token(&config, &user, scopes),
         Some(Command::Receipt { action }) => receipt(&config, action),
     };

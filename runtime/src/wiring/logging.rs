@@ -18,4 +18,9 @@ pub fn init_tracing(config: &Config) {
         )
         .with(config.operations.log.clone())
         .try_init();
+    // A typo would otherwise leave a default the operator did not mean,
+    // without a word: named at start (a function's cold start).
+    for line in &config.unknown {
+        tracing::warn!("{line}");
+    }
 }

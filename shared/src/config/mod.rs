@@ -22,6 +22,7 @@ pub mod settings;
 #[cfg(test)]
 mod tests;
 mod transfers;
+mod typos;
 mod urls;
 
 pub use actions::{ActionsSettings, ActionsSource};
@@ -82,6 +83,10 @@ pub struct Config {
     pub imports: Imports,
     /// Malware scanning.
     pub scan: Scan,
+    /// Each `SLUICE_*` variable set that is not a setting, in a line that
+    /// names the nearest one: logged at start ([`Config::refuse_unknown`]
+    /// refuses them instead).
+    pub unknown: Vec<String>,
 }
 
 impl Config {
@@ -96,12 +101,13 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let vars = Vars::new(vars, table());
         vars.check()?;
+        let unknown = vars.unknown();
         let store = backends::store(&vars)?;
         let records = backends::records(&vars)?;
         rules(&vars)?;
         let in_dir = matches!(store, Store::Dir);
         let data = DataDir::read(&vars)?;
-        Ok(Self {
+        Self {
             store,
             records,
             aws: backends::aws(&vars)?,
@@ -117,7 +123,29 @@ impl Config {
             operations: Operations::read(&vars)?,
             transfers: Transfers::read(&vars, in_dir)?,
             scan: Scan::read(&vars)?,
-        })
+            unknown,
+        }
+        .strict(vars.flag("SLUICE_STRICT")?.unwrap_or(false))
+    }
+
+    /// Refuses to start if any `SLUICE_*` variable set is not a setting
+    /// (`SLUICE_STRICT`, `sluice serve --strict`), naming each.
+    pub fn refuse_unknown(&self) -> Result<(), ConfigError> {
+        if self.unknown.is_empty() {
+            return Ok(());
+        }
+        Err(invalid(
+            "SLUICE_STRICT",
+            format!("refused to start: {}", self.unknown.join("; ")),
+        ))
+    }
+
+    /// `self`, or its refusal where `strict` and a variable is no setting.
+    fn strict(self, strict: bool) -> Result<Self, ConfigError> {
+        if strict {
+            self.refuse_unknown()?;
+        }
+        Ok(self)
     }
 }
 

@@ -59,6 +59,12 @@ impl Vars {
         Ok(())
     }
 
+    /// One line for each `SLUICE_*` variable set that is not a setting,
+    /// with the nearest setting ([`super::typos`]).
+    pub(super) fn unknown(&self) -> Vec<String> {
+        super::typos::named(self.0.keys().map(String::as_str), &self.1)
+    }
+
     /// Whether `name` is set (to something not empty).
     pub(super) fn is_set(&self, name: &'static str) -> bool {
         self.raw(name).is_some()

@@ -72,6 +72,13 @@ pub(super) const ROWS: &[Setting] = &[
         "port (`0` picks a free one)",
     ),
     s(
+        "SLUICE_STRICT",
+        Group::Core,
+        Parse::Flag,
+        Value("false"),
+        "refuse to start when a `SLUICE_*` variable is not a setting (a typo); otherwise each is named in the log at start, with the nearest setting, and ignored (`sluice serve --strict` does the same)",
+    ),
+    s(
         "SLUICE_MCP_MAX_BODY_BYTES",
         Group::Limits,
         Parse::Positive,

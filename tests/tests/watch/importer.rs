@@ -32,6 +32,8 @@ fn imports_run_in_the_importer_function_under_the_real_cargo_lambda_watch() {
             ("SLUICE_IMPORT_ALLOW_LOOPBACK", "true".into()),
             ("SLUICE_IMPORT_PORTS", origin.port.to_string()),
             ("SLUICE_ACTIONS_FILE", catalog.display().to_string()),
+            // A typo: each function names it in its log at cold start.
+            ("SLUICE_IMPORT_PORT", "1".into()),
         ],
     );
     let carol = token(&stack.env, "carol", &["files:read", "files:write"]);
@@ -65,6 +67,13 @@ fn imports_run_in_the_importer_function_under_the_real_cargo_lambda_watch() {
         declared["state"],
         "ready",
         "{declared}\n{}",
+        stack.log_tail()
+    );
+    assert!(
+        stack
+            .output()
+            .contains("SLUICE_IMPORT_PORT is not a setting: did you mean SLUICE_IMPORT_PORTS?"),
+        "{}",
         stack.log_tail()
     );
     assert!(
