@@ -101,23 +101,30 @@ pub fn upload_via_command<'a>(
 
 /// The one line that uploads `local_file`, of `size` bytes, to the upload
 /// link `link` where sluice receives the bytes, as one resumable (tus 1.0)
-/// stream: it asks where the upload stands (`HEAD`, `Upload-Offset`) and
-/// sends the file from there in one `PATCH` (`curl -C`), so a rerun after
-/// any interruption sends only what the server does not have, and a rerun
-/// after the end sends nothing. It says how far the upload stands when it ends; a
-/// refusal is said in the server's words (`--fail-with-body`). The offset
-/// is taken as digits only and goes nowhere but curl's `-C` and the
-/// header. A longer file is refused before a byte is read (its length
-/// goes past the upload's); a shorter one ends short of the size, and the
-/// line says how far. Short: the line, the name twice and the answer
-/// around it fit in a kilobyte.
-pub fn stream_command(link: &str, local_file: &str, size: u64) -> String {
+/// stream: it asks where the upload stands (`HEAD`, `Upload-Offset`, read
+/// with curl's own `-w`: nothing but `sh`, `curl` and `tr`) and sends the
+/// file from there in one `PATCH` (`curl -C`), so a rerun after any
+/// interruption sends only what the server does not have, and a rerun
+/// after the end sends nothing. It says how far the upload stands when it
+/// ends; a refusal is said in the server's words (`--fail-with-body`). The
+/// offset is taken as digits only and goes nowhere but curl's `-C` and the
+/// header. Where it stops before sending, it says why in one sentence:
+/// no offset came back (the host, named by the link's own origin and path
+/// before `/u/`, could not be reached, a proxy refused the tunnel, or a
+/// proxy drops the header), with `instead`; or the status the `HEAD` got. A longer
+/// file is refused before a byte is read (its length goes past the
+/// upload's); a shorter one ends short of the size, and the line says how
+/// far. It tells an unreachable host itself: no [`or_unreachable`] around
+/// it. Short: the line, the name twice and the answer around it fit in a
+/// kilobyte.
+pub fn stream_command(link: &str, local_file: &str, size: u64, instead: &str) -> String {
     fill(
         include_str!("sh/lines/stream.sh"),
         &[
             ("LINK", &shell_quote(link)),
             ("FILE", &path_arg(local_file)),
             ("SIZE", &size.to_string()),
+            ("INSTEAD", instead),
         ],
     )
 }
@@ -605,7 +612,7 @@ mod tests {
         let sha = Sha256::of(b"x");
         let plan = crate::multipart::Plan::new(6 * 1024 * 1024, 5 * 1024 * 1024);
         let lines = [
-            stream_command("http://h/u/t", "@LINK@.bin", 3),
+            stream_command("http://h/u/t", "@LINK@.bin", 3, UPLOAD_INSTEAD),
             upload_via_command("http://h/u/t", [("Content-Type", "a/b")], "f"),
             upload_command("http://h/u/t", [], "f"),
             parts_command("http://h/u/t", "f", &plan, "https://s"),
@@ -631,6 +638,25 @@ mod tests {
             !lines[0].contains("@SIZE@") && lines[0].contains("S=3;"),
             "{}",
             lines[0]
+        );
+    }
+
+    /// The stream line the HTTP API's page shows is the line this release
+    /// returns.
+    #[test]
+    fn the_documented_stream_line_is_todays() {
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/http-api.md"))
+                .unwrap();
+        let line = stream_command(
+            "http://127.0.0.1:8787/u/BYtF…",
+            "dataset.tar",
+            2_684_354_560,
+            UPLOAD_INSTEAD,
+        );
+        assert!(
+            doc.contains(&format!("\n{line}\n")),
+            "docs/http-api.md shows another line than\n{line}"
         );
     }
 

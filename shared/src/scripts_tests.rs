@@ -367,19 +367,19 @@ fn run_stream(work: &Path, shell_dir: &Path, line: &str, list: &str, offset: &st
     let stub = work.join(".stream-stub");
     std::fs::create_dir_all(&stub).unwrap();
     std::fs::write(stub.join("list"), list).unwrap();
-    std::fs::write(
-        stub.join("head"),
-        format!("HTTP/1.1 200 OK\r\nUpload-Offset: {offset}\r\n\r\n"),
-    )
-    .unwrap();
+    std::fs::write(stub.join("offset"), offset).unwrap();
     let _ = std::fs::remove_file(stub.join("sent"));
+    // A `HEAD` (`-I`) prints what its `-w` asks for: the status (200) and
+    // the offset, as curl would.
     std::fs::write(
         stub.join("curl"),
         format!(
-            "#!/bin/sh\nout=\nprev=\nhead=\nfor a in \"$@\"; do case \"$prev\" in -o) out=$a;; esac; \
-             [ \"$a\" = -fsSI ] && head=1; prev=$a; done\n\
+            "#!/bin/sh\nout=\nprev=\nhead=\nw=\nfor a in \"$@\"; do case \"$prev\" in -o) out=$a;; -w) w=$a;; esac; \
+             case \"$a\" in -w?*) w=${{a#-w}};; -*I*) head=1;; esac; prev=$a; done\n\
+             off=$(cat {d}/offset)\n\
              case \"$a\" in\n*/sh) cat {script};;\n{LINK}) cp {d}/list \"$out\";;\n\
-             *) if [ -n \"$head\" ]; then cat {d}/head; else echo \"$@\" >> {d}/sent; fi;;\nesac\n",
+             *) if [ -n \"$head\" ]; then printf %s \"$w\" | sed \"s/%{{http_code}}/200/; s/%header{{upload-offset}}/$off/\"; \
+             else echo \"$@\" >> {d}/sent; fi;;\nesac\n",
             d = stub.display(),
             script = work.join(".stream-stub/script").display(),
         ),
@@ -406,7 +406,7 @@ fn an_offset_that_is_code_runs_nothing_under_dash_or_bash_as_sh() {
             "2;touch pwned",
             "x[$(touch pwned)]2",
         ] {
-            let line = curl::stream_command(&format!("{ORIGIN}/u/T1"), "a.txt", 5);
+            let line = curl::stream_command(&format!("{ORIGIN}/u/T1"), "a.txt", 5, "x");
             let r = run_stream(work.path(), &shell, &line, "", evil);
             assert!(
                 !work.path().join("pwned").exists(),
@@ -414,7 +414,7 @@ fn an_offset_that_is_code_runs_nothing_under_dash_or_bash_as_sh() {
                 r.said
             );
             assert!(
-                r.sent.contains("Upload-Offset: 2") && r.sent.contains("-C 2"),
+                r.sent.contains("Upload-Offset:2") && r.sent.contains("-C 2"),
                 "{name}: {evil}: {}",
                 r.sent
             );

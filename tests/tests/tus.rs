@@ -418,7 +418,7 @@ fn the_line_resumes_after_a_cut_and_a_restart() {
     assert!(out.status.success(), "{}", out_text(&out));
     let said = out_text(&out);
     assert!(
-        said.contains(&format!("{} of {} stored", data.len(), data.len())),
+        said.contains(&format!("{}/{} stored", data.len(), data.len())),
         "{said}"
     );
     assert_eq!(offset(&link), data.len() as u64);

@@ -62,8 +62,8 @@ H
 # stream: from where the upload stands, nothing when it is whole.
 T='Tus-Resumable: 1.0.0'
 stream() {
-  o=$(curl -fsSI -H "$T" "$2" | grep -i '^upload-offset:' | tr -dc 0-9)
-  [ -n "$o" ] || { echo "sluice: $1: its link does not say where its upload stands" >&2; return 1; }
+  o=$(curl -fsSI -o /dev/null -w '%header{upload-offset}' "$2" | tr -dc 0-9)
+  [ -n "$o" ] || { echo "sluice: $1: no Upload-Offset came back from its link (used or expired, or a proxy drops the header), so nothing was sent" >&2; return 1; }
   [ "$o" != "$3" ] || return 0
   curl -g --fail-with-body -sS -o /dev/null -X PATCH -H "$T" -H 'Content-Type: application/offset+octet-stream' \
     -H "Upload-Offset: $o" -C "$o" -T "$f" "$2"

@@ -117,9 +117,10 @@ impl Uploads {
         // host: the link's origin, or (through a short link to the store)
         // the URL it was reaching when it failed.
         let (command, probe) = match intake {
+            // The stream's line tells an unreachable host by itself.
             Intake::Stream(_) => (
-                curl::stream_command(&target.url, local, file.size),
-                vec![curl::shell_quote(&curl::origin_of(&target.url))],
+                curl::stream_command(&target.url, local, file.size, curl::UPLOAD_INSTEAD),
+                vec![],
             ),
             Intake::Parts(_, plan) => {
                 let origin = self.part_origin().await?;
@@ -137,7 +138,10 @@ impl Uploads {
                 vec![curl::shell_quote(&curl::origin_of(&target.url))],
             ),
         };
-        let command = curl::or_unreachable(&command, &probe, curl::UPLOAD_INSTEAD);
+        let command = match probe.is_empty() {
+            true => command,
+            false => curl::or_unreachable(&command, &probe, curl::UPLOAD_INSTEAD),
+        };
         Ok(UploadTicket {
             handle,
             file_id: file.id,
