@@ -141,7 +141,31 @@ fn one_named_transfer(base: &str, token: &str, name: &str) -> (usize, usize) {
     assert!(out.status.success(), "{}", out_text(&out));
     let saved = work.path().join(sluice::filename::safe_name(name));
     assert_eq!(std::fs::read(saved).unwrap(), data);
-    (text.len(), down.len())
+    // As the docs give them: with the documented address in place of this
+    // test's port (one digit more or less).
+    let at_8787 = |t: &str| t.replace(base, "http://127.0.0.1:8787").len();
+    (at_8787(&text), at_8787(&down))
+}
+
+/// Holds what docs/http-api.md says the model reads (between
+/// `<!-- sizes:KEY -->` and `<!-- /sizes -->`) to `figures`, what this
+/// test measured; `SLUICE_WRITE_DOCS=1` writes them instead.
+fn held_in_docs(key: &str, (up, down): (usize, usize)) {
+    let path = crate::mcp_clients::root().join("docs/http-api.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let open = format!("<!-- sizes:{key} -->");
+    let start = doc.find(&open).expect("the docs' marker") + open.len();
+    let end = start + doc[start..].find("<!-- /sizes -->").unwrap();
+    let measured = format!("{up} and {down}");
+    if std::env::var_os("SLUICE_WRITE_DOCS").is_some() {
+        std::fs::write(&path, format!("{}{measured}{}", &doc[..start], &doc[end..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        &doc[start..end],
+        measured,
+        "docs/http-api.md gives other sizes for {key} than measured: run with SLUICE_WRITE_DOCS=1"
+    );
 }
 
 #[test]
@@ -150,6 +174,7 @@ fn locally_the_model_reads_at_most_a_kibibyte_per_transfer() {
     let token = server.token("alice", &[]);
     let (up, down) = one_transfer(&server.base, &token);
     eprintln!("local: request_upload {up} B, get_download_url {down} B");
+    held_in_docs("local", (up, down));
     browser_page_answer(&server.base, &token);
 }
 
@@ -218,6 +243,7 @@ fn on_aws_with_a_session_token_the_model_reads_at_most_a_kibibyte() {
     let token = aws_token(&emulators, "alice", &[]);
     let (up, down) = one_transfer(&server.base, &token);
     eprintln!("aws: request_upload {up} B, get_download_url {down} B");
+    held_in_docs("aws", (up, down));
     browser_page_answer(&server.base, &token);
     // Behind the short link, the presigned PUT does carry the token.
     let ticket = server.request_upload(&token, "b.bin", b"b");

@@ -458,3 +458,81 @@ fn the_log_level_of_a_deployment_never_reaches_trace() {
     );
     assert!(!allowed.iter().any(|v| v.contains("trace")), "{allowed:?}");
 }
+
+/// The functions `template.yaml` deploys, by the short name of their
+/// binary (`sluice-mcp` is `mcp`).
+fn deployed_functions(t: &Yaml) -> Vec<String> {
+    key(t, "Resources")
+        .as_hash()
+        .unwrap()
+        .values()
+        .filter(|r| key(r, "Type").as_str() == Some("AWS::Serverless::Function"))
+        .map(|r| {
+            let binary = key(&key(&key(r, "Metadata"), "BuildProperties"), "Binary");
+            binary
+                .as_str()
+                .unwrap()
+                .trim_start_matches("sluice-")
+                .to_owned()
+        })
+        .collect()
+}
+
+/// docs/aws.md's deploy section says how many functions the template
+/// deploys and names each; no page of docs/ (or the README) names a
+/// function the template lacks (`` the `x` function ``, `` `x` function ``);
+/// every function crate (`functions/`, but the local server) is deployed.
+#[test]
+fn the_docs_name_the_functions_the_template_deploys() {
+    let deployed = deployed_functions(&template());
+    let root = crate::mcp_clients::root();
+    let aws = std::fs::read_to_string(root.join("docs/aws.md")).unwrap();
+    let start = aws.find("## Deploy to AWS").unwrap();
+    let section = &aws[start
+        ..aws[start + 3..]
+            .find("\n## ")
+            .map_or(aws.len(), |i| i + start + 3)];
+    let count = [
+        "no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+    ][deployed.len()];
+    assert!(
+        section.contains(&format!("deploys {count} arm64 functions")),
+        "docs/aws.md must say the template deploys {count} functions: {deployed:?}"
+    );
+    for name in &deployed {
+        assert!(
+            section.contains(&format!("`{name}`")),
+            "docs/aws.md does not name {name}"
+        );
+    }
+    let mut pages: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.push(root.join("README.md"));
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (at, _) in text.match_indices("` function") {
+            let name = text[..at].rsplit('`').next().unwrap();
+            let plain = name.chars().all(|c| c.is_ascii_lowercase() || c == '-');
+            if plain && !name.is_empty() {
+                assert!(
+                    deployed
+                        .iter()
+                        .any(|d| d == name.trim_start_matches("sluice-")),
+                    "{} names the `{name}` function; the template deploys {deployed:?}",
+                    page.display()
+                );
+            }
+        }
+    }
+    for crate_dir in std::fs::read_dir(root.join("functions")).unwrap().flatten() {
+        let name = crate_dir.file_name().to_string_lossy().into_owned();
+        assert!(
+            name == "local" || deployed.contains(&name),
+            "functions/{name} is not deployed by template.yaml"
+        );
+    }
+}
