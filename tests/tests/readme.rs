@@ -178,3 +178,41 @@ fn the_architecture_hop_table_is_the_scripts_output() {
         "docs/ARCHITECTURE.md's hop table is not `make hops`'s output"
     );
 }
+
+/// The README's table of tools is the server's: each tool `tools/list`
+/// gives (but the per-action `action_<name>` tools, one row for all) has a
+/// row, and no row names a tool the server lacks.
+#[test]
+fn the_readme_lists_the_tools_the_server_gives() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let listed: Vec<String> = crate::util::tool_names(&server.base, &token)
+        .into_iter()
+        .filter(|t| !t.starts_with("action_"))
+        .collect();
+    let readme = std::fs::read_to_string(crate::mcp_clients::root().join("README.md")).unwrap();
+    let rows: Vec<String> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .map(|l| {
+            l.split(|c: char| !(c.is_ascii_lowercase() || c == '_' || c == '<' || c == '>'))
+                .next()
+                .unwrap()
+                .to_owned()
+        })
+        .filter(|name| name.contains('_') || name == "list_actions")
+        .filter(|name| !name.starts_with("SLUICE"))
+        .collect();
+    for tool in &listed {
+        assert!(
+            rows.contains(tool),
+            "README.md has no row for {tool}: {rows:?}"
+        );
+    }
+    for row in &rows {
+        assert!(
+            listed.contains(row) || row == "action_<name>",
+            "README.md lists {row}, which the server does not give: {listed:?}"
+        );
+    }
+}
