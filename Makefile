@@ -107,8 +107,9 @@ test-builds:
 	$(CARGO) build --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver --bin sluice-events --bin sluice-importer
 	$(CARGO) build -p sluice-testkit --bin sluice-provision
 
-# The second clippy checks the functions as `sam build` builds them: alone,
-# without the `local` feature the rest of the workspace turns on.
+# The second and third clippy check the functions as `sam build` builds
+# them: without the `local` feature the rest of the workspace turns on, and
+# all but the importer without the zip writer (`zips`).
 # The shell programs sluice runs or hands out: the scripts and the line
 # templates under shared/src/sh/ (what the returned lines run), the dev emulators,
 # CI's entry point.
@@ -118,7 +119,8 @@ lint: /usr/bin/shellcheck
 	shellcheck $(SHELL_SCRIPTS)
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events -p sluice-importer --all-targets -- -D warnings
+	$(CARGO) clippy -p sluice-mcp -p sluice-issuer -p sluice-resolver -p sluice-events --all-targets -- -D warnings
+	$(CARGO) clippy -p sluice-importer --all-targets -- -D warnings
 	$(CARGO) clippy -p sluice-local -p sluice-runtime --no-default-features --features sluice-runtime/local --all-targets -- -D warnings
 
 # The SAM template, checked offline by cfn-lint, `sam validate --lint`, and

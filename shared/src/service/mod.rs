@@ -257,7 +257,9 @@ impl Sluice {
             links.clone(),
             // A zip is streamed by a server that lives on, as imports run;
             // on AWS the importer function builds it into the bucket.
-            match (imports_here, &imports_dispatch) {
+            // (A build without the zip writer, the `zips` feature, leaves
+            // them to the importer function.)
+            match (imports_here && cfg!(feature = "zips"), &imports_dispatch) {
                 (true, _) => batches::zip::Zips::Here,
                 (false, dispatch) => batches::zip::Zips::InStore(dispatch.clone()),
             },

@@ -25,6 +25,8 @@
 mod download;
 mod upload;
 pub mod zip;
+#[cfg(feature = "zips")]
+mod zip_writer;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -27,24 +27,18 @@
 //! by the redirect that hands out its last byte). A build that failed
 //! answers `410` with why.
 
-use std::io;
-
-use async_zip::base::write::ZipFileWriter;
-use async_zip::{Compression, ZipEntryBuilder};
-use bytes::{Bytes, BytesMut};
-use futures_util::{AsyncWriteExt as _, StreamExt as _};
+use bytes::Bytes;
+use futures_util::StreamExt as _;
 use serde::Serialize;
-use tokio::io::AsyncReadExt as _;
 
 use super::Batches;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta, ObjectKey};
 use crate::records::Batch;
-use crate::service::base::Base;
-use crate::service::downloads::{FileRef, Span, Spending, Wanted, none_deleted};
+use crate::service::downloads::{FileRef, Span, Spending, Wanted};
 use crate::service::imports::Dispatch;
-use crate::sha::{Hasher, Sha256};
-use crate::store::{Access, Busy, ByteStream, DownloadAs, PartStore, verified};
+use crate::sha::Sha256;
+use crate::store::{Access, Busy, ByteStream, DownloadAs};
 use crate::time::rfc3339;
 use crate::token::ShortKind;
 
@@ -216,17 +210,10 @@ impl std::fmt::Debug for Zipped {
 }
 
 /// One file of the zip.
-struct Entry {
-    path: String,
-    file: FileMeta,
-}
-
-/// What the writer of one zip holds: it outlives the request's call.
-struct Writer {
-    base: Base,
-    /// The link the zip is streamed to (none: built into the store).
-    spending: Option<Spending>,
-    entries: Vec<Entry>,
+pub(super) struct Entry {
+    #[cfg_attr(not(feature = "zips"), allow(dead_code))]
+    pub(super) path: String,
+    pub(super) file: FileMeta,
 }
 
 impl Batches {
@@ -263,15 +250,32 @@ impl Batches {
         };
         spending.charge(&whole).await?;
         tracing::info!(jti = %spending.jti, files = entries.len(), bytes = total, "zip started");
-        let writer = Writer {
-            base: self.base.clone(),
-            spending: Some(spending),
-            entries,
-        };
         Ok(Zipped::Stream {
             file_name,
-            stream: writer.stream(),
+            stream: self.zip_stream(Some(spending), entries)?,
         })
+    }
+
+    /// The zip of `entries` as it is written, to the link `spending` says
+    /// (none: into the store).
+    #[cfg(feature = "zips")]
+    fn zip_stream(
+        &self,
+        spending: Option<Spending>,
+        entries: Vec<Entry>,
+    ) -> Result<ByteStream, Error> {
+        let writer = super::zip_writer::Writer {
+            base: self.base.clone(),
+            spending,
+            entries,
+        };
+        Ok(writer.stream())
+    }
+
+    /// This build writes no zip: [`Zips::Here`] is never chosen for it.
+    #[cfg(not(feature = "zips"))]
+    fn zip_stream(&self, _: Option<Spending>, _: Vec<Entry>) -> Result<ByteStream, Error> {
+        Err(Error::bug("a zip asked of a build without the zip writer"))
     }
 
     /// Every file of `batch`, there and deliverable: a zip is never started
@@ -384,12 +388,8 @@ impl Batches {
             .parts()
             .ok_or_else(|| Error::bug("a zip is built into a store that takes parts"))?;
         let built = async {
-            let writer = Writer {
-                base: self.base.clone(),
-                spending: None,
-                entries: self.entries(&batch).await?,
-            };
-            in_parts(parts, &key, writer.stream()).await
+            let zip = self.zip_stream(None, self.entries(&batch).await?)?;
+            in_parts(parts, &key, zip).await
         }
         .await;
         match built {
@@ -413,147 +413,15 @@ impl Batches {
     }
 }
 
-/// Stores `zip` under `key` in parts of [`PART_BYTES`] (the last one
-/// shorter), each checked against its own SHA-256 by the store, then joins
-/// them: the one part held at a time is what building costs in memory. A
-/// zip that fails part way is discarded.
+#[cfg(feature = "zips")]
+use super::zip_writer::in_parts;
+
+/// This build writes no zip (its `zip_stream` refuses first).
+#[cfg(not(feature = "zips"))]
 async fn in_parts(
-    parts: &dyn PartStore,
-    key: &ObjectKey,
-    mut zip: ByteStream,
+    _: &dyn crate::store::PartStore,
+    _: &ObjectKey,
+    _: ByteStream,
 ) -> Result<Built, Error> {
-    let part_bytes = PART_BYTES as usize;
-    parts.begin(key, "application/zip").await?;
-    let mut whole = Hasher::new();
-    let mut part = BytesMut::with_capacity(part_bytes);
-    let (mut n, mut offset) = (0u32, 0u64);
-    let put = |n: u32, offset: u64, bytes: Bytes| async move {
-        let size = bytes.len() as u64;
-        let sha = Sha256::of(&bytes);
-        let body = futures_util::stream::once(async move { Ok(bytes) }).boxed();
-        parts.put_part(key, n, offset, size, sha, body).await
-    };
-    let sent = async {
-        loop {
-            let chunk = zip
-                .next()
-                .await
-                .transpose()
-                .map_err(|e| Error::ZipNotBuilt(e.to_string()))?;
-            let last = chunk.is_none();
-            if let Some(chunk) = chunk {
-                whole.update(&chunk);
-                part.extend_from_slice(&chunk);
-            }
-            while part.len() >= part_bytes || (last && !part.is_empty()) {
-                let bytes = part.split_to(part.len().min(part_bytes)).freeze();
-                n += 1;
-                let len = bytes.len() as u64;
-                put(n, offset, bytes).await?;
-                offset += len;
-            }
-            if last {
-                return Ok::<_, Error>(());
-            }
-        }
-    }
-    .await;
-    let plan = crate::multipart::Plan::new(offset, PART_BYTES);
-    if let Err(e) = sent {
-        let _ = parts.abort(key, &plan).await;
-        return Err(e);
-    }
-    if plan.count != n {
-        let _ = parts.abort(key, &plan).await;
-        return Err(Error::ZipNotBuilt(format!(
-            "{offset} bytes do not fit the store's parts"
-        )));
-    }
-    let sha256 = whole.finish();
-    parts.join(key, &plan, sha256).await?;
-    Ok(Built {
-        size: offset,
-        sha256: Some(sha256),
-        parts: n,
-    })
-}
-
-impl Writer {
-    /// The zip as a stream: written by a task into a pipe the stream
-    /// reads; the stream ends in the task's error, if any, so a zip cut
-    /// short is a response cut short.
-    fn stream(self) -> ByteStream {
-        let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
-        let task = tokio::spawn(self.write(ours));
-        futures_util::stream::unfold((theirs, Some(task)), |(mut pipe, task)| async move {
-            let mut buf = BytesMut::with_capacity(64 * 1024);
-            match pipe.read_buf(&mut buf).await {
-                Ok(0) => {
-                    let verdict = match task?.await {
-                        Ok(Ok(())) => return None,
-                        Ok(Err(e)) => e,
-                        Err(e) => io::Error::other(e),
-                    };
-                    Some((Err(verdict), (pipe, None)))
-                }
-                Ok(_) => Some((Ok(buf.freeze()), (pipe, task))),
-                Err(e) => Some((Err(e), (pipe, None))),
-            }
-        })
-        .boxed()
-    }
-
-    /// Writes the zip into `pipe`: each file's entry, the digests, then,
-    /// once every file is still there and the link is spent, the central
-    /// directory.
-    async fn write(self, pipe: tokio::io::DuplexStream) -> io::Result<()> {
-        let zip_error = |e: async_zip::error::ZipError| io::Error::other(e.to_string());
-        let mut zip = ZipFileWriter::with_tokio(pipe);
-        let mut sums = String::new();
-        for entry in &self.entries {
-            let file = &entry.file;
-            let stream = self
-                .base
-                .store()
-                .get(&file.object_key())
-                .await
-                .map_err(io::Error::other)?
-                .ok_or_else(|| io::Error::other(format!("{} is gone", file.id)))?;
-            let mut bytes = verified(stream, file.size, file.sha256);
-            let builder = ZipEntryBuilder::new(entry.path.clone().into(), Compression::Stored)
-                .unix_permissions(0o644);
-            let mut out = zip.write_entry_stream(builder).await.map_err(zip_error)?;
-            while let Some(chunk) = bytes.next().await {
-                let chunk: Bytes = chunk?;
-                out.write_all(&chunk).await?;
-            }
-            out.close().await.map_err(zip_error)?;
-            sums.push_str(&sums_line(&file.sha256, &entry.path));
-        }
-        let builder = ZipEntryBuilder::new(SUMS.to_owned().into(), Compression::Stored)
-            .unix_permissions(0o644);
-        zip.write_entry_whole(builder, sums.as_bytes())
-            .await
-            .map_err(zip_error)?;
-        // A delete (or a rejection) wins over a zip under way: without one
-        // of its files, the archive never ends; else the link is spent and
-        // each file reported downloaded, before the central directory (a
-        // zip built into the store is spent as it is handed out).
-        let files: Vec<FileMeta> = self.entries.iter().map(|e| e.file.clone()).collect();
-        let ended = match &self.spending {
-            Some(spending) => spending.last_byte(&files).await,
-            None => none_deleted(&self.base, &files).await,
-        };
-        ended.map_err(|e| io::Error::other(format!("the zip was cut: {e}")))?;
-        zip.close().await.map_err(zip_error)?;
-        if let Some(spending) = &self.spending {
-            tracing::info!(jti = %spending.jti, "zip delivered");
-        }
-        Ok(())
-    }
-}
-
-/// A line of the zip's digests: `sha256sum -c` reads it.
-fn sums_line(sha: &Sha256, path: &str) -> String {
-    format!("{sha}  {path}\n")
+    Err(Error::bug("a zip asked of a build without the zip writer"))
 }

@@ -34,7 +34,9 @@ use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, take, verif
 use crate::time::{now_unix, rfc3339};
 use crate::token::Method;
 pub use ranges::{Ranged, Span, Wanted};
-pub(crate) use spending::{Spending, none_deleted};
+pub(crate) use spending::Spending;
+#[cfg(feature = "zips")]
+pub(crate) use spending::none_deleted;
 
 /// Files up to this size are read and verified whole before the first byte
 /// is sent, so a mismatch is a clean 409. Larger files stream with their last
