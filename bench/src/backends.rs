@@ -178,6 +178,7 @@ async fn issue_beside_ready_files(dir: &std::path::Path) -> anyhow::Result<(usiz
         ready,
         proof: None,
         scan: None,
+        trace: None,
     };
     let puts = (0..READY_FILES).map(|_| {
         let (records, r) = (records.clone(), record("many", true));

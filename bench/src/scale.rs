@@ -121,6 +121,7 @@ pub async fn run() -> anyhow::Result<String> {
             ready,
             proof: None,
             scan: None,
+            trace: None,
         };
         records.put(&record).await?;
         // The replaced design: the record as an S3 object beside the bytes.

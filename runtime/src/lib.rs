@@ -81,7 +81,10 @@ async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), 
                     let url =
                         url.ok_or("no SLUICE_PUBLIC_URL and no API Gateway domain in the event")?;
                     tracing::info!(%url, "public URL");
-                    Ok::<_, &str>(router(backends.sluice(&config, url)))
+                    Ok::<_, &str>(
+                        router(backends.sluice(&config, url))
+                            .layer(axum::middleware::from_fn(sluice::traces::http_span)),
+                    )
                 })
                 .await?
                 .clone();

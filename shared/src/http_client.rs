@@ -7,7 +7,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 
 /// HTTPS with the system's trust roots (as the AWS SDK uses), or plain HTTP
 /// for a URL that names it (a local authorization server or upstream).
-pub(crate) fn https_connector() -> HttpsConnector<HttpConnector> {
+pub fn https_connector() -> HttpsConnector<HttpConnector> {
     let mut http = HttpConnector::new();
     http.set_nodelay(true);
     https_over(http)

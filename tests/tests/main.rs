@@ -99,5 +99,7 @@ mod watch;
 mod webhooks;
 // the in-chat widget (MCP Apps) in a host built on ext-apps, in Chromium
 mod widget;
+// traces over OTLP to a receiver decoding them with opentelemetry-proto
+mod traces;
 // many files as one zip: streamed as built, read by unzip and Python
 mod zip;

@@ -300,6 +300,7 @@ mod tests {
             ready: true,
             proof: None,
             scan: None,
+            trace: None,
         };
         (record.file.id.clone(), record.to_json())
     }

@@ -209,7 +209,7 @@ fn serve(config: Config) -> Result<(), StartError> {
         what: "starting the async runtime".into(),
         source,
     })?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let (listener, url) = runtime::bind(&config).await?;
         let addr = listener.local_addr().map_err(|source| StartError::Io {
             what: "reading the bound address".into(),
@@ -292,7 +292,9 @@ fn serve(config: Config) -> Result<(), StartError> {
             what: "serving".into(),
             source,
         })
-    })
+    });
+    runtime::flush_traces();
+    served
 }
 
 /// The line that connects each client to the MCP endpoint `mcp` with the

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -199,9 +200,28 @@ impl ServerHandler for SluiceTools {
             "unknown".to_owned()
         };
         let began = std::time::Instant::now();
+        // A span per call (OpenTelemetry's MCP conventions), joined to the
+        // caller's trace where its `_meta` carries one (SEP-414).
+        let parent = context
+            .meta
+            .get("traceparent")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        let span = sluice::traces::join(
+            tracing::info_span!(
+                "mcp",
+                otel.name = %format!("tools/call {tool}"),
+                otel.kind = "server",
+                mcp.method.name = "tools/call",
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = %tool,
+            ),
+            parent.as_deref(),
+        );
         let response = self
             .tool_router
             .call(ToolCallContext::new(self, request, context))
+            .instrument(span)
             .await;
         let outcome = match &response {
             Ok(CallToolResponse::Complete(r)) if r.is_error == Some(true) => "refused",

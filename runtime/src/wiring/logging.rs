@@ -1,26 +1,54 @@
-//! Logging: one subscriber, the configured filter.
+//! Logging: one subscriber, the configured filter; and, where asked for
+//! (`otlp`), traces exported beside it ([`super::traces`]).
 
 use std::io;
 
 use sluice::config::Config;
+use tracing_subscriber::Layer as _;
+
+#[cfg(feature = "otlp")]
+static TRACES: std::sync::OnceLock<opentelemetry_sdk::trace::SdkTracerProvider> =
+    std::sync::OnceLock::new();
 
 /// Starts logging with the configured filter (`info`, or targets and levels
-/// such as `sluice=debug,info`). Tokens are never logged whole: only their `jti`.
+/// such as `sluice=debug,info`). Tokens are never logged whole: only their
+/// `jti`. Spans at `info` and above are exported as traces where the
+/// standard `OTEL_EXPORTER_OTLP_*` variables ask for them, whatever the
+/// log's level.
 pub fn init_tracing(config: &Config) {
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
+    let log = tracing_subscriber::fmt::layer()
+        .with_writer(io::stderr)
+        // Colour for a person at a terminal, not for CloudWatch.
+        .with_ansi(!config.lambda && io::IsTerminal::is_terminal(&io::stderr()))
+        .with_filter(config.operations.log.clone());
+    #[cfg(feature = "otlp")]
+    let traces = super::traces::provider().map(|provider| {
+        let layer = super::traces::layer(&provider)
+            .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+        let _ = TRACES.set(provider);
+        layer
+    });
+    #[cfg(not(feature = "otlp"))]
+    let traces: Option<tracing_subscriber::layer::Identity> = None;
     let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(io::stderr)
-                // Colour for a person at a terminal, not for CloudWatch.
-                .with_ansi(!config.lambda && io::IsTerminal::is_terminal(&io::stderr())),
-        )
-        .with(config.operations.log.clone())
+        .with(log)
+        .with(traces)
         .try_init();
     // A typo would otherwise leave a default the operator did not mean,
     // without a word: named at start (a function's cold start).
     for line in &config.unknown {
         tracing::warn!("{line}");
+    }
+}
+
+/// Sends the spans not exported yet, and stops exporting (at shutdown).
+pub fn flush_traces() {
+    #[cfg(feature = "otlp")]
+    if let Some(provider) = TRACES.get()
+        && let Err(e) = provider.shutdown()
+    {
+        eprintln!("sluice: the last traces were not exported: {e}");
     }
 }

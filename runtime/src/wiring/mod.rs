@@ -9,6 +9,8 @@ mod logging;
 mod receipt_keys;
 mod secrets;
 mod serve;
+#[cfg(feature = "otlp")]
+mod traces;
 
 pub use assembly::*;
 pub use error::*;

@@ -78,10 +78,12 @@ pub async fn serve(
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    let app = app.layer(axum::middleware::from_fn_with_state(
-        limits.body_read_timeout,
-        body_deadline,
-    ));
+    let app = app
+        .layer(axum::middleware::from_fn(sluice::traces::http_span))
+        .layer(axum::middleware::from_fn_with_state(
+            limits.body_read_timeout,
+            body_deadline,
+        ));
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {

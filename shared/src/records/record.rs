@@ -27,6 +27,9 @@ pub struct FileRecord {
     /// Where the malware scan of its bytes stands, when scanning is on:
     /// `None` until its bytes are found stored ([`ScanNote`]).
     pub scan: Option<ScanNote>,
+    /// The trace its life is in (a `traceparent`): the request's that
+    /// issued it, where traces are exported ([`crate::traces`]).
+    pub trace: Option<String>,
 }
 
 /// Where a file's malware scan stands, kept beside its record (a column of
@@ -157,6 +160,8 @@ pub(crate) struct Stored {
     sha256: Sha256,
     created_ms: i64,
     expires_at: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    trace: Option<String>,
 }
 
 impl FileRecord {
@@ -169,6 +174,7 @@ impl FileRecord {
             ready: false,
             proof: None,
             scan: None,
+            trace: crate::traces::current(),
         }
     }
 
@@ -183,6 +189,7 @@ impl FileRecord {
             sha256: self.file.sha256,
             created_ms: self.created_ms,
             expires_at: self.expires_at,
+            trace: self.trace.clone(),
         })
         .expect("a record serializes")
     }
@@ -205,6 +212,7 @@ impl FileRecord {
             ready,
             proof,
             scan: None,
+            trace: s.trace,
         })
     }
 

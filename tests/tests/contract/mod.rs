@@ -64,6 +64,7 @@ pub(crate) fn record(owner: &str, created_ms: i64, expires_at: i64) -> FileRecor
         ready: false,
         proof: None,
         scan: None,
+        trace: None,
     }
 }
 

@@ -69,6 +69,7 @@ fn file_record(name: &str, seed: u64) -> sluice::records::FileRecord {
         ready: false,
         proof: None,
         scan: None,
+        trace: None,
     }
 }
 

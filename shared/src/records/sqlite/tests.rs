@@ -125,6 +125,7 @@ fn record(owner: &str, size: u64, now: i64) -> FileRecord {
         ready: false,
         proof: None,
         scan: None,
+        trace: None,
     }
 }
 

@@ -17,6 +17,7 @@ mod spending;
 
 use bytes::Bytes;
 use serde::Serialize;
+use tracing::Instrument as _;
 
 use super::base::Base;
 use super::files::Files;
@@ -311,7 +312,8 @@ impl Downloads {
         if self.base.ledger().is_spent(&spending.jti).await? {
             return Err(spending.replayed());
         }
-        let (file, _) = self.files.linked(&link).await?;
+        let record = self.files.linked(&link).await?;
+        let (file, trace) = (record.file, record.trace);
         let info = match self.files.stored(&file).await? {
             Stored::Ready(info) => info,
             // A link is issued for a file that passed its scan alone.
@@ -331,7 +333,12 @@ impl Downloads {
         let Some(span) = ranged.span(file.size) else {
             return Ok(Delivery::Unsatisfiable { size: file.size });
         };
-        self.deliver(file, info, span, &spending).await
+        let traced = crate::traces::follow("file.download", file.id.as_str(), trace.as_deref());
+        traced.record("sluice.bytes.start", span.start);
+        traced.record("sluice.bytes.end", span.end);
+        self.deliver(file, info, span, &spending)
+            .instrument(traced)
+            .await
     }
 
     /// Delivers `span` of `file` (found stored as `info`), charging and

@@ -139,17 +139,15 @@ impl Files {
         &self.reporter
     }
 
-    /// The file a link names, with when its record expires (the record
-    /// was written once when the file was issued): none, the uniform
+    /// The record of the file a link names (written once when the file
+    /// was issued: what it pins, when it expires, its trace): none, the uniform
     /// [`Error::NotFound`].
-    pub(crate) async fn linked(&self, link: &Short) -> Result<(FileMeta, i64), Error> {
-        let record = self
-            .base
+    pub(crate) async fn linked(&self, link: &Short) -> Result<FileRecord, Error> {
+        self.base
             .records()
             .find(&link.file_id)
             .await?
-            .ok_or(Error::NotFound)?;
-        Ok((record.file, record.expires_at))
+            .ok_or(Error::NotFound)
     }
 
     /// Resolves a `file` argument: a handle (`$uploadedFile:…`) or a file id

@@ -297,6 +297,7 @@ mod tests {
             ready: false,
             proof: None,
             scan: None,
+            trace: None,
         }
     }
 

@@ -15,6 +15,7 @@
 
 use super::Uploads;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use super::put::Uploaded;
 use crate::curl;
@@ -38,6 +39,8 @@ struct Parted<'a> {
     plan: Plan,
     jti: String,
     expires_at: i64,
+    /// The trace the file's life is in.
+    trace: Option<String>,
 }
 
 impl Uploads {
@@ -62,6 +65,7 @@ impl Uploads {
             file,
             jti,
             expires_at,
+            trace,
         } = self.upload_of(token).await?;
         let Intake::Parts(parts, plan) = self.base.intake(&file) else {
             return Err(Error::Invalid(
@@ -74,6 +78,7 @@ impl Uploads {
             plan,
             jti,
             expires_at,
+            trace,
         })
     }
 
@@ -185,7 +190,11 @@ impl Uploads {
             held.release(&self.base).await;
             return Err(Error::AlreadyUploaded);
         }
-        let outcome = self.join_and_prove(&parted, &mut held).await;
+        let span = crate::traces::follow("file.proof", file.id.as_str(), parted.trace.as_deref());
+        let outcome = self
+            .join_and_prove(&parted, &mut held)
+            .instrument(span)
+            .await;
         held.release(&self.base).await;
         match outcome {
             Ok(Proved::Proven) => {}

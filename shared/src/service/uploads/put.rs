@@ -9,6 +9,7 @@
 
 use super::Uploads;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use serde::Serialize;
 
@@ -66,6 +67,8 @@ pub(crate) struct Upload {
     /// The link's end, never after its file's record's: an upload link
     /// (and every URL minted behind it) dies with the file it is for.
     pub(crate) expires_at: i64,
+    /// The trace the file's life is in ([`crate::traces`]).
+    pub(crate) trace: Option<String>,
 }
 
 impl Uploads {
@@ -119,16 +122,17 @@ impl Uploads {
     pub(crate) async fn upload_of(&self, token: &str) -> Result<Upload, Error> {
         let link = self.links.open_link(token, Method::Put)?;
         let (jti, link_expires) = (link.jti(), link.expires_at.unwrap_or(0));
-        let (file, record_expires) = self.files.linked(&link).await?;
-        let expires_at = link_expires.min(record_expires);
-        if record_expires <= now_unix() {
-            tracing::info!(%jti, file_id = %file.id, "upload link of an expired file");
+        let record = self.files.linked(&link).await?;
+        let expires_at = link_expires.min(record.expires_at);
+        if record.expires_at <= now_unix() {
+            tracing::info!(%jti, file_id = %record.file.id, "upload link of an expired file");
             return Err(Error::NotFound);
         }
         Ok(Upload {
-            file,
+            file: record.file,
             jti,
             expires_at,
+            trace: record.trace,
         })
     }
 
@@ -184,7 +188,9 @@ impl Uploads {
             file,
             jti,
             expires_at,
+            trace,
         } = self.upload_of(token).await?;
+        let span = crate::traces::follow("file.bytes", file.id.as_str(), trace.as_deref());
         if let Some(len) = declared
             && len != file.size
         {
@@ -201,7 +207,11 @@ impl Uploads {
         let body = idle_timeout(body, self.base.transfers().body_idle_timeout);
         let body = self.arrivals.count(&file.id, body);
         let key = file.object_key();
-        let put = self.base.store().put(&key, file.size, file.sha256, body);
+        let put = self
+            .base
+            .store()
+            .put(&key, file.size, file.sha256, body)
+            .instrument(span.clone());
         let Some(stored) = until_expiry(expires_at, put).await else {
             tracing::info!(file_id = %file.id, %jti, "upload ended at its link's expiry");
             return Err(Error::UploadExpired);
@@ -214,7 +224,11 @@ impl Uploads {
             return Err(e.into());
         }
         tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-        self.files.gate().arrived(&file, &jti).await?;
+        self.files
+            .gate()
+            .arrived(&file, &jti)
+            .instrument(span)
+            .await?;
         Ok(Uploaded {
             file_id: file.id,
             size: file.size,

@@ -16,6 +16,7 @@
 
 use super::Uploads;
 use serde::Serialize;
+use tracing::Instrument as _;
 
 use super::put::{Upload, until_expiry};
 use crate::error::Error;
@@ -91,7 +92,9 @@ impl Uploads {
             file,
             jti,
             expires_at,
+            trace,
         } = self.upload_of(token).await?;
+        let span = crate::traces::follow("file.bytes", file.id.as_str(), trace.as_deref());
         self.limits
             .check_rate(crate::rate::Kind::Appends, file.id.as_str())?;
         if let Some(len) = declared
@@ -109,7 +112,9 @@ impl Uploads {
         let body = idle_timeout(body, self.base.transfers().body_idle_timeout);
         let body = self.arrivals.count_from(&file.id, offset, body);
         let key = file.object_key();
-        let append = streams.append(&key, file.size, file.sha256, offset, body);
+        let append = streams
+            .append(&key, file.size, file.sha256, offset, body)
+            .instrument(span.clone());
         let Some(appended) = until_expiry(expires_at, append).await else {
             tracing::info!(file_id = %file.id, %jti, "upload ended at its link's expiry");
             return Err(Error::UploadExpired);
@@ -128,7 +133,11 @@ impl Uploads {
         };
         if appended.complete {
             tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-            self.files.gate().arrived(&file, &jti).await?;
+            self.files
+                .gate()
+                .arrived(&file, &jti)
+                .instrument(span)
+                .await?;
         }
         Ok(StreamAt {
             offset: appended.offset,

@@ -1,0 +1,229 @@
+//! Traces (OTLP/HTTP) to a real receiver on loopback that decodes them with
+//! the official `opentelemetry-proto` messages (`tests/clients/otlp_receiver.py`):
+//! a file's life is one trace, joined to the client's from
+//! `_meta.traceparent`: the `tools/call` that issued it, the bytes, the
+//! download later; each request is a server span with its route as a
+//! template; a malformed `traceparent` starts a trace of its own; no span
+//! carries a token, a link or a file's name.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::mcp_clients::root;
+use crate::util::{Server, bytes, mcp_post, out_text, sh};
+
+/// The receiver, and every span it decoded so far; killed on drop.
+struct Receiver {
+    child: Child,
+    port: u16,
+    spans: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Receiver {
+    fn start() -> Self {
+        let mut child = Command::new(root().join(".venv/bin/python"))
+            .arg(root().join("tests/clients/otlp_receiver.py"))
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let port = first
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let kept = spans.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock()
+                    .unwrap()
+                    .push(serde_json::from_str(&line).unwrap());
+            }
+        });
+        Self { child, port, spans }
+    }
+
+    /// The spans named `name` in trace `trace`, waiting up to 20 s for one.
+    fn named(&self, trace: &str, name: &str) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let found: Vec<Value> = self
+                .spans
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|s| s["trace_id"] == trace && s["name"] == name)
+                .cloned()
+                .collect();
+            if !found.is_empty() || Instant::now() > deadline {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn all(&self) -> Vec<Value> {
+        self.spans.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A `tools/call` whose `_meta` carries `traceparent`.
+fn call_traced(
+    server: &Server,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+    traceparent: &str,
+) -> Value {
+    let message = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments, "_meta": {"traceparent": traceparent}},
+    });
+    let reply = mcp_post(&server.base, token, &message);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let result = reply.json()["result"].clone();
+    assert_ne!(result["isError"], true, "{result}");
+    result["structuredContent"].clone()
+}
+
+#[test]
+fn a_files_life_is_one_trace_joined_to_the_clients() {
+    let receiver = Receiver::start();
+    let dir = tempfile::tempdir().unwrap();
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ("OTEL_SERVICE_NAME", "sluice-under-test"),
+        ],
+    );
+    let token = server.token("alice", &["files:read", "files:write"]);
+    let (trace, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let traceparent = format!("00-{trace}-{parent}-01");
+
+    // Issued, its bytes sent by the line, then a download in another trace.
+    let name = "quarterly secret plans.pdf";
+    let data = bytes(200_000, 40);
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join(name), &data).unwrap();
+    let ticket = call_traced(
+        &server,
+        &token,
+        "request_upload",
+        json!({"filename": name, "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+        &traceparent,
+    );
+    let out = sh(ticket["command"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    let other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let download = call_traced(
+        &server,
+        &token,
+        "get_download_url",
+        json!({"file": ticket["handle"]}),
+        other,
+    );
+    let fetched = tempfile::tempdir().unwrap();
+    let out = sh(download["command"].as_str().unwrap(), fetched.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+
+    // The tree: the call under the client's span, the bytes and the
+    // download under the call.
+    let call = receiver.named(trace, "tools/call request_upload");
+    assert_eq!(call.len(), 1, "{:#?}", receiver.all());
+    let call = &call[0];
+    assert_eq!(
+        call["parent_span_id"], parent,
+        "joined to the client's span"
+    );
+    assert_eq!(call["service"], "sluice-under-test");
+    assert_eq!(call["attributes"]["mcp.method.name"], "tools/call");
+    assert_eq!(call["attributes"]["gen_ai.tool.name"], "request_upload");
+    for step in ["file.bytes", "file.download"] {
+        let spans = receiver.named(trace, step);
+        assert!(
+            !spans.is_empty(),
+            "{step} in the file's trace: {:#?}",
+            receiver.all()
+        );
+        assert!(
+            spans.iter().all(|s| s["parent_span_id"] == call["span_id"]),
+            "{step} under the call that issued the file: {spans:#?}"
+        );
+        assert_eq!(spans[0]["attributes"]["sluice.file.id"], ticket["file_id"]);
+    }
+    // The download's own call is in the trace its client sent.
+    assert_eq!(
+        receiver
+            .named(&other[3..35], "tools/call get_download_url")
+            .len(),
+        1
+    );
+    // Each request a server span, its route a template.
+    let routes: Vec<String> = receiver
+        .all()
+        .iter()
+        .filter_map(|s| s["attributes"]["http.route"].as_str().map(str::to_owned))
+        .collect();
+    for route in ["/mcp", "/u/{token}", "/l/{token}"] {
+        assert!(routes.iter().any(|r| r == route), "{route} in {routes:?}");
+    }
+
+    // A malformed traceparent is ignored: the call starts a trace of its own.
+    let ignored = call_traced(
+        &server,
+        &token,
+        "list_files",
+        json!({}),
+        "00-not-a-trace-01",
+    );
+    assert!(ignored.is_object());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !receiver
+        .all()
+        .iter()
+        .any(|s| s["name"] == "tools/call list_files")
+    {
+        assert!(Instant::now() < deadline, "{:#?}", receiver.all());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let listed = receiver
+        .all()
+        .into_iter()
+        .find(|s| s["name"] == "tools/call list_files")
+        .unwrap();
+    assert_eq!(listed["trace_id"].as_str().unwrap().len(), 32);
+    assert_ne!(listed["trace_id"], trace);
+
+    // Nothing secret in any span: no token, no link, no name.
+    let upload_link = ticket["upload"]["url"].as_str().unwrap();
+    let download_link = download["download"]["url"].as_str().unwrap();
+    let secrets = [
+        upload_link.rsplit('/').next().unwrap(),
+        download_link.rsplit('/').next().unwrap(),
+        ticket["handle"].as_str().unwrap(),
+        token.as_str(),
+        name,
+        "quarterly",
+    ];
+    let everything = serde_json::to_string(&receiver.all()).unwrap();
+    for secret in secrets {
+        assert!(!everything.contains(secret), "a span carries {secret:?}");
+    }
+}
