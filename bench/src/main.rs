@@ -22,6 +22,7 @@ mod refs;
 mod scale;
 mod scan;
 mod soak;
+mod traces;
 
 use std::path::{Path, PathBuf};
 
@@ -42,7 +43,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import", "scan", "out", "receipts"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import", "scan", "out", "receipts", "traces"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -155,6 +156,12 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?;
         report.push_str(&rt.block_on(mcp::run(&args))?);
+    }
+    if wants("traces") {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        report.push_str(&rt.block_on(traces::run(&args))?);
     }
     if wants("backends") {
         let rt = tokio::runtime::Builder::new_multi_thread()

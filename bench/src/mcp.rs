@@ -82,17 +82,17 @@ pub(crate) fn tool_call(name: &str, arguments: serde_json::Value) -> bytes::Byte
 }
 
 /// One load round and the CPU it took, in microseconds a request.
-struct Measured {
-    load: load::Load,
+pub(crate) struct Measured {
+    pub(crate) load: load::Load,
     /// The server's (all its threads).
-    server_us: f64,
+    pub(crate) server_us: f64,
     /// The load generator's (this process, which does nothing else meanwhile).
     generator_us: f64,
 }
 
 /// Runs `round` (`requests` requests to the server `server`), counting
 /// the CPU both sides spent on it.
-async fn cpu_measured(
+pub(crate) async fn cpu_measured(
     server: u32,
     requests: usize,
     round: impl std::future::Future<Output = anyhow::Result<load::Load>>,
