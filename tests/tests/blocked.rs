@@ -8,9 +8,8 @@
 //! (`tests/clients/refusing_proxy.py`), reached as curl reaches any proxy:
 //! through `https_proxy`.
 
-use std::io::{BufRead as _, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::sync::{Arc, Mutex};
 
 use crate::mcp_clients::root;
@@ -31,26 +30,9 @@ impl Proxy {
 
     /// The proxy `script` (under the root) runs.
     fn running(script: &str) -> Self {
-        let mut child = Command::new("python3")
-            .arg(root().join(script))
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        let port = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .parse()
-            .unwrap();
-        let refused = Arc::new(Mutex::new(Vec::new()));
-        let log = refused.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                log.lock().unwrap().push(line);
-            }
-        });
+        let mut command = Command::new("python3");
+        command.arg(root().join(script));
+        let (child, port, refused) = crate::util::spawn_listening(command);
         Self {
             child,
             port,

@@ -6,8 +6,7 @@
 //! template; a malformed `traceparent` starts a trace of its own; no span
 //! carries a token, a link or a file's name.
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,33 +19,15 @@ use crate::util::{Server, bytes, mcp_post, out_text, sh};
 struct Receiver {
     child: Child,
     port: u16,
-    spans: Arc<Mutex<Vec<Value>>>,
+    /// Each span decoded, as a JSON line.
+    spans: Arc<Mutex<Vec<String>>>,
 }
 
 impl Receiver {
     fn start() -> Self {
-        let mut child = Command::new(root().join(".venv/bin/python"))
-            .arg(root().join("tests/clients/otlp_receiver.py"))
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().unwrap().unwrap();
-        let port = first
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .parse()
-            .unwrap();
-        let spans = Arc::new(Mutex::new(Vec::new()));
-        let kept = spans.clone();
-        std::thread::spawn(move || {
-            for line in lines.map_while(Result::ok) {
-                kept.lock()
-                    .unwrap()
-                    .push(serde_json::from_str(&line).unwrap());
-            }
-        });
+        let mut command = Command::new(root().join(".venv/bin/python"));
+        command.arg(root().join("tests/clients/otlp_receiver.py"));
+        let (child, port, spans) = crate::util::spawn_listening(command);
         Self { child, port, spans }
     }
 
@@ -55,12 +36,9 @@ impl Receiver {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let found: Vec<Value> = self
-                .spans
-                .lock()
-                .unwrap()
-                .iter()
+                .all()
+                .into_iter()
                 .filter(|s| s["trace_id"] == trace && s["name"] == name)
-                .cloned()
                 .collect();
             if !found.is_empty() || Instant::now() > deadline {
                 return found;
@@ -70,7 +48,11 @@ impl Receiver {
     }
 
     fn all(&self) -> Vec<Value> {
-        self.spans.lock().unwrap().clone()
+        let lines = self.spans.lock().unwrap();
+        lines
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 }
 

@@ -4,7 +4,7 @@
 use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 
 use serde_json::Value;
 use sluice::Config;
@@ -585,6 +585,28 @@ fn spawn_announcing_within(mut command: Command, wait: std::time::Duration) -> (
         return (child, announced);
     }
     panic!("{command:?} announced nothing twice");
+}
+
+/// Starts `command`, which prints "listening on <port>" first: the child,
+/// its port, and every line it prints after, as they come.
+pub fn spawn_listening(mut command: Command) -> (Child, u16, Arc<Mutex<Vec<String>>>) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let port = first
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {first}"))
+        .parse()
+        .unwrap();
+    let printed = Arc::new(Mutex::new(Vec::new()));
+    let kept = printed.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            kept.lock().unwrap().push(line);
+        }
+    });
+    (child, port, printed)
 }
 
 /// The checks a client script reported in its JSON summary line; the
