@@ -12,7 +12,7 @@ static TRACES: std::sync::OnceLock<opentelemetry_sdk::trace::SdkTracerProvider> 
 
 /// Starts logging with the configured filter (`info`, or targets and levels
 /// such as `sluice=debug,info`). Tokens are never logged whole: only their
-/// `jti`. Spans at `info` and above are exported as traces where the
+/// `jti`. Spans (not the log's events) at `info` and above are exported as traces where the
 /// standard `OTEL_EXPORTER_OTLP_*` variables ask for them, whatever the
 /// log's level.
 pub fn init_tracing(config: &Config) {
@@ -25,8 +25,11 @@ pub fn init_tracing(config: &Config) {
         .with_filter(config.operations.log.clone());
     #[cfg(feature = "otlp")]
     let traces = super::traces::provider().map(|provider| {
-        let layer = super::traces::layer(&provider)
-            .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+        // Spans only: the log's events stay in the log, not in the trace.
+        let layer =
+            super::traces::layer(&provider).with_filter(tracing_subscriber::filter::filter_fn(
+                |meta| meta.is_span() && *meta.level() <= tracing::Level::INFO,
+            ));
         let _ = TRACES.set(provider);
         layer
     });

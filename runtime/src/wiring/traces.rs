@@ -68,7 +68,13 @@ pub(crate) fn layer<S>(provider: &SdkTracerProvider) -> impl tracing_subscriber:
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
-    tracing_opentelemetry::layer().with_tracer(provider.tracer("sluice"))
+    // Spans alone, as named: no source location, thread or idle time on
+    // each (what every span would otherwise carry and cost).
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("sluice"))
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
 }
 
 /// OpenTelemetry's OTLP/HTTP exporter over [`OnItsRuntime`].
