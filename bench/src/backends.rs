@@ -179,6 +179,7 @@ async fn issue_beside_ready_files(dir: &std::path::Path) -> anyhow::Result<(usiz
         proof: None,
         scan: None,
         trace: None,
+        copy: false,
     };
     let puts = (0..READY_FILES).map(|_| {
         let (records, r) = (records.clone(), record("many", true));

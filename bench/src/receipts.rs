@@ -24,6 +24,7 @@ fn claims() -> Claims {
             expires_at: Some("2026-12-07T07:00:00Z".to_owned()),
         },
         scan: None,
+        source: Some(sluice::receipts::SourceClaims::Upload),
     }
 }
 

@@ -122,6 +122,7 @@ pub async fn run() -> anyhow::Result<String> {
             proof: None,
             scan: None,
             trace: None,
+            copy: false,
         };
         records.put(&record).await?;
         // The replaced design: the record as an S3 object beside the bytes.

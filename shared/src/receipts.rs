@@ -35,6 +35,26 @@ pub struct Claims {
     /// The malware scan's verdict, where files are scanned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scan: Option<ScanClaims>,
+    /// Where its bytes came from; absent from an event's receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SourceClaims>,
+}
+
+/// Where a file's bytes came from, in a receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum SourceClaims {
+    /// Sent to its upload link (a line, a page, a client of its own).
+    Upload,
+    /// Fetched by sluice from a URL (`import_file`): the URL's scheme and
+    /// host, never more.
+    Url {
+        /// `https://host`.
+        origin: String,
+    },
+    /// A copy of a file its owner had stored already (a batch's file of
+    /// the same size and SHA-256): no byte was sent again.
+    Copy,
 }
 
 /// The file a receipt is about.
@@ -219,6 +239,9 @@ mod tests {
             scan: Some(ScanClaims {
                 verdict: "clean".to_owned(),
                 scanner: "ClamAV 1.4.6".to_owned(),
+            }),
+            source: Some(SourceClaims::Url {
+                origin: "https://example.com".to_owned(),
             }),
         }
     }

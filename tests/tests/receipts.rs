@@ -95,6 +95,7 @@ fn a_receipt_verifies_offline_with_an_independent_library_after_a_rotation_too()
         assert_eq!(claims["file"]["size"], 5000);
         assert_eq!(claims["file"]["sha256"], sluice::Sha256::of(&data).to_hex());
         assert_eq!(claims["file"]["declared_type"], "application/pdf");
+        assert_eq!(claims["source"], json!({"from": "upload"}));
 
         // `sluice receipt verify`: the receipt, and the file on disk.
         let file = work.path().join("report.pdf");
@@ -221,4 +222,64 @@ fn a_receipt_of_a_file_not_ready_says_what_state_it_is_in() {
     );
     let error = tool_error(&result);
     assert!(error.contains("not been uploaded yet"), "{error}");
+}
+
+/// A receipt says where the bytes came from: a URL's origin for a file
+/// sluice fetched (never its path), a copy for a batch's file its owner
+/// had stored already; and an independent library reads it so.
+#[test]
+fn a_receipt_says_where_the_bytes_came_from() {
+    let data = bytes(4000, 62);
+    let origin = crate::imports::Origin::start(crate::imports::routes, data.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let port = origin.port.to_string();
+    let server = Server::start_in(
+        dir.path(),
+        &[
+            ("SLUICE_IMPORT_ALLOW_LOOPBACK", "true"),
+            ("SLUICE_IMPORT_PORTS", port.as_str()),
+        ],
+    );
+    let token = server.token("alice", &[]);
+    let receipt_of = |file: &Value| {
+        let answer = tool_ok(&call_tool(
+            &server.base,
+            &token,
+            "get_file_receipt",
+            json!({"file": file}),
+        ));
+        let jwks = saved_jwks(
+            answer["jwks_url"].as_str().unwrap(),
+            work.path(),
+            "jwks.json",
+        );
+        joserfc(&jwks, answer["receipt"].as_str().unwrap()).unwrap()["claims"]["source"].clone()
+    };
+
+    let imported = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "import_file",
+        json!({"url": origin.url("/data.bin")}),
+    ));
+    assert_eq!(imported["state"], "ready", "{imported}");
+    assert_eq!(
+        receipt_of(&imported["handle"]),
+        json!({"from": "url", "origin": "http://127.0.0.1"}),
+        "the scheme and host the import's record keeps, never more"
+    );
+
+    // The same bytes again in a batch: stored already, so a copy.
+    let copied = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "request_uploads",
+        json!({"files": [{"path": "again.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data)}]}),
+    ));
+    assert_eq!(copied["files"][0]["state"], "stored", "{copied}");
+    assert_eq!(
+        receipt_of(&copied["files"][0]["file_id"]),
+        json!({"from": "copy"})
+    );
 }

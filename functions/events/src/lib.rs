@@ -301,6 +301,7 @@ mod tests {
             proof: None,
             scan: None,
             trace: None,
+            copy: false,
         };
         (record.file.id.clone(), record.to_json())
     }

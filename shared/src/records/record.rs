@@ -30,6 +30,9 @@ pub struct FileRecord {
     /// The trace its life is in (a `traceparent`): the request's that
     /// issued it, where traces are exported ([`crate::traces`]).
     pub trace: Option<String>,
+    /// Whether it was issued as a copy of a file its owner had stored (a
+    /// batch's file of the same size and SHA-256), not for bytes to come.
+    pub copy: bool,
 }
 
 /// Where a file's malware scan stands, kept beside its record (a column of
@@ -162,6 +165,8 @@ pub(crate) struct Stored {
     expires_at: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     trace: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    copy: bool,
 }
 
 impl FileRecord {
@@ -175,6 +180,7 @@ impl FileRecord {
             proof: None,
             scan: None,
             trace: crate::traces::current(),
+            copy: false,
         }
     }
 
@@ -190,6 +196,7 @@ impl FileRecord {
             created_ms: self.created_ms,
             expires_at: self.expires_at,
             trace: self.trace.clone(),
+            copy: self.copy,
         })
         .expect("a record serializes")
     }
@@ -213,6 +220,7 @@ impl FileRecord {
             proof,
             scan: None,
             trace: s.trace,
+            copy: s.copy,
         })
     }
 

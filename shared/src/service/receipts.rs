@@ -16,7 +16,7 @@ use super::files::Files;
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
-use crate::receipts::{Claims, FileClaims, ReceiptKey, ScanClaims};
+use crate::receipts::{Claims, FileClaims, ReceiptKey, ScanClaims, SourceClaims};
 use crate::records::{FileRecord, Verdict};
 use crate::time::{now_unix, rfc3339};
 
@@ -146,7 +146,24 @@ impl Receipts {
                 expires_at: record.map(|r| rfc3339(r.expires_at)),
             },
             scan,
+            source: None,
         }
+    }
+
+    /// Where the bytes of the file `record` keeps came from: a copy, a
+    /// URL's origin (its import's record), else its upload link.
+    async fn source(&self, record: &FileRecord) -> Result<SourceClaims, Error> {
+        if record.copy {
+            return Ok(SourceClaims::Copy);
+        }
+        Ok(
+            match self.base.records().get_import(&record.file.id).await? {
+                Some(import) => SourceClaims::Url {
+                    origin: import.source,
+                },
+                None => SourceClaims::Upload,
+            },
+        )
     }
 
     /// The receipt of the file `file` (an id or a handle) names, for
@@ -167,9 +184,13 @@ impl Receipts {
             .get(&file.owner, &file.id)
             .await?
             .ok_or(Error::UnknownFile(file.id.clone()))?;
+        let claims = Claims {
+            source: Some(self.source(&record).await?),
+            ..self.claims("ready", &file, Some(&record))
+        };
         let receipt = keys
             .current
-            .sign(&self.claims("ready", &file, Some(&record)))
+            .sign(&claims)
             .map_err(|e| Error::internal(std::io::Error::other(e.to_string())))?;
         tracing::info!(file_id = %file.id, kid = %keys.current.kid(), "receipt signed");
         Ok(ReceiptAnswer {

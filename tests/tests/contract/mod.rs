@@ -65,6 +65,7 @@ pub(crate) fn record(owner: &str, created_ms: i64, expires_at: i64) -> FileRecor
         proof: None,
         scan: None,
         trace: None,
+        copy: false,
     }
 }
 

@@ -70,6 +70,7 @@ fn file_record(name: &str, seed: u64) -> sluice::records::FileRecord {
         proof: None,
         scan: None,
         trace: None,
+        copy: false,
     }
 }
 

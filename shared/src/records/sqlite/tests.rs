@@ -126,6 +126,7 @@ fn record(owner: &str, size: u64, now: i64) -> FileRecord {
         proof: None,
         scan: None,
         trace: None,
+        copy: false,
     }
 }
 

@@ -267,8 +267,12 @@ impl Batches {
         }
         let issued: Vec<FileRecord> = files
             .iter()
-            .flatten()
-            .map(|f| FileRecord::issued(f, expires_at))
+            .zip(stored)
+            .filter_map(|(f, stored)| Some((f.as_ref()?, stored)))
+            .map(|(f, stored)| FileRecord {
+                copy: *stored,
+                ..FileRecord::issued(f, expires_at)
+            })
             .collect();
         let batch = crate::records::Admission {
             records: &issued,

@@ -298,6 +298,7 @@ mod tests {
             proof: None,
             scan: None,
             trace: None,
+            copy: false,
         }
     }
 
