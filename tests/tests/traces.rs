@@ -209,3 +209,56 @@ fn a_files_life_is_one_trace_joined_to_the_clients() {
         assert!(!everything.contains(secret), "a span carries {secret:?}");
     }
 }
+
+/// A file's malware scan (clamd, in the background once its last byte is
+/// stored) is a span in the file's trace, under the request that stored
+/// its bytes.
+#[test]
+fn a_files_scan_is_in_its_trace() {
+    use sluice_testkit::clamd::Clamd;
+    let receiver = Receiver::start();
+    let work = tempfile::tempdir().unwrap();
+    let clamd = Clamd::start(&Clamd::dir_in(work.path()));
+    let (address, endpoint) = (
+        clamd.address(),
+        format!("http://127.0.0.1:{}", receiver.port),
+    );
+    let server = Server::start_in(
+        &work.path().join("data"),
+        &[
+            ("SLUICE_SCAN", "clamd"),
+            ("SLUICE_CLAMD", address.as_str()),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    let token = server.token("alice", &["files:read", "files:write"]);
+    let trace = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let data = bytes(100_000, 41);
+    std::fs::write(work.path().join("scanned.bin"), &data).unwrap();
+    let ticket = call_traced(
+        &server,
+        &token,
+        "request_upload",
+        json!({"filename": "scanned.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+        &format!("00-{trace}-00f067aa0ba902b8-01"),
+    );
+    let out = sh(ticket["command"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    crate::scanning::until_state(
+        &server,
+        &token,
+        ticket["file_id"].as_str().unwrap(),
+        "ready",
+    );
+    let scans = receiver.named(trace, "file.scan");
+    assert!(!scans.is_empty(), "{:#?}", receiver.all());
+    let stored: Vec<Value> = receiver.named(trace, "file.bytes");
+    assert!(
+        stored
+            .iter()
+            .any(|b| b["span_id"] == scans[0]["parent_span_id"]),
+        "the scan under the request that stored the bytes: {scans:#?} {stored:#?}"
+    );
+    assert_eq!(scans[0]["attributes"]["sluice.file.id"], ticket["file_id"]);
+}

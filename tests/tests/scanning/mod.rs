@@ -25,7 +25,7 @@ const ALL: &[&str] = &["files:read", "files:write", "actions:execute"];
 
 /// `file_id`'s entry in `list_files` once its state is `want`, within a
 /// minute (clamd's retries wait up to 30 s).
-fn until_state(server: &Server, token: &str, file_id: &str, want: &str) -> Value {
+pub(crate) fn until_state(server: &Server, token: &str, file_id: &str, want: &str) -> Value {
     let started = Instant::now();
     loop {
         let listed = tool_ok(&call_tool(&server.base, token, "list_files", json!({})));

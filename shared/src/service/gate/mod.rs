@@ -20,6 +20,7 @@ mod types;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use super::base::Base;
 use super::custody::Custody;
@@ -323,10 +324,15 @@ impl Gate {
             return;
         }
         let (this, file) = (self.clone(), file.clone());
-        tokio::spawn(async move {
-            this.scan_until_found(&gate, &file, since).await;
-            gate.done(&file.id);
-        });
+        // In the trace of the request that stored the bytes, where there is one.
+        let span = crate::traces::follow("file.scan", file.id.as_str(), None);
+        tokio::spawn(
+            async move {
+                this.scan_until_found(&gate, &file, since).await;
+                gate.done(&file.id);
+            }
+            .instrument(span),
+        );
     }
 
     async fn scan_until_found(&self, gate: &Scans, file: &FileMeta, since: i64) {
