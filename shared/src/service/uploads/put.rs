@@ -72,6 +72,19 @@ pub(crate) struct Upload {
 }
 
 impl Uploads {
+    /// The last byte of `file` is stored through link `jti` (one PUT, or a
+    /// stream's last append): through the gate (proof, scan, ready), in the
+    /// file's trace (`span`).
+    pub(crate) async fn stored_whole(
+        &self,
+        file: &FileMeta,
+        jti: &str,
+        span: tracing::Span,
+    ) -> Result<(), Error> {
+        tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
+        self.files.gate().arrived(file, jti).instrument(span).await
+    }
+
     /// The origin uploads go to when it is not sluice's own (S3's, for the
     /// page's Content-Security-Policy); `None` where sluice takes them.
     pub async fn store_origin(&self) -> Option<String> {
@@ -223,12 +236,7 @@ impl Uploads {
             }
             return Err(e.into());
         }
-        tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-        self.files
-            .gate()
-            .arrived(&file, &jti)
-            .instrument(span)
-            .await?;
+        self.stored_whole(&file, &jti, span).await?;
         Ok(Uploaded {
             file_id: file.id,
             size: file.size,

@@ -132,12 +132,7 @@ impl Uploads {
             }
         };
         if appended.complete {
-            tracing::info!(file_id = %file.id, %jti, size = file.size, "upload stored");
-            self.files
-                .gate()
-                .arrived(&file, &jti)
-                .instrument(span)
-                .await?;
+            self.stored_whole(&file, &jti, span).await?;
         }
         Ok(StreamAt {
             offset: appended.offset,
