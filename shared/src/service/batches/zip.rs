@@ -27,7 +27,7 @@
 //! by the redirect that hands out its last byte). A build that failed
 //! answers `410` with why.
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt as _;
 use serde::Serialize;
 
@@ -35,10 +35,10 @@ use super::Batches;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta, ObjectKey};
 use crate::records::Batch;
-use crate::service::downloads::{FileRef, Span, Spending, Wanted};
+use crate::service::downloads::{FileRef, Span, Spending, Wanted, presigned_attachment};
 use crate::service::imports::Dispatch;
-use crate::sha::Sha256;
-use crate::store::{Access, Busy, ByteStream, DownloadAs};
+use crate::sha::{Hasher, Sha256};
+use crate::store::{Access, Busy, ByteStream, PartStore};
 use crate::time::rfc3339;
 use crate::token::ShortKind;
 
@@ -323,26 +323,13 @@ impl Batches {
         };
         // A range past the end: the store answers `416` itself.
         if let Some(span) = ranged.span(info.size) {
-            spending.charge(&span).await?;
-            if span.reaches_end() {
-                let files: Vec<FileMeta> = entries.into_iter().map(|e| e.file).collect();
-                spending.spend(&files).await?;
-            }
+            let files: Vec<FileMeta> = entries.into_iter().map(|e| e.file).collect();
+            spending.redirected(&span, &files).await?;
         }
         let name = zip_name(id);
-        let disposition = crate::filename::content_disposition(&name);
-        let download = DownloadAs {
-            content_disposition: &disposition,
-            content_type: "application/zip",
-        };
-        let url = presign
-            .presign_get(
-                &key,
-                &info,
-                download,
-                self.base.transfers().download_url_ttl,
-            )
-            .await?;
+        let url =
+            presigned_attachment(&self.base, presign, &key, &info, (&name, "application/zip"))
+                .await?;
         tracing::info!(jti = %spending.jti, "zip redirected to the store");
         Ok(Zipped::Redirect(url))
     }
@@ -413,15 +400,67 @@ impl Batches {
     }
 }
 
-#[cfg(feature = "zips")]
-use super::zip_writer::in_parts;
-
-/// This build writes no zip (its `zip_stream` refuses first).
-#[cfg(not(feature = "zips"))]
+/// Stores `zip` under `key` in parts of [`PART_BYTES`] (the last one
+/// shorter), each checked against its own SHA-256 by the store, then joins
+/// them: the one part held at a time is what building costs in memory. A
+/// zip that fails part way is discarded.
 async fn in_parts(
-    _: &dyn crate::store::PartStore,
-    _: &ObjectKey,
-    _: ByteStream,
+    parts: &dyn PartStore,
+    key: &ObjectKey,
+    mut zip: ByteStream,
 ) -> Result<Built, Error> {
-    Err(Error::bug("a zip asked of a build without the zip writer"))
+    let part_bytes = PART_BYTES as usize;
+    parts.begin(key, "application/zip").await?;
+    let mut whole = Hasher::new();
+    let mut part = BytesMut::with_capacity(part_bytes);
+    let (mut n, mut offset) = (0u32, 0u64);
+    let put = |n: u32, offset: u64, bytes: Bytes| async move {
+        let size = bytes.len() as u64;
+        let sha = Sha256::of(&bytes);
+        let body = futures_util::stream::once(async move { Ok(bytes) }).boxed();
+        parts.put_part(key, n, offset, size, sha, body).await
+    };
+    let sent = async {
+        loop {
+            let chunk = zip
+                .next()
+                .await
+                .transpose()
+                .map_err(|e| Error::ZipNotBuilt(e.to_string()))?;
+            let last = chunk.is_none();
+            if let Some(chunk) = chunk {
+                whole.update(&chunk);
+                part.extend_from_slice(&chunk);
+            }
+            while part.len() >= part_bytes || (last && !part.is_empty()) {
+                let bytes = part.split_to(part.len().min(part_bytes)).freeze();
+                n += 1;
+                let len = bytes.len() as u64;
+                put(n, offset, bytes).await?;
+                offset += len;
+            }
+            if last {
+                return Ok::<_, Error>(());
+            }
+        }
+    }
+    .await;
+    let plan = crate::multipart::Plan::new(offset, PART_BYTES);
+    if let Err(e) = sent {
+        let _ = parts.abort(key, &plan).await;
+        return Err(e);
+    }
+    if plan.count != n {
+        let _ = parts.abort(key, &plan).await;
+        return Err(Error::ZipNotBuilt(format!(
+            "{offset} bytes do not fit the store's parts"
+        )));
+    }
+    let sha256 = whole.finish();
+    parts.join(key, &plan, sha256).await?;
+    Ok(Built {
+        size: offset,
+        sha256: Some(sha256),
+        parts: n,
+    })
 }

@@ -10,13 +10,12 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{AsyncWriteExt as _, StreamExt as _};
 use tokio::io::AsyncReadExt as _;
 
-use super::zip::{Built, Entry, PART_BYTES, PIPE_BYTES, SUMS};
-use crate::error::Error;
-use crate::file::{FileMeta, ObjectKey};
+use super::zip::{Entry, PIPE_BYTES, SUMS};
+use crate::file::FileMeta;
 use crate::service::base::Base;
 use crate::service::downloads::{Spending, none_deleted};
-use crate::sha::{Hasher, Sha256};
-use crate::store::{ByteStream, PartStore, verified};
+use crate::sha::Sha256;
+use crate::store::{ByteStream, verified};
 
 /// What the writer of one zip holds: it outlives the request's call.
 pub(super) struct Writer {
@@ -24,71 +23,6 @@ pub(super) struct Writer {
     /// The link the zip is streamed to (none: built into the store).
     pub(super) spending: Option<Spending>,
     pub(super) entries: Vec<Entry>,
-}
-
-/// Stores `zip` under `key` in parts of [`PART_BYTES`] (the last one
-/// shorter), each checked against its own SHA-256 by the store, then joins
-/// them: the one part held at a time is what building costs in memory. A
-/// zip that fails part way is discarded.
-pub(super) async fn in_parts(
-    parts: &dyn PartStore,
-    key: &ObjectKey,
-    mut zip: ByteStream,
-) -> Result<Built, Error> {
-    let part_bytes = PART_BYTES as usize;
-    parts.begin(key, "application/zip").await?;
-    let mut whole = Hasher::new();
-    let mut part = BytesMut::with_capacity(part_bytes);
-    let (mut n, mut offset) = (0u32, 0u64);
-    let put = |n: u32, offset: u64, bytes: Bytes| async move {
-        let size = bytes.len() as u64;
-        let sha = Sha256::of(&bytes);
-        let body = futures_util::stream::once(async move { Ok(bytes) }).boxed();
-        parts.put_part(key, n, offset, size, sha, body).await
-    };
-    let sent = async {
-        loop {
-            let chunk = zip
-                .next()
-                .await
-                .transpose()
-                .map_err(|e| Error::ZipNotBuilt(e.to_string()))?;
-            let last = chunk.is_none();
-            if let Some(chunk) = chunk {
-                whole.update(&chunk);
-                part.extend_from_slice(&chunk);
-            }
-            while part.len() >= part_bytes || (last && !part.is_empty()) {
-                let bytes = part.split_to(part.len().min(part_bytes)).freeze();
-                n += 1;
-                let len = bytes.len() as u64;
-                put(n, offset, bytes).await?;
-                offset += len;
-            }
-            if last {
-                return Ok::<_, Error>(());
-            }
-        }
-    }
-    .await;
-    let plan = crate::multipart::Plan::new(offset, PART_BYTES);
-    if let Err(e) = sent {
-        let _ = parts.abort(key, &plan).await;
-        return Err(e);
-    }
-    if plan.count != n {
-        let _ = parts.abort(key, &plan).await;
-        return Err(Error::ZipNotBuilt(format!(
-            "{offset} bytes do not fit the store's parts"
-        )));
-    }
-    let sha256 = whole.finish();
-    parts.join(key, &plan, sha256).await?;
-    Ok(Built {
-        size: offset,
-        sha256: Some(sha256),
-        parts: n,
-    })
 }
 
 impl Writer {

@@ -194,6 +194,27 @@ impl std::fmt::Debug for Delivery {
     }
 }
 
+/// A presigned GET of the object at `key` (as `info` describes it) that
+/// saves it as `(name, content_type)`, valid for
+/// `SLUICE_DOWNLOAD_URL_TTL_SECS`: a download's, or a zip's built in the
+/// store.
+pub(crate) async fn presigned_attachment(
+    base: &Base,
+    presign: &dyn crate::store::Presigner,
+    key: &crate::file::ObjectKey,
+    info: &crate::store::ObjectInfo,
+    (name, content_type): (&str, &str),
+) -> Result<String, Error> {
+    let disposition = crate::filename::content_disposition(name);
+    let download = DownloadAs {
+        content_disposition: &disposition,
+        content_type,
+    };
+    Ok(presign
+        .presign_get(key, info, download, base.transfers().download_url_ttl)
+        .await?)
+}
+
 /// Download links: issued for a stored file, redeemed once.
 #[derive(Clone, Debug)]
 pub struct Downloads {
@@ -355,23 +376,17 @@ impl Downloads {
         let delivery = match self.base.store().access() {
             // The store recorded the digest it verified on upload: never read here.
             Access::Direct(presign) => {
-                spending.charge(&span).await?;
-                if span.reaches_end() {
-                    spending.spend(std::slice::from_ref(&file)).await?;
-                }
-                let disposition = crate::filename::content_disposition(&file.filename);
-                let download = DownloadAs {
-                    content_disposition: &disposition,
-                    content_type: &file.content_type,
-                };
-                let url = presign
-                    .presign_get(
-                        &file.object_key(),
-                        &info,
-                        download,
-                        self.base.transfers().download_url_ttl,
-                    )
+                spending
+                    .redirected(&span, std::slice::from_ref(&file))
                     .await?;
+                let url = presigned_attachment(
+                    &self.base,
+                    presign,
+                    &file.object_key(),
+                    &info,
+                    (&file.filename, &file.content_type),
+                )
+                .await?;
                 tracing::info!(file_id = %file.id, jti = %spending.jti, "download redirected to the store");
                 return Ok(Delivery::Redirect(url));
             }

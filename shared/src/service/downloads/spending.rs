@@ -64,6 +64,17 @@ impl Spending {
         Err(Error::LinkBudgetSpent)
     }
 
+    /// Hands out `span` of `files` through a redirect to the store, which
+    /// sluice cannot see the bytes of: charged to the budget, and the link
+    /// spent by the redirect that hands out the last byte.
+    pub(crate) async fn redirected(&self, span: &Span, files: &[FileMeta]) -> Result<(), Error> {
+        self.charge(span).await?;
+        if span.reaches_end() {
+            self.spend(files).await?;
+        }
+        Ok(())
+    }
+
     /// Spends the link: the last byte of `files` is going out now, and
     /// each is reported downloaded. A link of one file carries its event in
     /// the spent record where the ledger keeps one (DynamoDB's stream);
