@@ -35,6 +35,12 @@ pub fn install(propagation: Box<dyn Propagation>) {
     let _ = PROPAGATION.set(propagation);
 }
 
+/// Whether traces are exported here: otherwise no span of this module is
+/// made (a request pays nothing for them).
+pub fn exporting() -> bool {
+    PROPAGATION.get().is_some()
+}
+
 /// The current span's context as a `traceparent`, where traces are
 /// exported.
 pub fn current() -> Option<String> {
@@ -54,6 +60,9 @@ pub fn join(span: tracing::Span, traceparent: Option<&str>) -> tracing::Span {
 /// `file.ready`, …), in the file's trace (`trace`, its record's), else
 /// under the current span.
 pub fn follow(step: &'static str, file_id: &str, trace: Option<&str>) -> tracing::Span {
+    if !exporting() {
+        return tracing::Span::none();
+    }
     join(
         tracing::info_span!(
             "file",
@@ -76,6 +85,9 @@ pub async fn http_span(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use tracing::Instrument as _;
+    if !exporting() {
+        return next.run(request).await;
+    }
     let route = request
         .extensions()
         .get::<axum::extract::MatchedPath>()

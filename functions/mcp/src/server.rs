@@ -207,17 +207,20 @@ impl ServerHandler for SluiceTools {
             .get("traceparent")
             .and_then(|v| v.as_str())
             .map(str::to_owned);
-        let span = sluice::traces::join(
-            tracing::info_span!(
-                "mcp",
-                otel.name = %format!("tools/call {tool}"),
-                otel.kind = "server",
-                mcp.method.name = "tools/call",
-                gen_ai.operation.name = "execute_tool",
-                gen_ai.tool.name = %tool,
+        let span = match sluice::traces::exporting() {
+            false => tracing::Span::none(),
+            true => sluice::traces::join(
+                tracing::info_span!(
+                    "mcp",
+                    otel.name = %format!("tools/call {tool}"),
+                    otel.kind = "server",
+                    mcp.method.name = "tools/call",
+                    gen_ai.operation.name = "execute_tool",
+                    gen_ai.tool.name = %tool,
+                ),
+                parent.as_deref(),
             ),
-            parent.as_deref(),
-        );
+        };
         let response = self
             .tool_router
             .call(ToolCallContext::new(self, request, context))
