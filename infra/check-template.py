@@ -20,6 +20,9 @@
   may put events, only on the bus EventBusName names; its batches are small
   and bisected on error, and the webhook secret is in Secrets Manager, not
   a plaintext variable;
+- receipts: the stack's KMS key (ECC_NIST_P256, SIGN_VERIFY, retained), or
+  ReceiptKeyArn's; only the mcp and issuer functions may Sign with it and
+  read public keys (the retired ones' too); no other function has KMS;
 - each function's role grants, on the bucket or its files, the S3 actions of
   every S3 operation its routes reach (S3_OPERATIONS, FUNCTION_OPERATIONS),
   and every operation the S3 backend calls has its actions listed here.
@@ -138,6 +141,8 @@ def evaluate(value, params, conditions, template):
         return evaluate(branch, params, conditions, template)
     if fn == "Fn::GetAtt":
         return f"<{'.'.join(arg)}>"
+    if fn == "Fn::Split":
+        return evaluate(arg[1], params, conditions, template).split(arg[0])
     raise ValueError(f"cannot evaluate {fn}")
 
 
@@ -419,7 +424,66 @@ def check_malware_scan():
             fail(f"{fn} is not told to read GuardDuty's tags: {env.get('SLUICE_SCAN')}")
 
 
+def check_receipt_keys():
+    """Receipts: the stack's own KMS key (ECC_NIST_P256, SIGN_VERIFY, kept
+    when the stack or the key goes), or the one ReceiptKeyArn names; only
+    the mcp and issuer functions are told of it and may use it, to Sign and
+    to read its public key, on that key alone; retired keys only show their
+    public key; no other function has any KMS action."""
+    with open("template.yaml") as f:
+        template = yaml.load(f, Loader=Loader)
+    mine = "<ReceiptKey.Arn>"
+    given = "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555"
+    old = "arn:aws:kms:us-east-1:123456789012:key/00000000-2222-3333-4444-555555555555"
+    for params, key, retired in (
+        ({}, mine, []),
+        ({"ReceiptKeyArn": given, "RetiredReceiptKeys": old}, given, [old]),
+    ):
+        resources = check(params)
+        made = resources.get("ReceiptKey")
+        if made is not None and not condition(made["Condition"], params, template):
+            made = None
+        if (made is not None) != (key == mine):
+            fail(f"with {params} the stack's receipt key is {'made' if made else 'not made'}")
+        if made is not None:
+            props = made["Properties"]
+            if (props.get("KeySpec"), props.get("KeyUsage")) != ("ECC_NIST_P256", "SIGN_VERIFY"):
+                fail(f"the receipt key is not an ES256 signing key: {props}")
+            if made.get("DeletionPolicy") != "Retain" or made.get("UpdateReplacePolicy") != "Retain":
+                fail("the receipt key is not kept when the stack or the key goes: what it signed could not be verified")
+        for fn in ("McpFunction", "IssuerFunction", "ResolverFunction", "ImporterFunction", "EventsFunction"):
+            if fn not in resources:
+                continue
+            signs = fn in ("McpFunction", "IssuerFunction")
+            env = resources[fn]["Properties"].get("Environment", {}).get("Variables", {})
+            told = evaluate(env.get("SLUICE_RECEIPT_KMS_KEY", ""), params, {}, template)
+            if signs and told != key:
+                fail(f"{fn} is not told the receipt key {key}: {told}")
+            if not signs and told:
+                fail(f"{fn} is told the receipt key, but never signs")
+            granted = []
+            for policy in resources[f"{fn}Role"]["Properties"].get("Policies", []):
+                for st in policy.get("PolicyDocument", {}).get("Statement", []):
+                    if "Fn::If" in st:
+                        name, then, otherwise = st["Fn::If"]
+                        st = then if condition(name, params, template) else otherwise
+                    if st == {"Ref": "AWS::NoValue"}:
+                        continue
+                    actions = st.get("Action")
+                    actions = [actions] if isinstance(actions, str) else actions or []
+                    kms = [a for a in actions if a.lower().startswith("kms:")]
+                    if kms:
+                        res = evaluate(st["Resource"], params, {}, template)
+                        granted.append((sorted(kms), res if isinstance(res, list) else [res]))
+            want = [(["kms:GetPublicKey", "kms:Sign"], [key])] if signs else []
+            if signs and retired:
+                want.append((["kms:GetPublicKey"], retired))
+            if granted != want:
+                fail(f"{fn}'s KMS grants with {params} are {granted}, not {want}")
+
+
 check_operations(check({}))
+check_receipt_keys()
 check_s3_grants(check({}))
 check_malware_scan()
 check_outputs()
@@ -436,5 +500,6 @@ print(
     "the events function on the table's stream, with WebhookUrl or EventBusName, putting only on that bus; "
     "each function granted the S3 actions its routes need; "
     "the importer invoked by the mcp and issuer functions alone, never retried, its bytes to files/ only; "
-    "MalwareScan=guardduty: the plan tagging files/ with its own role, every function reading the tag"
+    "MalwareScan=guardduty: the plan tagging files/ with its own role, every function reading the tag; "
+    "the receipt key in KMS, kept, used by the mcp and issuer functions alone to sign and read public keys"
 )

@@ -40,6 +40,8 @@ pub struct Backends {
     imports_dispatch: Option<Arc<dyn sluice::service::imports::Dispatch>>,
     /// GuardDuty's tags on the bucket, with `SLUICE_SCAN=guardduty`.
     scanner: Option<Arc<dyn sluice::scan::Scanner>>,
+    /// The KMS key that signs receipts, with `SLUICE_RECEIPT_KMS_KEY`.
+    receipt_signer: Option<Arc<dyn sluice::receipts::Signer>>,
 }
 
 impl std::fmt::Debug for Backends {
@@ -64,6 +66,7 @@ impl Backends {
                 catalog: self.catalog.clone(),
                 imports_dispatch: self.imports_dispatch.clone(),
                 scanner: self.scanner.clone(),
+                receipt_signer: self.receipt_signer.clone(),
             },
         )
     }
@@ -200,6 +203,7 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
     let opened = open_records(config, sdk.as_ref(), &bytes)?;
     let imports_dispatch = importer(config, sdk.as_ref());
     let scanner = guardduty(config, bytes.bucket.as_ref());
+    let receipt_signer = kms_signer(config, sdk.as_ref());
     Ok(Backends {
         keys: keyring(config).await?,
         catalog: load_catalog(config, bytes.bucket.as_ref()).await?,
@@ -210,7 +214,21 @@ pub async fn open_backends(config: &Config) -> Result<Backends, StartError> {
         local: opened.local,
         imports_dispatch,
         scanner,
+        receipt_signer,
     })
+}
+
+/// The KMS key that signs receipts, where `SLUICE_RECEIPT_KMS_KEY` names
+/// one and this build reaches AWS.
+fn kms_signer(config: &Config, sdk: Option<&Sdk>) -> Option<Arc<dyn sluice::receipts::Signer>> {
+    let key = config.aws.receipt_kms_key.as_deref()?;
+    #[cfg(feature = "aws")]
+    if let Some(sdk) = sdk {
+        return sluice_aws::KmsSigner::new(sdk, &config.aws).map(|s| Arc::new(s) as _);
+    }
+    let _ = sdk;
+    tracing::warn!(%key, "SLUICE_RECEIPT_KMS_KEY is set, but the AWS clients are not: receipts are not signed");
+    None
 }
 
 /// Which backends a build carries (its features): the function binaries

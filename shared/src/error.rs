@@ -148,6 +148,12 @@ pub enum Error {
     /// The ledger cannot answer right now.
     #[error("the ledger cannot answer right now; nothing was spent: try again in a few seconds")]
     LedgerUnavailable,
+    /// A ready file's receipt could not be signed: the signing key (KMS)
+    /// did not answer. The file stays ready; asking again signs it.
+    #[error(
+        "file {0} is ready, but its receipt is pending: the signing key could not be reached; ask again in a few seconds"
+    )]
+    ReceiptPending(FileId),
     /// The local store's quota is reached.
     #[error("the store is full: nothing was stored; delete files or raise SLUICE_QUOTA_BYTES")]
     StoreFull,
@@ -253,6 +259,7 @@ impl Error {
             Error::Busy(_) => "busy",
             Error::StoreUnavailable => "store_unavailable",
             Error::LedgerUnavailable => "ledger_unavailable",
+            Error::ReceiptPending(_) => "receipt_pending",
             Error::StoreFull => "store_full",
             Error::DiskFull => "disk_full",
             Error::NotGranted(_) => "not_granted",

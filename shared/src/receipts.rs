@@ -7,10 +7,18 @@
 //! the current key and every key retired since, so a receipt verifies
 //! offline, years later, with any JOSE library.
 //!
-//! Codecs only: the key's bytes come from the caller ([`ReceiptKey`]);
-//! where they are kept is the data directory's ([`keys_dir`]).
+//! Who signs is a [`Signer`]: a key in the data directory ([`LocalKeys`],
+//! where it is kept is [`keys_dir`]), or, on AWS, a KMS key that never
+//! leaves KMS (`sluice-aws`), whose answers [`es256_of_der`] and
+//! [`jwk_of_spki`] read.
 
-use jsonwebtoken::jwk::{Jwk, JwkSet, ThumbprintHash};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use jsonwebtoken::jwk::{
+    AlgorithmParameters, CommonParameters, EllipticCurve, EllipticCurveKeyParameters,
+    EllipticCurveKeyType, KeyAlgorithm, ThumbprintHash,
+};
+pub use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
@@ -105,11 +113,159 @@ pub enum ReceiptError {
     /// A key that cannot sign or be read.
     #[error("receipt key: {0}")]
     Key(String),
+    /// The signing key could not be reached (KMS did not answer, or
+    /// refused): nothing is signed, and the receipt is pending; asking
+    /// again signs it once the key answers.
+    #[error("the receipt is pending: the signing key could not be reached ({0})")]
+    Unreachable(String),
+}
+
+/// The public keys of a [`Signer`]: the one it signs with now, and those
+/// it signed with before.
+#[derive(Debug, Clone)]
+pub struct KeySet {
+    /// Signs every new receipt; its `kid` is set.
+    pub current: Jwk,
+    /// Public keys of those retired: receipts they signed still verify.
+    pub retired: Vec<Jwk>,
+}
+
+impl KeySet {
+    /// The current key's id.
+    pub fn kid(&self) -> &str {
+        self.current.common.key_id.as_deref().unwrap_or_default()
+    }
+
+    /// The JWKS: the current key, then every one retired.
+    pub fn jwks(&self) -> JwkSet {
+        JwkSet {
+            keys: std::iter::once(self.current.clone())
+                .chain(self.retired.iter().cloned())
+                .collect(),
+        }
+    }
+}
+
+/// Signs receipts: a key here ([`LocalKeys`]) or one in KMS.
+#[async_trait::async_trait]
+pub trait Signer: Send + Sync + std::fmt::Debug {
+    /// The public keys, current and retired.
+    async fn keys(&self) -> Result<KeySet, ReceiptError>;
+
+    /// `input` signed with the current key: ES256's 64 bytes (R ‖ S).
+    async fn sign_es256(&self, input: &[u8]) -> Result<Vec<u8>, ReceiptError>;
+}
+
+/// `claims` signed by `signer`: (the compact JWS, the `kid` it names).
+pub async fn sign(signer: &dyn Signer, claims: &Claims) -> Result<(String, String), ReceiptError> {
+    let keys = signer.keys().await?;
+    let kid = keys.kid().to_owned();
+    let input = signing_input(&kid, claims)?;
+    let signature = signer.sign_es256(input.as_bytes()).await?;
+    Ok((compact(input, &signature)?, kid))
+}
+
+/// A JWS's signing input: its header (ES256, `kid`, the receipt's `typ`)
+/// and `claims`, each base64url, joined by a dot.
+fn signing_input(kid: &str, claims: &Claims) -> Result<String, ReceiptError> {
+    let mut header = Header::new(Algorithm::ES256);
+    header.kid = Some(kid.to_owned());
+    header.typ = Some("sluice-receipt+jwt".to_owned());
+    let json = |json: serde_json::Result<Vec<u8>>| {
+        json.map(|bytes| B64.encode(bytes))
+            .map_err(|e| ReceiptError::Key(e.to_string()))
+    };
+    Ok(format!(
+        "{}.{}",
+        json(serde_json::to_vec(&header))?,
+        json(serde_json::to_vec(claims))?
+    ))
+}
+
+/// The compact JWS of `input` and its ES256 `signature`.
+fn compact(input: String, signature: &[u8]) -> Result<String, ReceiptError> {
+    if signature.len() != 64 {
+        return Err(ReceiptError::Key(format!(
+            "an ES256 signature is 64 bytes, not {}",
+            signature.len()
+        )));
+    }
+    Ok(format!("{input}.{}", B64.encode(signature)))
+}
+
+/// An ECDSA signature as KMS and X.509 give it (DER, `SEQUENCE { r
+/// INTEGER, s INTEGER }`) as JWS takes it: R ‖ S, 32 bytes each.
+pub fn es256_of_der(der: &[u8]) -> Result<Vec<u8>, ReceiptError> {
+    use simple_asn1::ASN1Block::{Integer, Sequence};
+    let bad = || ReceiptError::Key("not a DER ECDSA P-256 signature".to_owned());
+    let blocks = simple_asn1::from_der(der).map_err(|_| bad())?;
+    let [Sequence(_, pair)] = blocks.as_slice() else {
+        return Err(bad());
+    };
+    let [Integer(_, r), Integer(_, s)] = pair.as_slice() else {
+        return Err(bad());
+    };
+    let mut out = Vec::with_capacity(64);
+    for n in [r, s] {
+        if *n < simple_asn1::BigInt::from(0u8) {
+            return Err(bad());
+        }
+        let (_, bytes) = n.to_bytes_be();
+        let bytes = bytes.as_slice();
+        if bytes.len() > 32 {
+            return Err(bad());
+        }
+        out.extend(std::iter::repeat_n(0, 32 - bytes.len()));
+        out.extend_from_slice(bytes);
+    }
+    Ok(out)
+}
+
+/// The public JWK (ES256, its `kid` the RFC 7638 thumbprint) of a P-256
+/// key in X.509 `SubjectPublicKeyInfo` DER, as KMS's `GetPublicKey`
+/// answers it.
+pub fn jwk_of_spki(der: &[u8]) -> Result<Jwk, ReceiptError> {
+    use simple_asn1::ASN1Block::{BitString, ObjectIdentifier, Sequence};
+    let bad = |what: &str| ReceiptError::Key(format!("not a P-256 public key: {what}"));
+    let blocks = simple_asn1::from_der(der).map_err(|_| bad("not DER"))?;
+    let [Sequence(_, info)] = blocks.as_slice() else {
+        return Err(bad("not a SubjectPublicKeyInfo"));
+    };
+    let [Sequence(_, algorithm), BitString(_, _, point)] = info.as_slice() else {
+        return Err(bad("not a SubjectPublicKeyInfo"));
+    };
+    let ec = simple_asn1::oid!(1, 2, 840, 10045, 2, 1);
+    let p256 = simple_asn1::oid!(1, 2, 840, 10045, 3, 1, 7);
+    match algorithm.as_slice() {
+        [ObjectIdentifier(_, a), ObjectIdentifier(_, c)] if *a == ec && *c == p256 => {}
+        _ => return Err(bad("another algorithm or curve")),
+    }
+    // Uncompressed: 0x04 ‖ X ‖ Y.
+    let [4, xy @ ..] = point.as_slice() else {
+        return Err(bad("a compressed point"));
+    };
+    if xy.len() != 64 {
+        return Err(bad("a point of the wrong length"));
+    }
+    let mut jwk = Jwk {
+        common: CommonParameters {
+            key_algorithm: Some(KeyAlgorithm::ES256),
+            ..Default::default()
+        },
+        algorithm: AlgorithmParameters::EllipticCurve(EllipticCurveKeyParameters {
+            key_type: EllipticCurveKeyType::EC,
+            curve: EllipticCurve::P256,
+            x: B64.encode(&xy[..32]),
+            y: B64.encode(&xy[32..]),
+        }),
+    };
+    jwk.common.key_id = Some(jwk.thumbprint(ThumbprintHash::SHA256));
+    Ok(jwk)
 }
 
 /// A signing key (ES256, P-256): its PKCS#8 document and its public JWK.
 pub struct ReceiptKey {
-    encoding: EncodingKey,
+    pair: aws_lc_rs::signature::EcdsaKeyPair,
     public: Jwk,
     kid: String,
 }
@@ -141,11 +297,12 @@ impl ReceiptKey {
             .map_err(|e| ReceiptError::Key(e.to_string()))?;
         let kid = public.thumbprint(ThumbprintHash::SHA256);
         public.common.key_id = Some(kid.clone());
-        Ok(Self {
-            encoding,
-            public,
-            kid,
-        })
+        let pair = aws_lc_rs::signature::EcdsaKeyPair::from_pkcs8(
+            &aws_lc_rs::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            pkcs8,
+        )
+        .map_err(|e| ReceiptError::Key(e.to_string()))?;
+        Ok(Self { pair, public, kid })
     }
 
     /// Its key id: the RFC 7638 thumbprint (SHA-256) of its public key.
@@ -160,11 +317,42 @@ impl ReceiptKey {
 
     /// `claims` signed: a compact JWS.
     pub fn sign(&self, claims: &Claims) -> Result<String, ReceiptError> {
-        let mut header = Header::new(Algorithm::ES256);
-        header.kid = Some(self.kid.clone());
-        header.typ = Some("sluice-receipt+jwt".to_owned());
-        jsonwebtoken::encode(&header, claims, &self.encoding)
-            .map_err(|e| ReceiptError::Key(e.to_string()))
+        let input = signing_input(&self.kid, claims)?;
+        let signature = self.sign_input(input.as_bytes())?;
+        compact(input, &signature)
+    }
+
+    /// `input` signed: R ‖ S.
+    fn sign_input(&self, input: &[u8]) -> Result<Vec<u8>, ReceiptError> {
+        let signature = self
+            .pair
+            .sign(&aws_lc_rs::rand::SystemRandom::new(), input)
+            .map_err(|_| ReceiptError::Key("the key did not sign".to_owned()))?;
+        Ok(signature.as_ref().to_vec())
+    }
+}
+
+/// A signing key kept in the data directory, and the public keys of those
+/// retired before it.
+#[derive(Debug)]
+pub struct LocalKeys {
+    /// Signs every new receipt.
+    pub current: ReceiptKey,
+    /// Public keys of those retired: receipts they signed still verify.
+    pub retired: Vec<Jwk>,
+}
+
+#[async_trait::async_trait]
+impl Signer for LocalKeys {
+    async fn keys(&self) -> Result<KeySet, ReceiptError> {
+        Ok(KeySet {
+            current: self.current.public(),
+            retired: self.retired.clone(),
+        })
+    }
+
+    async fn sign_es256(&self, input: &[u8]) -> Result<Vec<u8>, ReceiptError> {
+        self.current.sign_input(input)
     }
 }
 
@@ -297,6 +485,61 @@ mod tests {
             verify("not.a.receipt", &set),
             Err(ReceiptError::Malformed(_))
         ));
+    }
+
+    #[test]
+    fn what_kms_answers_reads_as_jose_takes_it() {
+        use aws_lc_rs::encoding::AsDer as _;
+        use aws_lc_rs::signature::{
+            ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P256_SHA256_FIXED, EcdsaKeyPair, KeyPair as _,
+            UnparsedPublicKey,
+        };
+        let der = ReceiptKey::generate().unwrap();
+        let key = ReceiptKey::from_pkcs8(&der).unwrap();
+        // KMS's signatures are DER, as this pair makes them.
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_ASN1_SIGNING, &der).unwrap();
+        // GetPublicKey's answer (X.509 SubjectPublicKeyInfo): the same
+        // JWK, so the same kid, as the key itself gives.
+        let spki = pair.public_key().as_der().unwrap();
+        assert_eq!(jwk_of_spki(spki.as_ref()).unwrap(), key.public());
+        let public = UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, pair.public_key().as_ref());
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        // Signatures until some R or S is below 2^248 (about one in 128:
+        // its DER integer is shorter, and is padded back to 32 bytes): each
+        // verifies.
+        let mut short = 0;
+        for i in 0..20_000u32 {
+            let message = i.to_be_bytes();
+            let signature = pair.sign(&rng, &message).unwrap();
+            let fixed = es256_of_der(signature.as_ref()).unwrap();
+            assert_eq!(fixed.len(), 64);
+            public.verify(&message, &fixed).unwrap();
+            short += usize::from(fixed[0] == 0 || fixed[32] == 0);
+            if short >= 2 && i >= 200 {
+                break;
+            }
+        }
+        assert!(short >= 2, "no short R or S among 20,000 signatures");
+        // Anything else is refused, not misread.
+        assert!(es256_of_der(b"\x30\x00").is_err());
+        assert!(es256_of_der(spki.as_ref()).is_err());
+        assert!(jwk_of_spki(b"not a key").is_err());
+        let mut other_curve = spki.as_ref().to_vec();
+        let last = other_curve.len() - 70;
+        other_curve[last] ^= 1;
+        assert!(jwk_of_spki(&other_curve).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_signer_signs_what_verifies_with_its_keys() {
+        let keys = LocalKeys {
+            current: ReceiptKey::from_pkcs8(&ReceiptKey::generate().unwrap()).unwrap(),
+            retired: Vec::new(),
+        };
+        let (receipt, kid) = sign(&keys, &claims()).await.unwrap();
+        assert_eq!(kid, keys.current.kid());
+        let set = keys.keys().await.unwrap().jwks();
+        assert_eq!(verify(&receipt, &set).unwrap(), claims());
     }
 
     #[test]

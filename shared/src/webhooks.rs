@@ -209,8 +209,14 @@ pub struct Webhooks {
     stamp: Option<Stamp>,
 }
 
-/// A body as it is sent, from the body the outbox keeps.
-pub type Stamp = Arc<dyn Fn(&str) -> String + Send + Sync>;
+/// A body as it is sent, from the body the outbox keeps; an error (a
+/// receipt whose key cannot be reached) holds the event back, to be tried
+/// again.
+pub type Stamp = Arc<
+    dyn Fn(String) -> futures_util::future::BoxFuture<'static, Result<String, String>>
+        + Send
+        + Sync,
+>;
 
 impl std::fmt::Debug for Webhooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -241,11 +247,11 @@ impl Webhooks {
         self
     }
 
-    /// `body` as it is sent.
-    fn sent_body(&self, body: &str) -> String {
+    /// `body` as it is sent, or why it cannot be sent yet.
+    async fn sent_body(&self, body: String) -> Result<String, String> {
         match &self.stamp {
-            Some(stamp) => stamp(body),
-            None => body.to_owned(),
+            Some(stamp) => stamp(body).await,
+            None => Ok(body),
         }
     }
 
@@ -273,7 +279,7 @@ impl Webhooks {
     /// the error, so the caller has the change tried again (each endpoint
     /// then dedupes by `webhook-id`).
     pub async fn deliver_now(&self, event: &Event) -> Result<(), String> {
-        let body = self.sent_body(&event.body());
+        let body = self.sent_body(event.body()).await?;
         for endpoint in self
             .endpoints
             .iter()
@@ -327,8 +333,10 @@ impl Webhooks {
                 };
                 let (this, outbox) = (self.clone(), outbox.clone());
                 tokio::spawn(async move {
-                    let body = this.sent_body(&d.body);
-                    let outcome = this.send(&this.endpoints[i], &d.event_id, &body).await;
+                    let outcome = match this.sent_body(d.body.clone()).await {
+                        Ok(body) => this.send(&this.endpoints[i], &d.event_id, &body).await,
+                        Err(why) => Outcome::Failed(why),
+                    };
                     if let Err(e) = this.end(&*outbox, &d, outcome).await {
                         tracing::warn!(error = %e, event_id = %d.event_id, "webhooks: a delivery's state was not saved; it is sent again");
                     }

@@ -376,7 +376,7 @@ mod on_versioned_s3 {
 
     #[test]
     fn a_file_deleted_after_its_parts_leaves_no_version() {
-        let (mut moto, port) = crate::util::start_moto_s3();
+        let (mut moto, port) = crate::util::start_moto();
         let bucket = sluice::config::S3Config {
             bucket: "versioned".into(),
             endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),

@@ -539,11 +539,12 @@ pub fn release_fifo(path: &Path) {
         .open(path);
 }
 
-/// moto's S3 on loopback (it keeps object versions and tags, which
-/// s3s-fs does not): the child, killed by its caller, and its port.
-pub fn start_moto_s3() -> (Child, String) {
+/// moto's server on loopback, every service it emulates on one port: its
+/// S3 (which keeps object versions and tags, which s3s-fs does not), its
+/// KMS. The child, killed by its caller, and its port.
+pub fn start_moto() -> (Child, String) {
     let mut command = Command::new(crate::mcp_clients::root().join(".venv/bin/python"));
-    command.arg(crate::mcp_clients::root().join("tests/clients/moto_s3.py"));
+    command.arg(crate::mcp_clients::root().join("tests/clients/moto_server.py"));
     spawn_announcing(command)
 }
 

@@ -1,12 +1,13 @@
 //! sluice's AWS backends: [`S3Store`] (objects in S3, uploads and downloads
 //! through presigned URLs), [`DynamoLedger`] (spent tokens as conditional
 //! puts with a TTL), [`DynamoRecords`] (file records in the same table) and,
-//! for the events function, [`EventBus`] (events put on EventBridge). This is the only crate that imports `aws-sdk-*`.
+//! for the events function, [`EventBus`] (events put on EventBridge); [`KmsSigner`] signs receipts of custody with a KMS key. This is the only crate that imports `aws-sdk-*`.
 
 mod bus;
 mod dynamo;
 mod guardduty;
 mod importer;
+mod kms;
 mod records;
 mod s3;
 
@@ -14,6 +15,7 @@ pub use bus::{EventBus, NotPut, SOURCE};
 pub use dynamo::{DynamoLedger, EVENT};
 pub use guardduty::{GuardDutyTags, SCAN_STATUS_TAG};
 pub use importer::LambdaImporter;
+pub use kms::KmsSigner;
 pub use records::{BY_DIGEST, BY_OWNER, DynamoRecords, Item, PENDING, change_event};
 pub use s3::S3Store;
 

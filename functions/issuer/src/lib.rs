@@ -206,12 +206,12 @@ async fn file_receipt(
 }
 
 /// `GET /.well-known/jwks.json`: the receipt keys, current and retired.
-async fn jwks(State(sluice): State<Sluice>) -> Response {
-    (
+async fn jwks(State(sluice): State<Sluice>) -> Result<Response, HttpError> {
+    Ok((
         [(header::CACHE_CONTROL, "public, max-age=300")],
-        Json(sluice.receipts().jwks()),
+        Json(sluice.receipts().jwks().await?),
     )
-        .into_response()
+        .into_response())
 }
 
 /// The upload page for `token`, or a page saying why it cannot be used.

@@ -235,7 +235,10 @@ fn serve(config: Config) -> Result<(), StartError> {
             (Some(webhooks), Some(local)) => {
                 // Events of custody carry their receipt, signed as they go.
                 let receipts = sluice.receipts().clone();
-                let webhooks = webhooks.stamped(std::sync::Arc::new(move |body: &str| receipts.stamp(body)));
+                let webhooks = webhooks.stamped(std::sync::Arc::new(move |body: String| {
+                    let receipts = receipts.clone();
+                    Box::pin(async move { receipts.stamp(&body).await.map_err(|e| e.to_string()) })
+                }));
                 tokio::spawn(webhooks.run(std::sync::Arc::new(local.records.clone())));
             }
             (Some(_), None) => tracing::warn!(

@@ -99,6 +99,7 @@ pub fn assemble(
             catalog,
             imports_dispatch: None,
             scanner: None,
+            receipt_signer: None,
         },
     )
 }
@@ -121,6 +122,9 @@ pub struct Parts {
     pub imports_dispatch: Option<Arc<dyn sluice::service::imports::Dispatch>>,
     /// The scanner reading GuardDuty's tags, with `SLUICE_SCAN=guardduty`.
     pub scanner: Option<Arc<dyn sluice::scan::Scanner>>,
+    /// The KMS key that signs receipts, where the records are in DynamoDB
+    /// (`SLUICE_RECEIPT_KMS_KEY`).
+    pub receipt_signer: Option<Arc<dyn sluice::receipts::Signer>>,
 }
 
 /// [`assemble`] from its [`Parts`].
@@ -133,6 +137,7 @@ pub fn assemble_parts(config: &Config, public_url: Url, parts: Parts) -> Sluice 
         catalog,
         imports_dispatch,
         scanner,
+        receipt_signer,
     } = parts;
     let endpoints = config.urls.resolve(public_url);
     if config.auth.dev_tokens && !config.records_here() {
@@ -162,17 +167,17 @@ pub fn assemble_parts(config: &Config, public_url: Url, parts: Parts) -> Sluice 
         scan: config.scan.clone(),
         scanner,
         // Where this machine keeps its records, its data directory keeps
-        // the receipt key (on AWS none yet: no receipts there).
+        // the receipt key; on AWS a KMS key signs, where one is named.
         receipt_keys: if config.records_here() {
             match super::open_receipt_keys(&config.data.path) {
-                Ok(keys) => Some(keys),
+                Ok(keys) => Some(Arc::new(keys) as Arc<dyn sluice::receipts::Signer>),
                 Err(e) => {
                     tracing::error!(error = %e, "no receipt key: receipts are not signed");
                     None
                 }
             }
         } else {
-            None
+            receipt_signer
         },
     })
 }

@@ -7,8 +7,7 @@ use std::io;
 use std::path::Path;
 
 use jsonwebtoken::jwk::JwkSet;
-use sluice::receipts::{ReceiptKey, keys_dir};
-use sluice::service::receipts::ReceiptKeys;
+use sluice::receipts::{LocalKeys, ReceiptKey, keys_dir};
 
 use super::{StartError, io_error};
 
@@ -23,7 +22,7 @@ fn bad(what: String, e: impl std::fmt::Display) -> StartError {
 }
 
 /// The receipt keys of `data_dir`, the signing key made if there is none.
-pub fn open_receipt_keys(data_dir: &Path) -> Result<ReceiptKeys, StartError> {
+pub fn open_receipt_keys(data_dir: &Path) -> Result<LocalKeys, StartError> {
     let dir = keys_dir(data_dir);
     sluice::store::private_dir(&dir).map_err(io_error(format!("creating {}", dir.display())))?;
     let path = dir.join(KEY);
@@ -34,7 +33,7 @@ pub fn open_receipt_keys(data_dir: &Path) -> Result<ReceiptKeys, StartError> {
     };
     let current =
         ReceiptKey::from_pkcs8(&der).map_err(|e| bad(format!("reading {}", path.display()), e))?;
-    Ok(ReceiptKeys {
+    Ok(LocalKeys {
         current,
         retired: retired(&dir)?.keys,
     })

@@ -72,6 +72,12 @@ pub struct AwsConfig {
     /// `SLUICE_LAMBDA_ENDPOINT_URL`: the Lambda API of an emulator (where
     /// the importer function is invoked, under `cargo lambda watch`).
     pub lambda_endpoint: Option<Url>,
+    /// `SLUICE_RECEIPT_KMS_KEY`: the KMS key (ECC_NIST_P256, SIGN_VERIFY)
+    /// that signs receipts of custody where the records are in DynamoDB.
+    pub receipt_kms_key: Option<String>,
+    /// `SLUICE_RECEIPT_KMS_RETIRED`: KMS keys that signed receipts before
+    /// it, whose public keys the JWKS keeps.
+    pub receipt_kms_retired: Vec<String>,
 }
 
 /// The two choices, as the variables say them (each refused by its own
@@ -138,6 +144,8 @@ pub(super) fn aws(vars: &Vars) -> Result<AwsConfig, ConfigError> {
         event_bus: vars.text("SLUICE_EVENT_BUS"),
         eventbridge_endpoint: vars.url("SLUICE_EVENTBRIDGE_ENDPOINT_URL")?,
         lambda_endpoint: vars.url("SLUICE_LAMBDA_ENDPOINT_URL")?,
+        receipt_kms_key: vars.text("SLUICE_RECEIPT_KMS_KEY"),
+        receipt_kms_retired: vars.list("SLUICE_RECEIPT_KMS_RETIRED"),
     })
 }
 
@@ -256,6 +264,20 @@ pub(super) const ROWS: &[Setting] = &[
         Parse::Url,
         Unset("AWS"),
         "the Lambda API of an emulator where the importer function is invoked (`cargo lambda watch`'s invoke address)",
+    ),
+    s(
+        "SLUICE_RECEIPT_KMS_KEY",
+        Group::Aws,
+        Parse::Text,
+        Unset("— (no receipts on AWS)"),
+        "aws mode: the KMS key (`ECC_NIST_P256`, `SIGN_VERIFY`; an id, ARN or alias) that signs receipts of custody; the functions that sign are granted `kms:Sign` and `kms:GetPublicKey` on it only (the template's `ReceiptKey`)",
+    ),
+    s(
+        "SLUICE_RECEIPT_KMS_RETIRED",
+        Group::Aws,
+        Parse::List,
+        Unset("none"),
+        "aws mode: KMS keys that signed receipts before `SLUICE_RECEIPT_KMS_KEY`, comma-separated; the JWKS keeps their public keys, so what they signed still verifies (keep them enabled: `GetPublicKey` reads them)",
     ),
     s(
         "SLUICE_EVENT_BUS",

@@ -117,9 +117,10 @@ pub fn status_of(e: &Error) -> StatusCode {
         | Error::Completing => StatusCode::CONFLICT,
         Error::UploadExpired | Error::BodyStalled => StatusCode::REQUEST_TIMEOUT,
         Error::Limited { .. } => StatusCode::TOO_MANY_REQUESTS,
-        Error::Busy(_) | Error::StoreUnavailable | Error::LedgerUnavailable => {
-            StatusCode::SERVICE_UNAVAILABLE
-        }
+        Error::Busy(_)
+        | Error::StoreUnavailable
+        | Error::LedgerUnavailable
+        | Error::ReceiptPending(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::StoreFull | Error::DiskFull => StatusCode::INSUFFICIENT_STORAGE,
         Error::Upstream(_) => StatusCode::BAD_GATEWAY,
         Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -119,7 +119,7 @@ pub struct Assembly {
     pub scanner: Option<Arc<dyn crate::scan::Scanner>>,
     /// The key receipts of custody are signed with, and those retired
     /// (none: no receipts here).
-    pub receipt_keys: Option<receipts::ReceiptKeys>,
+    pub receipt_keys: Option<Arc<dyn crate::receipts::Signer>>,
 }
 
 /// The malware gate `scan` asks for: clamd's scanner made from its

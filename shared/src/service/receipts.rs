@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::jwk::JwkSet;
 use serde::Serialize;
 
 use super::base::Base;
@@ -16,7 +16,7 @@ use super::files::Files;
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
-use crate::receipts::{Claims, FileClaims, ReceiptKey, ScanClaims, SourceClaims};
+use crate::receipts::{Claims, FileClaims, ReceiptError, ScanClaims, Signer, SourceClaims};
 use crate::records::{FileRecord, Verdict};
 use crate::time::{now_unix, rfc3339};
 
@@ -33,19 +33,10 @@ pub struct ReceiptAnswer {
     pub jwks_url: String,
 }
 
-/// The signing key and the keys retired before it.
-#[derive(Debug)]
-pub struct ReceiptKeys {
-    /// Signs every new receipt.
-    pub current: ReceiptKey,
-    /// Public keys of those retired: receipts they signed still verify.
-    pub retired: Vec<Jwk>,
-}
-
 /// Signs receipts of files, where a key is configured.
 #[derive(Clone, Debug)]
 pub struct Receipts {
-    keys: Option<Arc<ReceiptKeys>>,
+    keys: Option<Arc<dyn Signer>>,
     base: Base,
     files: Files,
     issuer: String,
@@ -56,14 +47,14 @@ impl Receipts {
     /// Receipts signed with `keys` (none: not here) by `issuer` (the
     /// public URL), whose JWKS is at `jwks_url`.
     pub fn new(
-        keys: Option<ReceiptKeys>,
+        keys: Option<Arc<dyn Signer>>,
         base: Base,
         files: Files,
         issuer: String,
         jwks_url: String,
     ) -> Self {
         Self {
-            keys: keys.map(Arc::new),
+            keys,
             base,
             files,
             issuer,
@@ -76,46 +67,42 @@ impl Receipts {
         self.keys.is_some()
     }
 
-    /// The public keys: the current one and every one retired.
-    pub fn jwks(&self) -> JwkSet {
+    /// The public keys: the current one and every one retired (none where
+    /// no receipts are signed).
+    pub async fn jwks(&self) -> Result<JwkSet, Error> {
         match &self.keys {
-            Some(keys) => crate::receipts::jwks(Some(&keys.current), &keys.retired),
-            None => JwkSet { keys: Vec::new() },
+            Some(keys) => Ok(keys.keys().await.map_err(unavailable)?.jwks()),
+            None => Ok(JwkSet { keys: Vec::new() }),
         }
     }
 
     /// `body` (an event's, as the outbox keeps it) with the receipt of its
     /// change signed into its `data`, for the changes of custody
     /// (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`);
-    /// any other body, or none signed here, as it is.
-    pub fn stamp(&self, body: &str) -> String {
+    /// any other body, or none signed here, as it is. A key that cannot be
+    /// reached is an error: the event waits for its receipt (its delivery
+    /// is retried), and is never sent without one.
+    pub async fn stamp(&self, body: &str) -> Result<String, ReceiptError> {
         use crate::events::{Event, EventType};
         let Some(keys) = &self.keys else {
-            return body.to_owned();
+            return Ok(body.to_owned());
         };
         let Ok(mut event) = serde_json::from_str::<Event>(body) else {
-            return body.to_owned();
+            return Ok(body.to_owned());
         };
         let what = match event.kind {
             EventType::Ready => "ready",
             EventType::Downloaded => "downloaded",
             EventType::Deleted => "deleted",
             EventType::Expired => "expired",
-            _ => return body.to_owned(),
+            _ => return Ok(body.to_owned()),
         };
         let Some(file) = event.data.file() else {
-            return body.to_owned();
+            return Ok(body.to_owned());
         };
-        match keys.current.sign(&self.claims(what, &file, None)) {
-            Ok(receipt) => {
-                event.data.receipt = Some(receipt);
-                event.body()
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "an event's receipt was not signed: sent without it");
-                body.to_owned()
-            }
-        }
+        let (receipt, _) = crate::receipts::sign(&**keys, &self.claims(what, &file, None)).await?;
+        event.data.receipt = Some(receipt);
+        Ok(event.body())
     }
 
     /// What a receipt of `event` says of `file`, now; its `record`, where
@@ -188,16 +175,26 @@ impl Receipts {
             source: Some(self.source(&record).await?),
             ..self.claims("ready", &file, Some(&record))
         };
-        let receipt = keys
-            .current
-            .sign(&claims)
-            .map_err(|e| Error::internal(std::io::Error::other(e.to_string())))?;
-        tracing::info!(file_id = %file.id, kid = %keys.current.kid(), "receipt signed");
+        let (receipt, kid) = match crate::receipts::sign(&**keys, &claims).await {
+            Ok(signed) => signed,
+            Err(ReceiptError::Unreachable(why)) => {
+                tracing::warn!(file_id = %file.id, error = %why, "the signing key could not be reached: the receipt is pending");
+                return Err(Error::ReceiptPending(file.id));
+            }
+            Err(e) => return Err(Error::internal(std::io::Error::other(e.to_string()))),
+        };
+        tracing::info!(file_id = %file.id, %kid, "receipt signed");
         Ok(ReceiptAnswer {
             file_id: file.id,
             receipt,
-            kid: keys.current.kid().to_owned(),
+            kid,
             jwks_url: self.jwks_url.clone(),
         })
     }
+}
+
+/// The public keys could not be read (KMS did not answer): a clear 503.
+fn unavailable(e: ReceiptError) -> Error {
+    tracing::warn!(error = %e, "the receipt keys could not be read");
+    Error::Busy(crate::store::Busy::Keys)
 }

@@ -167,6 +167,9 @@ pub enum Busy {
     /// The zip asked for is still being written into the store.
     #[error("this zip is still being built")]
     Zipping,
+    /// The receipt keys (in KMS) did not answer.
+    #[error("the receipt keys cannot be read right now")]
+    Keys,
 }
 
 /// Where file bytes live: the core every store has. Keys are written

@@ -635,6 +635,7 @@ fn scanning_in_process(
             catalog: Default::default(),
             imports_dispatch: None,
             scanner: Some(scanner),
+            receipt_signer: None,
         },
     )
 }

@@ -107,7 +107,7 @@ async fn state(sluice: &sluice::Sluice, file: &FileMeta) -> (FileState, Option<S
 
 #[test]
 fn guarddutys_tag_decides_whether_a_file_is_used() {
-    let (mut moto, port) = crate::util::start_moto_s3();
+    let (mut moto, port) = crate::util::start_moto();
     let bucket = sluice::config::S3Config {
         bucket: BUCKET.into(),
         endpoint: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),

@@ -11,6 +11,11 @@ fn statements(t: &Yaml, function: &str) -> Vec<(Vec<String>, String, String)> {
     for policy in key(&props, "Policies").as_vec().unwrap() {
         for s in key(policy, "Statement").as_vec().unwrap() {
             let action = key(s, "Action");
+            // A statement made under a condition (`!If`: the retired
+            // receipt keys') is held by infra/check-template.py.
+            if action.is_badvalue() {
+                continue;
+            }
             let actions = match action.as_vec() {
                 Some(list) => list
                     .iter()

@@ -54,8 +54,9 @@ fn the_template_sets_only_variables_the_config_reads() {
     }
     assert_eq!(vars["SLUICE_BACKEND"].as_str(), Some("aws"));
     // Only the mcp function (the actions catalog, which the other
-    // functions never read) and the events function (its endpoint and bus) set
-    // anything of their own, and that is checked too: each a setting the
+    // functions never read), the mcp and issuer functions (the receipt key,
+    // with which they alone sign) and the events function (its endpoint and
+    // bus) set anything of their own, and that is checked too: each a setting the
     // config reads.
     for (name, resource) in t["Resources"].as_hash().unwrap() {
         let own = &resource["Properties"]["Environment"]["Variables"];
@@ -69,8 +70,17 @@ fn the_template_sets_only_variables_the_config_reads() {
             .map(|k| k.as_str().unwrap())
             .collect();
         let expected: &[&str] = match name.as_str() {
-            Some("McpFunction") => &["SLUICE_ACTIONS_S3_KEY", "SLUICE_IMPORTER_FUNCTION"],
-            Some("IssuerFunction") => &["SLUICE_IMPORTER_FUNCTION"],
+            Some("McpFunction") => &[
+                "SLUICE_ACTIONS_S3_KEY",
+                "SLUICE_IMPORTER_FUNCTION",
+                "SLUICE_RECEIPT_KMS_KEY",
+                "SLUICE_RECEIPT_KMS_RETIRED",
+            ],
+            Some("IssuerFunction") => &[
+                "SLUICE_IMPORTER_FUNCTION",
+                "SLUICE_RECEIPT_KMS_KEY",
+                "SLUICE_RECEIPT_KMS_RETIRED",
+            ],
             Some("EventsFunction") => &[
                 "SLUICE_WEBHOOK_URL",
                 "SLUICE_WEBHOOK_SECRET_ID",

@@ -1,6 +1,7 @@
-"""S3 on loopback as moto emulates it, which keeps object versions (s3s-fs
-keeps none): starts moto's server on --port (0 for any), prints
-`listening on <port>`, and serves until it is killed."""
+"""moto's server on loopback, every service it emulates on one port: S3
+(which keeps object versions, as s3s-fs does not) and KMS, among others.
+Starts it on --port (0 for any), prints `listening on <port>`, and serves
+until it is killed."""
 
 import argparse
 import threading
