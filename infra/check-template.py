@@ -21,8 +21,9 @@
   and bisected on error, and the webhook secret is in Secrets Manager, not
   a plaintext variable;
 - receipts: the stack's KMS key (ECC_NIST_P256, SIGN_VERIFY, retained), or
-  ReceiptKeyArn's; only the mcp and issuer functions may Sign with it and
-  read public keys (the retired ones' too); no other function has KMS;
+  ReceiptKeyArn's; only the mcp, issuer and events functions may Sign with
+  it and read public keys (the retired ones' too, but for events); no other
+  function has KMS;
 - each function's role grants, on the bucket or its files, the S3 actions of
   every S3 operation its routes reach (S3_OPERATIONS, FUNCTION_OPERATIONS),
   and every operation the S3 backend calls has its actions listed here.
@@ -427,17 +428,20 @@ def check_malware_scan():
 def check_receipt_keys():
     """Receipts: the stack's own KMS key (ECC_NIST_P256, SIGN_VERIFY, kept
     when the stack or the key goes), or the one ReceiptKeyArn names; only
-    the mcp and issuer functions are told of it and may use it, to Sign and
-    to read its public key, on that key alone; retired keys only show their
-    public key; no other function has any KMS action."""
+    the mcp, issuer and events functions are told of it and may use it, to
+    Sign and to read its public key, on that key alone; retired keys only
+    show their public key (to the two that serve the JWKS); no other
+    function has any KMS action."""
     with open("template.yaml") as f:
         template = yaml.load(f, Loader=Loader)
     mine = "<ReceiptKey.Arn>"
     given = "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555"
     old = "arn:aws:kms:us-east-1:123456789012:key/00000000-2222-3333-4444-555555555555"
+    bus = {"EventBusName": "sluice-events"}
     for params, key, retired in (
         ({}, mine, []),
-        ({"ReceiptKeyArn": given, "RetiredReceiptKeys": old}, given, [old]),
+        (bus, mine, []),
+        ({**bus, "ReceiptKeyArn": given, "RetiredReceiptKeys": old}, given, [old]),
     ):
         resources = check(params)
         made = resources.get("ReceiptKey")
@@ -451,10 +455,12 @@ def check_receipt_keys():
                 fail(f"the receipt key is not an ES256 signing key: {props}")
             if made.get("DeletionPolicy") != "Retain" or made.get("UpdateReplacePolicy") != "Retain":
                 fail("the receipt key is not kept when the stack or the key goes: what it signed could not be verified")
+        if params and "EventsFunction" not in resources:
+            fail(f"with {params} there is no events function to check")
         for fn in ("McpFunction", "IssuerFunction", "ResolverFunction", "ImporterFunction", "EventsFunction"):
             if fn not in resources:
                 continue
-            signs = fn in ("McpFunction", "IssuerFunction")
+            signs = fn in ("McpFunction", "IssuerFunction", "EventsFunction")
             env = resources[fn]["Properties"].get("Environment", {}).get("Variables", {})
             told = evaluate(env.get("SLUICE_RECEIPT_KMS_KEY", ""), params, {}, template)
             if signs and told != key:
@@ -476,7 +482,8 @@ def check_receipt_keys():
                         res = evaluate(st["Resource"], params, {}, template)
                         granted.append((sorted(kms), res if isinstance(res, list) else [res]))
             want = [(["kms:GetPublicKey", "kms:Sign"], [key])] if signs else []
-            if signs and retired:
+            # The events function signs and serves no JWKS: no retired key.
+            if signs and retired and fn != "EventsFunction":
                 want.append((["kms:GetPublicKey"], retired))
             if granted != want:
                 fail(f"{fn}'s KMS grants with {params} are {granted}, not {want}")
@@ -501,5 +508,5 @@ print(
     "each function granted the S3 actions its routes need; "
     "the importer invoked by the mcp and issuer functions alone, never retried, its bytes to files/ only; "
     "MalwareScan=guardduty: the plan tagging files/ with its own role, every function reading the tag; "
-    "the receipt key in KMS, kept, used by the mcp and issuer functions alone to sign and read public keys"
+    "the receipt key in KMS, kept, used by the mcp, issuer and events functions alone to sign and read public keys"
 )

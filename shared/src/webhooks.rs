@@ -460,6 +460,31 @@ mod tests {
 
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
+    /// An event whose receipt cannot be signed (its key out of reach) is
+    /// not sent without it: the delivery fails, to be tried again.
+    #[tokio::test]
+    async fn an_event_whose_receipt_is_pending_is_held_back() {
+        let receiver = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        receiver.set_nonblocking(true).unwrap();
+        let url = Url::parse(&format!("http://{}/hook", receiver.local_addr().unwrap())).unwrap();
+        let endpoint = Endpoint::new("e", url, &[SECRET.into()], None).unwrap();
+        let file = crate::file::FileMeta {
+            id: crate::file::FileId::random(),
+            owner: "alice".into(),
+            filename: "a.pdf".into(),
+            content_type: "application/pdf".into(),
+            size: 1,
+            sha256: crate::sha::Sha256::of(b"x"),
+        };
+        let event = Event::about(crate::events::EventType::Ready, &file, None);
+        let held = Webhooks::new(vec![endpoint], Vec::new()).stamped(Arc::new(|_body| {
+            Box::pin(async { Err("the receipt is pending: KMS did not answer".to_owned()) })
+        }));
+        let why = held.deliver_now(&event).await.unwrap_err();
+        assert!(why.contains("pending"), "{why}");
+        assert!(receiver.accept().is_err(), "nothing was sent");
+    }
+
     #[test]
     fn statuses_decide_retry_or_stop() {
         assert_eq!(outcome_of(200), Outcome::Sent);

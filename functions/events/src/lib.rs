@@ -64,28 +64,85 @@ pub fn event_of(record: &EventRecord) -> Option<Event> {
 }
 
 /// Where the events go: the webhooks' endpoints, an EventBridge bus, or
-/// both.
+/// both; and who signs the receipts the events of custody carry.
 #[derive(Debug, Clone, Default)]
 pub struct Sinks {
     /// `SLUICE_WEBHOOK_URL` and its secret, or `SLUICE_WEBHOOKS_FILE`.
     pub webhooks: Option<Webhooks>,
     /// `SLUICE_EVENT_BUS`.
     pub bus: Option<EventBus>,
+    /// `SLUICE_RECEIPT_KMS_KEY`, signing as `SLUICE_PUBLIC_URL`.
+    pub receipts: Option<Stamps>,
+}
+
+/// Receipts of custody signed into the events (`file.ready`,
+/// `file.downloaded`, `file.deleted`, `file.expired`) before they go to
+/// any sink, as the local server's webhooks carry them.
+#[derive(Debug, Clone)]
+pub struct Stamps {
+    /// The receipt key.
+    pub signer: std::sync::Arc<dyn sluice::receipts::Signer>,
+    /// Who signs: the deployment's public URL, as its receipts name it.
+    pub issuer: String,
 }
 
 impl Sinks {
-    /// The sinks `config` names: its webhooks, and in aws mode its bus.
+    /// The sinks `config` names: its webhooks, and in aws mode its bus;
+    /// with a receipt key and the public URL, the receipts' signer.
     pub async fn from_config(config: &Config) -> Result<Self, String> {
         let webhooks = sluice_runtime::webhooks(config).map_err(|e| e.to_string())?;
-        let bus = match &config.aws.event_bus {
-            Some(_) => EventBus::new(&sluice_aws::sdk_config(&config.aws).await, &config.aws),
-            None => None,
+        let sdk = match (&config.aws.event_bus, &config.aws.receipt_kms_key) {
+            (None, None) => None,
+            _ => Some(sluice_aws::sdk_config(&config.aws).await),
+        };
+        let bus = match (&config.aws.event_bus, &sdk) {
+            (Some(_), Some(sdk)) => EventBus::new(sdk, &config.aws),
+            _ => None,
         };
         if webhooks.is_none() && bus.is_none() {
             return Err("no destination: set SLUICE_WEBHOOK_URL and SLUICE_WEBHOOK_SECRET, or SLUICE_WEBHOOKS_FILE, or SLUICE_EVENT_BUS".into());
         }
-        Ok(Self { webhooks, bus })
+        let receipts = match (sdk, &config.urls.public) {
+            (Some(sdk), Some(public)) => {
+                sluice_aws::KmsSigner::new(&sdk, &config.aws).map(|signer| Stamps {
+                    signer: std::sync::Arc::new(signer),
+                    issuer: public.as_str().trim_end_matches('/').to_owned(),
+                })
+            }
+            (Some(_), None) if config.aws.receipt_kms_key.is_some() => {
+                return Err("SLUICE_RECEIPT_KMS_KEY needs SLUICE_PUBLIC_URL: the receipts name the deployment that signed them".into());
+            }
+            _ => None,
+        };
+        Ok(Self {
+            webhooks,
+            bus,
+            receipts,
+        })
     }
+}
+
+/// Signs the receipt of each event of custody among `events`, in order,
+/// [`AT_ONCE`] at a time: the index of the first that could not be signed
+/// (its key out of reach), which is sent to no sink, nor is any after it.
+async fn stamp(stamps: &Stamps, events: &mut [Event]) -> Option<usize> {
+    use futures_util::StreamExt as _;
+    let signed: Vec<_> = futures_util::stream::iter(events.iter_mut())
+        .map(|event| async {
+            let id = event.id.clone();
+            sluice::service::receipts::stamp_event(&*stamps.signer, &stamps.issuer, event)
+                .await
+                .map_err(|e| (id, e))
+        })
+        .buffered(AT_ONCE)
+        .collect()
+        .await;
+    let (i, (id, why)) = signed
+        .into_iter()
+        .enumerate()
+        .find_map(|(i, r)| r.err().map(|e| (i, e)))?;
+    tracing::warn!(event_id = %id, error = %why, "the event's receipt is pending; the stream retries it");
+    Some(i)
 }
 
 /// Deliveries to the endpoints in flight at once.
@@ -120,8 +177,12 @@ pub async fn handle(
         events.push(event);
         from.push(record);
     }
-    // The first event not delivered, if any.
+    // The first event not delivered, if any: none goes without its receipt.
     let mut failed = None;
+    if let Some(stamps) = &sinks.receipts {
+        failed = stamp(stamps, &mut events).await;
+        events.truncate(failed.unwrap_or(events.len()));
+    }
     if let Some(bus) = &sinks.bus {
         let put = bus.put(&events).await;
         let delivered = put.as_ref().err().map_or(events.len(), |n| n.first);

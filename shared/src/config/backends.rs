@@ -270,7 +270,7 @@ pub(super) const ROWS: &[Setting] = &[
         Group::Aws,
         Parse::Text,
         Unset("— (no receipts on AWS)"),
-        "aws mode: the KMS key (`ECC_NIST_P256`, `SIGN_VERIFY`; an id, ARN or alias) that signs receipts of custody; the functions that sign are granted `kms:Sign` and `kms:GetPublicKey` on it only (the template's `ReceiptKey`)",
+        "aws mode: the KMS key (`ECC_NIST_P256`, `SIGN_VERIFY`; an id, ARN or alias) that signs receipts of custody (the mcp and issuer functions' receipts, the events function's events of custody, which then also needs `SLUICE_PUBLIC_URL`); the functions that sign are granted `kms:Sign` and `kms:GetPublicKey` on it only (the template's `ReceiptKey`)",
     ),
     s(
         "SLUICE_RECEIPT_KMS_RETIRED",

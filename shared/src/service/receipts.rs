@@ -77,64 +77,20 @@ impl Receipts {
     }
 
     /// `body` (an event's, as the outbox keeps it) with the receipt of its
-    /// change signed into its `data`, for the changes of custody
-    /// (`file.ready`, `file.downloaded`, `file.deleted`, `file.expired`);
-    /// any other body, or none signed here, as it is. A key that cannot be
-    /// reached is an error: the event waits for its receipt (its delivery
-    /// is retried), and is never sent without one.
+    /// change signed into it ([`stamp_event`]); none signed here: as it is.
     pub async fn stamp(&self, body: &str) -> Result<String, ReceiptError> {
-        use crate::events::{Event, EventType};
         let Some(keys) = &self.keys else {
             return Ok(body.to_owned());
         };
-        let Ok(mut event) = serde_json::from_str::<Event>(body) else {
+        let Ok(mut event) = serde_json::from_str::<crate::events::Event>(body) else {
             return Ok(body.to_owned());
         };
-        let what = match event.kind {
-            EventType::Ready => "ready",
-            EventType::Downloaded => "downloaded",
-            EventType::Deleted => "deleted",
-            EventType::Expired => "expired",
-            _ => return Ok(body.to_owned()),
-        };
-        let Some(file) = event.data.file() else {
-            return Ok(body.to_owned());
-        };
-        let (receipt, _) = crate::receipts::sign(&**keys, &self.claims(what, &file, None)).await?;
-        event.data.receipt = Some(receipt);
-        Ok(event.body())
-    }
-
-    /// What a receipt of `event` says of `file`, now; its `record`, where
-    /// read, adds the times, the detected type and the scan's verdict.
-    fn claims(&self, event: &str, file: &FileMeta, record: Option<&FileRecord>) -> Claims {
-        let note = record.and_then(|r| r.scan.as_ref());
-        let scan = note
-            .and_then(|note| note.verdict.as_ref())
-            .and_then(|verdict| match verdict {
-                Verdict::Clean { by } => Some(ScanClaims {
-                    verdict: "clean".to_owned(),
-                    scanner: by.clone(),
-                }),
-                _ => None,
-            });
-        Claims {
-            iss: self.issuer.clone(),
-            sub: file.owner.clone(),
-            iat: now_unix(),
-            event: event.to_owned(),
-            file: FileClaims {
-                id: file.id.to_string(),
-                sha256: file.sha256,
-                size: file.size,
-                declared_type: file.content_type.clone(),
-                detected_type: note.and_then(|n| n.detected.clone()),
-                created_at: record.map(|r| rfc3339(r.created_ms / 1000)),
-                expires_at: record.map(|r| rfc3339(r.expires_at)),
+        Ok(
+            match stamp_event(&**keys, &self.issuer, &mut event).await? {
+                true => event.body(),
+                false => body.to_owned(),
             },
-            scan,
-            source: None,
-        }
+        )
     }
 
     /// Where the bytes of the file `record` keeps came from: a copy, a
@@ -173,7 +129,7 @@ impl Receipts {
             .ok_or(Error::UnknownFile(file.id.clone()))?;
         let claims = Claims {
             source: Some(self.source(&record).await?),
-            ..self.claims("ready", &file, Some(&record))
+            ..claims(&self.issuer, "ready", &file, Some(&record))
         };
         let (receipt, kid) = match crate::receipts::sign(&**keys, &claims).await {
             Ok(signed) => signed,
@@ -190,6 +146,66 @@ impl Receipts {
             kid,
             jwks_url: self.jwks_url.clone(),
         })
+    }
+}
+
+/// Signs the receipt of `event`'s change into its `data`, for the changes
+/// of custody (`file.ready`, `file.downloaded`, `file.deleted`,
+/// `file.expired`): whether it did (any other event is left as it is). A
+/// key that cannot be reached is an error: the event waits for its receipt
+/// (its delivery is retried), and is never sent without one. The local
+/// server's webhooks and the events function on AWS both stamp this way.
+pub async fn stamp_event(
+    signer: &dyn Signer,
+    issuer: &str,
+    event: &mut crate::events::Event,
+) -> Result<bool, ReceiptError> {
+    use crate::events::EventType;
+    let what = match event.kind {
+        EventType::Ready => "ready",
+        EventType::Downloaded => "downloaded",
+        EventType::Deleted => "deleted",
+        EventType::Expired => "expired",
+        _ => return Ok(false),
+    };
+    let Some(file) = event.data.file() else {
+        return Ok(false);
+    };
+    let (receipt, _) = crate::receipts::sign(signer, &claims(issuer, what, &file, None)).await?;
+    event.data.receipt = Some(receipt);
+    Ok(true)
+}
+
+/// What a receipt of `event` says of `file`, now, signed as `issuer`; its
+/// `record`, where read, adds the times, the detected type and the scan's
+/// verdict.
+fn claims(issuer: &str, event: &str, file: &FileMeta, record: Option<&FileRecord>) -> Claims {
+    let note = record.and_then(|r| r.scan.as_ref());
+    let scan = note
+        .and_then(|note| note.verdict.as_ref())
+        .and_then(|verdict| match verdict {
+            Verdict::Clean { by } => Some(ScanClaims {
+                verdict: "clean".to_owned(),
+                scanner: by.clone(),
+            }),
+            _ => None,
+        });
+    Claims {
+        iss: issuer.to_owned(),
+        sub: file.owner.clone(),
+        iat: now_unix(),
+        event: event.to_owned(),
+        file: FileClaims {
+            id: file.id.to_string(),
+            sha256: file.sha256,
+            size: file.size,
+            declared_type: file.content_type.clone(),
+            detected_type: note.and_then(|n| n.detected.clone()),
+            created_at: record.map(|r| rfc3339(r.created_ms / 1000)),
+            expires_at: record.map(|r| rfc3339(r.expires_at)),
+        },
+        scan,
+        source: None,
     }
 }
 

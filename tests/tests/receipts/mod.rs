@@ -5,7 +5,7 @@
 //! disk; an altered receipt, an unknown key and another file fail, each
 //! saying why.
 
-mod on_kms;
+pub(crate) mod on_kms;
 
 use std::path::Path;
 use std::process::Command;

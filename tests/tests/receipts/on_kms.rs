@@ -29,15 +29,15 @@ use crate::util::{
 /// A relay on loopback that can be cut: while cut, the connections it
 /// carried are closed and each new one is closed at once, as a KMS out of
 /// reach answers nothing.
-struct Relay {
-    url: String,
+pub(crate) struct Relay {
+    pub(crate) url: String,
     open: Arc<AtomicBool>,
     carried: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl Relay {
     /// A relay to `target` (`host:port`).
-    fn to(target: String) -> Self {
+    pub(crate) fn to(target: String) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let open = Arc::new(AtomicBool::new(true));
@@ -67,20 +67,20 @@ impl Relay {
         Self { url, open, carried }
     }
 
-    fn cut(&self) {
+    pub(crate) fn cut(&self) {
         self.open.store(false, Ordering::SeqCst);
         for stream in self.carried.lock().unwrap().drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
 
-    fn mend(&self) {
+    pub(crate) fn mend(&self) {
         self.open.store(true, Ordering::SeqCst);
     }
 }
 
 /// `count` new KMS signing keys on the KMS at `endpoint`: their ARNs.
-fn kms_keys(endpoint: &str, count: usize) -> Vec<String> {
+pub(crate) fn kms_keys(endpoint: &str, count: usize) -> Vec<String> {
     let out = Command::new(root().join(".venv/bin/python"))
         .arg(root().join("tests/clients/kms_keys.py"))
         .arg(endpoint)

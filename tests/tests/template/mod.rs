@@ -54,9 +54,10 @@ fn the_template_sets_only_variables_the_config_reads() {
     }
     assert_eq!(vars["SLUICE_BACKEND"].as_str(), Some("aws"));
     // Only the mcp function (the actions catalog, which the other
-    // functions never read), the mcp and issuer functions (the receipt key,
-    // with which they alone sign) and the events function (its endpoint and
-    // bus) set anything of their own, and that is checked too: each a setting the
+    // functions never read), the mcp, issuer and events functions (the
+    // receipt key, with which they alone sign), and the events function (its
+    // endpoint and bus, and the URL its receipts name) set anything of their
+    // own, and that is checked too: each a setting the
     // config reads.
     for (name, resource) in t["Resources"].as_hash().unwrap() {
         let own = &resource["Properties"]["Environment"]["Variables"];
@@ -85,6 +86,8 @@ fn the_template_sets_only_variables_the_config_reads() {
                 "SLUICE_WEBHOOK_URL",
                 "SLUICE_WEBHOOK_SECRET_ID",
                 "SLUICE_EVENT_BUS",
+                "SLUICE_RECEIPT_KMS_KEY",
+                "SLUICE_PUBLIC_URL",
             ],
             other => panic!("per-function environment: {other:?}"),
         };

@@ -240,6 +240,7 @@ fn a_slow_receiver_gets_every_event_of_a_batch_once_within_one_invocation() {
     let sinks = sluice_events::Sinks {
         webhooks: Some(webhooks_to(&receiver, &secret, Vec::new())),
         bus: None,
+        receipts: None,
     };
     let done = rt.block_on(async {
         tokio::time::timeout(
@@ -315,6 +316,7 @@ fn each_change_the_table_stream_carries_is_put_on_the_event_bus() {
     let sinks = sluice_events::Sinks {
         webhooks: None,
         bus: sluice_aws::EventBus::new(&sluice_testkit::emulators::sdk_config(), &settings),
+        receipts: None,
     };
     let (ids, _back) = down_then_back(
         &sinks,
@@ -345,6 +347,7 @@ fn each_change_the_table_stream_carries_reaches_the_receiver_signed() {
     let sinks = sluice_events::Sinks {
         webhooks: Some(webhooks),
         bus: None,
+        receipts: None,
     };
     let emulators = Emulators::start();
     let (ids, _back) = down_then_back(
@@ -355,4 +358,88 @@ fn each_change_the_table_stream_carries_reaches_the_receiver_signed() {
         || Receiver::start(&secret, &log, port, &[]),
     );
     check_every_change(&received(&log, 10, Duration::from_secs(20)), &ids);
+}
+
+/// With a receipt key (moto's KMS, through aws-sdk-kms), each event of
+/// custody the stream carries goes out with its receipt, which joserfc
+/// verifies from the key's JWKS alone; a rejection carries none. KMS out
+/// of reach, the first record whose event needs a receipt is the batch's
+/// failure and nothing from it on is sent, so no event goes without one;
+/// KMS back, the retried batch delivers every event, signed. (Where moto
+/// differs from KMS: `receipts::on_kms`.)
+#[test]
+fn on_aws_each_event_of_custody_carries_a_kms_signed_receipt_or_waits_for_one() {
+    use crate::receipts::on_kms::{Relay, kms_keys};
+    use sluice::receipts::Signer as _;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("received.jsonl");
+    let secret = secret(5);
+    let receiver = Receiver::start(&secret, &log, 0, &[]);
+    let (mut moto, port) = crate::util::start_moto();
+    let key = kms_keys(&format!("http://127.0.0.1:{port}"), 1).remove(0);
+    let relay = Relay::to(format!("127.0.0.1:{port}"));
+    let emulators = Emulators::start();
+    let rt = crate::contract::runtime();
+    let sdk = rt.block_on(
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("us-east-1"))
+            .endpoint_url(&relay.url)
+            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                sluice_testkit::emulators::ACCESS_KEY,
+                sluice_testkit::emulators::SECRET_KEY,
+                None,
+                None,
+                "test",
+            ))
+            .load(),
+    );
+    let aws = sluice::config::AwsConfig {
+        receipt_kms_key: Some(key),
+        ..Default::default()
+    };
+    let signer = std::sync::Arc::new(sluice_aws::KmsSigner::new(&sdk, &aws).unwrap());
+    let jwks_path = dir.path().join("jwks.json");
+    let jwks = rt.block_on(signer.keys()).unwrap().jwks();
+    std::fs::write(&jwks_path, serde_json::to_vec(&jwks).unwrap()).unwrap();
+    let sinks = sluice_events::Sinks {
+        webhooks: Some(webhooks_to(
+            &receiver,
+            &secret,
+            vec![Duration::from_secs(1)],
+        )),
+        bus: None,
+        receipts: Some(sluice_events::Stamps {
+            signer,
+            issuer: "https://files.example.com".to_owned(),
+        }),
+    };
+    let (ids, ()) = down_then_back(
+        &sinks,
+        &emulators,
+        "events-receipts",
+        || relay.cut(),
+        || relay.mend(),
+    );
+    let ended = received(&log, 10, Duration::from_secs(20));
+    check_every_change(&ended, &ids);
+    for e in &ended {
+        let kind = e["type"].as_str().unwrap();
+        if kind == "file.rejected" {
+            assert!(e.get("receipt").is_none(), "{e}");
+            continue;
+        }
+        let receipt = e["receipt"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no receipt: {e}"));
+        let read = crate::receipts::joserfc(&jwks_path, receipt).unwrap();
+        assert_eq!(
+            read["claims"]["event"],
+            kind.trim_start_matches("file."),
+            "{read}"
+        );
+        assert_eq!(read["claims"]["file"]["id"], e["file_id"], "{read}");
+        assert_eq!(read["claims"]["iss"], "https://files.example.com");
+    }
+    let _ = moto.kill();
+    let _ = moto.wait();
 }
