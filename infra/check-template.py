@@ -24,6 +24,9 @@
   ReceiptKeyArn's; only the mcp, issuer and events functions may Sign with
   it and read public keys (the retired ones' too, but for events); no other
   function has KMS;
+- traces: the mcp, issuer and resolver functions (the ones that export) send
+  them where TracesEndpoint says, each named, with TracesCollectorLayer's
+  layer when it is given; nothing when both are empty;
 - each function's role grants, on the bucket or its files, the S3 actions of
   every S3 operation its routes reach (S3_OPERATIONS, FUNCTION_OPERATIONS),
   and every operation the S3 backend calls has its actions listed here.
@@ -489,7 +492,36 @@ def check_receipt_keys():
                 fail(f"{fn}'s KMS grants with {params} are {granted}, not {want}")
 
 
+def check_traces():
+    """Traces: TracesEndpoint is the mcp, issuer and resolver functions'
+    OTLP endpoint, each function its own service name; TracesCollectorLayer
+    is their layer; both empty, nothing (the endpoint empty, no layer)."""
+    with open("template.yaml") as f:
+        template = yaml.load(f, Loader=Loader)
+    layer = "arn:aws:lambda:us-east-1:123456789012:layer:otel-collector-arm64:7"
+    for params, endpoint, layers in (
+        ({}, "", []),
+        ({"TracesEndpoint": "http://localhost:4318", "TracesCollectorLayer": layer},
+         "http://localhost:4318", [layer]),
+    ):
+        resources = check(params)
+        for fn, service in (("McpFunction", "sluice-mcp"), ("IssuerFunction", "sluice-issuer"),
+                            ("ResolverFunction", "sluice-resolver")):
+            props = resources[fn]["Properties"]
+            env = props.get("Environment", {}).get("Variables", {})
+            told = evaluate(env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "<unset>"), params, {}, template)
+            if told != endpoint:
+                fail(f"with {params} {fn} sends traces to {told!r}, not {endpoint!r}")
+            if env.get("OTEL_SERVICE_NAME") != service:
+                fail(f"{fn}'s spans are not named {service}: {env.get('OTEL_SERVICE_NAME')}")
+            given = evaluate(props.get("Layers", []), params, {}, template)
+            given = [] if given == "<AWS::NoValue>" else given
+            if given != layers:
+                fail(f"with {params} {fn}'s layers are {given}, not {layers}")
+
+
 check_operations(check({}))
+check_traces()
 check_receipt_keys()
 check_s3_grants(check({}))
 check_malware_scan()
@@ -508,5 +540,6 @@ print(
     "each function granted the S3 actions its routes need; "
     "the importer invoked by the mcp and issuer functions alone, never retried, its bytes to files/ only; "
     "MalwareScan=guardduty: the plan tagging files/ with its own role, every function reading the tag; "
-    "the receipt key in KMS, kept, used by the mcp, issuer and events functions alone to sign and read public keys"
+    "the receipt key in KMS, kept, used by the mcp, issuer and events functions alone to sign and read public keys; "
+    "traces sent by the mcp, issuer and resolver functions to TracesEndpoint, with TracesCollectorLayer's layer"
 )

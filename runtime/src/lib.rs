@@ -101,9 +101,24 @@ async fn run_lambda(config: Config, router: fn(Sluice) -> Router) -> Result<(), 
             response
         }
     });
-    lambda_http::run(handler)
-        .await
-        .map_err(|e| format!("lambda runtime: {e}"))
+    use lambda_http::lambda_runtime::{Runtime, layers};
+    // As `lambda_http::run` makes it (each invocation in a span of its
+    // request id), so that a layer can be added.
+    let lambda =
+        Runtime::new(lambda_http::Adapter::from(handler)).layer(layers::TracingLayer::new());
+    let failed = |e: lambda_http::Error| format!("lambda runtime: {e}");
+    // With traces exported, each invocation's spans leave once its response
+    // has been posted and before the next event is asked for (the Lambda
+    // runtime's own OpenTelemetry layer, which also makes the invocation a
+    // `faas` span): no response waits on the collector, and no span waits
+    // in a frozen instance.
+    #[cfg(feature = "otlp")]
+    if sluice::traces::exporting() {
+        let flushing = layers::OpenTelemetryLayer::new(runtime::send_spans)
+            .with_trigger(layers::OpenTelemetryFaasTrigger::Http);
+        return lambda.layer(flushing).run().await.map_err(failed);
+    }
+    lambda.run().await.map_err(failed)
 }
 
 /// `main` for a function binary: configuration from the environment, the

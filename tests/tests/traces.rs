@@ -64,18 +64,12 @@ impl Drop for Receiver {
 }
 
 /// A `tools/call` whose `_meta` carries `traceparent`.
-fn call_traced(
-    server: &Server,
-    token: &str,
-    tool: &str,
-    arguments: Value,
-    traceparent: &str,
-) -> Value {
+fn call_traced(base: &str, token: &str, tool: &str, arguments: Value, traceparent: &str) -> Value {
     let message = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": tool, "arguments": arguments, "_meta": {"traceparent": traceparent}},
     });
-    let reply = mcp_post(&server.base, token, &message);
+    let reply = mcp_post(base, token, &message);
     assert_eq!(reply.status, 200, "{}", reply.text());
     let result = reply.json()["result"].clone();
     assert_ne!(result["isError"], true, "{result}");
@@ -105,7 +99,7 @@ fn a_files_life_is_one_trace_joined_to_the_clients() {
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join(name), &data).unwrap();
     let ticket = call_traced(
-        &server,
+        &server.base,
         &token,
         "request_upload",
         json!({"filename": name, "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
@@ -115,7 +109,7 @@ fn a_files_life_is_one_trace_joined_to_the_clients() {
     assert!(out.status.success(), "{}", out_text(&out));
     let other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     let download = call_traced(
-        &server,
+        &server.base,
         &token,
         "get_download_url",
         json!({"file": ticket["handle"]}),
@@ -169,7 +163,7 @@ fn a_files_life_is_one_trace_joined_to_the_clients() {
 
     // A malformed traceparent is ignored: the call starts a trace of its own.
     let ignored = call_traced(
-        &server,
+        &server.base,
         &token,
         "list_files",
         json!({}),
@@ -237,7 +231,7 @@ fn a_files_scan_is_in_its_trace() {
     let data = bytes(100_000, 41);
     std::fs::write(work.path().join("scanned.bin"), &data).unwrap();
     let ticket = call_traced(
-        &server,
+        &server.base,
         &token,
         "request_upload",
         json!({"filename": "scanned.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
@@ -261,4 +255,137 @@ fn a_files_scan_is_in_its_trace() {
         "the scan under the request that stored the bytes: {scans:#?} {stored:#?}"
     );
     assert_eq!(scans[0]["attributes"]["sluice.file.id"], ticket["file_id"]);
+}
+
+/// On Lambda: the mcp, issuer and resolver functions (each under the
+/// emulated runtime API, behind API Gateway's routes, on s3s-fs and
+/// dynalite) export too, and a file's life crosses them in one trace. The
+/// batch delay is an hour, so a span that arrives was sent by the flush
+/// after its invocation's response, while the function still runs: what
+/// keeps spans from waiting in a frozen instance.
+#[test]
+fn on_lambda_each_invocations_spans_leave_after_its_response_in_the_files_trace() {
+    let receiver = Receiver::start();
+    let emulators = crate::util::Emulators::start();
+    crate::util::provision(&emulators, "traces-lambda");
+    let endpoint = format!("http://127.0.0.1:{}", receiver.port);
+    let gateway = crate::gateway::Gateway::start(
+        crate::gateway::Topology::ApiGateway { restore: true },
+        |base| {
+            let mut env = emulators.env("traces-lambda");
+            env.extend([
+                ("SLUICE_PUBLIC_URL", base.to_owned()),
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.clone()),
+                ("OTEL_BSP_SCHEDULE_DELAY", "3600000".to_owned()),
+            ]);
+            env
+        },
+    );
+    let token = crate::util::aws_token(&emulators, "alice", &["files:read", "files:write"]);
+    let (trace, parent) = ("6bf92f3577b34da6a3ce929d0e0e4738", "00f067aa0ba902b9");
+    let name = "board minutes.pdf";
+    let data = bytes(150_000, 42);
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join(name), &data).unwrap();
+    let ticket = call_traced(
+        &gateway.base,
+        &token,
+        "request_upload",
+        json!({"filename": name, "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+        &format!("00-{trace}-{parent}-01"),
+    );
+    // The bytes: the issuer's redirect, then S3's presigned PUT.
+    let out = sh(ticket["command"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    // The mcp function finds them stored (a HEAD of S3, in a listing) and
+    // marks the file ready.
+    let listed = call_traced(
+        &gateway.base,
+        &token,
+        "list_files",
+        json!({}),
+        "00-1af7651916cd43dd8448eb211c80319d-b7ad6b7169203333-01",
+    );
+    assert!(
+        listed
+            .to_string()
+            .contains(ticket["file_id"].as_str().unwrap()),
+        "{listed}"
+    );
+    let download = call_traced(
+        &gateway.base,
+        &token,
+        "get_download_url",
+        json!({"file": ticket["handle"]}),
+        "00-0af7651916cd43dd8448eb211c80319d-b7ad6b7169203332-01",
+    );
+    // The resolver redeems the link.
+    let fetched = tempfile::tempdir().unwrap();
+    let out = sh(download["command"].as_str().unwrap(), fetched.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+
+    let call = receiver.named(trace, "tools/call request_upload");
+    assert_eq!(call.len(), 1, "{:#?}", receiver.all());
+    assert_eq!(
+        call[0]["parent_span_id"], parent,
+        "joined to the client's span"
+    );
+    for step in ["file.ready", "file.download"] {
+        let spans = receiver.named(trace, step);
+        assert!(
+            !spans.is_empty(),
+            "{step} in the file's trace: {:#?}",
+            receiver.all()
+        );
+        assert!(
+            spans
+                .iter()
+                .all(|s| s["parent_span_id"] == call[0]["span_id"]),
+            "{step} under the call that issued the file: {spans:#?}"
+        );
+        assert_eq!(spans[0]["attributes"]["sluice.file.id"], ticket["file_id"]);
+    }
+    // Each invocation a span of the runtime's (OpenTelemetry's FaaS
+    // conventions), named for its function: each of the three sent its own.
+    let invoked: Vec<Value> = receiver
+        .all()
+        .into_iter()
+        .filter(|s| s["attributes"]["faas.invocation_id"].is_string())
+        .collect();
+    for function in ["mcp", "issuer", "resolver"] {
+        assert!(
+            invoked
+                .iter()
+                .any(|s| s["attributes"]["faas.name"] == function),
+            "{function}'s invocations: {invoked:#?}"
+        );
+    }
+    assert!(
+        invoked
+            .iter()
+            .any(|s| s["attributes"]["faas.coldstart"] == true),
+        "{invoked:#?}"
+    );
+    // Nothing secret in any span.
+    let everything = serde_json::to_string(&receiver.all()).unwrap();
+    for secret in [
+        ticket["upload"]["url"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap(),
+        download["download"]["url"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap(),
+        ticket["handle"].as_str().unwrap(),
+        token.as_str(),
+        name,
+        "minutes",
+    ] {
+        assert!(!everything.contains(secret), "a span carries {secret:?}");
+    }
 }

@@ -46,6 +46,18 @@ pub fn init_tracing(config: &Config) {
     }
 }
 
+/// Sends the spans not exported yet and waits for them to leave, going on
+/// exporting: after each Lambda invocation, whose instance may be frozen
+/// (or never thawed) once it asks for its next event.
+pub fn send_spans() {
+    #[cfg(feature = "otlp")]
+    if let Some(provider) = TRACES.get()
+        && let Err(e) = provider.force_flush()
+    {
+        tracing::warn!(error = %e, "traces not exported");
+    }
+}
+
 /// Sends the spans not exported yet, and stops exporting (at shutdown).
 pub fn flush_traces() {
     #[cfg(feature = "otlp")]

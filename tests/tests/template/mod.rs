@@ -55,10 +55,11 @@ fn the_template_sets_only_variables_the_config_reads() {
     assert_eq!(vars["SLUICE_BACKEND"].as_str(), Some("aws"));
     // Only the mcp function (the actions catalog, which the other
     // functions never read), the mcp, issuer and events functions (the
-    // receipt key, with which they alone sign), and the events function (its
-    // endpoint and bus, and the URL its receipts name) set anything of their
-    // own, and that is checked too: each a setting the
-    // config reads.
+    // receipt key, with which they alone sign), the events function (its
+    // endpoint and bus, and the URL its receipts name) and the mcp, issuer
+    // and resolver functions (where traces go, the functions that export)
+    // set anything of their own, and that is checked too: each a setting the
+    // config reads, or OpenTelemetry's.
     for (name, resource) in t["Resources"].as_hash().unwrap() {
         let own = &resource["Properties"]["Environment"]["Variables"];
         if own.is_badvalue() {
@@ -76,12 +77,17 @@ fn the_template_sets_only_variables_the_config_reads() {
                 "SLUICE_IMPORTER_FUNCTION",
                 "SLUICE_RECEIPT_KMS_KEY",
                 "SLUICE_RECEIPT_KMS_RETIRED",
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "OTEL_SERVICE_NAME",
             ],
             Some("IssuerFunction") => &[
                 "SLUICE_IMPORTER_FUNCTION",
                 "SLUICE_RECEIPT_KMS_KEY",
                 "SLUICE_RECEIPT_KMS_RETIRED",
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "OTEL_SERVICE_NAME",
             ],
+            Some("ResolverFunction") => &["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SERVICE_NAME"],
             Some("EventsFunction") => &[
                 "SLUICE_WEBHOOK_URL",
                 "SLUICE_WEBHOOK_SECRET_ID",
@@ -93,6 +99,28 @@ fn the_template_sets_only_variables_the_config_reads() {
         };
         assert_eq!(own, expected);
         for var in own {
+            // Traces' variables are OpenTelemetry's own, read by its SDK
+            // (the functions that export): the template's TracesEndpoint,
+            // each function named.
+            if let Some(otel) = var.strip_prefix("OTEL_") {
+                // (The loader drops the tags: `!Ref TracesEndpoint` reads
+                // as its name, `!If [c, a, b]` as the list.)
+                let value = &resource["Properties"]["Environment"]["Variables"][var];
+                match otel {
+                    "EXPORTER_OTLP_ENDPOINT" => {
+                        assert_eq!(value.as_str(), Some("TracesEndpoint"), "{name:?}")
+                    }
+                    _ => assert!(value.as_str().unwrap().starts_with("sluice-"), "{name:?}"),
+                }
+                let layers = &resource["Properties"]["Layers"];
+                assert_eq!(layers[0].as_str(), Some("HasTracesLayer"), "{name:?}");
+                assert_eq!(
+                    layers[1][0].as_str(),
+                    Some("TracesCollectorLayer"),
+                    "{name:?} takes the collector's layer"
+                );
+                continue;
+            }
             assert!(
                 sluice::config::setting(var).is_some(),
                 "{var} is no setting"

@@ -13,6 +13,7 @@ pub mod stored;
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::Serialize;
+use tracing::Instrument as _;
 
 use super::base::Base;
 use super::custody::Custody;
@@ -235,7 +236,18 @@ impl Files {
                 record.ready = true;
                 FileState::Ready
             }
-            Stored::Ready(_) => match self.gate.stored_now(&record.file, None).await {
+            // Found stored and proven here (bytes straight to S3 are seen
+            // only now): a step of the file's trace.
+            Stored::Ready(_) => match self
+                .gate
+                .stored_now(&record.file, None)
+                .instrument(crate::traces::follow(
+                    "file.ready",
+                    record.file.id.as_str(),
+                    record.trace.as_deref(),
+                ))
+                .await
+            {
                 Ok(()) => {
                     record.ready = true;
                     FileState::Ready
