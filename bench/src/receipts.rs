@@ -39,7 +39,7 @@ fn rate(n: usize, mut f: impl FnMut()) -> f64 {
 
 pub fn run(runs: usize) -> anyhow::Result<String> {
     let key = ReceiptKey::from_pkcs8(&ReceiptKey::generate()?)?;
-    let set = jwks(Some(&key), &[]);
+    let set = jwks(&key, &[]);
     let receipt = key.sign(&claims())?;
     let keys = sluice::keys::Keyring::new(
         (

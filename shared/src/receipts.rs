@@ -387,15 +387,13 @@ pub fn verify(receipt: &str, jwks: &JwkSet) -> Result<Claims, ReceiptError> {
         })
 }
 
-/// The JWKS of `current` and the keys `retired` before it.
-pub fn jwks(current: Option<&ReceiptKey>, retired: &[Jwk]) -> JwkSet {
-    JwkSet {
-        keys: current
-            .map(ReceiptKey::public)
-            .into_iter()
-            .chain(retired.iter().cloned())
-            .collect(),
+/// The JWKS of `current` and the keys `retired` before it ([`KeySet::jwks`]).
+pub fn jwks(current: &ReceiptKey, retired: &[Jwk]) -> JwkSet {
+    KeySet {
+        current: current.public(),
+        retired: retired.to_vec(),
     }
+    .jwks()
 }
 
 /// Where the receipt keys live in a data directory: `key.p8` (the current
@@ -440,14 +438,14 @@ mod tests {
         let other = ReceiptKey::from_pkcs8(&ReceiptKey::generate().unwrap()).unwrap();
         assert_ne!(key.kid(), other.kid());
         let receipt = key.sign(&claims()).unwrap();
-        assert_eq!(verify(&receipt, &jwks(Some(&key), &[])).unwrap(), claims());
+        assert_eq!(verify(&receipt, &jwks(&key, &[])).unwrap(), claims());
         // Retired keys still verify what they signed.
         assert_eq!(
-            verify(&receipt, &jwks(Some(&other), &[key.public()])).unwrap(),
+            verify(&receipt, &jwks(&other, &[key.public()])).unwrap(),
             claims()
         );
         assert_eq!(
-            verify(&receipt, &jwks(Some(&other), &[])),
+            verify(&receipt, &jwks(&other, &[])),
             Err(ReceiptError::UnknownKey(key.kid().to_owned()))
         );
         // Another key under this kid: the signature does not match.
@@ -466,7 +464,7 @@ mod tests {
     fn one_byte_altered_fails_and_says_why() {
         let key = ReceiptKey::from_pkcs8(&ReceiptKey::generate().unwrap()).unwrap();
         let receipt = key.sign(&claims()).unwrap();
-        let set = jwks(Some(&key), &[]);
+        let set = jwks(&key, &[]);
         let (head, rest) = receipt.split_once('.').unwrap();
         let (payload, signature) = rest.split_once('.').unwrap();
         // The payload with one character changed: another claim.

@@ -54,6 +54,32 @@ impl Receiver {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
+
+    /// Each of `steps` is in trace `trace`, every span of it under `call`
+    /// (the call that issued the file) and naming the file `file_id`.
+    fn assert_steps_under(&self, trace: &str, call: &Value, steps: &[&str], file_id: &Value) {
+        for step in steps {
+            let spans = self.named(trace, step);
+            assert!(
+                !spans.is_empty(),
+                "{step} in the file's trace: {:#?}",
+                self.all()
+            );
+            assert!(
+                spans.iter().all(|s| s["parent_span_id"] == call["span_id"]),
+                "{step} under the call that issued the file: {spans:#?}"
+            );
+            assert_eq!(spans[0]["attributes"]["sluice.file.id"], *file_id);
+        }
+    }
+
+    /// No span decoded so far carries any of `secrets`.
+    fn assert_none_carries(&self, secrets: &[&str]) {
+        let everything = serde_json::to_string(&self.all()).unwrap();
+        for secret in secrets {
+            assert!(!everything.contains(secret), "a span carries {secret:?}");
+        }
+    }
 }
 
 impl Drop for Receiver {
@@ -76,6 +102,45 @@ fn call_traced(base: &str, token: &str, tool: &str, arguments: Value, traceparen
     result["structuredContent"].clone()
 }
 
+/// `name`, holding `data`, issued by `request_upload` in the trace
+/// `traceparent` names, and its bytes sent by the line it returned; the
+/// ticket.
+fn upload_traced(base: &str, token: &str, name: &str, data: &[u8], traceparent: &str) -> Value {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join(name), data).unwrap();
+    let ticket = call_traced(
+        base,
+        token,
+        "request_upload",
+        json!({"filename": name, "size": data.len(), "sha256": sluice::Sha256::of(data)}),
+        traceparent,
+    );
+    let out = sh(ticket["command"].as_str().unwrap(), work.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    ticket
+}
+
+/// The file of `ticket` fetched by the line `get_download_url` returned,
+/// called in the trace `traceparent` names; its answer.
+fn download_traced(base: &str, token: &str, ticket: &Value, traceparent: &str) -> Value {
+    let download = call_traced(
+        base,
+        token,
+        "get_download_url",
+        json!({"file": ticket["handle"]}),
+        traceparent,
+    );
+    let fetched = tempfile::tempdir().unwrap();
+    let out = sh(download["command"].as_str().unwrap(), fetched.path());
+    assert!(out.status.success(), "{}", out_text(&out));
+    download
+}
+
+/// The token a link ends in.
+fn token_of(link: &Value) -> &str {
+    link.as_str().unwrap().rsplit('/').next().unwrap()
+}
+
 #[test]
 fn a_files_life_is_one_trace_joined_to_the_clients() {
     let receiver = Receiver::start();
@@ -96,28 +161,9 @@ fn a_files_life_is_one_trace_joined_to_the_clients() {
     // Issued, its bytes sent by the line, then a download in another trace.
     let name = "quarterly secret plans.pdf";
     let data = bytes(200_000, 40);
-    let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join(name), &data).unwrap();
-    let ticket = call_traced(
-        &server.base,
-        &token,
-        "request_upload",
-        json!({"filename": name, "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
-        &traceparent,
-    );
-    let out = sh(ticket["command"].as_str().unwrap(), work.path());
-    assert!(out.status.success(), "{}", out_text(&out));
+    let ticket = upload_traced(&server.base, &token, name, &data, &traceparent);
     let other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-    let download = call_traced(
-        &server.base,
-        &token,
-        "get_download_url",
-        json!({"file": ticket["handle"]}),
-        other,
-    );
-    let fetched = tempfile::tempdir().unwrap();
-    let out = sh(download["command"].as_str().unwrap(), fetched.path());
-    assert!(out.status.success(), "{}", out_text(&out));
+    let download = download_traced(&server.base, &token, &ticket, other);
 
     // The tree: the call under the client's span, the bytes and the
     // download under the call.
@@ -131,19 +177,12 @@ fn a_files_life_is_one_trace_joined_to_the_clients() {
     assert_eq!(call["service"], "sluice-under-test");
     assert_eq!(call["attributes"]["mcp.method.name"], "tools/call");
     assert_eq!(call["attributes"]["gen_ai.tool.name"], "request_upload");
-    for step in ["file.bytes", "file.download"] {
-        let spans = receiver.named(trace, step);
-        assert!(
-            !spans.is_empty(),
-            "{step} in the file's trace: {:#?}",
-            receiver.all()
-        );
-        assert!(
-            spans.iter().all(|s| s["parent_span_id"] == call["span_id"]),
-            "{step} under the call that issued the file: {spans:#?}"
-        );
-        assert_eq!(spans[0]["attributes"]["sluice.file.id"], ticket["file_id"]);
-    }
+    receiver.assert_steps_under(
+        trace,
+        call,
+        &["file.bytes", "file.download"],
+        &ticket["file_id"],
+    );
     // The download's own call is in the trace its client sent.
     assert_eq!(
         receiver
@@ -188,20 +227,14 @@ fn a_files_life_is_one_trace_joined_to_the_clients() {
     assert_ne!(listed["trace_id"], trace);
 
     // Nothing secret in any span: no token, no link, no name.
-    let upload_link = ticket["upload"]["url"].as_str().unwrap();
-    let download_link = download["download"]["url"].as_str().unwrap();
-    let secrets = [
-        upload_link.rsplit('/').next().unwrap(),
-        download_link.rsplit('/').next().unwrap(),
+    receiver.assert_none_carries(&[
+        token_of(&ticket["upload"]["url"]),
+        token_of(&download["download"]["url"]),
         ticket["handle"].as_str().unwrap(),
         token.as_str(),
         name,
         "quarterly",
-    ];
-    let everything = serde_json::to_string(&receiver.all()).unwrap();
-    for secret in secrets {
-        assert!(!everything.contains(secret), "a span carries {secret:?}");
-    }
+    ]);
 }
 
 /// A file's malware scan (clamd, in the background once its last byte is
@@ -228,17 +261,13 @@ fn a_files_scan_is_in_its_trace() {
     );
     let token = server.token("alice", &["files:read", "files:write"]);
     let trace = "5bf92f3577b34da6a3ce929d0e0e4737";
-    let data = bytes(100_000, 41);
-    std::fs::write(work.path().join("scanned.bin"), &data).unwrap();
-    let ticket = call_traced(
+    let ticket = upload_traced(
         &server.base,
         &token,
-        "request_upload",
-        json!({"filename": "scanned.bin", "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+        "scanned.bin",
+        &bytes(100_000, 41),
         &format!("00-{trace}-00f067aa0ba902b8-01"),
     );
-    let out = sh(ticket["command"].as_str().unwrap(), work.path());
-    assert!(out.status.success(), "{}", out_text(&out));
     crate::scanning::until_state(
         &server,
         &token,
@@ -284,19 +313,14 @@ fn on_lambda_each_invocations_spans_leave_after_its_response_in_the_files_trace(
     let token = crate::util::aws_token(&emulators, "alice", &["files:read", "files:write"]);
     let (trace, parent) = ("6bf92f3577b34da6a3ce929d0e0e4738", "00f067aa0ba902b9");
     let name = "board minutes.pdf";
-    let data = bytes(150_000, 42);
-    let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join(name), &data).unwrap();
-    let ticket = call_traced(
+    // The bytes: the issuer's redirect, then S3's presigned PUT.
+    let ticket = upload_traced(
         &gateway.base,
         &token,
-        "request_upload",
-        json!({"filename": name, "size": data.len(), "sha256": sluice::Sha256::of(&data)}),
+        name,
+        &bytes(150_000, 42),
         &format!("00-{trace}-{parent}-01"),
     );
-    // The bytes: the issuer's redirect, then S3's presigned PUT.
-    let out = sh(ticket["command"].as_str().unwrap(), work.path());
-    assert!(out.status.success(), "{}", out_text(&out));
     // The mcp function finds them stored (a HEAD of S3, in a listing) and
     // marks the file ready.
     let listed = call_traced(
@@ -312,17 +336,13 @@ fn on_lambda_each_invocations_spans_leave_after_its_response_in_the_files_trace(
             .contains(ticket["file_id"].as_str().unwrap()),
         "{listed}"
     );
-    let download = call_traced(
+    // The resolver redeems the link.
+    let download = download_traced(
         &gateway.base,
         &token,
-        "get_download_url",
-        json!({"file": ticket["handle"]}),
+        &ticket,
         "00-0af7651916cd43dd8448eb211c80319d-b7ad6b7169203332-01",
     );
-    // The resolver redeems the link.
-    let fetched = tempfile::tempdir().unwrap();
-    let out = sh(download["command"].as_str().unwrap(), fetched.path());
-    assert!(out.status.success(), "{}", out_text(&out));
 
     let call = receiver.named(trace, "tools/call request_upload");
     assert_eq!(call.len(), 1, "{:#?}", receiver.all());
@@ -330,21 +350,12 @@ fn on_lambda_each_invocations_spans_leave_after_its_response_in_the_files_trace(
         call[0]["parent_span_id"], parent,
         "joined to the client's span"
     );
-    for step in ["file.ready", "file.download"] {
-        let spans = receiver.named(trace, step);
-        assert!(
-            !spans.is_empty(),
-            "{step} in the file's trace: {:#?}",
-            receiver.all()
-        );
-        assert!(
-            spans
-                .iter()
-                .all(|s| s["parent_span_id"] == call[0]["span_id"]),
-            "{step} under the call that issued the file: {spans:#?}"
-        );
-        assert_eq!(spans[0]["attributes"]["sluice.file.id"], ticket["file_id"]);
-    }
+    receiver.assert_steps_under(
+        trace,
+        &call[0],
+        &["file.ready", "file.download"],
+        &ticket["file_id"],
+    );
     // Each invocation a span of the runtime's (OpenTelemetry's FaaS
     // conventions), named for its function: each of the three sent its own.
     let invoked: Vec<Value> = receiver
@@ -367,25 +378,12 @@ fn on_lambda_each_invocations_spans_leave_after_its_response_in_the_files_trace(
         "{invoked:#?}"
     );
     // Nothing secret in any span.
-    let everything = serde_json::to_string(&receiver.all()).unwrap();
-    for secret in [
-        ticket["upload"]["url"]
-            .as_str()
-            .unwrap()
-            .rsplit('/')
-            .next()
-            .unwrap(),
-        download["download"]["url"]
-            .as_str()
-            .unwrap()
-            .rsplit('/')
-            .next()
-            .unwrap(),
+    receiver.assert_none_carries(&[
+        token_of(&ticket["upload"]["url"]),
+        token_of(&download["download"]["url"]),
         ticket["handle"].as_str().unwrap(),
         token.as_str(),
         name,
         "minutes",
-    ] {
-        assert!(!everything.contains(secret), "a span carries {secret:?}");
-    }
+    ]);
 }

@@ -32,6 +32,26 @@ pub(crate) fn joserfc(jwks: &Path, receipt: &str) -> Result<Value, String> {
     }
 }
 
+/// `get_file_receipt` of `file` (a handle or an id) for `token`'s caller.
+pub(crate) fn receipt_of(server: &Server, token: &str, file: impl Into<Value>) -> Value {
+    call_tool(
+        &server.base,
+        token,
+        "get_file_receipt",
+        json!({ "file": file.into() }),
+    )
+}
+
+/// `GET /files/{id}/receipt` with `token`.
+pub(crate) fn receipt_over_http(server: &Server, token: &str, id: &str) -> crate::util::Reply {
+    request(
+        "GET",
+        &format!("{}/files/{id}/receipt", server.base),
+        &[("Authorization", &format!("Bearer {token}"))],
+        None,
+    )
+}
+
 /// `sluice receipt …` on `data_dir`.
 fn cli(data_dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(BIN)
@@ -63,12 +83,7 @@ fn a_receipt_verifies_offline_with_an_independent_library_after_a_rotation_too()
             .as_str()
             .unwrap()
             .to_owned();
-        let result = call_tool(
-            &server.base,
-            &token,
-            "get_file_receipt",
-            json!({"file": handle}),
-        );
+        let result = receipt_of(&server, &token, handle.as_str());
         let answer = tool_ok(&result);
         let text = result["content"][0]["text"].as_str().unwrap();
         assert!(text.len() <= 1024, "{} bytes", text.len());
@@ -77,12 +92,7 @@ fn a_receipt_verifies_offline_with_an_independent_library_after_a_rotation_too()
 
         // The same over HTTP, with the caller's bearer token.
         let id = answer["file_id"].as_str().unwrap();
-        let over_http = request(
-            "GET",
-            &format!("{}/files/{id}/receipt", server.base),
-            &[("Authorization", &format!("Bearer {token}"))],
-            None,
-        );
+        let over_http = receipt_over_http(&server, &token, id);
         assert_eq!(over_http.status, 200, "{}", over_http.text());
         assert_eq!(over_http.json()["kid"], answer["kid"]);
 
@@ -103,33 +113,26 @@ fn a_receipt_verifies_offline_with_an_independent_library_after_a_rotation_too()
         let file = work.path().join("report.pdf");
         std::fs::write(&file, &data).unwrap();
         let jwks_arg = jwks.to_str().unwrap();
-        let ok = cli(
-            dir.path(),
-            &[
-                "verify",
-                &receipt,
-                "--jwks",
-                jwks_arg,
-                "--file",
-                file.to_str().unwrap(),
-            ],
-        );
+        let verify_file = || {
+            cli(
+                dir.path(),
+                &[
+                    "verify",
+                    &receipt,
+                    "--jwks",
+                    jwks_arg,
+                    "--file",
+                    file.to_str().unwrap(),
+                ],
+            )
+        };
+        let ok = verify_file();
         assert!(ok.status.success(), "{}", out_text(&ok));
         assert!(String::from_utf8_lossy(&ok.stdout).contains("valid: file"));
         let mut other = data.clone();
         other[0] ^= 1;
         std::fs::write(&file, &other).unwrap();
-        let wrong = cli(
-            dir.path(),
-            &[
-                "verify",
-                &receipt,
-                "--jwks",
-                jwks_arg,
-                "--file",
-                file.to_str().unwrap(),
-            ],
-        );
+        let wrong = verify_file();
         assert!(!wrong.status.success());
         assert!(
             out_text(&wrong).contains("not the receipt's"),
@@ -178,12 +181,7 @@ fn a_receipt_verifies_offline_with_an_independent_library_after_a_rotation_too()
         .as_str()
         .unwrap()
         .to_owned();
-    let new = tool_ok(&call_tool(
-        &server.base,
-        &token,
-        "get_file_receipt",
-        json!({"file": handle}),
-    ));
+    let new = tool_ok(&receipt_of(&server, &token, handle.as_str()));
     assert_ne!(new["kid"], old_kid, "signed with the new key");
     assert_eq!(
         joserfc(&jwks, new["receipt"].as_str().unwrap()).unwrap()["kid"],
@@ -216,13 +214,7 @@ fn a_receipt_of_a_file_not_ready_says_what_state_it_is_in() {
     let (server, _dir) = Server::start();
     let token = server.token("alice", &[]);
     let ticket = server.request_upload(&token, "later.bin", b"not yet");
-    let result = call_tool(
-        &server.base,
-        &token,
-        "get_file_receipt",
-        json!({"file": ticket["handle"]}),
-    );
-    let error = tool_error(&result);
+    let error = tool_error(&receipt_of(&server, &token, ticket["handle"].clone()));
     assert!(error.contains("not been uploaded yet"), "{error}");
 }
 
@@ -244,13 +236,8 @@ fn a_receipt_says_where_the_bytes_came_from() {
         ],
     );
     let token = server.token("alice", &[]);
-    let receipt_of = |file: &Value| {
-        let answer = tool_ok(&call_tool(
-            &server.base,
-            &token,
-            "get_file_receipt",
-            json!({"file": file}),
-        ));
+    let source_of = |file: &Value| {
+        let answer = tool_ok(&receipt_of(&server, &token, file.clone()));
         let jwks = saved_jwks(
             answer["jwks_url"].as_str().unwrap(),
             work.path(),
@@ -267,7 +254,7 @@ fn a_receipt_says_where_the_bytes_came_from() {
     ));
     assert_eq!(imported["state"], "ready", "{imported}");
     assert_eq!(
-        receipt_of(&imported["handle"]),
+        source_of(&imported["handle"]),
         json!({"from": "url", "origin": "http://127.0.0.1"}),
         "the scheme and host the import's record keeps, never more"
     );
@@ -281,7 +268,7 @@ fn a_receipt_says_where_the_bytes_came_from() {
     ));
     assert_eq!(copied["files"][0]["state"], "stored", "{copied}");
     assert_eq!(
-        receipt_of(&copied["files"][0]["file_id"]),
+        source_of(&copied["files"][0]["file_id"]),
         json!({"from": "copy"})
     );
 }

@@ -19,11 +19,10 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::{joserfc, saved_jwks};
+use super::{joserfc, receipt_of, receipt_over_http, saved_jwks};
 use crate::mcp_clients::root;
 use crate::util::{
-    Emulators, Server, aws_token, bytes, call_tool, provision, request, start_moto, tool_error,
-    tool_ok,
+    Emulators, Server, aws_token, bytes, provision, start_moto, tool_error, tool_ok,
 };
 
 /// A relay on loopback that can be cut: while cut, the connections it
@@ -95,15 +94,6 @@ pub(crate) fn kms_keys(endpoint: &str, count: usize) -> Vec<String> {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-fn receipt_of(server: &Server, token: &str, handle: &str) -> Value {
-    call_tool(
-        &server.base,
-        token,
-        "get_file_receipt",
-        json!({"file": handle}),
-    )
-}
-
 #[test]
 fn on_aws_a_kms_key_signs_receipts_and_one_out_of_reach_leaves_them_pending() {
     let emulators = Emulators::start();
@@ -130,7 +120,7 @@ fn on_aws_a_kms_key_signs_receipts_and_one_out_of_reach_leaves_them_pending() {
         .as_str()
         .unwrap()
         .to_owned();
-    let answer = tool_ok(&receipt_of(&server, &token, &handle));
+    let answer = tool_ok(&receipt_of(&server, &token, handle.as_str()));
     let old = answer["receipt"].as_str().unwrap().to_owned();
     let jwks = saved_jwks(
         answer["jwks_url"].as_str().unwrap(),
@@ -150,16 +140,10 @@ fn on_aws_a_kms_key_signs_receipts_and_one_out_of_reach_leaves_them_pending() {
     // KMS out of reach: the file is still ready (its link resolves); its
     // receipt is pending, said so over MCP and HTTP, and nothing else signs.
     relay.cut();
-    let pending = tool_error(&receipt_of(&server, &token, &handle));
+    let pending = tool_error(&receipt_of(&server, &token, handle.as_str()));
     assert!(pending.contains("receipt is pending"), "{pending}");
     assert!(pending.contains("ask again"), "{pending}");
-    let id = answer["file_id"].as_str().unwrap();
-    let over_http = request(
-        "GET",
-        &format!("{}/files/{id}/receipt", server.base),
-        &[("Authorization", &format!("Bearer {token}"))],
-        None,
-    );
+    let over_http = receipt_over_http(&server, &token, answer["file_id"].as_str().unwrap());
     assert_eq!(over_http.status, 503, "{}", over_http.text());
     assert!(
         over_http.message().contains("pending"),
@@ -169,7 +153,7 @@ fn on_aws_a_kms_key_signs_receipts_and_one_out_of_reach_leaves_them_pending() {
     assert_eq!(server.resolve(&token, &handle).status, 200);
     // KMS back: asking again signs it.
     relay.mend();
-    let again = tool_ok(&receipt_of(&server, &token, &handle));
+    let again = tool_ok(&receipt_of(&server, &token, handle.as_str()));
     assert_eq!(
         joserfc(&jwks, again["receipt"].as_str().unwrap()).unwrap()["kid"],
         answer["kid"]
@@ -189,7 +173,7 @@ fn on_aws_a_kms_key_signs_receipts_and_one_out_of_reach_leaves_them_pending() {
     let set: Value = serde_json::from_slice(&std::fs::read(&jwks).unwrap()).unwrap();
     assert_eq!(set["keys"].as_array().unwrap().len(), 2, "{set}");
     assert_eq!(joserfc(&jwks, &old).unwrap()["kid"], answer["kid"]);
-    let new = tool_ok(&receipt_of(&server, &token, &handle));
+    let new = tool_ok(&receipt_of(&server, &token, handle.as_str()));
     assert_ne!(new["kid"], answer["kid"]);
     assert_eq!(
         joserfc(&jwks, new["receipt"].as_str().unwrap()).unwrap()["kid"],
