@@ -44,7 +44,7 @@ COMPONENTS = {
     "base.rs": "Base", "verify.rs": "Base", "proof.rs": "Base", "intake.rs": "Base",
     "limits.rs": "Limits", "limits": "Limits", "files": "Files",
     "uploads": "Uploads", "downloads": "Downloads", "pages": "Pages",
-    "batches": "Batches", "imports": "Imports", "actions.rs": "Actions",
+    "batches": "Batches", "imports": "Imports", "actions": "Actions",
     "links.rs": "Links", "reporter.rs": "Reporter",
     "gate": "Gate", "custody.rs": "Custody",
 }

@@ -198,6 +198,19 @@ impl Subscriber {
     }
 }
 
+impl From<EventType> for crate::telemetry::Change {
+    /// The change an event reports.
+    fn from(kind: crate::events::EventType) -> Self {
+        match kind {
+            EventType::Ready => crate::telemetry::Change::Ready,
+            EventType::Downloaded => crate::telemetry::Change::Downloaded,
+            EventType::Deleted => crate::telemetry::Change::Deleted,
+            EventType::Expired => crate::telemetry::Change::Expired,
+            EventType::Rejected => crate::telemetry::Change::Rejected,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,6 +32,7 @@
 
 pub mod actions;
 pub mod auth;
+pub mod caps;
 pub mod config;
 pub mod curl;
 pub mod datauri;

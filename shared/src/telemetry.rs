@@ -85,20 +85,6 @@ pub enum Change {
     Rejected,
 }
 
-impl From<crate::events::EventType> for Change {
-    /// The change an event reports.
-    fn from(kind: crate::events::EventType) -> Self {
-        use crate::events::EventType;
-        match kind {
-            EventType::Ready => Change::Ready,
-            EventType::Downloaded => Change::Downloaded,
-            EventType::Deleted => Change::Deleted,
-            EventType::Expired => Change::Expired,
-            EventType::Rejected => Change::Rejected,
-        }
-    }
-}
-
 impl Change {
     /// Its name in the audit line and the metric's label.
     pub fn as_str(self) -> &'static str {

@@ -16,6 +16,7 @@ mod schema;
 pub mod server;
 pub mod shapes;
 mod status;
+mod summaries;
 pub mod table;
 pub mod tools;
 pub mod widget;

@@ -12,8 +12,8 @@ use rmcp::{ErrorData, tool, tool_router};
 use sluice::Error;
 use sluice::FileId;
 use sluice::service::downloads::MODEL_READS;
-use sluice::service::imports::{ImportRequest, ImportState, ImportTicket};
-use sluice::service::pages::{BrowserUploadRequest, UploadState};
+use sluice::service::imports::ImportRequest;
+use sluice::service::pages::BrowserUploadRequest;
 use sluice::service::uploads::issue::UploadRequest;
 use sluice::service::uploads::small::SMALL_FILE_MAX;
 
@@ -31,6 +31,7 @@ use crate::server::SluiceTools;
 use crate::shapes::{
     FileArg, FilesArg, ImportIdArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg, UploadsArgs,
 };
+use crate::summaries::{self, shown};
 use crate::table::input;
 
 #[tool_router(router = file_tools, vis = "pub(crate)")]
@@ -118,34 +119,21 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
             // The waits part: a few waits a user, one an upload, within a
             // rate; any other call answers at once.
             let asked = Duration::from_secs(arg.wait_seconds.unwrap_or(0).into());
-            let wait = self.sluice.limits().wait(&caller.owner, &arg.upload_id, asked);
+            let wait = self
+                .sluice
+                .limits()
+                .wait(&caller.owner, &arg.upload_id, asked);
             let status = self
-                .wait_for_upload(&caller.owner, &arg.upload_id, wait.time(), meta.get_progress_token(), &peer)
+                .wait_for_upload(
+                    &caller.owner,
+                    &arg.upload_id,
+                    wait.time(),
+                    meta.get_progress_token(),
+                    &peer,
+                )
                 .await?;
             drop(wait);
-            let summary = match (&status.state, &status.filename, status.size) {
-                (UploadState::Ready, _, _) if status.files.is_some() => format!(
-                    "Uploaded {} file(s): use each one's handle (`files`).",
-                    status.files.as_ref().map_or(0, Vec::len)
-                ),
-                (UploadState::Ready, Some(name), Some(size)) => {
-                    format!("Uploaded: {name} ({size} bytes). Use the handle.")
-                }
-                (UploadState::Scanning, _, _) => "Uploaded; being scanned for malware before it can be used. Call again (wait_seconds waits for it).".to_owned(),
-                (UploadState::Rejected, _, _) => format!(
-                    "The file was rejected by its {} ({}); it was deleted. Do not use it.",
-                    sluice::error::rejecter(status.reason.as_deref().unwrap_or_default()),
-                    status.reason.as_deref().unwrap_or("refused")
-                ),
-                (UploadState::Pending, _, _) => match (status.received, status.size) {
-                    (Some(received), Some(size)) => format!(
-                        "Uploading: {received} of {size} bytes so far. Ask the person whether the page said it was done; call again after they answer."
-                    ),
-                    _ => "Not uploaded yet. Ask the person whether the page said it was done; call again after they answer.".to_owned(),
-                },
-                _ => "The page expired before a file arrived. Call request_browser_upload for a new one.".to_owned(),
-            };
-            success(summary, &status)
+            success(summaries::upload_status(&status), &status)
         })
         .await
     }
@@ -198,7 +186,7 @@ through the conversation or your sandbox: the server fetches `url` itself. Give 
                 .imports()
                 .import_file(&caller.owner, req)
                 .await?;
-            success(import_summary(&ticket), &ticket)
+            success(summaries::import(&ticket), &ticket)
         })
         .await
     }
@@ -224,7 +212,7 @@ through the conversation or your sandbox: the server fetches `url` itself. Give 
                 .imports()
                 .import_status(&caller.owner, &id, wait)
                 .await?;
-            success(import_summary(&ticket), &ticket)
+            success(summaries::import(&ticket), &ticket)
         })
         .await
     }
@@ -459,42 +447,4 @@ as base64, verified against its sha256. Prefer get_download_url.",
         })
         .await
     }
-}
-
-/// A file's name as a summary shows it: whole up to 64 characters, longer
-/// ones cut in the middle (the line that moves the file names it whole), so
-/// a long name does not take the model's text twice.
-/// What an import's answer says first.
-fn import_summary(ticket: &ImportTicket) -> String {
-    match ticket.state {
-        ImportState::Ready => format!(
-            "Imported {} ({} bytes) from {}. Pass `handle` for the file.",
-            shown(ticket.filename.as_deref().unwrap_or("the file")),
-            ticket.size.unwrap_or(0),
-            ticket.source
-        ),
-        ImportState::Pending => format!(
-            "Importing from {}: {} bytes so far. Call get_import_status with this file_id (wait_seconds up to 45).",
-            ticket.source,
-            ticket.received.unwrap_or(0)
-        ),
-        ImportState::Scanning => format!(
-            "Imported from {}; being scanned for malware. Call get_import_status with this file_id (wait_seconds up to 45) until it is ready.",
-            ticket.source
-        ),
-        ImportState::Rejected => format!(
-            "Not imported: {}",
-            ticket.reason.as_deref().unwrap_or("the fetch failed")
-        ),
-    }
-}
-
-fn shown(name: &str) -> String {
-    let chars: Vec<char> = name.chars().collect();
-    if chars.len() <= 64 {
-        return name.to_owned();
-    }
-    let head: String = chars[..40].iter().collect();
-    let tail: String = chars[chars.len() - 20..].iter().collect();
-    format!("{head}…{tail}")
 }

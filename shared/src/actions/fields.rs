@@ -196,64 +196,8 @@ impl Plan {
         label: &str,
         value: Value,
     ) -> Result<Value, Error> {
-        let Value::String(text) = value else {
-            return Err(Error::field(label, FieldError::NotAFileValue));
-        };
-        let text = text.trim();
-        let source = if text.starts_with(HANDLE_PREFIX) {
-            let meta = redeem(text).map_err(|why| Error::field(label, why))?;
-            Source::Stored(meta)
-        } else if text
-            .get(..5)
-            .is_some_and(|p| p.eq_ignore_ascii_case("data:"))
-        {
-            let uri = DataUri::parse(text)
-                .map_err(|e| Error::field(label, FieldError::BadDataUri(e.to_string())))?;
-            // The media type is spliced into the upstream's JSON and stored
-            // with the file: only its essence, as the stored files' path
-            // keeps it (an unusable one is application/octet-stream).
-            Source::Inline(DataUri {
-                mime: crate::datauri::essence(&uri.mime),
-                ..uri
-            })
-        } else {
-            let why = if crate::file::FileId::parse(text).is_some() {
-                FieldError::FileIdNotHandle
-            } else {
-                FieldError::NotAFile
-            };
-            return Err(Error::field(label, why));
-        };
-        let (name, content_type, size) = match &source {
-            Source::Stored(m) => (m.filename.as_str(), m.content_type.as_str(), m.size),
-            Source::Inline(u) => (
-                u.name.as_deref().unwrap_or("the data: URI"),
-                u.mime.as_str(),
-                u.data.len() as u64,
-            ),
-        };
-        if !field.accepts(content_type) {
-            return Err(Error::field(
-                label,
-                FieldError::WrongType {
-                    name: name.to_owned(),
-                    content_type: content_type.to_owned(),
-                    accepted: field.accept.clone(),
-                },
-            ));
-        }
-        if let Some(max) = field.max_size
-            && size > max
-        {
-            return Err(Error::field(
-                label,
-                FieldError::TooLarge {
-                    name: name.to_owned(),
-                    size,
-                    max,
-                },
-            ));
-        }
+        let source = source_of(redeem, label, value)?;
+        fits(field, label, &source)?;
         // The same stored file in two places is checked (and linked) once.
         let existing = match &source {
             Source::Stored(meta) => self
@@ -279,6 +223,75 @@ impl Plan {
         self.files[index].occurrences += 1;
         Ok(Value::String(self.placeholder(index)))
     }
+}
+
+/// What one file reference given in `label` names: a stored file (its
+/// handle redeemed), or bytes inline (a data URI).
+fn source_of(redeem: Redeem<'_>, label: &str, value: Value) -> Result<Source, Error> {
+    let Value::String(text) = value else {
+        return Err(Error::field(label, FieldError::NotAFileValue));
+    };
+    let text = text.trim();
+    if text.starts_with(HANDLE_PREFIX) {
+        let meta = redeem(text).map_err(|why| Error::field(label, why))?;
+        Ok(Source::Stored(meta))
+    } else if text
+        .get(..5)
+        .is_some_and(|p| p.eq_ignore_ascii_case("data:"))
+    {
+        let uri = DataUri::parse(text)
+            .map_err(|e| Error::field(label, FieldError::BadDataUri(e.to_string())))?;
+        // The media type is spliced into the upstream's JSON and stored
+        // with the file: only its essence, as the stored files' path
+        // keeps it (an unusable one is application/octet-stream).
+        Ok(Source::Inline(DataUri {
+            mime: crate::datauri::essence(&uri.mime),
+            ..uri
+        }))
+    } else {
+        let why = if crate::file::FileId::parse(text).is_some() {
+            FieldError::FileIdNotHandle
+        } else {
+            FieldError::NotAFile
+        };
+        Err(Error::field(label, why))
+    }
+}
+
+/// Whether the file `source` names fits `field`: a type it accepts, within
+/// its size.
+fn fits(field: &Field, label: &str, source: &Source) -> Result<(), Error> {
+    let (name, content_type, size) = match source {
+        Source::Stored(m) => (m.filename.as_str(), m.content_type.as_str(), m.size),
+        Source::Inline(u) => (
+            u.name.as_deref().unwrap_or("the data: URI"),
+            u.mime.as_str(),
+            u.data.len() as u64,
+        ),
+    };
+    if !field.accepts(content_type) {
+        return Err(Error::field(
+            label,
+            FieldError::WrongType {
+                name: name.to_owned(),
+                content_type: content_type.to_owned(),
+                accepted: field.accept.clone(),
+            },
+        ));
+    }
+    if let Some(max) = field.max_size
+        && size > max
+    {
+        return Err(Error::field(
+            label,
+            FieldError::TooLarge {
+                name: name.to_owned(),
+                size,
+                max,
+            },
+        ));
+    }
+    Ok(())
 }
 
 fn check_scalar(field: &Field, kind: &FieldKind, value: Value) -> Result<Value, Error> {

@@ -58,31 +58,7 @@ impl Upstreams {
         payload: Payload,
         max_answer: usize,
     ) -> Result<Value, Error> {
-        let (body, length, failure): (UpstreamBody, u64, Option<Failure>) = match payload {
-            Payload::Json(bytes) => {
-                let n = bytes.len() as u64;
-                (
-                    Full::new(Bytes::from(bytes))
-                        .map_err(|e| match e {})
-                        .boxed_unsync(),
-                    n,
-                    None,
-                )
-            }
-            Payload::Stream {
-                length,
-                stream,
-                failure,
-            } => {
-                use futures_util::StreamExt as _;
-                let frames = stream.map(|chunk| chunk.map(http_body::Frame::data));
-                (
-                    StreamBody::new(frames).boxed_unsync(),
-                    length,
-                    Some(failure),
-                )
-            }
-        };
+        let (body, length, failure) = body_of(payload);
         let mut request = Request::post(action.url.as_str())
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::CONTENT_LENGTH, length)
@@ -104,43 +80,7 @@ impl Upstreams {
             value.set_sensitive(true);
             request.headers_mut().insert(auth.header.clone(), value);
         }
-        let exchange = async {
-            let response = self.client().request(request).await;
-            let response = match response {
-                Ok(r) => r,
-                Err(e) => {
-                    // A body that broke says why; that beats "connection error".
-                    if let Some(reason) = failure.as_ref().and_then(Failure::take) {
-                        return Err(reason);
-                    }
-                    tracing::warn!(action = %action.name, error = %e, "upstream request failed");
-                    return Err(Error::Upstream(format!(
-                        "the action's upstream could not be reached ({}): try again later",
-                        root_cause(&e)
-                    )));
-                }
-            };
-            let status = response.status();
-            let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
-            let bytes = Limited::new(response.into_body(), max_answer)
-                .collect()
-                .await
-                .map_err(|e| {
-                    if e.is::<http_body_util::LengthLimitError>() {
-                        tracing::warn!(action = %action.name, max_answer, "upstream answer over the limit");
-                        return Error::Upstream(format!(
-                            "the action ran (its upstream answered {status}), but its answer is over \
-                             the {max_answer} bytes this server reads: check the result in the backend \
-                             before running it again"
-                        ));
-                    }
-                    Error::Upstream(format!(
-                        "the action's upstream answered {status}, but its answer could not be read whole ({e})"
-                    ))
-                })?
-                .to_bytes();
-            Ok((status, content_type, bytes))
-        };
+        let exchange = self.exchange(action, request, failure.as_ref(), max_answer);
         let (status, content_type, bytes) = tokio::time::timeout(action.timeout, exchange)
             .await
             .map_err(|_| {
@@ -160,6 +100,84 @@ impl Upstreams {
             )));
         }
         Ok(answer(content_type.as_ref(), &bytes))
+    }
+
+    /// Sends `request` and reads its answer up to `max_answer` bytes: the
+    /// status, the content type and the bytes; an upstream out of reach,
+    /// or an answer over the limit, said as the action's error (a body
+    /// that broke on the way says why first).
+    async fn exchange(
+        &self,
+        action: &Action,
+        request: Request<UpstreamBody>,
+        failure: Option<&Failure>,
+        max_answer: usize,
+    ) -> Result<(http::StatusCode, Option<header::HeaderValue>, Bytes), Error> {
+        let response = self.client().request(request).await;
+        let response = match response {
+            Ok(r) => r,
+            Err(e) => {
+                // A body that broke says why; that beats "connection error".
+                if let Some(reason) = failure.and_then(Failure::take) {
+                    return Err(reason);
+                }
+                tracing::warn!(action = %action.name, error = %e, "upstream request failed");
+                return Err(Error::Upstream(format!(
+                    "the action's upstream could not be reached ({}): try again later",
+                    root_cause(&e)
+                )));
+            }
+        };
+        let status = response.status();
+        let content_type = response.headers().get(header::CONTENT_TYPE).cloned();
+        let bytes = Limited::new(response.into_body(), max_answer)
+            .collect()
+            .await
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    tracing::warn!(action = %action.name, max_answer, "upstream answer over the limit");
+                    return Error::Upstream(format!(
+                        "the action ran (its upstream answered {status}), but its answer is over \
+                         the {max_answer} bytes this server reads: check the result in the backend \
+                         before running it again"
+                    ));
+                }
+                Error::Upstream(format!(
+                    "the action's upstream answered {status}, but its answer could not be read whole ({e})"
+                ))
+            })?
+            .to_bytes();
+        Ok((status, content_type, bytes))
+    }
+}
+
+/// The request body for `payload`, its length, and where a streamed body
+/// that breaks says why.
+fn body_of(payload: Payload) -> (UpstreamBody, u64, Option<Failure>) {
+    match payload {
+        Payload::Json(bytes) => {
+            let n = bytes.len() as u64;
+            (
+                Full::new(Bytes::from(bytes))
+                    .map_err(|e| match e {})
+                    .boxed_unsync(),
+                n,
+                None,
+            )
+        }
+        Payload::Stream {
+            length,
+            stream,
+            failure,
+        } => {
+            use futures_util::StreamExt as _;
+            let frames = stream.map(|chunk| chunk.map(http_body::Frame::data));
+            (
+                StreamBody::new(frames).boxed_unsync(),
+                length,
+                Some(failure),
+            )
+        }
     }
 }
 

@@ -22,7 +22,7 @@ pub struct UserLimits {
     /// answered 429 until some are uploaded or expire. And the bytes all of
     /// one user's files may declare (`SLUICE_MAX_STORED_BYTES_PER_USER`,
     /// default half the local quota; none on S3).
-    pub pending_caps: crate::records::PendingCaps,
+    pub pending_caps: crate::caps::PendingCaps,
 }
 
 impl UserLimits {
@@ -38,13 +38,13 @@ impl UserLimits {
 /// The caps on one user's pending files and on all their bytes: half the
 /// local quota by default, so one user cannot fill the disk for everyone;
 /// none by default on S3.
-fn pending_caps(vars: &Vars, local: bool) -> Result<crate::records::PendingCaps, ConfigError> {
+fn pending_caps(vars: &Vars, local: bool) -> Result<crate::caps::PendingCaps, ConfigError> {
     let stored = match vars.optional_positive("SLUICE_MAX_STORED_BYTES_PER_USER")? {
         Some(cap) => Some(cap),
         None if local => Some(vars.positive("SLUICE_QUOTA_BYTES")? / 2),
         None => None,
     };
-    Ok(crate::records::PendingCaps {
+    Ok(crate::caps::PendingCaps {
         files: vars.positive("SLUICE_MAX_PENDING_FILES")?,
         bytes: vars.positive("SLUICE_MAX_PENDING_BYTES")?,
         stored,

@@ -1,6 +1,8 @@
 //! What a user's files take (pending files and bytes, all bytes), and
 //! admitting newly issued files under the caps on them.
 
+pub use crate::caps::PendingCaps;
+
 use super::error::RecordError;
 use super::files::FileRecords;
 use super::record::FileRecord;
@@ -18,19 +20,8 @@ pub struct Pending {
     pub stored: u64,
 }
 
-/// Per-user limits on files waiting for their bytes, and on the bytes a
-/// user's files may take in all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PendingCaps {
-    /// Pending files one user may have (`SLUICE_MAX_PENDING_FILES`).
-    pub files: u64,
-    /// Bytes those files may declare in all (`SLUICE_MAX_PENDING_BYTES`).
-    pub bytes: u64,
-    /// Bytes all of one user's files, pending or ready, may declare
-    /// (`SLUICE_MAX_STORED_BYTES_PER_USER`); `None`: no such cap.
-    pub stored: Option<u64>,
-}
-
+/// The caps themselves are a leaf ([`crate::caps`]); how a count of the
+/// records is held against them is the records' own.
 impl PendingCaps {
     /// Whether one more file of `size` bytes fits beside `pending`.
     pub fn admit(&self, pending: Pending, size: u64) -> bool {

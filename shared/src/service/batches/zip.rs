@@ -256,23 +256,8 @@ impl Batches {
         })
     }
 
-    /// The zip of `entries` as it is written, to the link `spending` says
-    /// (none: into the store).
-    #[cfg(feature = "zips")]
-    fn zip_stream(
-        &self,
-        spending: Option<Spending>,
-        entries: Vec<Entry>,
-    ) -> Result<ByteStream, Error> {
-        let writer = super::zip_writer::Writer {
-            base: self.base.clone(),
-            spending,
-            entries,
-        };
-        Ok(writer.stream())
-    }
-
-    /// This build writes no zip: [`Zips::Here`] is never chosen for it.
+    /// This build writes no zip: [`Zips::Here`] is never chosen for it
+    /// (with the `zips` feature, the writer's, in `zip_writer.rs`).
     #[cfg(not(feature = "zips"))]
     fn zip_stream(&self, _: Option<Spending>, _: Vec<Entry>) -> Result<ByteStream, Error> {
         Err(Error::bug("a zip asked of a build without the zip writer"))

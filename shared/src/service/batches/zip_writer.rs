@@ -10,26 +10,45 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{AsyncWriteExt as _, StreamExt as _};
 use tokio::io::AsyncReadExt as _;
 
+use super::Batches;
 use super::zip::{Entry, PIPE_BYTES, SUMS};
+use crate::error::Error;
 use crate::file::FileMeta;
 use crate::service::base::Base;
 use crate::service::downloads::{Spending, none_deleted};
 use crate::sha::Sha256;
 use crate::store::{ByteStream, verified};
 
+impl Batches {
+    /// The zip of `entries` as it is written, to the link `spending` says
+    /// (none: into the store).
+    pub(super) fn zip_stream(
+        &self,
+        spending: Option<Spending>,
+        entries: Vec<Entry>,
+    ) -> Result<ByteStream, Error> {
+        let writer = Writer {
+            base: self.base.clone(),
+            spending,
+            entries,
+        };
+        Ok(writer.stream())
+    }
+}
+
 /// What the writer of one zip holds: it outlives the request's call.
-pub(super) struct Writer {
-    pub(super) base: Base,
+struct Writer {
+    base: Base,
     /// The link the zip is streamed to (none: built into the store).
-    pub(super) spending: Option<Spending>,
-    pub(super) entries: Vec<Entry>,
+    spending: Option<Spending>,
+    entries: Vec<Entry>,
 }
 
 impl Writer {
     /// The zip as a stream: written by a task into a pipe the stream
     /// reads; the stream ends in the task's error, if any, so a zip cut
     /// short is a response cut short.
-    pub(super) fn stream(self) -> ByteStream {
+    fn stream(self) -> ByteStream {
         let (ours, theirs) = tokio::io::duplex(PIPE_BYTES);
         let task = tokio::spawn(self.write(ours));
         futures_util::stream::unfold((theirs, Some(task)), |(mut pipe, task)| async move {

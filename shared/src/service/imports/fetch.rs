@@ -20,7 +20,7 @@ use crate::fetch::{Fetched, Fetcher, host_of, plain_name, url_filename};
 use crate::file::{FileId, FileMeta};
 use crate::service::intake::Intake;
 use crate::service::uploads::issue::{Counted, UploadRequest, parse_content_type};
-use crate::sha::Hasher;
+use crate::sha::{Hasher, Sha256};
 use crate::store::PartStore;
 use crate::store::{ByteStream, StoreError};
 
@@ -116,28 +116,19 @@ impl Work {
     /// (with the length the server declares) and as the body grows: it is
     /// cut as soon as it passes them.
     async fn spooled(&self, fetched: Fetched, source: &str) -> Result<FileMeta, String> {
-        let max = self.imports.max_bytes();
         let room = self
             .imports
             .limits
             .room(&self.owner)
             .await
             .map_err(|e| e.to_string())?;
-        let over_room = |size: u64| {
-            format!(
-                "{source} sends {size} bytes, more than the {room} your limits leave room for \
-                 (pending and stored bytes): nothing was kept"
-            )
+        let bound = Bound {
+            source,
+            max: self.imports.max_bytes(),
+            room,
         };
         if let Some(len) = fetched.length {
-            if len > max {
-                return Err(format!(
-                    "{source} sends {len} bytes, over the import limit of {max}; nothing was fetched"
-                ));
-            }
-            if len > room {
-                return Err(over_room(len));
-            }
+            bound.allows(len, true)?;
             if let Some(size) = self.req.size
                 && size != len
             {
@@ -150,58 +141,8 @@ impl Work {
         let mut spool = Spool::create(imports.base.store(), &imports.settings.spool, &self.id)
             .await
             .map_err(|e| format!("could not keep the bytes: {e}"))?;
-        let mut hash = Hasher::new();
-        let mut size = 0u64;
-        let mut body = self.counted(fetched.body);
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk
-                .map_err(|e| format!("reading from {source} failed: {e}; nothing was kept"))?;
-            size += chunk.len() as u64;
-            if size > max {
-                return Err(format!(
-                    "{source} sent more than the import limit of {max} bytes: cut, nothing was kept"
-                ));
-            }
-            if size > room {
-                return Err(over_room(size));
-            }
-            hash.update(&chunk);
-            spool.write(&chunk).await.map_err(|e| match e {
-                Refused::Full => {
-                    "the server's store is full: the import was cut, nothing was kept".to_owned()
-                }
-                Refused::Io(e) => format!("could not keep the bytes: {e}"),
-            })?;
-        }
-        if let Some(declared) = self.req.size
-            && declared != size
-        {
-            return Err(format!(
-                "{source} sent {size} bytes, not the {declared} declared; nothing was kept"
-            ));
-        }
-        let sha256 = hash.finish();
-        if let Some(declared) = self.req.sha256
-            && declared != sha256
-        {
-            return Err(format!(
-                "{source} sent bytes whose sha256 is {sha256}, not the {declared} declared; nothing was kept"
-            ));
-        }
-        let filename = kept_name([
-            self.req.filename.clone(),
-            fetched.disposition_name.clone(),
-            url_filename(&fetched.url),
-            url_filename(&self.url),
-        ]);
-        let content_type = self.req.content_type.clone().or_else(|| {
-            fetched
-                .content_type
-                .as_deref()
-                .filter(|ct| parse_content_type(ct).is_ok())
-                .filter(|ct| !ct.starts_with("application/octet-stream"))
-                .map(str::to_owned)
-        });
+        let (filename, content_type) = self.named(&fetched);
+        let (size, sha256) = self.spool_body(&mut spool, fetched.body, &bound).await?;
         let request = UploadRequest {
             filename,
             size,
@@ -230,6 +171,71 @@ impl Work {
             .await
             .map_err(|e| e.to_string())?;
         Ok(file)
+    }
+
+    /// The fetched `body` into `spool`, counted and hashed on the way,
+    /// within `bound`: its size and SHA-256, checked against what the
+    /// request declared.
+    async fn spool_body(
+        &self,
+        spool: &mut Spool,
+        body: ByteStream,
+        bound: &Bound<'_>,
+    ) -> Result<(u64, Sha256), String> {
+        let source = bound.source;
+        let mut hash = Hasher::new();
+        let mut size = 0u64;
+        let mut body = self.counted(body);
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk
+                .map_err(|e| format!("reading from {source} failed: {e}; nothing was kept"))?;
+            size += chunk.len() as u64;
+            bound.allows(size, false)?;
+            hash.update(&chunk);
+            spool.write(&chunk).await.map_err(|e| match e {
+                Refused::Full => {
+                    "the server's store is full: the import was cut, nothing was kept".to_owned()
+                }
+                Refused::Io(e) => format!("could not keep the bytes: {e}"),
+            })?;
+        }
+        if let Some(declared) = self.req.size
+            && declared != size
+        {
+            return Err(format!(
+                "{source} sent {size} bytes, not the {declared} declared; nothing was kept"
+            ));
+        }
+        let sha256 = hash.finish();
+        if let Some(declared) = self.req.sha256
+            && declared != sha256
+        {
+            return Err(format!(
+                "{source} sent bytes whose sha256 is {sha256}, not the {declared} declared; nothing was kept"
+            ));
+        }
+        Ok((size, sha256))
+    }
+
+    /// The name and type of the file an import keeps: the name the request
+    /// gives, else the answer's, else the URL's; the type the request
+    /// gives, else a well-formed one the answer names.
+    fn named(&self, fetched: &Fetched) -> (String, Option<String>) {
+        let filename = kept_name([
+            self.req.filename.clone(),
+            fetched.disposition_name.clone(),
+            url_filename(&fetched.url),
+            url_filename(&self.url),
+        ]);
+        let content_type = self.req.content_type.clone().or_else(|| {
+            fetched
+                .content_type
+                .as_deref()
+                .filter(|ct| parse_content_type(ct).is_ok())
+                .filter(|ct| !ct.starts_with("application/octet-stream"))
+                .map(str::to_owned)
+        });
+        (filename, content_type)
     }
 
     /// Stores `body` as `file`'s object: in one put where the store takes
@@ -404,5 +410,39 @@ fn refused(source: &str, e: StoreError) -> String {
             format!("the bytes {source} sent are not the file declared ({m}); nothing was kept")
         }
         other => format!("the bytes could not be stored ({other}); nothing was kept"),
+    }
+}
+
+/// How many bytes an import may bring: the import limit, and the room the
+/// owner's limits leave (pending and stored bytes), said for `source`.
+struct Bound<'a> {
+    source: &'a str,
+    max: u64,
+    room: u64,
+}
+
+impl Bound<'_> {
+    /// `size` bytes from the source (`declared`, or sent so far), within
+    /// both bounds, or why not.
+    fn allows(&self, size: u64, declared: bool) -> Result<(), String> {
+        let Bound { source, max, room } = *self;
+        if size > max {
+            return Err(if declared {
+                format!(
+                    "{source} sends {size} bytes, over the import limit of {max}; nothing was fetched"
+                )
+            } else {
+                format!(
+                    "{source} sent more than the import limit of {max} bytes: cut, nothing was kept"
+                )
+            });
+        }
+        if size > room {
+            return Err(format!(
+                "{source} sends {size} bytes, more than the {room} your limits leave room for \
+                 (pending and stored bytes): nothing was kept"
+            ));
+        }
+        Ok(())
     }
 }

@@ -193,6 +193,23 @@ pub struct UploadStatus {
     pub files: Option<Vec<PickedFile>>,
 }
 
+impl UploadStatus {
+    /// A status in `state`, saying nothing more yet.
+    pub fn of(state: UploadState) -> Self {
+        Self {
+            state,
+            reason: None,
+            handle: None,
+            file_id: None,
+            filename: None,
+            size: None,
+            received: None,
+            sha256: None,
+            files: None,
+        }
+    }
+}
+
 /// One file the person uploaded on a page for several.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PickedFile {

@@ -30,45 +30,66 @@ impl Pages {
                 start.size, page.max_size
             )));
         }
-        let (size, sha256) = (start.size, start.sha256);
         let req = UploadRequest {
             filename: start.filename,
-            size,
-            sha256,
+            size: start.size,
+            sha256: start.sha256,
             content_type: page.content_type.clone().or(start.content_type),
         };
         // Everything checked first; then the page's own rate, so whoever
         // holds its URL cannot drain its owner's issuing rate with starts.
         self.uploads.checked(&req)?;
         self.limits.check_rate(Kind::PageStarts, file_id.as_str())?;
-        let (file, expires_at) = match self.base.records().get(&page.owner, &file_id).await? {
-            Some(record) => self.page_file_again(record, size, sha256).await?,
-            None => {
-                match self
-                    .uploads
-                    .issue_file(&page.owner, req, file_id.clone())
-                    .await
-                {
-                    Ok((file, _, expires_at)) => (file, expires_at),
-                    // Another start of this page recorded its file first:
-                    // the record is written once, so that one stands.
-                    Err(Error::AlreadyUploaded) => {
-                        let record = self
-                            .base
-                            .records()
-                            .get(&page.owner, &file_id)
-                            .await?
-                            // Refused, and not there: the page's file was
-                            // deleted, and stays so.
-                            .ok_or(Error::PageConflict(
-                                "this page's file was deleted; ask for a new page",
-                            ))?;
-                        self.page_file_again(record, size, sha256).await?
-                    }
-                    Err(e) => return Err(e),
+        let (file, expires_at) = self.page_file(page, req, file_id).await?;
+        self.target(file, expires_at).await
+    }
+
+    /// The page's file `file_id`, issued once for `req`: the one an earlier
+    /// start (or a start beside this one) issued, if it is the same file.
+    async fn page_file(
+        &self,
+        page: &PageToken,
+        req: UploadRequest,
+        file_id: crate::file::FileId,
+    ) -> Result<(crate::file::FileMeta, i64), Error> {
+        let (size, sha256) = (req.size, req.sha256);
+        match self.base.records().get(&page.owner, &file_id).await? {
+            Some(record) => self.page_file_again(record, size, sha256).await,
+            None => match self
+                .uploads
+                .issue_file(&page.owner, req, file_id.clone())
+                .await
+            {
+                Ok((file, _, expires_at)) => Ok((file, expires_at)),
+                // Another start of this page recorded its file first:
+                // the record is written once, so that one stands.
+                Err(Error::AlreadyUploaded) => {
+                    let record = self
+                        .base
+                        .records()
+                        .get(&page.owner, &file_id)
+                        .await?
+                        // Refused, and not there: the page's file was
+                        // deleted, and stays so.
+                        .ok_or(Error::PageConflict(
+                            "this page's file was deleted; ask for a new page",
+                        ))?;
+                    self.page_file_again(record, size, sha256).await
                 }
-            }
-        };
+                Err(e) => Err(e),
+            },
+        }
+    }
+
+    /// Where the page sends `file`'s bytes: the parts of the upload line
+    /// (so a page started again, a reload, sends only those not stored
+    /// yet), one resumable stream (a page started again goes on from where
+    /// the upload stands), or one PUT.
+    async fn target(
+        &self,
+        file: crate::file::FileMeta,
+        expires_at: i64,
+    ) -> Result<BrowserTarget, Error> {
         let upload = match self.uploads.begin_upload(&file).await? {
             // In parts: the same parts as the upload line's, so a page
             // started again (a reload) sends only those not stored yet.

@@ -72,15 +72,10 @@ impl Pages {
             (true, false) => UploadState::Pending,
         };
         Ok(UploadStatus {
-            state,
-            handle: None,
-            file_id: None,
-            filename: None,
             size: arriving.map(|(s, _)| s),
             received: arriving.map(|(_, r)| r),
-            sha256: None,
-            reason: None,
             files: Some(picked),
+            ..UploadStatus::of(state)
         })
     }
 
@@ -92,17 +87,7 @@ impl Pages {
         page_expires: i64,
         look: Look,
     ) -> Result<UploadStatus, Error> {
-        let status = |state| UploadStatus {
-            state,
-            handle: None,
-            file_id: None,
-            filename: None,
-            size: None,
-            received: None,
-            sha256: None,
-            reason: None,
-            files: None,
-        };
+        let status = UploadStatus::of;
         let now = now_unix();
         let Some(record) = self.base.records().get(owner, file_id).await? else {
             return Ok(status(if now >= page_expires {
@@ -145,32 +130,36 @@ impl Pages {
             if now >= page_expires.max(record.expires_at) {
                 return Ok(status(UploadState::Expired));
             }
-            // The person chose the file: how much of it has arrived (with
-            // the records alone, what this process sees arriving: no read).
-            let progress = match look {
-                Look::Store => self.uploads.progress_of(&record.file).await?,
-                Look::Records => self.uploads.progress_seen(&record.file),
-            };
-            return Ok(UploadStatus {
-                size: Some(progress.total),
-                received: Some(progress.received),
-                ..status(UploadState::Pending)
-            });
+            return self.arriving(&record.file, look).await;
         }
         if record.expires_at <= now {
             return Ok(status(UploadState::Expired));
         }
-        let handle = self.links.handle(&record.file.id);
         Ok(UploadStatus {
-            state: UploadState::Ready,
-            handle: Some(handle),
+            handle: Some(self.links.handle(&record.file.id)),
             file_id: Some(record.file.id.to_string()),
             filename: Some(record.file.filename),
             size: Some(record.file.size),
-            received: None,
             sha256: Some(record.file.sha256),
-            reason: None,
-            files: None,
+            ..status(UploadState::Ready)
+        })
+    }
+
+    /// A file the person chose, on its way: how much of it has arrived
+    /// (with the records alone, what this process sees arriving: no read).
+    async fn arriving(
+        &self,
+        file: &crate::file::FileMeta,
+        look: Look,
+    ) -> Result<UploadStatus, Error> {
+        let progress = match look {
+            Look::Store => self.uploads.progress_of(file).await?,
+            Look::Records => self.uploads.progress_seen(file),
+        };
+        Ok(UploadStatus {
+            size: Some(progress.total),
+            received: Some(progress.received),
+            ..UploadStatus::of(UploadState::Pending)
         })
     }
 }

@@ -25,7 +25,7 @@ use futures_util::StreamExt as _;
 
 use super::counted::{CHECKPOINT_FILE, STREAM_FILE, standing};
 use super::files::{join_error, refuse_if_there};
-use super::slots::UploadGuard;
+use super::slots::{Claim, UploadGuard};
 use super::{CHUNK, LocalStore, QUEUED};
 use crate::file::ObjectKey;
 use crate::sha::{Midstate, Mismatch, Sha256};
@@ -406,7 +406,7 @@ impl StreamStore for LocalStore {
         size: u64,
         sha256: Sha256,
         offset: u64,
-        mut body: ByteStream,
+        body: ByteStream,
     ) -> Result<Appended, StoreError> {
         let dest = self.path(key);
         refuse_if_there(&dest).await?;
@@ -431,62 +431,7 @@ impl StreamStore for LocalStore {
             quota: self.quota.clone(),
         };
 
-        // As a whole PUT is written (`files::stream_into`): the body is
-        // read here, up to QUEUED bytes ahead of the disk, and each batch
-        // of CHUNK bytes hashed and written by one short blocking task.
-        // A delete (the claim doomed) ends it at once.
-        let mut state = Some(writer);
-        let mut pending: Option<tokio::task::JoinHandle<Result<Writer, StoreError>>> = None;
-        let (mut batch, mut batched) = (Vec::new(), 0usize);
-        let mut received = offset;
-        let (mut ended, mut past_end, mut doomed) = (false, false, false);
-        let mut broke = None;
-        loop {
-            if pending.is_none()
-                && !past_end
-                && !doomed
-                && (batched >= CHUNK || (ended && batched > 0))
-            {
-                let writer = state.take().expect("no write is in flight");
-                let chunks = std::mem::take(&mut batch);
-                batched = 0;
-                pending = Some(tokio::task::spawn_blocking(move || writer.write(chunks)));
-            }
-            if (ended || past_end || doomed) && pending.is_none() {
-                break;
-            }
-            tokio::select! {
-                written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
-                    pending = None;
-                    state = Some(written.map_err(join_error)??);
-                }
-                () = claim.doomed(), if !doomed => doomed = true,
-                next = body.next(), if !ended && !past_end && !doomed && batched < QUEUED => match next {
-                    // Nothing of this chunk is written, nor anything after
-                    // the last checkpoint.
-                    Some(Ok(chunk)) if received + chunk.len() as u64 > size => past_end = true,
-                    Some(Ok(chunk)) => {
-                        received += chunk.len() as u64;
-                        batched += chunk.len();
-                        batch.push(chunk);
-                    }
-                    // What arrived before the body broke off is kept.
-                    Some(Err(e)) => {
-                        broke = Some(e);
-                        ended = true;
-                    }
-                    None => ended = true,
-                },
-            }
-        }
-        let writer = state.expect("the last write returned the stream");
-        let ending = if doomed || claim.is_doomed() {
-            Ending::Doomed
-        } else if past_end {
-            Ending::PastEnd
-        } else {
-            Ending::Ended { broke }
-        };
+        let (writer, ending) = pump(writer, &claim, body, offset, size).await?;
         let kept = tokio::task::spawn_blocking(move || writer.settle(ending, size, sha256, &dest))
             .await
             .map_err(join_error)??;
@@ -495,4 +440,69 @@ impl StreamStore for LocalStore {
             complete: kept == size,
         })
     }
+}
+
+/// One append's body, from `offset` of an upload of `size` bytes, written
+/// through `writer` as a whole PUT is written (`files::stream_into`): the
+/// body is read here, up to QUEUED bytes ahead of the disk, and each batch
+/// of CHUNK bytes hashed and written by one short blocking task. A delete
+/// (the claim doomed) ends it at once. The writer comes back with how the
+/// body ended.
+async fn pump(
+    writer: Writer,
+    claim: &Claim,
+    mut body: ByteStream,
+    offset: u64,
+    size: u64,
+) -> Result<(Writer, Ending), StoreError> {
+    let mut state = Some(writer);
+    let mut pending: Option<tokio::task::JoinHandle<Result<Writer, StoreError>>> = None;
+    let (mut batch, mut batched) = (Vec::new(), 0usize);
+    let mut received = offset;
+    let (mut ended, mut past_end, mut doomed) = (false, false, false);
+    let mut broke = None;
+    loop {
+        if pending.is_none() && !past_end && !doomed && (batched >= CHUNK || (ended && batched > 0))
+        {
+            let writer = state.take().expect("no write is in flight");
+            let chunks = std::mem::take(&mut batch);
+            batched = 0;
+            pending = Some(tokio::task::spawn_blocking(move || writer.write(chunks)));
+        }
+        if (ended || past_end || doomed) && pending.is_none() {
+            break;
+        }
+        tokio::select! {
+            written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
+                pending = None;
+                state = Some(written.map_err(join_error)??);
+            }
+            () = claim.doomed(), if !doomed => doomed = true,
+            next = body.next(), if !ended && !past_end && !doomed && batched < QUEUED => match next {
+                // Nothing of this chunk is written, nor anything after
+                // the last checkpoint.
+                Some(Ok(chunk)) if received + chunk.len() as u64 > size => past_end = true,
+                Some(Ok(chunk)) => {
+                    received += chunk.len() as u64;
+                    batched += chunk.len();
+                    batch.push(chunk);
+                }
+                // What arrived before the body broke off is kept.
+                Some(Err(e)) => {
+                    broke = Some(e);
+                    ended = true;
+                }
+                None => ended = true,
+            },
+        }
+    }
+    let writer = state.expect("the last write returned the stream");
+    let ending = if doomed || claim.is_doomed() {
+        Ending::Doomed
+    } else if past_end {
+        Ending::PastEnd
+    } else {
+        Ending::Ended { broke }
+    };
+    Ok((writer, ending))
 }

@@ -7,11 +7,14 @@
 //! passed as single-use links → replace large files in the answer by links
 //! to files stored for the caller.
 
+mod results;
+
+pub use results::ResultFile;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures_util::StreamExt as _;
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::base::Base;
@@ -24,15 +27,12 @@ use super::limits::Limits;
 use super::uploads::Uploads;
 use crate::actions::body::{self, Failure};
 use crate::actions::fields::{self, MAX_FILE_OCCURRENCES, Plan, Source};
-use crate::actions::results::{default_name, large_files};
 use crate::actions::upstream::Payload;
 use crate::actions::{FileDelivery, replace_placeholders};
 use crate::auth::{Caller, Scope};
-use crate::datauri::DataUri;
 use crate::error::{Error, FieldError};
-use crate::file::{FileMeta, SMALL_FILE_MAX};
+use crate::file::FileMeta;
 use crate::rate::Kind;
-use crate::service::downloads::DownloadTicket;
 use crate::service::uploads::issue::Counted;
 use crate::sha::Sha256;
 use crate::token::HANDLE_PREFIX;
@@ -47,16 +47,6 @@ pub struct ActionOutcome {
     pub result: Map<String, Value>,
     /// How many files of the answer were replaced by links.
     pub files_linked: usize,
-}
-
-/// A file from a result, as the model receives it.
-#[derive(Debug, Serialize)]
-pub struct ResultFile {
-    /// `$uploadedFile:…`: passes the file on to another action.
-    pub handle: String,
-    /// The download link and what it pins.
-    #[serde(flatten)]
-    pub ticket: DownloadTicket,
 }
 
 /// What an action's run calls: its files found through `files` and
@@ -134,55 +124,11 @@ impl Actions {
             None => Err(FieldError::TooManyFiles(MAX_FILE_OCCURRENCES as u32)),
         };
         let plan = fields::plan(&redeem, action, fields)?;
-        // Bytes given inline would reach the upstream unscanned (or, by
-        // link, as a link that answers nothing until their scan ends).
-        if self.calls.files.gate().scanning()
-            && let Some(inline) = plan
-                .files
-                .iter()
-                .find(|f| matches!(f.source, Source::Inline(_)))
-        {
-            return Err(Error::field(&inline.field, FieldError::InlineWhileScanning));
-        }
         let limits = actions.limits();
-        if action.file_delivery == FileDelivery::DataUri && plan.total_bytes() > limits.max_bytes {
-            return Err(Error::Invalid(format!(
-                "the files of this call are {} bytes together, over the limit of {} bytes an action may send: send fewer or smaller files",
-                plan.total_bytes(),
-                limits.max_bytes
-            )));
-        }
+        self.sendable(action, &plan, &limits)?;
         self.check_stored(&plan).await?;
         let max_answer = usize::try_from(limits.max_answer).unwrap_or(usize::MAX);
-        let payload = match action.file_delivery {
-            FileDelivery::DataUri => {
-                let failure = Failure::default();
-                let body = body::build(
-                    self.base.store_arc(),
-                    actions.reads(),
-                    &failure,
-                    &action.name,
-                    &caller.sub,
-                    &plan,
-                )?;
-                Payload::Stream {
-                    length: body.length,
-                    stream: body.stream,
-                    failure,
-                }
-            }
-            FileDelivery::Link => {
-                let values = self.link_files(caller, &plan).await?;
-                Payload::Json(
-                    serde_json::to_vec(&json!({
-                        "action": action.name,
-                        "user": caller.sub,
-                        "fields": values,
-                    }))
-                    .map_err(Error::internal)?,
-                )
-            }
-        };
+        let payload = self.payload(caller, action, &plan).await?;
         tracing::info!(action = %action.name, files = plan.files.len(), "calling an action's upstream");
         let mut result = actions
             .upstreams()
@@ -195,6 +141,73 @@ impl Actions {
         Ok(ActionOutcome {
             result,
             files_linked,
+        })
+    }
+
+    /// Whether `plan`'s files may be sent at all: no inline bytes while
+    /// files are scanned (they would reach the upstream unscanned, or, by
+    /// link, as a link that answers nothing until their scan ends), and
+    /// data URIs within the bytes an action may send.
+    fn sendable(
+        &self,
+        action: &crate::actions::Action,
+        plan: &fields::Plan,
+        limits: &crate::actions::ActionLimits,
+    ) -> Result<(), Error> {
+        if self.calls.files.gate().scanning()
+            && let Some(inline) = plan
+                .files
+                .iter()
+                .find(|f| matches!(f.source, Source::Inline(_)))
+        {
+            return Err(Error::field(&inline.field, FieldError::InlineWhileScanning));
+        }
+        if action.file_delivery == FileDelivery::DataUri && plan.total_bytes() > limits.max_bytes {
+            return Err(Error::Invalid(format!(
+                "the files of this call are {} bytes together, over the limit of {} bytes an action may send: send fewer or smaller files",
+                plan.total_bytes(),
+                limits.max_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// What the upstream is sent: the form with each file as a data URI,
+    /// streamed from the store, or as a single-use link.
+    async fn payload(
+        &self,
+        caller: &Caller,
+        action: &crate::actions::Action,
+        plan: &fields::Plan,
+    ) -> Result<Payload, Error> {
+        Ok(match action.file_delivery {
+            FileDelivery::DataUri => {
+                let failure = Failure::default();
+                let body = body::build(
+                    self.base.store_arc(),
+                    self.configured().reads(),
+                    &failure,
+                    &action.name,
+                    &caller.sub,
+                    plan,
+                )?;
+                Payload::Stream {
+                    length: body.length,
+                    stream: body.stream,
+                    failure,
+                }
+            }
+            FileDelivery::Link => {
+                let values = self.link_files(caller, plan).await?;
+                Payload::Json(
+                    serde_json::to_vec(&json!({
+                        "action": action.name,
+                        "user": caller.sub,
+                        "fields": values,
+                    }))
+                    .map_err(Error::internal)?,
+                )
+            }
         })
     }
 
@@ -439,79 +452,5 @@ impl Actions {
             plan.file_of(s).and_then(|_| links.pop_front())
         });
         Ok(values)
-    }
-
-    /// Replaces each data URI in `value` that decodes to more than
-    /// [`SMALL_FILE_MAX`] bytes by a file stored for `caller` and its
-    /// download link; returns how many.
-    async fn externalize(
-        &self,
-        caller: &Caller,
-        action: &str,
-        value: &mut Value,
-    ) -> Result<usize, Error> {
-        let mut stored = 0;
-        for pointer in large_files(value) {
-            let Some(slot) = value.pointer_mut(&pointer) else {
-                continue;
-            };
-            let Some(Ok(uri)) = slot.as_str().map(DataUri::parse) else {
-                continue;
-            };
-            if uri.data.len() <= SMALL_FILE_MAX {
-                continue;
-            }
-            // The upstream has run: nothing it named may fail the call now, so
-            // an unusable name or type falls back to a plain one.
-            let filename = uri
-                .name
-                .clone()
-                .filter(|n| {
-                    !n.trim().is_empty()
-                        && n.len() <= crate::service::uploads::issue::MAX_FILENAME_BYTES
-                })
-                .unwrap_or_else(|| default_name(action, &uri.mime));
-            let content_type = crate::datauri::essence(&uri.mime);
-            let sha256 = Sha256::of(&uri.data);
-            // Outside the caller's rate and caps: the action has run. A file
-            // that cannot be kept is named in its place, and the rest of the
-            // result still comes back (never "try again": the action ran).
-            let kept = self
-                .calls
-                .uploads
-                .store_inline(
-                    &caller.owner,
-                    filename,
-                    uri.data,
-                    sha256,
-                    Some(content_type),
-                    Counted::No,
-                )
-                .await;
-            let (file, handle) = match kept {
-                Ok(kept) => kept,
-                Err(e) => {
-                    let why = match e {
-                        Error::Internal(inner) => {
-                            tracing::error!(action, error = %inner, "a file in an action result could not be stored");
-                            "internal error".to_owned()
-                        }
-                        other => other.to_string(),
-                    };
-                    *slot = serde_json::json!({
-                        "error": format!(
-                            "the action ran, but this file of its result could not be kept ({why}): \
-                             check the result in the backend before running it again"
-                        ),
-                    });
-                    continue;
-                }
-            };
-            let ticket = self.calls.downloads.download_ticket(&file);
-            tracing::info!(action, file_id = %file.id, size = file.size, "file in an action result stored");
-            *slot = serde_json::to_value(ResultFile { handle, ticket }).map_err(Error::internal)?;
-            stored += 1;
-        }
-        Ok(stored)
     }
 }
