@@ -45,7 +45,7 @@ COMPONENTS = {
     "limits.rs": "Limits", "limits": "Limits", "files": "Files",
     "uploads": "Uploads", "downloads": "Downloads", "pages": "Pages",
     "batches": "Batches", "imports": "Imports", "actions": "Actions",
-    "links.rs": "Links", "reporter.rs": "Reporter",
+    "links.rs": "Links",
     "gate": "Gate", "custody.rs": "Custody",
 }
 # What the service calls below it: a call through one of these
@@ -57,10 +57,10 @@ FIELDS = {
     "downloads": "downloads", "limits": "limits", "pages": "pages",
     "batches": "batches", "imports": "imports", "gate": "gate",
     "custody": "custody.rs",
-    "links": "links.rs", "reporter": "reporter.rs",
+    "links": "links.rs", "reporter": "custody.rs",
 }
 CALL = re.compile(
-    r"(?:\bself\s*\.\s*((?:[a-z_]+(?:\(\))?\s*\.\s*)*)|\bSelf::|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
+    r"(?:(\bself\s*\.\s*)((?:[a-z_]+(?:\(\))?\s*\.\s*)*)|(\bSelf::)|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
 )
 
 
@@ -91,19 +91,24 @@ def functions(tree):
         s = open(path).read()
         s = s[: s.find("#[cfg(test)]")] if "#[cfg(test)]" in s else s
         for m in re.finditer(
-            r"^\s*(?:pub(?:\([a-z: ]+\))? )?(?:async )?fn (\w+)\s*(?:<[^>]*>)?\(", s, re.M
+            r"^(\s*)(?:pub(?:\([a-z: ]+\))? )?(?:async )?fn (\w+)\s*(?:<[^>]*>)?\(", s, re.M
         ):
-            if m.group(1) in ACCESSORS:
+            if m.group(2) in ACCESSORS:
                 continue
             start = s.index("{", m.end())
-            fns.setdefault(m.group(1), []).append((rel, s[start : body_end(s, start) + 1]))
+            # A method (in an `impl`, indented) or a free function.
+            method = m.group(1).strip("\n") != ""
+            fns.setdefault(m.group(2), []).append(
+                (rel, s[start : body_end(s, start) + 1], method)
+            )
     return fns
 
 
-def resolve(fns, name, fields, caller):
+def resolve(fns, name, fields, caller, method):
     """The definition a call of `name` reaches: through `fields` (the
-    fields the call goes through, last one first), from `caller`'s file."""
-    found = fns[name]
+    fields the call goes through, last one first), from `caller`'s file;
+    a method for a call on `self` or `Self::`, else a free function."""
+    found = [(rel, body) for rel, body, m in fns.get(name, []) if m == method]
     for field in reversed([f.strip().rstrip("()") for f in fields.split(".") if f.strip()]):
         if field in FIELDS:
             place = FIELDS[field]
@@ -121,18 +126,23 @@ def walk(tree, entry):
     fns = functions(tree)
     seen, path = set(), []
 
-    def visit(name, fields="", caller=None):
-        rel, body = resolve(fns, name, fields, caller)
+    def visit(name, fields="", caller=None, method=True):
+        rel, body = resolve(fns, name, fields, caller, method)
         path.append(rel)
         if (rel, name) in seen:
             return
         seen.add((rel, name))
         for m in CALL.finditer(body):
-            called, through = m.group(2), m.group(1) or ""
+            called, through = m.group(4), m.group(2) or ""
             if BACKENDS & {f.strip().rstrip("()") for f in through.split(".")}:
                 continue  # a call on the store, the records or the ledger
-            if called in fns and (called, through) != (name, ""):
-                visit(called, m.group(1) or "", rel)
+            # A bare call (`take(…)`) reaches a free function alone; a call
+            # on `self` or `Self::` a method alone.
+            method = bool(m.group(1) or m.group(3))
+            if not any(d[2] == method for d in fns.get(called, [])):
+                continue
+            if (called, through) != (name, ""):
+                visit(called, through, rel, method)
                 path.append(rel)
 
     visit(entry)

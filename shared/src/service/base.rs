@@ -4,7 +4,7 @@
 //! ([`Base::intake`], decided once here: [`super::intake`]). Objects are proven in
 //! [`super::proof`], on this type; links and handles are minted and opened
 //! by [`super::links::Links`]; the changes the records do not make
-//! themselves are reported by [`super::reporter::Reporter`].
+//! themselves are reported by [`super::custody::Reporter`].
 
 use std::sync::Arc;
 

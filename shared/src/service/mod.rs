@@ -48,7 +48,6 @@ pub mod links;
 pub mod pages;
 mod proof;
 pub mod receipts;
-mod reporter;
 pub mod uploads;
 
 use std::fmt;
@@ -207,14 +206,13 @@ impl Sluice {
         let endpoints = Arc::new(endpoints);
         let keys = Arc::new(keys);
         let links = links::Links::new(keys.clone(), endpoints.clone());
-        let reporter = reporter::Reporter::new(records.clone(), ledger.clone());
+        let reporter = custody::Reporter::new(records.clone(), ledger.clone());
         let base = Base::new(store, records, ledger, transfers);
-        let custody = custody::Custody::new(base.clone());
+        let custody = custody::Custody::new(base.clone(), reporter.clone());
         let type_check = scan.type_check;
         let gate = gate::Gate::new(
             base.clone(),
             custody.clone(),
-            reporter.clone(),
             scans(scan, scanner),
             type_check,
         );

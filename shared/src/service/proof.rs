@@ -20,9 +20,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::files::stored::Stored;
+use crate::error::Error;
 use crate::file::FileMeta;
 use crate::sha::{Midstate, Mismatch, Sha256};
-use crate::store::{Busy, StoreError};
+use crate::store::{Busy, ObjectInfo, StoreError};
 
 /// The most of an object one ranged read proves (a whole number of MiB,
 /// so that the hash's state is saved on a block boundary).
@@ -174,6 +176,60 @@ impl Base {
         }
         held.proven(Some(etag));
         Ok(Proved::Proven)
+    }
+}
+
+impl Base {
+    /// An object a direct store does not vouch for: ready once sluice
+    /// proved it (its record says so, for this very object). Until then,
+    /// where the store checks SHA-256, a file in parts is being proven by
+    /// its upload's completion; where it checks nothing, the object is
+    /// proven here, once, a budget at a time.
+    pub(crate) async fn unvouched(
+        &self,
+        file: &FileMeta,
+        info: ObjectInfo,
+        store_checks: bool,
+    ) -> Result<Stored, Error> {
+        let record = self.records().get(&file.owner, &file.id).await?;
+        let kept = record.and_then(|r| r.proof);
+        if proves(kept.as_deref(), info.etag.as_deref()) {
+            return Ok(Stored::Ready(info));
+        }
+        if store_checks {
+            // Joined from parts: its completion proves it. In one PUT: the
+            // store would have recorded the digest it checked (s3s-fs
+            // keeps, without one, a body it refused).
+            return Ok(match self.plan_of(file) {
+                Some(_) => Stored::Verifying,
+                None => {
+                    tracing::warn!(file_id = %file.id, "stored object carries no checked digest");
+                    Stored::Mismatch
+                }
+            });
+        }
+        let Some(etag) = info.etag.clone() else {
+            tracing::warn!(file_id = %file.id, "the store gives no entity tag: the object cannot be proven");
+            return Ok(Stored::Mismatch);
+        };
+        let mut held = match self.hold_proof(file, self.transfers().proof_budget).await {
+            Ok(held) => held,
+            Err(crate::store::StoreError::Busy(_)) => return Ok(Stored::Verifying),
+            Err(e) => return Err(e.into()),
+        };
+        let budget = self.transfers().proof_budget;
+        let proved = self.prove(&mut held, etag, PROOF_SLICE, budget).await;
+        held.release(self).await;
+        match proved {
+            Ok(Proved::Proven) => Ok(Stored::Ready(info)),
+            Ok(Proved::Partly(_)) | Err(crate::store::StoreError::Changed) => Ok(Stored::Verifying),
+            Err(crate::store::StoreError::Mismatch(m)) => {
+                tracing::warn!(file_id = %file.id, error = %m, "stored object is not the file declared: deleted");
+                self.store().delete(&file.object_key()).await?;
+                Ok(Stored::Mismatch)
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

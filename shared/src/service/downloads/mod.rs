@@ -1,5 +1,8 @@
 //! Download links, both halves ([`Downloads`]), and the inline read
-//! ([`small`]). Issuing: the file's object is there and
+//! ([`Downloads::read_small`]: for clients that cannot reach the link host
+//! at all, at most [`SMALL_FILE_MAX`] bytes through the model, as base64;
+//! the size the file pins → with scanning on, its scan passed → read whole
+//! → size and digest checked). Issuing: the file's object is there and
 //! matches its pin → a single-use link bound to the file and the caller.
 //! Redeeming, the whole security story of a link in this order: verify the
 //! token → refuse it if already spent, before anything is read → find the
@@ -12,7 +15,6 @@
 //! verifies → spend the link as the file's last byte goes out.
 
 pub mod ranges;
-pub mod small;
 mod spending;
 
 use bytes::Bytes;
@@ -20,15 +22,15 @@ use serde::Serialize;
 use tracing::Instrument as _;
 
 use super::base::Base;
+use super::custody::Reporter;
 use super::files::Files;
 use super::files::stored::Stored;
 use super::limits::Limits;
 use super::links::{Link, Links};
-use super::reporter::Reporter;
 use crate::auth::Caller;
 use crate::curl;
 use crate::error::Error;
-use crate::file::{FileId, FileMeta};
+use crate::file::{FileId, FileMeta, SMALL_FILE_MAX};
 use crate::rate::Kind;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, DownloadAs, StoreError, skip, take, verified};
@@ -438,6 +440,41 @@ impl Downloads {
         };
         tracing::info!(jti = %spending.jti, start = span.start, end = span.end, "download started");
         Ok(delivery)
+    }
+}
+
+impl Downloads {
+    /// Reads a small file whole, verified, for the base64 fallback.
+    pub async fn read_small(&self, file: &FileMeta) -> Result<Vec<u8>, Error> {
+        if file.size > SMALL_FILE_MAX as u64 {
+            return Err(Error::TooLargeInline {
+                filename: file.filename.clone(),
+                size: file.size,
+                limit: SMALL_FILE_MAX,
+            });
+        }
+        // With scanning on, only bytes that passed their scan.
+        if self.files.gate().scanning() {
+            self.files.stored(file).await?.deliverable()?;
+        }
+        self.read_verified(file).await?.ok_or(Error::NotUploaded)
+    }
+
+    /// Reads a file's object whole (callers bound its size) and checks it
+    /// against the pinned size and sha256; `None` if there is no object.
+    pub(crate) async fn read_verified(&self, file: &FileMeta) -> Result<Option<Vec<u8>>, Error> {
+        let Some(stream) = self.base.store().get(&file.object_key()).await? else {
+            return Ok(None);
+        };
+        let chunks: Vec<bytes::Bytes> = futures_util::TryStreamExt::try_collect(stream)
+            .await
+            .map_err(Error::internal)?;
+        let data = chunks.concat();
+        if data.len() as u64 != file.size || Sha256::of(&data) != file.sha256 {
+            tracing::warn!(file_id = %file.id, "stored object does not match its pinned size and sha256");
+            return Err(Error::StoredMismatch);
+        }
+        Ok(Some(data))
     }
 }
 

@@ -10,7 +10,7 @@ use crate::events::{Event, EventType};
 use crate::file::FileMeta;
 use crate::ledger::Spend;
 use crate::service::base::Base;
-use crate::service::reporter::Reporter;
+use crate::service::custody::Reporter;
 use crate::store::ByteStream;
 
 /// One link's charges and its spend. Cheap to clone.

@@ -17,9 +17,9 @@ use tracing::Instrument as _;
 
 use super::base::Base;
 use super::custody::Custody;
+use super::custody::Reporter;
 use super::gate::{Gate, Gated};
 use super::links::Links;
-use super::reporter::Reporter;
 use crate::auth::Caller;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};

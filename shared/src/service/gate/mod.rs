@@ -24,7 +24,6 @@ use tracing::Instrument as _;
 
 use super::base::Base;
 use super::custody::Custody;
-use super::reporter::Reporter;
 use crate::config::{Scan, TypeCheck};
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
@@ -45,7 +44,6 @@ const LONGEST_RETRY: Duration = Duration::from_secs(30);
 pub struct Gate {
     base: Base,
     custody: Custody,
-    reporter: Reporter,
     /// The scanner, with scanning on.
     scans: Option<Arc<Scans>>,
     /// What is done with the type a file's bytes show ([`types`]).
@@ -53,20 +51,12 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Over `base`'s records and store: bytes made ready or purged by
-    /// `custody`, refusals reported by `reporter`, scanned by `scans` when
-    /// scanning is on.
-    pub fn new(
-        base: Base,
-        custody: Custody,
-        reporter: Reporter,
-        scans: Option<Scans>,
-        types: TypeCheck,
-    ) -> Self {
+    /// Over `base`'s records and store: bytes made ready, purged or
+    /// refused by `custody`, scanned by `scans` when scanning is on.
+    pub fn new(base: Base, custody: Custody, scans: Option<Scans>, types: TypeCheck) -> Self {
         Self {
             base,
             custody,
-            reporter,
             scans: scans.map(Arc::new),
             types,
         }
@@ -118,7 +108,8 @@ pub enum Gated {
     Scanning,
     /// Refused, and why (`malware: …`, `unscanned: …`).
     Refused(String),
-    /// Its record is gone (deleted, or swept): nothing is let out.
+    /// Nothing to let out: its record is gone (deleted, or swept), or its
+    /// bytes are not there and nothing refused them.
     Gone,
 }
 
@@ -174,8 +165,16 @@ impl Gate {
     /// [`crate::service::files::Files::stored`].
     ///
     /// Where its scan stands: its record's note, a first note if it has
-    /// none, the deadline, then the scanner.
-    pub(crate) async fn gated(&self, file: &FileMeta) -> Result<Gated, Error> {
+    /// none, the deadline, then the scanner. A file whose bytes are not
+    /// `there` is [`Gated::Refused`] if its scan or type refused it (its
+    /// bytes were deleted then), else [`Gated::Gone`].
+    pub(crate) async fn gated(&self, file: &FileMeta, there: bool) -> Result<Gated, Error> {
+        if !there {
+            return Ok(self
+                .refusal(file)
+                .await?
+                .map_or(Gated::Gone, Gated::Refused));
+        }
         let Some(gate) = self.scans.clone() else {
             return Ok(Gated::Passed);
         };
@@ -232,7 +231,7 @@ impl Gate {
 
     /// Why a file whose bytes are not there was refused by its scan, as
     /// its record says (its bytes were deleted then); none if it was not.
-    pub(crate) async fn refusal(&self, file: &FileMeta) -> Result<Option<String>, Error> {
+    async fn refusal(&self, file: &FileMeta) -> Result<Option<String>, Error> {
         if self.scans.is_none() && self.types != TypeCheck::Refuse {
             return Ok(None);
         }
@@ -425,11 +424,10 @@ impl Gate {
             return Ok(Gated::Passed);
         };
         tracing::warn!(target: "sluice::audit", change = "rejected", file_id = %file.id, owner = %file.owner, reason = %why, "file rejected by its scan: its bytes are deleted");
-        self.custody.purge(file).await?;
         // `file.rejected`, with the reason, once a file (its audit line).
-        self.reporter
-            .reject_because(file, &format!("scan-{}", file.id), Some(why.clone()))
-            .await;
+        self.custody
+            .refuse(file, &format!("scan-{}", file.id), &why)
+            .await?;
         Ok(Gated::Refused(why))
     }
 

@@ -109,12 +109,13 @@ impl Gate {
         let verdict = Verdict::Mistyped { why: why.clone() };
         self.write_note(file, Some(verdict), detected).await;
         tracing::warn!(target: "sluice::audit", change = "rejected", file_id = %file.id, owner = %file.owner, reason = %why, "file rejected for its type: its bytes are deleted");
-        if let Err(e) = self.custody.purge(file).await {
+        if let Err(e) = self
+            .custody
+            .refuse(file, &format!("type-{}", file.id), &why)
+            .await
+        {
             tracing::warn!(file_id = %file.id, error = %e, "the refused file's bytes were not all deleted");
         }
-        self.reporter
-            .reject_because(file, &format!("type-{}", file.id), Some(why.clone()))
-            .await;
         Error::ScanRejected(why)
     }
 }

@@ -23,10 +23,10 @@ pub mod stream;
 use std::sync::Arc;
 
 use super::base::Base;
+use super::custody::Reporter;
 use super::files::Files;
 use super::limits::Limits;
 use super::links::Links;
-use super::reporter::Reporter;
 use crate::config::Endpoints;
 
 /// Files asked for and their bytes taken in: the upload links, the part

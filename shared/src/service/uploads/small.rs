@@ -2,7 +2,7 @@
 //! host at all, at most [`SMALL_FILE_MAX`] bytes through the model, as
 //! base64. Check the size → check the digest the caller gave → issue and
 //! store the file (`Uploads::store_inline`). Reading is the downloads'
-//! ([`crate::service::downloads::small`]).
+//! ([`crate::service::downloads::Downloads::read_small`]).
 
 use super::Uploads;
 use serde::Serialize;
