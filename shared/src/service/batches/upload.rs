@@ -115,9 +115,8 @@ impl Batches {
     ) -> Result<String, Error> {
         let link = self.links.batch_upload(id, expires_at);
         tracing::info!(batch = %id, jti = %link.jti, files, "batch issued");
-        let origin = self.uploads.part_origin().await?;
+        let (origin, probe) = self.uploads.line_origins().await?;
         let line = curl::batch_command(&link.url, &origin, manifest);
-        let probe = self.uploads.origins_probed(&origin);
         Ok(curl::or_unreachable(&line, &probe, curl::UPLOAD_INSTEAD))
     }
 

@@ -13,7 +13,6 @@ pub mod stored;
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::Serialize;
-use tracing::Instrument as _;
 
 use super::base::Base;
 use super::custody::Custody;
@@ -226,26 +225,16 @@ impl Files {
         if record.ready {
             return Ok((record, FileState::Ready));
         }
-        // Refused by its scan: its bytes are gone, its record says why.
-        if self.held(&record) == Some(FileState::Rejected) {
+        // Refused by its scan or its type: its bytes are gone, its record
+        // says why.
+        if record.refusal().is_some() {
             return Ok((record, FileState::Rejected));
         }
         let state = match self.stored(&record.file).await? {
-            // With scanning on, only a verdict that passed made it ready.
-            Stored::Ready(_) if self.gate.scanning() => {
-                record.ready = true;
-                FileState::Ready
-            }
-            // Found stored and proven here (bytes straight to S3 are seen
-            // only now): a step of the file's trace.
+            // Found stored, proven and let out: ready.
             Stored::Ready(_) => match self
                 .gate
-                .stored_now(&record.file, None)
-                .instrument(crate::traces::follow(
-                    "file.ready",
-                    record.file.id.as_str(),
-                    record.trace.as_deref(),
-                ))
+                .let_out(&record.file, record.trace.as_deref())
                 .await
             {
                 Ok(()) => {

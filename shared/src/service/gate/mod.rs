@@ -139,6 +139,20 @@ impl Gate {
         self.custody.ready(file, jti).await
     }
 
+    /// A file whose bytes were found stored, proven and let out
+    /// ([`Gate::gated`] passed them), made ready: with scanning on its
+    /// verdict made it ready already; with it off, its bytes are
+    /// [`Gate::stored_now`] (bytes straight to S3 are seen only now: a
+    /// step of the file's `trace`).
+    pub(crate) async fn let_out(&self, file: &FileMeta, trace: Option<&str>) -> Result<(), Error> {
+        if self.scanning() {
+            return Ok(());
+        }
+        self.stored_now(file, None)
+            .instrument(crate::traces::follow("file.ready", file.id.as_str(), trace))
+            .await
+    }
+
     /// [`Gate::stored_now`] for bytes that just arrived through upload
     /// link `jti` (an upload, a join): they are stored whatever happens to
     /// the record now (one left pending is found ready by the next
@@ -441,6 +455,48 @@ impl Gate {
             // A type's refusal holds with scanning off too.
             Some(v) => v.refusal().map(Gated::Refused),
         }
+    }
+
+    /// Notes the type told of `file` where no scan will (scanning off):
+    /// before it is marked ready, which no note follows.
+    async fn note_type(&self, file: &FileMeta, detected: Option<String>) {
+        if let Some(detected) = detected {
+            self.write_note(file, None, detected).await;
+        }
+    }
+
+    /// Writes `file`'s note of the type told and a `verdict`, now; one that
+    /// could not be written is logged (the type is lost, never the file).
+    pub(super) async fn write_note(
+        &self,
+        file: &FileMeta,
+        verdict: Option<Verdict>,
+        detected: String,
+    ) {
+        let note = ScanNote {
+            since: now_unix(),
+            verdict,
+            detected: Some(detected),
+        };
+        if let Err(e) = self
+            .base
+            .records()
+            .note_scan(&file.owner, &file.id, &note)
+            .await
+        {
+            tracing::warn!(file_id = %file.id, error = %e, "its type was not recorded");
+        }
+    }
+
+    /// The type `file`'s note keeps (to keep it beside a verdict).
+    async fn kept_type(&self, file: &FileMeta) -> Option<String> {
+        let record = self
+            .base
+            .records()
+            .get(&file.owner, &file.id)
+            .await
+            .ok()??;
+        record.scan?.detected
     }
 }
 

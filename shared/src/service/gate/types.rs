@@ -10,8 +10,7 @@ use super::Gate;
 use crate::config::TypeCheck;
 use crate::error::Error;
 use crate::file::FileMeta;
-use crate::records::{ScanNote, Verdict};
-use crate::time::now_unix;
+use crate::records::Verdict;
 use crate::types::{SNIFF_BYTES, contradiction, detect};
 
 impl Gate {
@@ -41,43 +40,6 @@ impl Gate {
             tracing::info!(file_id = %file.id, declared = %file.content_type, detected = %detected.mime, "its bytes show another type than declared");
         }
         Ok(Some(detected.mime))
-    }
-
-    /// Notes the type told of `file` where no scan will (scanning off):
-    /// before it is marked ready, which no note follows.
-    pub(super) async fn note_type(&self, file: &FileMeta, detected: Option<String>) {
-        if let Some(detected) = detected {
-            self.write_note(file, None, detected).await;
-        }
-    }
-
-    /// Writes `file`'s note of the type told and a `verdict`, now; one that
-    /// could not be written is logged (the type is lost, never the file).
-    async fn write_note(&self, file: &FileMeta, verdict: Option<Verdict>, detected: String) {
-        let note = ScanNote {
-            since: now_unix(),
-            verdict,
-            detected: Some(detected),
-        };
-        if let Err(e) = self
-            .base
-            .records()
-            .note_scan(&file.owner, &file.id, &note)
-            .await
-        {
-            tracing::warn!(file_id = %file.id, error = %e, "its type was not recorded");
-        }
-    }
-
-    /// The type `file`'s note keeps (to keep it beside a verdict).
-    pub(super) async fn kept_type(&self, file: &FileMeta) -> Option<String> {
-        let record = self
-            .base
-            .records()
-            .get(&file.owner, &file.id)
-            .await
-            .ok()??;
-        record.scan?.detected
     }
 
     /// The first bytes of `file`'s object, at most [`SNIFF_BYTES`].

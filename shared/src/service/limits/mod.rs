@@ -63,6 +63,21 @@ impl Limits {
     }
 }
 
+/// Whether a file issued counts against its owner's issuing rate and
+/// pending caps: what a user asks for does; a file an action's upstream
+/// returns does not (the action has run, and its result must not be lost
+/// to the caller's limits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Counted {
+    /// Asked for by the user.
+    Yes,
+    /// Made by an action's upstream.
+    No,
+    /// Under the owner's pending caps, its rate taken already (an import
+    /// whose size and digest are known once its bytes are in).
+    CapsOnly,
+}
+
 impl Limits {
     /// Takes one from `key`'s bucket of `kind` (an owner's, or a page's).
     pub(crate) fn check_rate(&self, kind: Kind, key: &str) -> Result<(), Error> {
@@ -75,23 +90,37 @@ impl Limits {
             .check_n(kind, key, u32::try_from(n.max(1)).unwrap_or(u32::MAX))
     }
 
-    /// Records a file outside its owner's caps (one an action's upstream
-    /// returned), pending until its bytes are stored.
-    pub(crate) async fn record_uncounted(
+    /// Admits a file issued, as `counted` says, in admission's order: one
+    /// the user asked for takes one from their issuing rate, then is
+    /// recorded under the caps ([`Limits::admit_within`]); an import's (its
+    /// rate taken already) under the caps alone; one an action's upstream
+    /// returned is recorded outside both. Recorded pending until its bytes
+    /// are stored.
+    pub(crate) async fn admit(
         &self,
         file: &FileMeta,
         expires_at: i64,
+        counted: Counted,
     ) -> Result<(), Error> {
-        let record = FileRecord::issued(file, expires_at);
-        self.base.records().put(&record).await?;
-        Ok(())
+        match counted {
+            Counted::Yes => {
+                self.check_rate(Kind::Issue, &file.owner)?;
+                self.admit_within(file, expires_at).await
+            }
+            Counted::CapsOnly => self.admit_within(file, expires_at).await,
+            Counted::No => {
+                let record = FileRecord::issued(file, expires_at);
+                self.base.records().put(&record).await?;
+                Ok(())
+            }
+        }
     }
 
     /// Records a newly issued file, pending until its bytes arrive, unless
     /// its owner already has as many pending files, or pending bytes, as
     /// the caps allow (nothing recorded). Files uploaded straight to the
     /// store are found ready before a refusal.
-    pub(crate) async fn admit(&self, file: &FileMeta, expires_at: i64) -> Result<(), Error> {
+    async fn admit_within(&self, file: &FileMeta, expires_at: i64) -> Result<(), Error> {
         let record = FileRecord::issued(file, expires_at);
         let (records, caps, now) = (self.base.records(), self.pending_caps, now_unix());
         let put = || records.put_within(&record, caps, now);

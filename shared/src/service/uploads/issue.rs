@@ -1,10 +1,11 @@
 //! Issuing a file, in this order: check the request (name, size, media
 //! type) → take one from the caller's issuing rate and admit the file
 //! under the caps on pending files, recording it pending
-//! ([`super::limits`]) → sign its handle → sign where its bytes go: a
-//! presigned PUT of a direct store, which itself enforces size, digest and
-//! single use, or a single-use link to sluice's own `PUT /uploads/{token}`
-//! ([`super::put`]).
+//! ([`super::limits`]) → sign its handle → begin its upload in the store
+//! (an upload in parts begun, an empty stream stored) → sign where its
+//! bytes go: a presigned PUT of a direct store, which itself enforces
+//! size, digest and single use, or a single-use link to sluice's own
+//! `PUT /uploads/{token}` ([`super::put`]).
 
 use super::Uploads;
 use std::collections::BTreeMap;
@@ -14,26 +15,12 @@ use serde::{Deserialize, Serialize};
 use crate::curl;
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
-use crate::rate::Kind;
 use crate::service::intake::Intake;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream};
 use crate::time::{now_unix, rfc3339};
 
-/// Whether a file issued counts against its owner's issuing rate and
-/// pending caps: what a user asks for does; a file an action's upstream
-/// returns does not (the action has run, and its result must not be lost
-/// to the caller's limits).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Counted {
-    /// Asked for by the user.
-    Yes,
-    /// Made by an action's upstream.
-    No,
-    /// Under the owner's pending caps, its rate taken already (an import
-    /// whose size and digest are known once its bytes are in).
-    CapsOnly,
-}
+pub(crate) use crate::service::limits::Counted;
 
 /// Who reads an upload target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,10 +110,10 @@ impl Uploads {
                 vec![],
             ),
             Intake::Parts(_, plan) => {
-                let origin = self.part_origin().await?;
+                let (origin, probed) = self.line_origins().await?;
                 (
                     curl::parts_command(&target.url, local, &plan, &origin),
-                    self.origins_probed(&origin),
+                    probed,
                 )
             }
             Intake::Put(Access::Direct(_)) => (
@@ -149,6 +136,21 @@ impl Uploads {
             command,
             max_bytes: self.base.transfers().max_upload_bytes,
         })
+    }
+
+    /// Begins the upload of `file` in the store, once, when the file is
+    /// issued; what its link speaks. In parts: the upload in parts begun
+    /// in the store (so that parts asked for at once all join the one
+    /// upload). As a stream: an empty file is stored now
+    /// ([`Uploads::stream_empty`]).
+    pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Intake<'_>, Error> {
+        let intake = self.base.intake(file);
+        match intake {
+            Intake::Parts(parts, _) => parts.begin(&file.object_key(), &file.content_type).await?,
+            Intake::Stream(_) => self.stream_empty(file).await?,
+            Intake::Put(_) => {}
+        }
+        Ok(intake)
     }
 
     /// Checks an upload request, admits and records the file as `id`, and
@@ -174,9 +176,6 @@ impl Uploads {
         // Everything checked first: a refused request takes nothing from
         // the caller's rate.
         let (filename, content_type) = self.checked(&req)?;
-        if counted == Counted::Yes {
-            self.limits.check_rate(Kind::Issue, owner)?;
-        }
         let file = FileMeta {
             id,
             owner: owner.to_owned(),
@@ -186,10 +185,7 @@ impl Uploads {
             sha256: req.sha256,
         };
         let expires_at = now_unix() + self.base.transfers().handle_ttl.as_secs() as i64;
-        match counted {
-            Counted::Yes | Counted::CapsOnly => self.limits.admit(&file, expires_at).await?,
-            Counted::No => self.limits.record_uncounted(&file, expires_at).await?,
-        }
+        self.limits.admit(&file, expires_at, counted).await?;
         crate::telemetry::audit(crate::telemetry::Change::Issued, &file, None);
         let handle = self.links.handle(&file.id);
         Ok((file, handle, expires_at))

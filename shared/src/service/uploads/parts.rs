@@ -44,21 +44,6 @@ struct Parted<'a> {
 }
 
 impl Uploads {
-    /// Begins the upload of `file` in the store, once, when the file is
-    /// issued; what its link speaks. In parts: the upload in parts begun
-    /// in the store (so that parts asked for at once all join the one
-    /// upload). As a stream: an empty file is stored now
-    /// ([`Uploads::stream_empty`]).
-    pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Intake<'_>, Error> {
-        let intake = self.base.intake(file);
-        match intake {
-            Intake::Parts(parts, _) => parts.begin(&file.object_key(), &file.content_type).await?,
-            Intake::Stream(_) => self.stream_empty(file).await?,
-            Intake::Put(_) => {}
-        }
-        Ok(intake)
-    }
-
     /// The file upload link `token` names, if it goes in parts.
     async fn parted(&self, token: &str) -> Result<Parted<'_>, Error> {
         let super::put::Upload {
@@ -110,10 +95,17 @@ impl Uploads {
         }
     }
 
-    /// What a line that PUTs to `origin` (its script's) through a link of
-    /// the issuer tries again when it fails ([`curl::or_unreachable`]): the
-    /// link's origin, and `origin` when it is another (a store's).
-    pub(crate) fn origins_probed(&self, origin: &str) -> Vec<String> {
+    /// [`Uploads::part_origin`], for a line that PUTs there through a link
+    /// of the issuer, with what it tries again when it fails
+    /// ([`curl::or_unreachable`]): the link's origin, and the bytes' origin
+    /// when it is another (a store's).
+    pub(crate) async fn line_origins(&self) -> Result<(String, Vec<String>), Error> {
+        let origin = self.part_origin().await?;
+        let probed = self.origins_probed(&origin);
+        Ok((origin, probed))
+    }
+
+    fn origins_probed(&self, origin: &str) -> Vec<String> {
         let mut origins = vec![curl::ORIGIN_OF_LINK.to_owned()];
         if curl::origin_of(self.endpoints.issuer_base()) != curl::origin_of(origin) {
             origins.push(curl::shell_quote(origin));
