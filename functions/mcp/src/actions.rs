@@ -6,19 +6,18 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use http::request::Parts;
 use rmcp::handler::server::router::tool::{ToolRoute, ToolRouter};
-use rmcp::handler::server::tool::{Extension, ToolCallContext};
+use rmcp::handler::server::tool::{IntoCallToolResult as _, ToolCallContext};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResponse, CallToolResult, Tool};
+use rmcp::model::{CallToolResponse, Tool};
 use rmcp::{ErrorData, tool, tool_router};
 use serde_json::Value;
 use sluice::actions::Action;
 
 use crate::schema::{file_params, input_schema};
-use sluice::{Caller, Error, Sluice};
+use sluice::{Caller, Sluice};
 
-use crate::reply::{answer, answer_as, caller_of, success};
+use crate::reply::{By, Reply, caller_of, success};
 use crate::server::SluiceTools;
 use crate::shapes::{ActionInfo, ActionList, ExecuteArgs};
 use crate::table::{ACTION_PREFIX, any_object, input};
@@ -30,7 +29,7 @@ Handles are resolved only in File and FileList fields; any other field receives 
 Files in the result larger than 16 KiB come back as download links (run their curl command).";
 
 /// `list_actions`.
-fn list(sluice: &Sluice) -> Result<CallToolResult, Error> {
+fn list(sluice: &Sluice) -> Reply {
     let actions: Vec<ActionInfo> = sluice
         .actions()
         .configured()
@@ -52,12 +51,7 @@ fn list(sluice: &Sluice) -> Result<CallToolResult, Error> {
 
 /// Runs `action` with `fields` for `caller`: the one path behind both
 /// `execute_action` and `action_<name>`.
-async fn execute(
-    sluice: &Sluice,
-    caller: &Caller,
-    action: &str,
-    fields: Value,
-) -> Result<CallToolResult, Error> {
+async fn execute(sluice: &Sluice, caller: &Caller, action: &str, fields: Value) -> Reply {
     let outcome = sluice
         .actions()
         .execute_action(caller, action, fields)
@@ -103,13 +97,13 @@ fn route(action: &Action) -> ToolRoute<SluiceTools> {
     ToolRoute::new_dyn(tool, move |context: ToolCallContext<'_, SluiceTools>| {
         let name = name.clone();
         Box::pin(async move {
-            let caller = caller_of(&context.request_context.extensions);
-            answer_as(caller, |caller| async move {
+            let reply: Reply = async {
+                let caller = caller_of(&context.request_context.extensions)?;
                 let fields = Value::Object(context.arguments.clone().unwrap_or_default());
                 execute(&context.service.sluice, &caller, &name, fields).await
-            })
-            .await
-            .map(CallToolResponse::from)
+            }
+            .await;
+            reply.into_call_tool_result()
         }) as BoxFuture<'_, Result<CallToolResponse, ErrorData>>
     })
 }
@@ -143,11 +137,8 @@ impl SluiceTools {
 File fields are strings annotated `x-mcp-file`: they take a `$uploadedFile:` handle from request_upload. \
 Each action is also its own tool, `action_<name>`."
     )]
-    async fn list_actions(
-        &self,
-        Extension(parts): Extension<Parts>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |_| async { list(&self.sluice) }).await
+    async fn list_actions(&self, By(_): By) -> Reply {
+        list(&self.sluice)
     }
 
     #[tool(
@@ -160,13 +151,10 @@ Files in the result larger than 16 KiB come back as download links (run their cu
     )]
     async fn execute_action(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(args): Parameters<ExecuteArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let fields = Value::Object(args.fields);
-            execute(&self.sluice, &caller, &args.action, fields).await
-        })
-        .await
+    ) -> Reply {
+        let fields = Value::Object(args.fields);
+        execute(&self.sluice, &caller, &args.action, fields).await
     }
 }

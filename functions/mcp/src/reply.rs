@@ -6,13 +6,50 @@
 
 use http::request::Parts;
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, Extensions};
+use rmcp::handler::server::common::{AsRequestContext, FromContextPart};
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, Extensions};
 use serde::Serialize;
 use sluice::{Caller, Error, FieldError};
 
+/// What a tool returns: its result, or the service's refusal, which goes
+/// on the wire as a tool error that says what to do next ([`failure`]).
+/// A tool's body is its component call and its summary: `?` on any
+/// [`sluice::Error`] makes the refusal.
+pub(crate) type Reply = Result<CallToolResult, Refusal>;
+
+/// A service refusal on its way to the wire as a tool error.
+#[derive(Debug)]
+pub(crate) struct Refusal(Error);
+
+impl From<Error> for Refusal {
+    fn from(e: Error) -> Self {
+        Self(e)
+    }
+}
+
+impl IntoCallToolResult for Refusal {
+    fn into_call_tool_result(self) -> Result<CallToolResponse, ErrorData> {
+        Ok(failure(self.0).into())
+    }
+}
+
+/// A tool's caller, as a tool takes it (`By(caller): By`): the one the
+/// gate authenticated, and checked the tool's scope for, from
+/// [`crate::table`].
+pub(crate) struct By(pub Caller);
+
+impl<C: AsRequestContext> FromContextPart<C> for By {
+    fn from_context_part(context: &mut C) -> Result<Self, ErrorData> {
+        caller_of(&context.as_request_context().extensions)
+            .map(By)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+}
+
 /// A successful result: a one-line summary, the JSON for clients that do not
 /// read `structuredContent`, and the `structuredContent` itself.
-pub(crate) fn success<T: Serialize>(summary: String, value: &T) -> Result<CallToolResult, Error> {
+pub(crate) fn success<T: Serialize>(summary: String, value: &T) -> Reply {
     let json = serde_json::to_value(value).map_err(Error::internal)?;
     let mut result = CallToolResult::structured(json);
     result.content.insert(0, ContentBlock::text(summary));
@@ -24,11 +61,7 @@ pub(crate) fn success<T: Serialize>(summary: String, value: &T) -> Result<CallTo
 /// the summary alone; each thing once: the summary says what the fields do
 /// not), with the whole value in `structuredContent` for programs (its URL
 /// descriptors, headers).
-pub(crate) fn compact<T: Serialize>(
-    summary: String,
-    text_fields: &[&str],
-    value: &T,
-) -> Result<CallToolResult, Error> {
+pub(crate) fn compact<T: Serialize>(summary: String, text_fields: &[&str], value: &T) -> Reply {
     let json = serde_json::to_value(value).map_err(Error::internal)?;
     let mut shown = serde_json::Map::new();
     for field in text_fields {
@@ -141,40 +174,6 @@ pub(crate) fn failure(error: Error) -> CallToolResult {
         },
     };
     CallToolResult::error(vec![ContentBlock::text(message)])
-}
-
-/// Folds a tool body's outcome into the tool's answer: its result, or its
-/// refusal as a tool error.
-pub(crate) fn finish(outcome: Result<CallToolResult, Error>) -> Result<CallToolResult, ErrorData> {
-    Ok(outcome.unwrap_or_else(failure))
-}
-
-/// A tool's answer, the one preamble every tool shares: the caller the
-/// gate authenticated (and checked the tool's scope for, from
-/// [`crate::table`]) handed to `body`, and what it returns put on the wire,
-/// a refusal as a tool error that says what to do next ([`failure`]).
-pub(crate) async fn answer<F, Fut>(parts: &Parts, body: F) -> Result<CallToolResult, ErrorData>
-where
-    F: FnOnce(Caller) -> Fut,
-    Fut: std::future::Future<Output = Result<CallToolResult, Error>>,
-{
-    answer_as(caller(parts), body).await
-}
-
-/// [`answer`] for a caller found otherwise (a tool built at run time,
-/// [`caller_of`]).
-pub(crate) async fn answer_as<F, Fut>(
-    caller: Result<Caller, Error>,
-    body: F,
-) -> Result<CallToolResult, ErrorData>
-where
-    F: FnOnce(Caller) -> Fut,
-    Fut: std::future::Future<Output = Result<CallToolResult, Error>>,
-{
-    finish(match caller {
-        Ok(caller) => body(caller).await,
-        Err(e) => Err(e),
-    })
 }
 
 /// The caller the gate authenticated (and checked the tool's scope for).

@@ -5,12 +5,12 @@
 
 use std::time::{Duration, Instant};
 
-use rmcp::model::{CallToolResult, ProgressNotificationParam, ProgressToken};
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::{Peer, RoleServer};
 use sluice::Error;
 use sluice::service::pages::{BrowserUpload, Look, UploadState, UploadStatus};
 
-use crate::reply::success;
+use crate::reply::{Reply, success};
 use crate::server::SluiceTools;
 
 /// How often a waiting status call looks again.
@@ -24,11 +24,7 @@ impl SluiceTools {
     /// `request_browser_upload` called again after the client showed the
     /// person the page (`state`: the page it was given): the file's handle
     /// once it is there, or what it waits for.
-    pub(crate) async fn after_elicitation(
-        &self,
-        owner: &str,
-        state: &str,
-    ) -> Result<CallToolResult, Error> {
+    pub(crate) async fn after_elicitation(&self, owner: &str, state: &str) -> Reply {
         let mut page: BrowserUpload = serde_json::from_str(state).map_err(|_| {
             Error::Invalid(
                 "request_state is not one this server gave: call request_browser_upload again"

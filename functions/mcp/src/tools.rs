@@ -4,11 +4,8 @@
 //! next ([`crate::reply`]). The gate has checked each call's scope.
 
 use base64::Engine as _;
-use http::request::Parts;
-use rmcp::handler::server::tool::Extension;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::CallToolResult;
-use rmcp::{ErrorData, tool, tool_router};
+use rmcp::{tool, tool_router};
 use sluice::Error;
 use sluice::FileId;
 use sluice::service::downloads::MODEL_READS;
@@ -26,7 +23,7 @@ use rmcp::model::{
 };
 use rmcp::{Peer, RoleServer};
 
-use crate::reply::{answer, caller, compact, finish, success};
+use crate::reply::{By, Refusal, Reply, compact, success};
 use crate::server::SluiceTools;
 use crate::shapes::{
     FileArg, FilesArg, ImportIdArg, ListArgs, SmallFile, SmallUploadArgs, UploadIdArg, UploadsArgs,
@@ -45,27 +42,19 @@ Hosts with MCP Apps show the same form in the chat; it reports the upload itself
     )]
     async fn request_browser_upload(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(req): Parameters<BrowserUploadRequest>,
         RequestState(state): RequestState,
         meta: RequestMetaObject,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let caller = match caller(&parts) {
-            Ok(caller) => caller,
-            Err(e) => return finish(Err(e)).map(Into::into),
-        };
+    ) -> Result<CallToolResponse, Refusal> {
         // The call again, once the client showed the person the page.
         if let Some(state) = state {
-            return finish(self.after_elicitation(&caller.owner, &state).await).map(Into::into);
+            return Ok(self.after_elicitation(&caller.owner, &state).await?.into());
         }
-        let page = match self
+        let page = self
             .sluice
             .pages()
-            .request_browser_upload(&caller.owner, req)
-        {
-            Ok(page) => page,
-            Err(e) => return finish(Err(e)).map(Into::into),
-        };
+            .request_browser_upload(&caller.owner, req)?;
         // A client that shows a URL itself (URL elicitation, declared with
         // the request): it shows the person the page, then calls again
         // with the state, and the model never relays a link.
@@ -74,8 +63,7 @@ Hosts with MCP Apps show the same form in the chat; it reports the upload itself
             .and_then(|c| c.elicitation)
             .is_some_and(|e| e.url.is_some());
         if shows_urls {
-            let state = serde_json::to_string(&page)
-                .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+            let state = serde_json::to_string(&page).map_err(Error::internal)?;
             let ask = ElicitRequest::new(ElicitRequestParams::UrlElicitationParams {
                 meta: None,
                 message: "Upload the file on this page; it goes straight to secure storage, not through the chat."
@@ -89,7 +77,7 @@ Hosts with MCP Apps show the same form in the chat; it reports the upload itself
         }
         // The summary says the link and the id once; the rest is in
         // `structuredContent`.
-        finish(compact(
+        Ok(compact(
             format!(
                 "Show the person this link: \"Open this link to upload the file; tell me when it is done: {}\" \
                  (if an upload form appears in the conversation, they can use it instead; it tells you when it is done). \
@@ -98,8 +86,8 @@ Hosts with MCP Apps show the same form in the chat; it reports the upload itself
             ),
             &[],
             &page,
-        ))
-        .map(Into::into)
+        )?
+        .into())
     }
 
     #[tool(
@@ -110,32 +98,29 @@ Once per answer from the person, never in a loop; `wait_seconds` waits for the u
     )]
     async fn get_upload_status(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(arg): Parameters<UploadIdArg>,
         meta: RequestMetaObject,
         peer: Peer<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            // The waits part: a few waits a user, one an upload, within a
-            // rate; any other call answers at once.
-            let asked = Duration::from_secs(arg.wait_seconds.unwrap_or(0).into());
-            let wait = self
-                .sluice
-                .limits()
-                .wait(&caller.owner, &arg.upload_id, asked);
-            let status = self
-                .wait_for_upload(
-                    &caller.owner,
-                    &arg.upload_id,
-                    wait.time(),
-                    meta.get_progress_token(),
-                    &peer,
-                )
-                .await?;
-            drop(wait);
-            success(summaries::upload_status(&status), &status)
-        })
-        .await
+    ) -> Reply {
+        // The waits part: a few waits a user, one an upload, within a
+        // rate; any other call answers at once.
+        let asked = Duration::from_secs(arg.wait_seconds.unwrap_or(0).into());
+        let wait = self
+            .sluice
+            .limits()
+            .wait(&caller.owner, &arg.upload_id, asked);
+        let status = self
+            .wait_for_upload(
+                &caller.owner,
+                &arg.upload_id,
+                wait.time(),
+                meta.get_progress_token(),
+                &peer,
+            )
+            .await?;
+        drop(wait);
+        success(summaries::upload_status(&status), &status)
     }
 
     #[tool(
@@ -148,25 +133,26 @@ Pass the returned `handle` (`$uploadedFile:…`) wherever the file is needed. Ne
     )]
     async fn request_upload(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(req): Parameters<UploadRequest>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let (name, size) = (shown(&req.filename), req.size);
-            let ticket = self.sluice.uploads().issue_upload(&caller.owner, req).await?;
-            // The line says itself which host a sandbox must allow, if one
-            // is blocked.
-            compact(
-                format!(
-                    "Upload link for {name} ({size} bytes) until {}: run `command` where the file is, \
-                     then pass `handle` for the file.",
-                    ticket.upload.expires_at,
-                ),
-                &["handle", "file_id", "command"],
-                &ticket,
-            )
-        })
-        .await
+    ) -> Reply {
+        let (name, size) = (shown(&req.filename), req.size);
+        let ticket = self
+            .sluice
+            .uploads()
+            .issue_upload(&caller.owner, req)
+            .await?;
+        // The line says itself which host a sandbox must allow, if one
+        // is blocked.
+        compact(
+            format!(
+                "Upload link for {name} ({size} bytes) until {}: run `command` where the file is, \
+                 then pass `handle` for the file.",
+                ticket.upload.expires_at,
+            ),
+            &["handle", "file_id", "command"],
+            &ticket,
+        )
     }
 
     #[tool(
@@ -177,18 +163,15 @@ through the conversation or your sandbox: the server fetches `url` itself. Give 
     )]
     async fn import_file(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(req): Parameters<ImportRequest>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let ticket = self
-                .sluice
-                .imports()
-                .import_file(&caller.owner, req)
-                .await?;
-            success(summaries::import(&ticket), &ticket)
-        })
-        .await
+    ) -> Reply {
+        let ticket = self
+            .sluice
+            .imports()
+            .import_file(&caller.owner, req)
+            .await?;
+        success(summaries::import(&ticket), &ticket)
     }
 
     #[tool(
@@ -197,24 +180,19 @@ through the conversation or your sandbox: the server fetches `url` itself. Give 
     )]
     async fn get_import_status(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(arg): Parameters<ImportIdArg>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let id = FileId::parse(arg.file_id.trim()).ok_or_else(|| {
-                Error::Invalid(
-                    "file_id is not a file id: pass the file_id import_file returned".into(),
-                )
-            })?;
-            let wait = Duration::from_secs(u64::from(arg.wait_seconds.unwrap_or(0)));
-            let ticket = self
-                .sluice
-                .imports()
-                .import_status(&caller.owner, &id, wait)
-                .await?;
-            success(summaries::import(&ticket), &ticket)
-        })
-        .await
+    ) -> Reply {
+        let id = FileId::parse(arg.file_id.trim()).ok_or_else(|| {
+            Error::Invalid("file_id is not a file id: pass the file_id import_file returned".into())
+        })?;
+        let wait = Duration::from_secs(u64::from(arg.wait_seconds.unwrap_or(0)));
+        let ticket = self
+            .sluice
+            .imports()
+            .import_status(&caller.owner, &id, wait)
+            .await?;
+        success(summaries::import(&ticket), &ticket)
     }
 
     #[tool(
@@ -226,22 +204,27 @@ field, or each `file_id`.",
     )]
     async fn request_uploads(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(args): Parameters<UploadsArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let batch = self.sluice.batches().issue_uploads(&caller.owner, args.files).await?;
-            let summary = match &batch.command {
-                Some(_) => "Run `command` where the files are; then use `handle` or the file_ids (in the order asked).",
-                None => "Nothing to send: every file was stored already or refused. Use `handle` or the file_ids.",
-            };
-            compact(
-                summary.to_owned(),
-                &["handle", "command", "counts", "files"],
-                &batch,
-            )
-        })
-        .await
+    ) -> Reply {
+        let batch = self
+            .sluice
+            .batches()
+            .issue_uploads(&caller.owner, args.files)
+            .await?;
+        let summary = match &batch.command {
+            Some(_) => {
+                "Run `command` where the files are; then use `handle` or the file_ids (in the order asked)."
+            }
+            None => {
+                "Nothing to send: every file was stored already or refused. Use `handle` or the file_ids."
+            }
+        };
+        compact(
+            summary.to_owned(),
+            &["handle", "command", "counts", "files"],
+            &batch,
+        )
     }
 
     #[tool(
@@ -253,23 +236,24 @@ and one line. Run `command` where they should go: it saves each under its name (
     )]
     async fn get_download_urls(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(arg): Parameters<FilesArg>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let batch = self
-                .sluice
-                .batches()
-                .issue_downloads(&caller, arg.files, arg.zip)
-                .await?;
-            let summary = match (&batch.command, &batch.zip) {
-                (Some(_), _) => "Run `command` where the files should go (single use; call again for a new line to resume).",
-                (_, Some(_)) => "One zip of the files: run `zip.command`, or give the person `zip.url` (single use; a browser shows a page with a Save button).",
-                _ => "None of these files can be downloaded: see each one's error.",
-            };
-            compact(summary.to_owned(), &["command", "zip", "files"], &batch)
-        })
-        .await
+    ) -> Reply {
+        let batch = self
+            .sluice
+            .batches()
+            .issue_downloads(&caller, arg.files, arg.zip)
+            .await?;
+        let summary = match (&batch.command, &batch.zip) {
+            (Some(_), _) => {
+                "Run `command` where the files should go (single use; call again for a new line to resume)."
+            }
+            (_, Some(_)) => {
+                "One zip of the files: run `zip.command`, or give the person `zip.url` (single use; a browser shows a page with a Save button)."
+            }
+            _ => "None of these files can be downloaded: see each one's error.",
+        };
+        compact(summary.to_owned(), &["command", "zip", "files"], &batch)
     }
 
     #[tool(
@@ -281,30 +265,27 @@ The bytes never pass through the conversation.",
     )]
     async fn get_download_url(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(arg): Parameters<FileArg>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
-            let ticket = self
-                .sluice
-                .downloads()
-                .issue_download(&caller.owner, &file)
-                .await?
-                .within(MODEL_READS);
-            compact(
-                format!(
-                    "Download link for {} ({} bytes), single use, valid until {}: run `command` where the file \
-                     should go (it checks the sha256; run again with a new link, it resumes).",
-                    shown(&ticket.filename),
-                    ticket.size,
-                    ticket.download.expires_at
-                ),
-                &["file_id", "command"],
-                &ticket,
-            )
-        })
-        .await
+    ) -> Reply {
+        let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
+        let ticket = self
+            .sluice
+            .downloads()
+            .issue_download(&caller.owner, &file)
+            .await?
+            .within(MODEL_READS);
+        compact(
+            format!(
+                "Download link for {} ({} bytes), single use, valid until {}: run `command` where the file \
+                 should go (it checks the sha256; run again with a new link, it resumes).",
+                shown(&ticket.filename),
+                ticket.size,
+                ticket.download.expires_at
+            ),
+            &["file_id", "command"],
+            &ticket,
+        )
     }
 
     #[tool(
@@ -312,19 +293,12 @@ The bytes never pass through the conversation.",
 links stop working. Deleting it again answers the same.",
         input_schema = input::<FileArg>()
     )]
-    async fn delete_file(
-        &self,
-        Extension(parts): Extension<Parts>,
-        Parameters(arg): Parameters<FileArg>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let gone = self.sluice.files().delete_file(&caller, &arg.file).await?;
-            success(
-                format!("Deleted {} ({} bytes).", shown(&gone.filename), gone.size),
-                &gone,
-            )
-        })
-        .await
+    async fn delete_file(&self, By(caller): By, Parameters(arg): Parameters<FileArg>) -> Reply {
+        let gone = self.sluice.files().delete_file(&caller, &arg.file).await?;
+        success(
+            format!("Deleted {} ({} bytes).", shown(&gone.filename), gone.size),
+            &gone,
+        )
     }
 
     #[tool(
@@ -335,21 +309,18 @@ not ready yet answers what state it is in.",
     )]
     async fn get_file_receipt(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(arg): Parameters<FileArg>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let receipt = self.sluice.receipts().receipt(&caller, &arg.file).await?;
-            compact(
-                format!(
-                    "Receipt for file {} signed with key {}; verify it against {}.",
-                    receipt.file_id, receipt.kid, receipt.jwks_url
-                ),
-                &["receipt"],
-                &receipt,
-            )
-        })
-        .await
+    ) -> Reply {
+        let receipt = self.sluice.receipts().receipt(&caller, &arg.file).await?;
+        compact(
+            format!(
+                "Receipt for file {} signed with key {}; verify it against {}.",
+                receipt.file_id, receipt.kid, receipt.jwks_url
+            ),
+            &["receipt"],
+            &receipt,
+        )
     }
 
     #[tool(
@@ -357,25 +328,18 @@ not ready yet answers what state it is in.",
 state (`pending`, `verifying`, `ready`) and expiry. Pass `next_cursor` as `cursor` only if you need older files.",
         input_schema = input::<ListArgs>()
     )]
-    async fn list_files(
-        &self,
-        Extension(parts): Extension<Parts>,
-        Parameters(args): Parameters<ListArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let page = self
-                .sluice
-                .files()
-                .list_files(&caller.owner, args.limit, args.cursor.as_deref())
-                .await?;
-            let more = if page.next_cursor.is_some() {
-                " More are on the next page (next_cursor)."
-            } else {
-                ""
-            };
-            success(format!("{} file(s).{more}", page.files.len()), &page)
-        })
-        .await
+    async fn list_files(&self, By(caller): By, Parameters(args): Parameters<ListArgs>) -> Reply {
+        let page = self
+            .sluice
+            .files()
+            .list_files(&caller.owner, args.limit, args.cursor.as_deref())
+            .await?;
+        let more = if page.next_cursor.is_some() {
+            " More are on the next page (next_cursor)."
+        } else {
+            ""
+        };
+        success(format!("{} file(s).{more}", page.files.len()), &page)
     }
 
     #[tool(
@@ -385,38 +349,43 @@ with its sha256 (checked). Prefer request_upload: any size, and the bytes never 
     )]
     async fn upload_small_file(
         &self,
-        Extension(parts): Extension<Parts>,
+        By(caller): By,
         Parameters(args): Parameters<SmallUploadArgs>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let encoded: String = args.data_base64.split_whitespace().collect();
-            if encoded.len() > (SMALL_FILE_MAX / 3 + 1) * 4 {
-                return Err(Error::Invalid(format!(
-                    "data_base64 decodes to more than {SMALL_FILE_MAX} bytes: use request_upload and run its command instead"
-                )));
-            }
-            let data = base64::engine::general_purpose::STANDARD
-                .decode(&encoded)
-                .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(&encoded))
-                .map_err(|_| Error::Invalid("data_base64 is not valid base64".into()))?;
-            let stored = self
-                .sluice
-                .uploads().upload_small(&caller.owner, args.filename, data, args.sha256, args.content_type)
-                .await?;
-            let scanning = if self.sluice.files().gate().scanning() {
-                " It is being scanned for malware: list_files says when it is ready to use."
-            } else {
-                ""
-            };
-            success(
-                format!(
-                    "Stored {} ({} bytes) as {}.{scanning}",
-                    stored.filename, stored.size, stored.file_id
-                ),
-                &stored,
+    ) -> Reply {
+        let encoded: String = args.data_base64.split_whitespace().collect();
+        if encoded.len() > (SMALL_FILE_MAX / 3 + 1) * 4 {
+            return Err(Error::Invalid(format!(
+                "data_base64 decodes to more than {SMALL_FILE_MAX} bytes: use request_upload and run its command instead"
+            ))
+            .into());
+        }
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(&encoded)
+            .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(&encoded))
+            .map_err(|_| Error::Invalid("data_base64 is not valid base64".into()))?;
+        let stored = self
+            .sluice
+            .uploads()
+            .upload_small(
+                &caller.owner,
+                args.filename,
+                data,
+                args.sha256,
+                args.content_type,
             )
-        })
-        .await
+            .await?;
+        let scanning = if self.sluice.files().gate().scanning() {
+            " It is being scanned for malware: list_files says when it is ready to use."
+        } else {
+            ""
+        };
+        success(
+            format!(
+                "Stored {} ({} bytes) as {}.{scanning}",
+                stored.filename, stored.size, stored.file_id
+            ),
+            &stored,
+        )
     }
 
     #[tool(
@@ -424,27 +393,20 @@ with its sha256 (checked). Prefer request_upload: any size, and the bytes never 
 as base64, verified against its sha256. Prefer get_download_url.",
         input_schema = input::<FileArg>()
     )]
-    async fn read_small_file(
-        &self,
-        Extension(parts): Extension<Parts>,
-        Parameters(arg): Parameters<FileArg>,
-    ) -> Result<CallToolResult, ErrorData> {
-        answer(&parts, |caller| async move {
-            let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
-            let data = self.sluice.downloads().read_small(&file).await?;
-            let out = SmallFile {
-                file_id: file.id,
-                filename: file.filename,
-                size: file.size,
-                sha256: file.sha256,
-                content_type: file.content_type,
-                data_base64: base64::engine::general_purpose::STANDARD.encode(&data),
-            };
-            success(
-                format!("{}: {} bytes, sha256 verified.", out.filename, out.size),
-                &out,
-            )
-        })
-        .await
+    async fn read_small_file(&self, By(caller): By, Parameters(arg): Parameters<FileArg>) -> Reply {
+        let file = self.sluice.files().resolve_file(&caller, &arg.file).await?;
+        let data = self.sluice.downloads().read_small(&file).await?;
+        let out = SmallFile {
+            file_id: file.id,
+            filename: file.filename,
+            size: file.size,
+            sha256: file.sha256,
+            content_type: file.content_type,
+            data_base64: base64::engine::general_purpose::STANDARD.encode(&data),
+        };
+        success(
+            format!("{}: {} bytes, sha256 verified.", out.filename, out.size),
+            &out,
+        )
     }
 }
