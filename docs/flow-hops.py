@@ -9,7 +9,7 @@ From a flow's entry point, each service function is expanded once, depth
 first, in source order: calls on `self`, on a component or part it holds
 (`self.files.stored(…)`, `self.calls.limits.check_rate(…)`: a call through
 fields is a call into the component the last field names, as a reader
-follows it), on `Self::`, through an accessor of one (`self.files.gate().arrived(…)`:
+follows it), on `Self::` or a type (`Intake::of(…)`), through an accessor of one (`self.files.gate().arrived(…)`:
 the component the accessor names), and free functions of the service. A name defined
 in several files is the one in the component the call goes through, else
 the one in the calling file, else the first. Accessors (`store()`,
@@ -41,26 +41,26 @@ FLOWS = {
     "run an action with a File field": "execute_action",
 }
 COMPONENTS = {
-    "base.rs": "Base", "verify.rs": "Base", "proof.rs": "Base", "intake.rs": "Base",
+    "base.rs": "Base", "verify.rs": "Base", "proof.rs": "Proofs", "intake.rs": "Intake",
     "limits.rs": "Limits", "limits": "Limits", "files": "Files",
     "uploads": "Uploads", "downloads": "Downloads", "pages": "Pages",
     "batches": "Batches", "imports": "Imports", "actions": "Actions",
-    "links.rs": "Links",
+    "links.rs": "Links", "reporter.rs": "Reporter", "actions.rs": "Actions",
     "gate": "Gate", "custody.rs": "Custody",
 }
 # What the service calls below it: a call through one of these
 # (`self.base.store().purge(…)`) leaves the service.
-BACKENDS = {"store", "records", "ledger", "store_arc", "part_store"}
+BACKENDS = {"store", "records", "ledger", "store_arc", "part_store", "transfers"}
 # A field a component holds, as the folder (or file) of the component it is.
 FIELDS = {
     "base": "base.rs", "files": "files", "uploads": "uploads",
     "downloads": "downloads", "limits": "limits", "pages": "pages",
     "batches": "batches", "imports": "imports", "gate": "gate",
     "custody": "custody.rs",
-    "links": "links.rs", "reporter": "custody.rs",
+    "links": "links.rs", "reporter": "custody.rs", "proofs": "proof.rs",
 }
 CALL = re.compile(
-    r"(?:(\bself\s*\.\s*)((?:[a-z_]+(?:\(\))?\s*\.\s*)*)|(\bSelf::)|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
+    r"(?:(\bself\s*\.\s*)((?:[a-z_]+(?:\(\))?\s*\.\s*)*)|(\bSelf::|\b[A-Z]\w*::)|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
 )
 
 
@@ -137,7 +137,7 @@ def walk(tree, entry):
             if BACKENDS & {f.strip().rstrip("()") for f in through.split(".")}:
                 continue  # a call on the store, the records or the ledger
             # A bare call (`take(…)`) reaches a free function alone; a call
-            # on `self` or `Self::` a method alone.
+            # on `self`, `Self::` or a type (`Intake::of(…)`) a method alone.
             method = bool(m.group(1) or m.group(3))
             if not any(d[2] == method for d in fns.get(called, [])):
                 continue

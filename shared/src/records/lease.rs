@@ -3,11 +3,12 @@
 //! replica: a conditional swap.
 
 use super::error::RecordError;
+use super::files::FileRecords;
 use crate::file::FileId;
 
-/// The proof's lease.
+/// The proof's lease, on the file records that keep each proof.
 #[async_trait::async_trait]
-pub trait ProofLease: Send + Sync {
+pub trait ProofLease: FileRecords + Send + Sync {
     /// Replaces the proof of file `id` of `owner` with `to` if it is `from`
     /// now (`None`: no proof), in one conditional write: `false`, and
     /// nothing written, if it is not (another completion moved it, on any

@@ -14,7 +14,6 @@
 
 use std::sync::Arc;
 
-use super::base::Base;
 use super::intake::Intake;
 use crate::error::Error;
 use crate::file::FileMeta;
@@ -24,14 +23,22 @@ use crate::records::RecordStore;
 /// Marks files ready, purges their bytes, and refuses them.
 #[derive(Clone, Debug)]
 pub struct Custody {
-    base: Base,
+    store: Arc<dyn crate::store::ObjectStore>,
+    records: Arc<dyn crate::records::RecordStore>,
+    transfers: Arc<crate::config::Transfers>,
     reporter: Reporter,
 }
 
 impl Custody {
-    /// Over `base`'s records and store, refusals reported by `reporter`.
-    pub fn new(base: Base, reporter: Reporter) -> Self {
-        Self { base, reporter }
+    /// Over the `backends`' records and store, refusals reported by
+    /// `reporter`.
+    pub fn new(backends: &super::backends::Backends, reporter: Reporter) -> Self {
+        Self {
+            store: backends.store.clone(),
+            records: backends.records.clone(),
+            transfers: backends.transfers.clone(),
+            reporter,
+        }
     }
 
     /// Refuses `file`, whose bytes `by` refused (`scan-…`, `type-…`, once
@@ -48,10 +55,7 @@ impl Custody {
 
     /// Marks `file` ready (`file.ready`), unless it was deleted meanwhile.
     pub(crate) async fn ready(&self, file: &FileMeta, jti: Option<&str>) -> Result<(), Error> {
-        self.base
-            .records()
-            .mark_ready(&file.owner, &file.id)
-            .await?;
+        self.records.mark_ready(&file.owner, &file.id).await?;
         self.unless_deleted(file).await?;
         crate::telemetry::audit(crate::telemetry::Change::Ready, file, jti);
         Ok(())
@@ -60,7 +64,7 @@ impl Custody {
     /// Bytes of `file` just stored: purged, and [`Error::NotFound`], if it
     /// was deleted meanwhile.
     pub(crate) async fn unless_deleted(&self, file: &FileMeta) -> Result<(), Error> {
-        if self.base.records().deleted(&file.id).await?.is_some() {
+        if self.records.deleted(&file.id).await?.is_some() {
             tracing::info!(file_id = %file.id, "bytes arrived for a deleted file: purged");
             self.purge(file).await?;
             return Err(Error::NotFound);
@@ -73,13 +77,13 @@ impl Custody {
     /// a download could be given.
     pub(crate) async fn purge(&self, file: &FileMeta) -> Result<(), Error> {
         let key = file.object_key();
-        if let Intake::Parts(parts, plan) = self.base.intake(file)
+        if let Intake::Parts(parts, plan) = Intake::of(&*self.store, &self.transfers, file)
             && let Err(e) = parts.abort(&key, &plan).await
         {
             // A part arriving now holds it; the purge below takes the rest.
             tracing::warn!(file_id = %file.id, error = %e, "could not abort the upload in parts");
         }
-        self.base.store().purge(&key).await?;
+        self.store.purge(&key).await?;
         Ok(())
     }
 }

@@ -20,10 +20,12 @@
 //! - [`imports`] ([`imports::Imports`]): a file the server fetches from a
 //!   URL, behind the import guard.
 //!
-//! The shared parts they call by name: [`base::Base`] (the backends and
-//! transfer settings, what a link speaks, the changes reported beside the
-//! records), with `proof` (proving an object the store cannot vouch for, a
-//! slice at a time, under a lease in its record); [`links::Links`] (every
+//! Each holds only the backends it uses ([`backends::Backends`] is the
+//! wiring's bundle, held by none). The shared parts they call by name:
+//! [`intake`] (what a file's upload link speaks), `proof` (proving an
+//! object the store cannot vouch for, a slice at a time, under a lease in
+//! its record); [`custody`] (a file made ready, purged or refused, and the
+//! changes reported beside the records); [`links::Links`] (every
 //! link, handle, page, upload id and cursor minted and opened in one
 //! place, one `NotFound` for every link that does not open); and
 //! [`limits::Limits`] (the admission part: rates, caps, waits, the hourly
@@ -35,7 +37,7 @@
 //! [`crate::records`], [`crate::ledger`]), which know nothing of it.
 
 pub mod actions;
-pub mod base;
+pub mod backends;
 pub mod batches;
 pub mod custody;
 pub mod downloads;
@@ -56,7 +58,7 @@ use std::sync::Arc;
 use url::Url;
 
 use actions::Actions;
-use base::Base;
+use backends::Backends;
 use batches::Batches;
 use downloads::Downloads;
 use files::Files;
@@ -155,7 +157,7 @@ pub struct Sluice(Arc<Components>);
 
 /// The components, wired once.
 struct Components {
-    base: Base,
+    backends: Backends,
     files: Files,
     limits: Limits,
     uploads: Uploads,
@@ -207,25 +209,31 @@ impl Sluice {
         let keys = Arc::new(keys);
         let links = links::Links::new(keys.clone(), endpoints.clone());
         let reporter = custody::Reporter::new(records.clone(), ledger.clone());
-        let base = Base::new(store, records, ledger, transfers);
-        let custody = custody::Custody::new(base.clone(), reporter.clone());
-        let type_check = scan.type_check;
-        let gate = gate::Gate::new(
-            base.clone(),
-            custody.clone(),
-            scans(scan, scanner),
-            type_check,
+        let backends = Backends {
+            store,
+            records,
+            ledger,
+            transfers: Arc::new(transfers),
+        };
+        let proofs = proof::Proofs::new(
+            backends.store.clone(),
+            backends.records.clone(),
+            backends.transfers.clone(),
         );
+        let custody = custody::Custody::new(&backends, reporter.clone());
+        let type_check = scan.type_check;
+        let gate = gate::Gate::new(&backends, custody.clone(), scans(scan, scanner), type_check);
         let files = Files::new(
-            base.clone(),
+            &backends,
+            proofs.clone(),
             links.clone(),
             reporter.clone(),
-            gate.clone(),
-            custody.clone(),
+            (gate, custody),
         );
-        let limits = Limits::new(base.clone(), files.clone(), limits, pending_caps);
+        let limits = Limits::new(&backends, files.clone(), limits, pending_caps);
         let uploads = Uploads::new(
-            base.clone(),
+            &backends,
+            proofs.clone(),
             files.clone(),
             limits.clone(),
             endpoints.clone(),
@@ -233,21 +241,21 @@ impl Sluice {
             reporter.clone(),
         );
         let downloads = Downloads::new(
-            base.clone(),
+            &backends,
             files.clone(),
             limits.clone(),
             links.clone(),
             reporter,
         );
         let pages = Pages::new(
-            base.clone(),
+            &backends,
             uploads.clone(),
             files.clone(),
             limits.clone(),
             links.clone(),
         );
         let batches = Batches::new(
-            base.clone(),
+            &backends,
             uploads.clone(),
             downloads.clone(),
             files.clone(),
@@ -263,7 +271,7 @@ impl Sluice {
             },
         );
         let imports = Imports::new(
-            base.clone(),
+            (&backends, proofs),
             uploads.clone(),
             files.clone(),
             limits.clone(),
@@ -272,7 +280,7 @@ impl Sluice {
             imports_dispatch,
         );
         let actions = Actions::new(
-            base.clone(),
+            &backends,
             actions,
             actions::ActionCalls {
                 uploads: uploads.clone(),
@@ -285,7 +293,7 @@ impl Sluice {
         );
         let receipts = receipts::Receipts::new(
             receipt_keys,
-            base.clone(),
+            &backends,
             files.clone(),
             endpoints.public.as_str().trim_end_matches('/').to_owned(),
             format!(
@@ -294,7 +302,7 @@ impl Sluice {
             ),
         );
         Self(Arc::new(Components {
-            base,
+            backends,
             receipts,
             files,
             limits,
@@ -356,29 +364,24 @@ impl Sluice {
         &self.0.limits
     }
 
-    /// The backends and transfer settings.
-    pub fn base(&self) -> &Base {
-        &self.0.base
-    }
-
     /// How files move: lifetimes, sizes and time limits.
     pub fn transfers(&self) -> &Transfers {
-        self.0.base.transfers()
+        &self.0.backends.transfers
     }
 
     /// The object store.
     pub fn store(&self) -> &dyn ObjectStore {
-        self.0.base.store()
+        &*self.0.backends.store
     }
 
     /// The file records.
     pub fn records(&self) -> &dyn RecordStore {
-        self.0.base.records()
+        &*self.0.backends.records
     }
 
     /// The spent-token ledger.
     pub fn ledger(&self) -> &dyn Ledger {
-        self.0.base.ledger()
+        &*self.0.backends.ledger
     }
 
     /// The largest MCP request body.

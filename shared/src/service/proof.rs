@@ -15,16 +15,18 @@
 //! file, and the object goes. The state lives in the record, so nothing is
 //! kept beside the object and any store with ranged reads can be proven.
 
-use super::base::Base;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::files::stored::Stored;
+use crate::config::Transfers;
 use crate::error::Error;
 use crate::file::FileMeta;
+use crate::records::ProofLease;
+use crate::service::intake::Intake;
 use crate::sha::{Midstate, Mismatch, Sha256};
-use crate::store::{Busy, ObjectInfo, StoreError};
+use crate::store::{Busy, ObjectInfo, ObjectStore, StoreError};
 
 /// The most of an object one ranged read proves (a whole number of MiB,
 /// so that the hash's state is saved on a block boundary).
@@ -77,7 +79,58 @@ pub(crate) fn proven_for(etag: Option<String>) -> String {
     .expect("a proof serializes")
 }
 
-/// How far one call of [`Base::prove`] went.
+/// Proofs of objects the store cannot vouch for: held by [`super::files::Files`]
+/// (an object found stored), an upload in parts' completion and an
+/// import's. Over the store it reads, the records that keep each proof,
+/// and the `transfers` group (each call's budget, what a file's link
+/// speaks). Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Proofs {
+    store: Arc<dyn ObjectStore>,
+    /// The file records, where each proof is kept, and its lease.
+    records: Arc<dyn ProofLease>,
+    transfers: Arc<Transfers>,
+}
+
+impl Proofs {
+    /// Over `store`, the proofs kept in `records`, under `transfers`.
+    pub(crate) fn new(
+        store: Arc<dyn ObjectStore>,
+        records: Arc<dyn ProofLease>,
+        transfers: Arc<Transfers>,
+    ) -> Self {
+        Self {
+            store,
+            records,
+            transfers,
+        }
+    }
+
+    /// How long one call may prove for.
+    pub(crate) fn budget(&self) -> Duration {
+        self.transfers.proof_budget
+    }
+}
+
+impl std::fmt::Debug for Proofs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Proofs").finish_non_exhaustive()
+    }
+}
+
+/// What a proof says of an object the store does not vouch for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Vouched {
+    /// Proven the file declared (its record says so, for this object).
+    Proven,
+    /// Being proven (by its upload's completion, or here, a budget at a
+    /// time): not delivered yet.
+    Verifying,
+    /// Not the file declared, or it cannot be proven: never delivered.
+    NotTheFile,
+}
+
+/// How far one call of [`Proofs::prove`] went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Proved {
     /// The object is the file declared.
@@ -94,7 +147,7 @@ pub(crate) struct Held {
     proof: Proof,
 }
 
-impl Base {
+impl Proofs {
     /// Takes `file`'s proof for one call of `budget`: refused
     /// ([`Busy::Completing`]) while another call holds it.
     pub(crate) async fn hold_proof(
@@ -103,7 +156,7 @@ impl Base {
         budget: Duration,
     ) -> Result<Held, StoreError> {
         let record = self
-            .records()
+            .records
             .get(&file.owner, &file.id)
             .await?
             .ok_or_else(|| StoreError::Io(std::io::Error::other("the file has no record")))?;
@@ -142,7 +195,7 @@ impl Base {
         held.proof.etag = Some(etag.clone());
         while hash.offset() < size {
             let (from, to) = (hash.offset(), (hash.offset() + slice).min(size));
-            let read = self.store().get_range(&key, from..to, Some(&etag)).await;
+            let read = self.store.get_range(&key, from..to, Some(&etag)).await;
             let Some(mut body) = read? else {
                 return Err(StoreError::Changed);
             };
@@ -179,7 +232,7 @@ impl Base {
     }
 }
 
-impl Base {
+impl Proofs {
     /// An object a direct store does not vouch for: ready once sluice
     /// proved it (its record says so, for this very object). Until then,
     /// where the store checks SHA-256, a file in parts is being proven by
@@ -188,45 +241,49 @@ impl Base {
     pub(crate) async fn unvouched(
         &self,
         file: &FileMeta,
-        info: ObjectInfo,
+        info: &ObjectInfo,
         store_checks: bool,
-    ) -> Result<Stored, Error> {
-        let record = self.records().get(&file.owner, &file.id).await?;
+    ) -> Result<Vouched, Error> {
+        let record = self.records.get(&file.owner, &file.id).await?;
         let kept = record.and_then(|r| r.proof);
         if proves(kept.as_deref(), info.etag.as_deref()) {
-            return Ok(Stored::Ready(info));
+            return Ok(Vouched::Proven);
         }
         if store_checks {
             // Joined from parts: its completion proves it. In one PUT: the
             // store would have recorded the digest it checked (s3s-fs
             // keeps, without one, a body it refused).
-            return Ok(match self.plan_of(file) {
-                Some(_) => Stored::Verifying,
-                None => {
-                    tracing::warn!(file_id = %file.id, "stored object carries no checked digest");
-                    Stored::Mismatch
-                }
-            });
+            return Ok(
+                match Intake::of(&*self.store, &self.transfers, file).plan() {
+                    Some(_) => Vouched::Verifying,
+                    None => {
+                        tracing::warn!(file_id = %file.id, "stored object carries no checked digest");
+                        Vouched::NotTheFile
+                    }
+                },
+            );
         }
         let Some(etag) = info.etag.clone() else {
             tracing::warn!(file_id = %file.id, "the store gives no entity tag: the object cannot be proven");
-            return Ok(Stored::Mismatch);
+            return Ok(Vouched::NotTheFile);
         };
-        let mut held = match self.hold_proof(file, self.transfers().proof_budget).await {
+        let mut held = match self.hold_proof(file, self.budget()).await {
             Ok(held) => held,
-            Err(crate::store::StoreError::Busy(_)) => return Ok(Stored::Verifying),
+            Err(crate::store::StoreError::Busy(_)) => return Ok(Vouched::Verifying),
             Err(e) => return Err(e.into()),
         };
-        let budget = self.transfers().proof_budget;
+        let budget = self.budget();
         let proved = self.prove(&mut held, etag, PROOF_SLICE, budget).await;
         held.release(self).await;
         match proved {
-            Ok(Proved::Proven) => Ok(Stored::Ready(info)),
-            Ok(Proved::Partly(_)) | Err(crate::store::StoreError::Changed) => Ok(Stored::Verifying),
+            Ok(Proved::Proven) => Ok(Vouched::Proven),
+            Ok(Proved::Partly(_)) | Err(crate::store::StoreError::Changed) => {
+                Ok(Vouched::Verifying)
+            }
             Err(crate::store::StoreError::Mismatch(m)) => {
                 tracing::warn!(file_id = %file.id, error = %m, "stored object is not the file declared: deleted");
-                self.store().delete(&file.object_key()).await?;
-                Ok(Stored::Mismatch)
+                self.store.delete(&file.object_key()).await?;
+                Ok(Vouched::NotTheFile)
             }
             Err(e) => Err(e.into()),
         }
@@ -259,11 +316,11 @@ impl Held {
 
     /// Writes the proof as it stands, if no other call moved it since:
     /// [`Busy::Completing`] if one did (it took over a lease thought dead).
-    async fn save(&mut self, base: &Base) -> Result<(), StoreError> {
+    async fn save(&mut self, proofs: &Proofs) -> Result<(), StoreError> {
         let next = serde_json::to_string(&self.proof).expect("a proof serializes");
         let (owner, id) = (&self.file.owner, &self.file.id);
-        if !base
-            .records()
+        if !proofs
+            .records
             .swap_proof(owner, id, self.kept.as_deref(), Some(&next))
             .await?
         {
@@ -275,9 +332,9 @@ impl Held {
 
     /// Gives the lease back, keeping the proof as it stands (logged if the
     /// record cannot be written: the lease then lapses on its own).
-    pub(crate) async fn release(mut self, base: &Base) {
+    pub(crate) async fn release(mut self, proofs: &Proofs) {
         self.proof.lease = 0;
-        if let Err(e) = self.save(base).await {
+        if let Err(e) = self.save(proofs).await {
             tracing::warn!(file_id = %self.file.id, error = %e, "could not give a proof's lease back");
         }
     }

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use jsonwebtoken::jwk::JwkSet;
 use serde::Serialize;
 
-use super::base::Base;
 use super::files::Files;
 use crate::auth::Caller;
 use crate::error::Error;
@@ -37,7 +36,7 @@ pub struct ReceiptAnswer {
 #[derive(Clone, Debug)]
 pub struct Receipts {
     keys: Option<Arc<dyn Signer>>,
-    base: Base,
+    records: Arc<dyn crate::records::RecordStore>,
     files: Files,
     issuer: String,
     jwks_url: String,
@@ -48,14 +47,14 @@ impl Receipts {
     /// public URL), whose JWKS is at `jwks_url`.
     pub fn new(
         keys: Option<Arc<dyn Signer>>,
-        base: Base,
+        backends: &super::backends::Backends,
         files: Files,
         issuer: String,
         jwks_url: String,
     ) -> Self {
         Self {
             keys,
-            base,
+            records: backends.records.clone(),
             files,
             issuer,
             jwks_url,
@@ -99,14 +98,12 @@ impl Receipts {
         if record.copy {
             return Ok(SourceClaims::Copy);
         }
-        Ok(
-            match self.base.records().get_import(&record.file.id).await? {
-                Some(import) => SourceClaims::Url {
-                    origin: import.source,
-                },
-                None => SourceClaims::Upload,
+        Ok(match self.records.get_import(&record.file.id).await? {
+            Some(import) => SourceClaims::Url {
+                origin: import.source,
             },
-        )
+            None => SourceClaims::Upload,
+        })
     }
 
     /// The receipt of the file `file` (an id or a handle) names, for
@@ -122,8 +119,7 @@ impl Receipts {
         // clean, where files are scanned); any other state is said.
         self.files.stored(&file).await?.deliverable()?;
         let record = self
-            .base
-            .records()
+            .records
             .get(&file.owner, &file.id)
             .await?
             .ok_or(Error::UnknownFile(file.id.clone()))?;

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use futures_util::StreamExt as _;
 use serde_json::{Map, Value, json};
 
-use super::base::Base;
 use super::batches::Batches;
 use super::downloads::Downloads;
 use super::files::Files;
@@ -71,16 +70,20 @@ pub struct ActionCalls {
 /// Actions whose File fields take handles, run for a caller.
 #[derive(Clone, Debug)]
 pub struct Actions {
-    base: Base,
+    store: Arc<dyn crate::store::ObjectStore>,
     catalog: Arc<crate::actions::Actions>,
     calls: ActionCalls,
 }
 
 impl Actions {
     /// The actions of `catalog`, over the components their runs call.
-    pub fn new(base: Base, catalog: crate::actions::Actions, calls: ActionCalls) -> Self {
+    pub fn new(
+        backends: &super::backends::Backends,
+        catalog: crate::actions::Actions,
+        calls: ActionCalls,
+    ) -> Self {
         Self {
-            base,
+            store: backends.store.clone(),
             catalog: Arc::new(catalog),
             calls,
         }
@@ -184,7 +187,7 @@ impl Actions {
             FileDelivery::DataUri => {
                 let failure = Failure::default();
                 let body = body::build(
-                    self.base.store_arc(),
+                    self.store.clone(),
                     self.configured().reads(),
                     &failure,
                     &action.name,

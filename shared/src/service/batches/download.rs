@@ -70,11 +70,10 @@ impl Batches {
             });
         }
         self.charge_owners(&found).await?;
-        let expires_at = now_unix() + self.base.transfers().link_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.transfers.link_ttl.as_secs() as i64;
         let id = FileId::random();
         let manifest = manifest_of(&listed);
-        self.base
-            .records()
+        self.records
             .put_batch(&Batch {
                 id: Some(id.clone()),
                 owner: caller.owner.clone(),
@@ -161,8 +160,7 @@ impl Batches {
         let (short, batch) = self.batch_of(token, ShortKind::BatchDownload).await?;
         let jti = short.jti();
         if self
-            .base
-            .ledger()
+            .ledger
             .spend(&jti, short.expires_at.unwrap_or(0))
             .await?
             == Spend::AlreadySpent

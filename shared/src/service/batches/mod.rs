@@ -29,13 +29,14 @@ pub mod zip;
 mod zip_writer;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::service::base::Protocol;
+use crate::service::intake::Protocol;
 use crate::service::uploads::issue::{Reader, UploadRequest};
 
-use super::base::Base;
+use super::backends::Backends;
 use super::downloads::Downloads;
 use super::files::Files;
 use super::files::stored::Stored;
@@ -205,7 +206,10 @@ fn checked_path(path: &str) -> Result<String, String> {
 /// Many files in one call and one line, each way.
 #[derive(Clone, Debug)]
 pub struct Batches {
-    base: Base,
+    store: Arc<dyn crate::store::ObjectStore>,
+    records: Arc<dyn crate::records::RecordStore>,
+    ledger: Arc<dyn crate::ledger::Ledger>,
+    transfers: Arc<crate::config::Transfers>,
     uploads: Uploads,
     downloads: Downloads,
     files: Files,
@@ -219,7 +223,7 @@ impl Batches {
     /// Batches of the files `uploads` issues and `downloads` links; zips
     /// built where `zips` says.
     pub fn new(
-        base: Base,
+        backends: &Backends,
         uploads: Uploads,
         downloads: Downloads,
         files: Files,
@@ -228,7 +232,10 @@ impl Batches {
         zips: zip::Zips,
     ) -> Self {
         Self {
-            base,
+            store: backends.store.clone(),
+            records: backends.records.clone(),
+            ledger: backends.ledger.clone(),
+            transfers: backends.transfers.clone(),
             uploads,
             downloads,
             files,
@@ -246,8 +253,7 @@ impl Batches {
         let now = now_unix();
         let short = self.links.open_batch(token, kind)?;
         let batch = self
-            .base
-            .records()
+            .records
             .get_batch(&short.file_id)
             .await?
             .filter(|b| b.expires_at > now)
@@ -261,8 +267,7 @@ impl Batches {
     pub(crate) async fn batch_for(&self, caller: &Caller, handle: &str) -> Result<Batch, Error> {
         let id = self.links.open_batch_handle(handle)?;
         let batch = self
-            .base
-            .records()
+            .records
             .get_batch(&id)
             .await?
             .ok_or(Error::HandleExpired)?;

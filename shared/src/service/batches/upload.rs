@@ -2,6 +2,7 @@
 //! first lines ([`super`]).
 
 use super::Batches;
+use crate::service::intake::Intake;
 use std::collections::{HashMap, HashSet};
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
@@ -31,7 +32,7 @@ impl Batches {
         )?;
         let now = now_unix();
         let found = self.stored_copies(owner, &checked, now).await?;
-        let expires_at = now + self.base.transfers().handle_ttl.as_secs() as i64;
+        let expires_at = now + self.transfers.handle_ttl.as_secs() as i64;
         let files: Vec<Option<FileMeta>> = checked
             .iter()
             .map(|c| c.as_ref().ok().map(|(_, f)| f.clone()))
@@ -62,8 +63,7 @@ impl Batches {
             .await?;
         let id = FileId::random();
         let manifest = manifest_of(&listed);
-        self.base
-            .records()
+        self.records
             .put_batch(&Batch {
                 id: Some(id.clone()),
                 owner: owner.to_owned(),
@@ -161,12 +161,7 @@ impl Batches {
         sha256: Sha256,
         now: i64,
     ) -> Result<Option<StoredCopy>, Error> {
-        let Some(record) = self
-            .base
-            .records()
-            .find_ready(owner, size, sha256, now)
-            .await?
-        else {
+        let Some(record) = self.records.find_ready(owner, size, sha256, now).await? else {
             return Ok(None);
         };
         Ok(match self.files.stored(&record.file).await? {
@@ -212,8 +207,7 @@ impl Batches {
     ) -> Result<bool, Error> {
         let old = &from.file;
         let copy = match self
-            .base
-            .store()
+            .store
             .copy(&old.object_key(), &file.object_key(), info)
             .await
         {
@@ -224,12 +218,11 @@ impl Batches {
                 return Ok(false);
             }
         };
-        if let Access::Direct(_) = self.base.store().access()
+        if let Access::Direct(_) = self.store.access()
             && copy.sha256 != Some(file.sha256)
         {
             let proof = crate::service::proof::proven_for(copy.etag.clone());
-            self.base
-                .records()
+            self.records
                 .swap_proof(&file.owner, &file.id, None, Some(&proof))
                 .await?;
         }
@@ -324,7 +317,7 @@ impl Batches {
                     .await?;
                 // How it goes: one resumable stream where sluice receives
                 // the bytes, else its part size in MiB (0: one PUT).
-                let how = match self.base.protocol_of(&file) {
+                let how = match Intake::of(&*self.store, &self.transfers, &file).protocol() {
                     Protocol::Stream => "s".to_owned(),
                     Protocol::Parts(p) => (p.part_size / (1024 * 1024)).to_string(),
                     Protocol::Put => "0".to_owned(),
@@ -347,7 +340,7 @@ impl Batches {
             .trim_end_matches('\n')
             .to_owned();
         let record = match FileId::parse(&f.id) {
-            Some(id) => self.base.records().find(&id).await?,
+            Some(id) => self.records.find(&id).await?,
             None => None,
         };
         Ok((line, record))

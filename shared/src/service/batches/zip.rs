@@ -224,7 +224,7 @@ impl Batches {
         let spending = self
             .downloads
             .spending(short.jti(), short.expires_at.unwrap_or(0));
-        if self.base.ledger().is_spent(&spending.jti).await? {
+        if self.ledger.is_spent(&spending.jti).await? {
             return Err(spending.replayed());
         }
         let file_name = zip_name(&short.file_id);
@@ -292,7 +292,7 @@ impl Batches {
         entries: Vec<Entry>,
         spending: &Spending,
     ) -> Result<Zipped, Error> {
-        let store = self.base.store();
+        let store = &*self.store;
         let key = zip_key(batch, id);
         let Some(info) = store.head(&key).await? else {
             return Err(match self.why_failed(batch, id).await? {
@@ -312,16 +312,21 @@ impl Batches {
             spending.redirected(&span, &files).await?;
         }
         let name = zip_name(id);
-        let url =
-            presigned_attachment(&self.base, presign, &key, &info, (&name, "application/zip"))
-                .await?;
+        let url = presigned_attachment(
+            &self.transfers,
+            presign,
+            &key,
+            &info,
+            (&name, "application/zip"),
+        )
+        .await?;
         tracing::info!(jti = %spending.jti, "zip redirected to the store");
         Ok(Zipped::Redirect(url))
     }
 
     /// Why the build of `batch`'s zip failed, if it did.
     async fn why_failed(&self, batch: &Batch, id: &FileId) -> Result<Option<String>, Error> {
-        let Some(mut stream) = self.base.store().get(&failed_key(batch, id)).await? else {
+        let Some(mut stream) = self.store.get(&failed_key(batch, id)).await? else {
             return Ok(None);
         };
         let mut why = Vec::new();
@@ -340,14 +345,13 @@ impl Batches {
     pub async fn build_zip(&self, id: &str) -> Result<ZipBuild, Error> {
         let id = FileId::parse(id).ok_or_else(|| Error::Invalid("no batch id".into()))?;
         let batch = self
-            .base
-            .records()
+            .records
             .get_batch(&id)
             .await?
             .filter(|b| b.expires_at > crate::time::now_unix())
             .ok_or(Error::NotFound)?;
         let key = zip_key(&batch, &id);
-        let store = self.base.store();
+        let store = &*self.store;
         if let Some(info) = store.head(&key).await? {
             tracing::info!(batch = %id, "a zip asked for again was built already");
             return Ok(ZipBuild::Built(Built {

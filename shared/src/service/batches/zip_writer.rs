@@ -14,7 +14,6 @@ use super::Batches;
 use super::zip::{Entry, PIPE_BYTES, SUMS};
 use crate::error::Error;
 use crate::file::FileMeta;
-use crate::service::base::Base;
 use crate::service::downloads::{Spending, none_deleted};
 use crate::sha::Sha256;
 use crate::store::{ByteStream, verified};
@@ -28,7 +27,8 @@ impl Batches {
         entries: Vec<Entry>,
     ) -> Result<ByteStream, Error> {
         let writer = Writer {
-            base: self.base.clone(),
+            store: self.store.clone(),
+            records: self.records.clone(),
             spending,
             entries,
         };
@@ -38,7 +38,8 @@ impl Batches {
 
 /// What the writer of one zip holds: it outlives the request's call.
 struct Writer {
-    base: Base,
+    store: std::sync::Arc<dyn crate::store::ObjectStore>,
+    records: std::sync::Arc<dyn crate::records::RecordStore>,
     /// The link the zip is streamed to (none: built into the store).
     spending: Option<Spending>,
     entries: Vec<Entry>,
@@ -79,8 +80,7 @@ impl Writer {
         for entry in &self.entries {
             let file = &entry.file;
             let stream = self
-                .base
-                .store()
+                .store
                 .get(&file.object_key())
                 .await
                 .map_err(io::Error::other)?
@@ -108,7 +108,7 @@ impl Writer {
         let files: Vec<FileMeta> = self.entries.iter().map(|e| e.file.clone()).collect();
         let ended = match &self.spending {
             Some(spending) => spending.last_byte(&files).await,
-            None => none_deleted(&self.base, &files).await,
+            None => none_deleted(&*self.records, &files).await,
         };
         ended.map_err(|e| io::Error::other(format!("the zip was cut: {e}")))?;
         zip.close().await.map_err(zip_error)?;

@@ -19,9 +19,10 @@ mod spending;
 
 use bytes::Bytes;
 use serde::Serialize;
+use std::sync::Arc;
 use tracing::Instrument as _;
 
-use super::base::Base;
+use super::backends::Backends;
 use super::custody::Reporter;
 use super::files::Files;
 use super::files::stored::Stored;
@@ -201,7 +202,7 @@ impl std::fmt::Debug for Delivery {
 /// `SLUICE_DOWNLOAD_URL_TTL_SECS`: a download's, or a zip's built in the
 /// store.
 pub(crate) async fn presigned_attachment(
-    base: &Base,
+    transfers: &crate::config::Transfers,
     presign: &dyn crate::store::Presigner,
     key: &crate::file::ObjectKey,
     info: &crate::store::ObjectInfo,
@@ -213,14 +214,17 @@ pub(crate) async fn presigned_attachment(
         content_type,
     };
     Ok(presign
-        .presign_get(key, info, download, base.transfers().download_url_ttl)
+        .presign_get(key, info, download, transfers.download_url_ttl)
         .await?)
 }
 
 /// Download links: issued for a stored file, redeemed once.
 #[derive(Clone, Debug)]
 pub struct Downloads {
-    base: Base,
+    store: Arc<dyn crate::store::ObjectStore>,
+    records: Arc<dyn crate::records::RecordStore>,
+    ledger: Arc<dyn crate::ledger::Ledger>,
+    transfers: Arc<crate::config::Transfers>,
     files: Files,
     limits: Limits,
     links: Links,
@@ -229,9 +233,18 @@ pub struct Downloads {
 
 impl Downloads {
     /// Links under the resolver of `endpoints`, for `files`, within `limits`.
-    pub fn new(base: Base, files: Files, limits: Limits, links: Links, reporter: Reporter) -> Self {
+    pub fn new(
+        backends: &Backends,
+        files: Files,
+        limits: Limits,
+        links: Links,
+        reporter: Reporter,
+    ) -> Self {
         Self {
-            base,
+            store: backends.store.clone(),
+            records: backends.records.clone(),
+            ledger: backends.ledger.clone(),
+            transfers: backends.transfers.clone(),
             files,
             limits,
             links,
@@ -277,13 +290,18 @@ impl Downloads {
     /// What redeeming the single-use link `jti` (a file's, or a zip's)
     /// charges and spends, until `expires_at`.
     pub(crate) fn spending(&self, jti: String, expires_at: i64) -> Spending {
-        Spending::new(jti, expires_at, self.base.clone(), self.reporter.clone())
+        Spending::new(
+            jti,
+            expires_at,
+            (self.ledger.clone(), self.records.clone()),
+            self.reporter.clone(),
+        )
     }
 
     /// A single-use download link for a file the caller knows is stored
     /// (just stored, or just checked): no request to the store.
     pub(crate) fn download_ticket(&self, file: &FileMeta) -> DownloadTicket {
-        let expires_at = now_unix() + self.base.transfers().link_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.transfers.link_ttl.as_secs() as i64;
         let Link { url, jti } = self.links.download(&file.id, expires_at);
         tracing::info!(file_id = %file.id, %jti, "download link issued");
         // No unreachable-host guard here, unlike the upload line's: with
@@ -332,7 +350,7 @@ impl Downloads {
         let spending = self.spending(link.jti(), link.expires_at.unwrap_or(0));
         // A replay is refused before anything is read: no record, no
         // object, no hash.
-        if self.base.ledger().is_spent(&spending.jti).await? {
+        if self.ledger.is_spent(&spending.jti).await? {
             return Err(spending.replayed());
         }
         let record = self.files.linked(&link).await?;
@@ -375,14 +393,14 @@ impl Downloads {
         span: Span,
         spending: &Spending,
     ) -> Result<Delivery, Error> {
-        let delivery = match self.base.store().access() {
+        let delivery = match self.store.access() {
             // The store recorded the digest it verified on upload: never read here.
             Access::Direct(presign) => {
                 spending
                     .redirected(&span, std::slice::from_ref(&file))
                     .await?;
                 let url = presigned_attachment(
-                    &self.base,
+                    &self.transfers,
                     presign,
                     &file.object_key(),
                     &info,
@@ -397,7 +415,7 @@ impl Downloads {
                 // by another redemption is the uniform 404, not a 503.
                 let bytes = match self.read_verified(&file).await {
                     Ok(bytes) => bytes.ok_or(Error::NotFound)?,
-                    Err(Error::Busy(_)) if self.base.ledger().is_spent(&spending.jti).await? => {
+                    Err(Error::Busy(_)) if self.ledger.is_spent(&spending.jti).await? => {
                         return Err(spending.replayed());
                     }
                     Err(e) => return Err(e),
@@ -417,11 +435,9 @@ impl Downloads {
                 // for want of a slot keeps its link for a later try. Of
                 // many redemptions at once, the first to deliver the last
                 // byte spends it; the others are cut before theirs.
-                let stream = match self.base.store().get(&file.object_key()).await {
+                let stream = match self.store.get(&file.object_key()).await {
                     Ok(stream) => stream.ok_or(Error::NotFound)?,
-                    Err(StoreError::Busy(_))
-                        if self.base.ledger().is_spent(&spending.jti).await? =>
-                    {
+                    Err(StoreError::Busy(_)) if self.ledger.is_spent(&spending.jti).await? => {
                         return Err(spending.replayed());
                     }
                     Err(e) => return Err(e.into()),
@@ -463,7 +479,7 @@ impl Downloads {
     /// Reads a file's object whole (callers bound its size) and checks it
     /// against the pinned size and sha256; `None` if there is no object.
     pub(crate) async fn read_verified(&self, file: &FileMeta) -> Result<Option<Vec<u8>>, Error> {
-        let Some(stream) = self.base.store().get(&file.object_key()).await? else {
+        let Some(stream) = self.store.get(&file.object_key()).await? else {
             return Ok(None);
         };
         let chunks: Vec<bytes::Bytes> = futures_util::TryStreamExt::try_collect(stream)

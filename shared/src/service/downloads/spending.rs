@@ -8,27 +8,36 @@ use super::ranges;
 use crate::error::Error;
 use crate::events::{Event, EventType};
 use crate::file::FileMeta;
+use crate::ledger::Ledger;
 use crate::ledger::Spend;
-use crate::service::base::Base;
+use crate::records::RecordStore;
 use crate::service::custody::Reporter;
 use crate::store::ByteStream;
+use std::sync::Arc;
 
 /// One link's charges and its spend. Cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Spending {
     pub(crate) jti: String,
     expires_at: i64,
-    base: Base,
+    ledger: Arc<dyn Ledger>,
+    records: Arc<dyn RecordStore>,
     reporter: Reporter,
 }
 
 impl Spending {
     /// For the link `jti`, kept until `expires_at`.
-    pub(super) fn new(jti: String, expires_at: i64, base: Base, reporter: Reporter) -> Self {
+    pub(super) fn new(
+        jti: String,
+        expires_at: i64,
+        (ledger, records): (Arc<dyn Ledger>, Arc<dyn RecordStore>),
+        reporter: Reporter,
+    ) -> Self {
         Self {
             jti,
             expires_at,
-            base,
+            ledger,
+            records,
             reporter,
         }
     }
@@ -48,8 +57,7 @@ impl Spending {
         let key = format!("link-bytes:{}", self.jti);
         let budget = ranges::budget(span.size);
         if self
-            .base
-            .ledger()
+            .ledger
             .charge(&key, span.len(), budget, self.expires_at)
             .await?
         {
@@ -57,7 +65,7 @@ impl Spending {
         }
         // Spent meanwhile by another redemption (which took the budget as
         // it went): the uniform answer of a spent link.
-        if self.base.ledger().is_spent(&self.jti).await? {
+        if self.ledger.is_spent(&self.jti).await? {
             return Err(self.replayed());
         }
         tracing::info!(jti = %self.jti, "download link past its byte budget");
@@ -85,7 +93,7 @@ impl Spending {
             .iter()
             .map(|file| Event::about(EventType::Downloaded, file, Some(&self.jti)))
             .collect();
-        let ledger = self.base.ledger();
+        let ledger = &*self.ledger;
         let spent = match events.as_slice() {
             [one] => {
                 ledger
@@ -108,7 +116,7 @@ impl Spending {
     /// meanwhile: the uniform `404`, nothing spent, and the client never
     /// holds the whole), else the link is spent ([`Spending::spend`]).
     pub(crate) async fn last_byte(&self, files: &[FileMeta]) -> Result<(), Error> {
-        none_deleted(&self.base, files).await?;
+        none_deleted(&*self.records, files).await?;
         self.spend(files).await
     }
 
@@ -157,9 +165,12 @@ impl Spending {
 
 /// The uniform `404` if any of `files` was deleted: what a delete wins
 /// over, before a last byte goes out (or a zip is closed).
-pub(crate) async fn none_deleted(base: &Base, files: &[FileMeta]) -> Result<(), Error> {
+pub(crate) async fn none_deleted(
+    records: &dyn crate::records::FileRecords,
+    files: &[FileMeta],
+) -> Result<(), Error> {
     for file in files {
-        if base.records().deleted(&file.id).await?.is_some() {
+        if records.deleted(&file.id).await?.is_some() {
             tracing::info!(file_id = %file.id, "cut before its last byte: the file was deleted");
             return Err(Error::NotFound);
         }

@@ -55,12 +55,11 @@ impl Files {
     /// File `id` of the caller's, deleted now or before.
     async fn delete_id(&self, caller: &Caller, id: &FileId) -> Result<FileRecord, Error> {
         let owner = caller.owner.as_str();
-        if let Some(record) = self.base.records().delete(owner, id).await? {
+        if let Some(record) = self.records.delete(owner, id).await? {
             crate::telemetry::audit_deleted(&record.file, &caller.owner);
             return Ok(record);
         }
-        self.base
-            .records()
+        self.records
             .deleted(id)
             .await?
             .filter(|r| r.file.owner == owner)
@@ -72,16 +71,16 @@ impl Files {
     async fn delete_handle(&self, caller: &Caller, handle: &str) -> Result<FileRecord, Error> {
         let id = self.links().open_handle(handle)?;
         let may = |r: &FileRecord| r.file.owner == caller.owner || caller.has(Scope::FilesDelete);
-        if let Some(record) = self.base.records().find(&id).await? {
+        if let Some(record) = self.records.find(&id).await? {
             if !may(&record) {
                 return Err(Error::OtherUsersHandle);
             }
-            if let Some(record) = self.base.records().delete(&record.file.owner, &id).await? {
+            if let Some(record) = self.records.delete(&record.file.owner, &id).await? {
                 crate::telemetry::audit_deleted(&record.file, &caller.owner);
                 return Ok(record);
             }
         }
-        match self.base.records().deleted(&id).await? {
+        match self.records.deleted(&id).await? {
             Some(record) if may(&record) => Ok(record),
             Some(_) => Err(Error::OtherUsersHandle),
             None => Err(Error::HandleExpired),

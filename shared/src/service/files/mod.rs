@@ -13,8 +13,9 @@ pub mod stored;
 
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use serde::Serialize;
+use std::sync::Arc;
 
-use super::base::Base;
+use super::backends::Backends;
 use super::custody::Custody;
 use super::custody::Reporter;
 use super::gate::{Gate, Gated};
@@ -95,7 +96,9 @@ pub struct FilePage {
 /// ([`delete`]).
 #[derive(Clone, Debug)]
 pub struct Files {
-    base: Base,
+    store: Arc<dyn crate::store::ObjectStore>,
+    records: Arc<dyn crate::records::RecordStore>,
+    proofs: super::proof::Proofs,
     links: Links,
     reporter: Reporter,
     /// The malware gate ([`super::gate`]).
@@ -104,11 +107,20 @@ pub struct Files {
 }
 
 impl Files {
-    /// Over the backends of `base`, asking the malware `gate` before bytes
+    /// Over the `backends`' store and records, proving what the store
+    /// cannot vouch for with `proofs`, asking the malware `gate` before bytes
     /// are let out; a delete purges through `custody`.
-    pub fn new(base: Base, links: Links, reporter: Reporter, gate: Gate, custody: Custody) -> Self {
+    pub(crate) fn new(
+        backends: &Backends,
+        proofs: super::proof::Proofs,
+        links: Links,
+        reporter: Reporter,
+        (gate, custody): (Gate, Custody),
+    ) -> Self {
         Self {
-            base,
+            store: backends.store.clone(),
+            records: backends.records.clone(),
+            proofs,
             links,
             reporter,
             gate,
@@ -143,8 +155,7 @@ impl Files {
     /// was issued: what it pins, when it expires, its trace): none, the uniform
     /// [`Error::NotFound`].
     pub(crate) async fn linked(&self, link: &Short) -> Result<FileRecord, Error> {
-        self.base
-            .records()
+        self.records
             .find(&link.file_id)
             .await?
             .ok_or(Error::NotFound)
@@ -166,12 +177,7 @@ impl Files {
     pub async fn redeem_handle(&self, caller: &Caller, handle: &str) -> Result<FileMeta, Error> {
         let id = self.links.open_handle(handle)?;
         // A handle we issued whose record is gone was swept: expired.
-        let record = self
-            .base
-            .records()
-            .find(&id)
-            .await?
-            .ok_or(Error::HandleExpired)?;
+        let record = self.records.find(&id).await?.ok_or(Error::HandleExpired)?;
         if record.expires_at <= now_unix() {
             return Err(Error::HandleExpired);
         }
@@ -186,8 +192,7 @@ impl Files {
     /// simply not found: ids are never resolved across owners.
     pub async fn find_file(&self, owner: &str, id: &FileId) -> Result<FileMeta, Error> {
         let record = self
-            .base
-            .records()
+            .records
             .get(owner, id)
             .await?
             .filter(|r| r.file.owner == owner)
@@ -254,8 +259,7 @@ impl Files {
         // file still scanning shows nothing of its note).
         if state == FileState::Rejected
             && let Some(fresh) = self
-                .base
-                .records()
+                .records
                 .get(&record.file.owner, &record.file.id)
                 .await?
         {
@@ -315,8 +319,7 @@ impl Files {
             Some(c) => Some(self.links.open_cursor(owner, c)?),
         };
         let page = self
-            .base
-            .records()
+            .records
             .page(owner, limit, after.as_ref(), now_unix())
             .await?;
         let files = self

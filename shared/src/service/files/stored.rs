@@ -10,6 +10,7 @@ use super::Files;
 use crate::error::Error;
 use crate::file::FileMeta;
 use crate::service::gate::Gated;
+use crate::service::proof::Vouched;
 use crate::store::{Access, ObjectInfo, Pin};
 
 /// Where a file's object stands, as far as the store can tell without
@@ -72,17 +73,23 @@ impl Files {
 
     /// [`Files::stored`], the bytes alone: whether they match their pin.
     async fn stored_bytes(&self, file: &FileMeta) -> Result<Stored, Error> {
-        let Some(info) = self.base.store().head(&file.object_key()).await? else {
+        let Some(info) = self.store.head(&file.object_key()).await? else {
             return Ok(Stored::Missing);
         };
-        match (info.pin(file), self.base.store().access()) {
+        match (info.pin(file), self.store.access()) {
             (Pin::Matches, _) => Ok(Stored::Ready(info)),
             // A proxied store verified every byte on its way in.
             (Pin::Unverified, Access::Proxied) => Ok(Stored::Ready(info)),
             (Pin::Unverified, Access::Direct(presigner)) => {
-                self.base
-                    .unvouched(file, info, presigner.checks_sha256())
-                    .await
+                let vouched = self
+                    .proofs
+                    .unvouched(file, &info, presigner.checks_sha256())
+                    .await?;
+                Ok(match vouched {
+                    Vouched::Proven => Stored::Ready(info),
+                    Vouched::Verifying => Stored::Verifying,
+                    Vouched::NotTheFile => Stored::Mismatch,
+                })
             }
             (Pin::Differs, _) => {
                 tracing::warn!(file_id = %file.id, "stored object does not match its pin");

@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::Instrument as _;
 
-use super::base::Base;
 use super::custody::Custody;
 use crate::config::{Scan, TypeCheck};
 use crate::error::Error;
@@ -42,7 +41,8 @@ const LONGEST_RETRY: Duration = Duration::from_secs(30);
 /// file's bytes may be let out. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Gate {
-    base: Base,
+    store: Arc<dyn crate::store::ObjectStore>,
+    records: Arc<dyn crate::records::RecordStore>,
     custody: Custody,
     /// The scanner, with scanning on.
     scans: Option<Arc<Scans>>,
@@ -51,11 +51,17 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// Over `base`'s records and store: bytes made ready, purged or
+    /// Over the `backends`' records and store: bytes made ready, purged or
     /// refused by `custody`, scanned by `scans` when scanning is on.
-    pub fn new(base: Base, custody: Custody, scans: Option<Scans>, types: TypeCheck) -> Self {
+    pub fn new(
+        backends: &super::backends::Backends,
+        custody: Custody,
+        scans: Option<Scans>,
+        types: TypeCheck,
+    ) -> Self {
         Self {
-            base,
+            store: backends.store.clone(),
+            records: backends.records.clone(),
             custody,
             scans: scans.map(Arc::new),
             types,
@@ -192,7 +198,7 @@ impl Gate {
         let Some(gate) = self.scans.clone() else {
             return Ok(Gated::Passed);
         };
-        let Some(record) = self.base.records().get(&file.owner, &file.id).await? else {
+        let Some(record) = self.records.get(&file.owner, &file.id).await? else {
             // Deleted or swept meanwhile: nothing is let out.
             return Ok(Gated::Gone);
         };
@@ -249,32 +255,28 @@ impl Gate {
         if self.scans.is_none() && self.types != TypeCheck::Refuse {
             return Ok(None);
         }
-        let record = self.base.records().get(&file.owner, &file.id).await?;
+        let record = self.records.get(&file.owner, &file.id).await?;
         Ok(record.and_then(|r| r.refusal()))
     }
 
     /// One attempt at `file`'s scan, bounded by `SLUICE_SCAN_TIMEOUT_SECS`:
     /// one that takes longer gives no finding, as an unreachable scanner.
     async fn attempt(&self, gate: &Scans, file: &FileMeta) -> Result<Finding, ScanError> {
-        tokio::time::timeout(
-            gate.settings.timeout,
-            gate.scanner.scan(file, self.base.store()),
-        )
-        .await
-        .unwrap_or_else(|_| {
-            Err(ScanError::Unreachable(format!(
-                "no answer within {} s",
-                gate.settings.timeout.as_secs()
-            )))
-        })
+        tokio::time::timeout(gate.settings.timeout, gate.scanner.scan(file, &*self.store))
+            .await
+            .unwrap_or_else(|_| {
+                Err(ScanError::Unreachable(format!(
+                    "no answer within {} s",
+                    gate.settings.timeout.as_secs()
+                )))
+            })
     }
 
     /// Notes that `file`'s bytes are stored and wait for their verdict
     /// (kept if a note is there already); since when.
     async fn note_stored(&self, file: &FileMeta, detected: Option<String>) -> Result<i64, Error> {
         let since = now_unix();
-        self.base
-            .records()
+        self.records
             .note_scan(
                 &file.owner,
                 &file.id,
@@ -429,10 +431,7 @@ impl Gate {
             verdict: Some(verdict.clone()),
             detected: self.kept_type(file).await,
         };
-        self.base
-            .records()
-            .note_scan(&file.owner, &file.id, &note)
-            .await?;
+        self.records.note_scan(&file.owner, &file.id, &note).await?;
         let Some(why) = verdict.refusal() else {
             self.custody.ready(file, None).await?;
             return Ok(Gated::Passed);
@@ -478,24 +477,14 @@ impl Gate {
             verdict,
             detected: Some(detected),
         };
-        if let Err(e) = self
-            .base
-            .records()
-            .note_scan(&file.owner, &file.id, &note)
-            .await
-        {
+        if let Err(e) = self.records.note_scan(&file.owner, &file.id, &note).await {
             tracing::warn!(file_id = %file.id, error = %e, "its type was not recorded");
         }
     }
 
     /// The type `file`'s note keeps (to keep it beside a verdict).
     async fn kept_type(&self, file: &FileMeta) -> Option<String> {
-        let record = self
-            .base
-            .records()
-            .get(&file.owner, &file.id)
-            .await
-            .ok()??;
+        let record = self.records.get(&file.owner, &file.id).await.ok()??;
         record.scan?.detected
     }
 }

@@ -46,12 +46,7 @@ impl Gate {
     async fn first_bytes(&self, file: &FileMeta) -> Result<Vec<u8>, Error> {
         use futures_util::StreamExt as _;
         let n = file.size.min(SNIFF_BYTES);
-        let Some(mut stream) = self
-            .base
-            .store()
-            .get_range(&file.object_key(), 0..n, None)
-            .await?
-        else {
+        let Some(mut stream) = self.store.get_range(&file.object_key(), 0..n, None).await? else {
             return Ok(Vec::new());
         };
         let mut first = Vec::with_capacity(n as usize);

@@ -93,8 +93,7 @@ impl Imports {
         let per_user = u32::try_from(self.settings.per_user).unwrap_or(u32::MAX);
         let until = crate::time::now_unix() + self.settings.deadline.as_secs() as i64 + 60;
         match self
-            .base
-            .records()
+            .records
             .take_import_turn(owner, id.as_str(), per_user, until)
             .await?
         {
@@ -113,8 +112,7 @@ impl Imports {
     /// logged (the turn lapses at the import's deadline).
     pub(super) async fn give_turn(&self, owner: &str, turn: u32, id: &FileId) {
         if let Err(e) = self
-            .base
-            .records()
+            .records
             .give_import_turn(owner, turn, id.as_str())
             .await
         {
@@ -129,7 +127,7 @@ impl Imports {
             .reporter()
             .reject(file, &format!("import-{}", file.id))
             .await;
-        if let Err(e) = self.base.records().delete(&file.owner, &file.id).await {
+        if let Err(e) = self.records.delete(&file.owner, &file.id).await {
             tracing::warn!(file_id = %file.id, error = %e, "a rejected import's record was not deleted");
         }
         if let Err(e) = self.files.custody().purge(file).await {

@@ -138,7 +138,7 @@ impl Work {
             }
         }
         let imports = &self.imports;
-        let mut spool = Spool::create(imports.base.store(), &imports.settings.spool, &self.id)
+        let mut spool = Spool::create(&*imports.store, &imports.settings.spool, &self.id)
             .await
             .map_err(|e| format!("could not keep the bytes: {e}"))?;
         let (filename, content_type) = self.named(&fetched);
@@ -243,11 +243,12 @@ impl Work {
     /// whole for its one PUT, so only up to the single-PUT size), else in
     /// parts ([`Work::put_in_parts`]).
     async fn store_as(&self, file: &FileMeta, body: ByteStream) -> Result<(), StoreError> {
-        let base = &self.imports.base;
-        match base.intake(file) {
+        let imports = &self.imports;
+        match Intake::of(&*imports.store, &imports.transfers, file) {
             Intake::Parts(parts, plan) => self.put_in_parts(parts, file, &plan, body).await,
             Intake::Stream(_) | Intake::Put(_) => {
-                base.store()
+                imports
+                    .store
                     .put(&file.object_key(), file.size, file.sha256, body)
                     .await
             }
@@ -270,7 +271,7 @@ impl Work {
         mut body: ByteStream,
     ) -> Result<(), StoreError> {
         use crate::sha::Mismatch;
-        let base = &self.imports.base;
+        let proofs = &self.imports.proofs;
         let key = file.object_key();
         parts.begin(&key, &file.content_type).await?;
         let mut whole = Hasher::new();
@@ -327,17 +328,17 @@ impl Work {
             }
             return Err(e);
         }
-        let mut held = base.hold_proof(file, base.transfers().proof_budget).await?;
+        let mut held = proofs.hold_proof(file, proofs.budget()).await?;
         let joined = parts.join(&key, plan, file.sha256).await;
         match joined {
             Ok(crate::store::Joined::Proven) => held.proven(None),
             Ok(crate::store::Joined::Unproven { etag }) => held.proven(Some(etag)),
             Err(e) => {
-                held.release(base).await;
+                held.release(proofs).await;
                 return Err(e);
             }
         }
-        held.release(base).await;
+        held.release(proofs).await;
         Ok(())
     }
 

@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use url::Url;
 
-use super::base::Base;
+use super::backends::Backends;
 use super::files::Files;
 use super::limits::{Limits, Turns};
 use super::links::Links;
@@ -251,7 +251,10 @@ pub struct ImportJob {
 /// Files fetched by the server from a URL.
 #[derive(Clone)]
 pub struct Imports {
-    base: Base,
+    store: Arc<dyn crate::store::ObjectStore>,
+    records: Arc<dyn crate::records::RecordStore>,
+    transfers: Arc<crate::config::Transfers>,
+    proofs: super::proof::Proofs,
     uploads: Uploads,
     files: Files,
     limits: Limits,
@@ -281,8 +284,8 @@ impl Imports {
     /// Imports under `settings`: fetched here where `here` (a server that
     /// lives on), else started in the importer function through
     /// `dispatch`, else not offered.
-    pub fn new(
-        base: Base,
+    pub(crate) fn new(
+        (backends, proofs): (&Backends, super::proof::Proofs),
         uploads: Uploads,
         files: Files,
         limits: Limits,
@@ -297,7 +300,10 @@ impl Imports {
             _ => None,
         };
         Self {
-            base,
+            store: backends.store.clone(),
+            records: backends.records.clone(),
+            transfers: backends.transfers.clone(),
+            proofs,
             uploads,
             links: files.links().clone(),
             files,
@@ -331,14 +337,16 @@ impl Imports {
     /// upload; where the store receives the bytes and takes no parts,
     /// within one PUT of them held whole.
     fn max_bytes(&self) -> u64 {
-        let transfers = self.base.transfers();
+        let transfers = &self.transfers;
         let mut most = self
             .settings
             .max_bytes
             .map_or(transfers.max_upload_bytes, |m| {
                 m.min(transfers.max_upload_bytes)
             });
-        if self.base.stores_directly() && self.base.store().parts().is_none() {
+        if matches!(self.store.access(), crate::store::Access::Direct(_))
+            && self.store.parts().is_none()
+        {
             most = most.min(transfers.single_put_max_bytes);
         }
         most
@@ -517,7 +525,7 @@ impl Imports {
         };
         let mut ticket = self.import_file(owner, request).await?;
         if ticket.state == ImportState::Pending {
-            let wait = self.base.transfers().status_wait;
+            let wait = self.transfers.status_wait;
             ticket = self.import_status(owner, &ticket.file_id, wait).await?;
         }
         match ticket.state {

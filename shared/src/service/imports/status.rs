@@ -97,8 +97,7 @@ impl Imports {
     /// was left by a process that stopped: the import is over.
     pub(super) async fn recorded(&self, owner: &str, id: &FileId) -> Result<ImportTicket, Error> {
         let import = self
-            .base
-            .records()
+            .records
             .get_import(id)
             .await?
             .filter(|r| r.owner == owner)
@@ -150,8 +149,7 @@ impl Imports {
             Outcome::Rejected(why) => ("rejected", Some(why.clone())),
         };
         let keep = self
-            .base
-            .transfers()
+            .transfers
             .handle_ttl
             .max(self.settings.deadline)
             .as_secs() as i64;
@@ -164,7 +162,7 @@ impl Imports {
             noted_at: now,
             expires_at: now + keep + 3600,
         };
-        if let Err(e) = self.base.records().put_import(&record).await {
+        if let Err(e) = self.records.put_import(&record).await {
             tracing::warn!(file_id = %id, error = %e, "an import's record was not written");
         }
     }

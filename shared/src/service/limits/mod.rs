@@ -13,7 +13,6 @@ mod waits;
 
 use std::sync::Arc;
 
-use super::base::Base;
 use super::files::Files;
 use crate::error::Error;
 use crate::file::FileMeta;
@@ -29,7 +28,9 @@ pub use waits::{WAITS_PER_USER, Wait};
 /// allowance of download bytes (kept in the ledger).
 #[derive(Clone, Debug)]
 pub struct Limits {
-    base: Base,
+    records: Arc<dyn crate::records::RecordStore>,
+    /// The hourly download allowances.
+    ledger: Arc<dyn crate::ledger::Ledger>,
     files: Files,
     rates: Arc<crate::rate::Limits>,
     pending_caps: PendingCaps,
@@ -41,14 +42,15 @@ impl Limits {
     /// The `rates` and `pending_caps` read from the `limits` group, over
     /// `files` (whose pending records are settled at a cap).
     pub fn new(
-        base: Base,
+        backends: &super::backends::Backends,
         files: Files,
         rates: crate::rate::Limits,
         pending_caps: PendingCaps,
     ) -> Self {
-        let status_wait = base.transfers().status_wait;
+        let status_wait = backends.transfers.status_wait;
         Self {
-            base,
+            records: backends.records.clone(),
+            ledger: backends.ledger.clone(),
             files,
             rates: Arc::new(rates),
             pending_caps,
@@ -110,7 +112,7 @@ impl Limits {
             Counted::CapsOnly => self.admit_within(file, expires_at).await,
             Counted::No => {
                 let record = FileRecord::issued(file, expires_at);
-                self.base.records().put(&record).await?;
+                self.records.put(&record).await?;
                 Ok(())
             }
         }
@@ -122,7 +124,7 @@ impl Limits {
     /// store are found ready before a refusal.
     async fn admit_within(&self, file: &FileMeta, expires_at: i64) -> Result<(), Error> {
         let record = FileRecord::issued(file, expires_at);
-        let (records, caps, now) = (self.base.records(), self.pending_caps, now_unix());
+        let (records, caps, now) = (&*self.records, self.pending_caps, now_unix());
         let put = || records.put_within(&record, caps, now);
         let Some((totals, pending)) = self.within_caps(&file.owner, now, put).await? else {
             return Ok(());
@@ -147,7 +149,7 @@ impl Limits {
         admission: &Admission<'_>,
         now: i64,
     ) -> Result<Option<Pending>, Error> {
-        let (records, caps) = (self.base.records(), self.pending_caps);
+        let (records, caps) = (&*self.records, self.pending_caps);
         let put = || records.put_all_within(admission, caps, now);
         Ok(self
             .within_caps(owner, now, put)
@@ -175,8 +177,7 @@ impl Limits {
             return Ok(None);
         }
         let pending = self
-            .base
-            .records()
+            .records
             .pending(owner, now, self.pending_caps.files)
             .await?;
         let pending: Vec<_> = self
@@ -195,7 +196,7 @@ impl Limits {
     /// import not declared) may grow before it is refused. Checked before
     /// its first byte and as it grows; its issue checks the caps again.
     pub(crate) async fn room(&self, owner: &str) -> Result<u64, Error> {
-        let (records, caps, now) = (self.base.records(), self.pending_caps, now_unix());
+        let (records, caps, now) = (&*self.records, self.pending_caps, now_unix());
         let pending = records.pending_totals(owner, now, caps.files).await?;
         if pending.files >= caps.files {
             return Ok(0);
@@ -224,8 +225,7 @@ impl Limits {
         // Kept an hour past its own, for clocks a little apart.
         let kept_until = (hour + 2) * 3600;
         if self
-            .base
-            .ledger()
+            .ledger
             .charge(&key, file.size, limit, kept_until)
             .await?
         {

@@ -17,8 +17,9 @@ mod start;
 mod status;
 
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
-use super::base::Base;
+use super::backends::Backends;
 use super::files::Files;
 use super::limits::Limits;
 use super::links::Links;
@@ -242,7 +243,8 @@ pub fn page_refusal(e: &TokenError) -> &'static str {
 /// the browser, and its status (waited on by `get_upload_status`).
 #[derive(Clone, Debug)]
 pub struct Pages {
-    base: Base,
+    records: Arc<dyn crate::records::RecordStore>,
+    transfers: Arc<crate::config::Transfers>,
     uploads: Uploads,
     files: Files,
     limits: Limits,
@@ -251,9 +253,16 @@ pub struct Pages {
 
 impl Pages {
     /// Pages under the issuer of `endpoints`, whose files `uploads` issues.
-    pub fn new(base: Base, uploads: Uploads, files: Files, limits: Limits, links: Links) -> Self {
+    pub fn new(
+        backends: &Backends,
+        uploads: Uploads,
+        files: Files,
+        limits: Limits,
+        links: Links,
+    ) -> Self {
         Self {
-            base,
+            records: backends.records.clone(),
+            transfers: backends.transfers.clone(),
             uploads,
             files,
             limits,
@@ -269,7 +278,7 @@ impl Pages {
         owner: &str,
         req: BrowserUploadRequest,
     ) -> Result<BrowserUpload, Error> {
-        let limit = self.base.transfers().max_upload_bytes;
+        let limit = self.transfers.max_upload_bytes;
         let max_size = req.max_size.unwrap_or(limit);
         if max_size == 0 || max_size > limit {
             return Err(Error::Invalid(format!(
@@ -292,7 +301,7 @@ impl Pages {
                 "files must be between 1 and {MAX_PAGE_FILES}"
             )));
         }
-        let expires_at = now_unix() + self.base.transfers().handle_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.transfers.handle_ttl.as_secs() as i64;
         let page = PageToken {
             owner: owner.to_owned(),
             file_id: FileId::random(),

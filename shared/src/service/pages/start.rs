@@ -53,7 +53,7 @@ impl Pages {
         file_id: crate::file::FileId,
     ) -> Result<(crate::file::FileMeta, i64), Error> {
         let (size, sha256) = (req.size, req.sha256);
-        match self.base.records().get(&page.owner, &file_id).await? {
+        match self.records.get(&page.owner, &file_id).await? {
             Some(record) => self.page_file_again(record, size, sha256).await,
             None => match self
                 .uploads
@@ -65,8 +65,7 @@ impl Pages {
                 // the record is written once, so that one stands.
                 Err(Error::AlreadyUploaded) => {
                     let record = self
-                        .base
-                        .records()
+                        .records
                         .get(&page.owner, &file_id)
                         .await?
                         // Refused, and not there: the page's file was
@@ -120,7 +119,7 @@ impl Pages {
                 return Ok(BrowserTarget {
                     stream: Some(PageStream {
                         link: upload.url.clone(),
-                        chunk_size: self.base.transfers().part_bytes,
+                        chunk_size: self.transfers.part_bytes,
                     }),
                     upload,
                     file_id: file.id,

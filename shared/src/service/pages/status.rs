@@ -89,7 +89,7 @@ impl Pages {
     ) -> Result<UploadStatus, Error> {
         let status = UploadStatus::of;
         let now = now_unix();
-        let Some(record) = self.base.records().get(owner, file_id).await? else {
+        let Some(record) = self.records.get(owner, file_id).await? else {
             return Ok(status(if now >= page_expires {
                 UploadState::Expired
             } else {

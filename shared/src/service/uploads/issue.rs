@@ -134,7 +134,7 @@ impl Uploads {
             file_id: file.id,
             upload: target,
             command,
-            max_bytes: self.base.transfers().max_upload_bytes,
+            max_bytes: self.transfers.max_upload_bytes,
         })
     }
 
@@ -144,7 +144,7 @@ impl Uploads {
     /// upload). As a stream: an empty file is stored now
     /// ([`Uploads::stream_empty`]).
     pub(crate) async fn begin_upload(&self, file: &FileMeta) -> Result<Intake<'_>, Error> {
-        let intake = self.base.intake(file);
+        let intake = Intake::of(&*self.store, &self.transfers, file);
         match intake {
             Intake::Parts(parts, _) => parts.begin(&file.object_key(), &file.content_type).await?,
             Intake::Stream(_) => self.stream_empty(file).await?,
@@ -184,7 +184,7 @@ impl Uploads {
             size: req.size,
             sha256: req.sha256,
         };
-        let expires_at = now_unix() + self.base.transfers().handle_ttl.as_secs() as i64;
+        let expires_at = now_unix() + self.transfers.handle_ttl.as_secs() as i64;
         self.limits.admit(&file, expires_at, counted).await?;
         crate::telemetry::audit(crate::telemetry::Change::Issued, &file, None);
         let handle = self.links.handle(&file.id);
@@ -203,7 +203,7 @@ impl Uploads {
                 "filename is longer than {MAX_FILENAME_BYTES} bytes"
             )));
         }
-        let max = self.base.transfers().max_upload_bytes;
+        let max = self.transfers.max_upload_bytes;
         if req.size > max {
             return Err(Error::Invalid(format!(
                 "size {} is over the limit of {max} bytes",
@@ -240,16 +240,16 @@ impl Uploads {
     ) -> Result<UploadTarget, Error> {
         // A file in parts, or as large in one resumable stream, may take
         // long, and its line resumes: its link lives as long as its record.
-        let intake = self.base.intake(file);
+        let intake = Intake::of(&*self.store, &self.transfers, file);
         let long = match intake {
             Intake::Parts(..) => true,
-            Intake::Stream(_) => file.size > self.base.transfers().single_put_max_bytes,
+            Intake::Stream(_) => file.size > self.transfers.single_put_max_bytes,
             Intake::Put(_) => false,
         };
         let ttl = if long {
-            self.base.transfers().handle_ttl
+            self.transfers.handle_ttl
         } else {
-            self.base.transfers().upload_ttl
+            self.transfers.upload_ttl
         };
         let now = now_unix();
         let expires_at = (now + ttl.as_secs() as i64).min(record_expires);
@@ -261,7 +261,7 @@ impl Uploads {
             link.url
         };
         let parted = intake.plan().is_some();
-        let (url, headers) = match self.base.store().access() {
+        let (url, headers) = match self.store.access() {
             // In parts: each part's URL and headers are minted as it goes.
             Access::Direct(_) if reader == Reader::Model && parted => (short(), BTreeMap::new()),
             Access::Direct(presign) => {
@@ -312,8 +312,7 @@ impl Uploads {
         let body: ByteStream = Box::pin(futures_util::stream::once(async move {
             Ok(bytes::Bytes::from(data))
         }));
-        self.base
-            .store()
+        self.store
             .put(&file.object_key(), file.size, file.sha256, body)
             .await?;
         self.files.gate().stored_now(&file, None).await?;

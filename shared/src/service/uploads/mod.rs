@@ -1,5 +1,5 @@
 //! Uploads: a file asked for, and its bytes arriving, in whichever way its
-//! link speaks ([`crate::service::base::Protocol`]). Each file here is one
+//! link speaks ([`crate::service::intake::Protocol`]). Each file here is one
 //! step, and says its order in its first lines:
 //!
 //! - [`issue`]: a file is asked for → checked → admitted under the caller's
@@ -22,7 +22,7 @@ pub mod stream;
 
 use std::sync::Arc;
 
-use super::base::Base;
+use super::backends::Backends;
 use super::custody::Reporter;
 use super::files::Files;
 use super::limits::Limits;
@@ -33,7 +33,9 @@ use crate::config::Endpoints;
 /// targets, the resumable streams, the inline fallback.
 #[derive(Clone, Debug)]
 pub struct Uploads {
-    base: Base,
+    store: Arc<dyn crate::store::ObjectStore>,
+    transfers: Arc<crate::config::Transfers>,
+    proofs: super::proof::Proofs,
     files: Files,
     limits: Limits,
     endpoints: Arc<Endpoints>,
@@ -45,8 +47,9 @@ pub struct Uploads {
 impl Uploads {
     /// Upload links under the issuer of `endpoints`, for files recorded
     /// through `files`, admitted within `limits`.
-    pub fn new(
-        base: Base,
+    pub(crate) fn new(
+        backends: &Backends,
+        proofs: super::proof::Proofs,
         files: Files,
         limits: Limits,
         endpoints: Arc<Endpoints>,
@@ -54,7 +57,9 @@ impl Uploads {
         reporter: Reporter,
     ) -> Self {
         Self {
-            base,
+            store: backends.store.clone(),
+            transfers: backends.transfers.clone(),
+            proofs,
             files,
             limits,
             endpoints,

@@ -52,7 +52,7 @@ impl Uploads {
             expires_at,
             trace,
         } = self.upload_of(token).await?;
-        let Intake::Parts(parts, plan) = self.base.intake(&file) else {
+        let Intake::Parts(parts, plan) = Intake::of(&*self.store, &self.transfers, &file) else {
             return Err(Error::Invalid(
                 "this file is uploaded in one PUT to its link, not in parts".into(),
             ));
@@ -69,7 +69,7 @@ impl Uploads {
 
     /// Refuses anything more for a file whose object is complete.
     async fn not_complete(&self, file: &FileMeta) -> Result<(), Error> {
-        match self.base.store().head(&file.object_key()).await? {
+        match self.store.head(&file.object_key()).await? {
             Some(_) => Err(Error::AlreadyUploaded),
             None => Ok(()),
         }
@@ -86,7 +86,7 @@ impl Uploads {
     /// (their scripts send a part or a whole file nowhere else): the
     /// store's origin, or the issuer's own routes.
     pub(crate) async fn part_origin(&self) -> Result<String, Error> {
-        match self.base.store().access() {
+        match self.store.access() {
             Access::Direct(_) => self
                 .store_origin()
                 .await
@@ -119,7 +119,7 @@ impl Uploads {
     pub async fn stored_parts(&self, token: &str) -> Result<Vec<u32>, Error> {
         let parted = self.parted(token).await?;
         let key = parted.file.object_key();
-        if self.base.store().head(&key).await?.is_some() {
+        if self.store.head(&key).await?.is_some() {
             return Ok(parted.plan.numbers().collect());
         }
         Ok(parted.parts.stored_parts(&key).await?)
@@ -137,14 +137,13 @@ impl Uploads {
         if parted.parts.has_part(&file.object_key(), n).await? {
             return Err(already_stored(n));
         }
-        match self.base.store().access() {
+        match self.store.access() {
             // A presigned UploadPart minted now, for minutes: a long upload
             // never depends on one URL's life, nor on the signing role's.
             Access::Direct(presign) => {
                 let left = u64::try_from(parted.expires_at - crate::time::now_unix()).unwrap_or(1);
                 let ttl = self
-                    .base
-                    .transfers()
+                    .transfers
                     .upload_ttl
                     .min(PART_URL_TTL)
                     .min(Duration::from_secs(left.max(1)));
@@ -175,11 +174,11 @@ impl Uploads {
             .check_rate(crate::rate::Kind::Completions, parted.file.id.as_str())?;
         let file = &parted.file;
         let mut held = self
-            .base
-            .hold_proof(file, self.base.transfers().proof_budget)
+            .proofs
+            .hold_proof(file, self.transfers.proof_budget)
             .await?;
         if held.is_proven() {
-            held.release(&self.base).await;
+            held.release(&self.proofs).await;
             return Err(Error::AlreadyUploaded);
         }
         let span = crate::traces::follow("file.proof", file.id.as_str(), parted.trace.as_deref());
@@ -187,7 +186,7 @@ impl Uploads {
             .join_and_prove(&parted, &mut held)
             .instrument(span)
             .await;
-        held.release(&self.base).await;
+        held.release(&self.proofs).await;
         match outcome {
             Ok(Proved::Proven) => {}
             Ok(Proved::Partly(proven)) => {
@@ -231,8 +230,8 @@ impl Uploads {
             }
             Joined::Unproven { etag } => {
                 let slice = plan.part_size.min(PROOF_SLICE);
-                self.base
-                    .prove(held, etag, slice, self.base.transfers().proof_budget)
+                self.proofs
+                    .prove(held, etag, slice, self.transfers.proof_budget)
                     .await
             }
         };

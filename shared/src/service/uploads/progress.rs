@@ -102,7 +102,7 @@ impl Uploads {
     /// How far the upload of `file` has come, by what this process sees.
     pub(crate) async fn progress_of(&self, file: &FileMeta) -> Result<Progress, Error> {
         let mut received = self.progress_seen(file).received;
-        match self.base.intake(file) {
+        match Intake::of(&*self.store, &self.transfers, file) {
             // What the stream kept (checkpointed) or what this process
             // sees arriving on it, whichever is further.
             Intake::Stream(stream) => {

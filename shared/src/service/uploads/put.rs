@@ -88,7 +88,7 @@ impl Uploads {
     /// The origin uploads go to when it is not sluice's own (S3's, for the
     /// page's Content-Security-Policy); `None` where sluice takes them.
     pub async fn store_origin(&self) -> Option<String> {
-        let Access::Direct(presign) = self.base.store().access() else {
+        let Access::Direct(presign) = self.store.access() else {
             return None;
         };
         let probe = crate::file::ObjectKey::from_stored("files/origin-probe".into());
@@ -118,7 +118,7 @@ impl Uploads {
                 crate::service::uploads::issue::Reader::Page,
             )
             .await?;
-        let url = match self.base.store().access() {
+        let url = match self.store.access() {
             Access::Direct(_) => target.url,
             Access::Proxied => format!("{}/u/{token}", self.endpoints.issuer_base()),
         };
@@ -159,7 +159,7 @@ impl Uploads {
             file, expires_at, ..
         } = self.upload_of(token).await?;
         let left = expires_at - now_unix();
-        match self.base.store().access() {
+        match self.store.access() {
             Access::Direct(presign) => {
                 let ttl = Duration::from_secs(u64::try_from(left).unwrap_or(1).max(1));
                 let p =
@@ -180,7 +180,7 @@ impl Uploads {
         declared: Option<u64>,
         body: ByteStream,
     ) -> Result<Accepted, Error> {
-        match self.base.store().access() {
+        match self.store.access() {
             Access::Direct(_) => Ok(Accepted::Redirect(self.upload_location(token).await?)),
             Access::Proxied => Ok(Accepted::Stored(
                 self.accept_upload(token, declared, body).await?,
@@ -217,12 +217,11 @@ impl Uploads {
                 Error::Invalid(why)
             });
         }
-        let body = idle_timeout(body, self.base.transfers().body_idle_timeout);
+        let body = idle_timeout(body, self.transfers.body_idle_timeout);
         let body = self.arrivals.count(&file.id, body);
         let key = file.object_key();
         let put = self
-            .base
-            .store()
+            .store
             .put(&key, file.size, file.sha256, body)
             .instrument(span.clone());
         let Some(stored) = until_expiry(expires_at, put).await else {

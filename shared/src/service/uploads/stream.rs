@@ -38,7 +38,7 @@ impl Uploads {
     fn streams(&self) -> Result<&dyn StreamStore, Error> {
         // A store without streams (S3) takes bytes at its presigned URLs:
         // the link is not a tus upload there.
-        self.base.store().stream().ok_or(Error::NotFound)
+        self.store.stream().ok_or(Error::NotFound)
     }
 
     /// Stores `file`, whose link speaks a stream, now if it is empty: there
@@ -51,8 +51,7 @@ impl Uploads {
         }
         let nothing: ByteStream = Box::pin(futures_util::stream::empty());
         match self
-            .base
-            .store()
+            .store
             .put(&file.object_key(), 0, file.sha256, nothing)
             .await
         {
@@ -109,7 +108,7 @@ impl Uploads {
                 file.size
             )));
         }
-        let body = idle_timeout(body, self.base.transfers().body_idle_timeout);
+        let body = idle_timeout(body, self.transfers.body_idle_timeout);
         let body = self.arrivals.count_from(&file.id, offset, body);
         let key = file.object_key();
         let append = streams
