@@ -35,13 +35,24 @@ pub struct Emulators {
     pub dynamodb_url: String,
 }
 
-/// A port nothing listens on now, on loopback.
+/// A port nothing listens on now, on loopback, and never handed out
+/// before in this process: the kernel may give a port just let go to the
+/// next caller, and two tests starting emulators at once would then start
+/// two on one port, the second failing while the first answers for it
+/// (a DynamoDB call answered by s3s-fs, seen once in a full run).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if GIVEN.lock().unwrap_or_else(|p| p.into_inner()).insert(port) {
+            return port;
+        }
+    }
 }
 
 fn wait_for(port: u16, what: &str) {

@@ -15,16 +15,8 @@ use serde_json::{Value, json};
 use crate::browser::{cors_front, shots, template_cors_headers};
 use crate::mcp_clients::root;
 use crate::util::{Server, bytes, call_tool, request, tool_ok};
-
-/// A port nothing listens on now: the sandbox origin's, which sluice must
-/// be told before it starts.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+// The sandbox origin's port, which sluice must be told before it starts.
+use sluice_testkit::emulators::free_port;
 
 /// Runs the test host: the widget, a file picked in it. Its checks and the
 /// upload_id the widget reported to the host.

@@ -8,13 +8,13 @@ use std::sync::Arc;
 
 use url::Url;
 
-use sluice::actions::{Actions, Catalog};
+use sluice::actions::Catalog;
 use sluice::auth::AccessVerifier;
 use sluice::config::Config;
 use sluice::keys::Keyring;
 #[cfg(feature = "local")]
 use sluice::ledger::SqliteLedger;
-use sluice::service::{Assembly, Sluice};
+use sluice::service::Sluice;
 #[cfg(feature = "local")]
 use sluice::store::LocalStore;
 
@@ -104,41 +104,10 @@ pub fn assemble(
     )
 }
 
-/// What [`assemble_parts`] builds sluice from: the backends, the keys, the
-/// actions, and where imports are started when not here.
-#[derive(Debug)]
-pub struct Parts {
-    /// The signing keys.
-    pub keys: Keyring,
-    /// The bytes.
-    pub store: Arc<dyn sluice::store::ObjectStore>,
-    /// The ledger.
-    pub ledger: Arc<dyn sluice::ledger::Ledger>,
-    /// The records.
-    pub records: Arc<dyn sluice::records::RecordStore>,
-    /// The actions.
-    pub catalog: Catalog,
-    /// The importer function, where imports run in a function of their own.
-    pub imports_dispatch: Option<Arc<dyn sluice::service::imports::Dispatch>>,
-    /// The scanner reading GuardDuty's tags, with `SLUICE_SCAN=guardduty`.
-    pub scanner: Option<Arc<dyn sluice::scan::Scanner>>,
-    /// The KMS key that signs receipts, where the records are in DynamoDB
-    /// (`SLUICE_RECEIPT_KMS_KEY`).
-    pub receipt_signer: Option<Arc<dyn sluice::receipts::Signer>>,
-}
+pub use sluice::service::Parts;
 
 /// [`assemble`] from its [`Parts`].
 pub fn assemble_parts(config: &Config, public_url: Url, parts: Parts) -> Sluice {
-    let Parts {
-        keys,
-        store,
-        ledger,
-        records,
-        catalog,
-        imports_dispatch,
-        scanner,
-        receipt_signer,
-    } = parts;
     let endpoints = config.urls.resolve(public_url);
     if config.auth.dev_tokens && !config.records_here() {
         tracing::warn!(
@@ -146,40 +115,29 @@ pub fn assemble_parts(config: &Config, public_url: Url, parts: Parts) -> Sluice 
              for development only, never in production"
         );
     }
-    Sluice::new(Assembly {
-        access: access_verifier(config, keys.clone(), &endpoints.mcp),
-        keys,
-        store,
-        ledger,
-        endpoints,
-        transfers: config.transfers.clone(),
-        mcp_max_body_bytes: usize::try_from(config.serve.mcp_max_body_bytes).unwrap_or(usize::MAX),
-        auth_servers: config.auth.servers.clone(),
-        actions: Actions::new(catalog, config.actions.limits),
-        limits: sluice::rate::Limits::new(config.limits.rates),
-        records,
-        pending_caps: config.limits.pending_caps,
-        imports: config.imports.clone(),
-        // A function is frozen once it answers: a fetch in the background
-        // would not run there.
-        imports_here: !config.lambda,
-        imports_dispatch,
-        scan: config.scan.clone(),
-        scanner,
-        // Where this machine keeps its records, its data directory keeps
-        // the receipt key; on AWS a KMS key signs, where one is named.
-        receipt_keys: if config.records_here() {
-            match super::open_receipt_keys(&config.data.path) {
-                Ok(keys) => Some(Arc::new(keys) as Arc<dyn sluice::receipts::Signer>),
-                Err(e) => {
-                    tracing::error!(error = %e, "no receipt key: receipts are not signed");
-                    None
-                }
+    let access = access_verifier(config, parts.keys.clone(), &endpoints.mcp);
+    // Where this machine keeps its records, its data directory keeps the
+    // receipt key; on AWS a KMS key signs, where one is named.
+    let receipt_signer = if config.records_here() {
+        match super::open_receipt_keys(&config.data.path) {
+            Ok(keys) => Some(Arc::new(keys) as Arc<dyn sluice::receipts::Signer>),
+            Err(e) => {
+                tracing::error!(error = %e, "no receipt key: receipts are not signed");
+                None
             }
-        } else {
-            receipt_signer
+        }
+    } else {
+        parts.receipt_signer
+    };
+    Sluice::new(
+        config,
+        endpoints,
+        access,
+        Parts {
+            receipt_signer,
+            ..parts
         },
-    })
+    )
 }
 
 /// What this machine keeps in its data directory: the file records, the

@@ -68,59 +68,35 @@ use pages::Pages;
 use uploads::Uploads;
 
 use crate::auth::AccessVerifier;
-use crate::config::{Endpoints, Transfers};
+use crate::config::{Config, Endpoints, Transfers};
 use crate::keys::Keyring;
 use crate::ledger::Ledger;
-use crate::records::{PendingCaps, RecordStore};
+use crate::records::RecordStore;
 use crate::store::ObjectStore;
 
-/// Everything a [`Sluice`] is assembled from: its backends, keys, where it
-/// is reached, and the setting groups [`crate::Config`] read, held as they
-/// are.
+/// What a [`Sluice`] is built from beside its settings: the backends, the
+/// keys, the actions, and what the deployment gives (the importer
+/// function, GuardDuty's scanner, the key receipts are signed with).
 #[derive(Debug)]
-pub struct Assembly {
-    /// Signing keys.
+pub struct Parts {
+    /// The signing keys.
     pub keys: Keyring,
-    /// Bearer token validation.
-    pub access: AccessVerifier,
-    /// Where objects live.
+    /// The bytes.
     pub store: Arc<dyn ObjectStore>,
-    /// Where spent tokens are recorded.
+    /// The ledger.
     pub ledger: Arc<dyn Ledger>,
-    /// Where file records live.
+    /// The records.
     pub records: Arc<dyn RecordStore>,
-    /// Where clients reach sluice: the public URL, each function's base,
-    /// the MCP URL, the widget's origins (the `urls` group, resolved).
-    pub endpoints: Endpoints,
-    /// How files move (lifetimes, sizes, time limits).
-    pub transfers: Transfers,
-    /// The largest MCP request body.
-    pub mcp_max_body_bytes: usize,
-    /// Authorization servers for the protected-resource metadata.
-    pub auth_servers: Vec<Url>,
-    /// The configured actions (none: the action tools are not listed).
-    pub actions: crate::actions::Actions,
-    /// How fast one user may ask for files, links, resolutions and
-    /// actions, and how often one browser page may be started.
-    pub limits: crate::rate::Limits,
-    /// Per-user caps on files waiting for their bytes.
-    pub pending_caps: PendingCaps,
-    /// Files fetched from a URL (the `imports` group).
-    pub imports: crate::config::Imports,
-    /// Whether imports run here: a server that lives on, not a function
-    /// frozen once it answers.
-    pub imports_here: bool,
-    /// Where imports are started elsewhere: the importer function.
+    /// The actions.
+    pub catalog: crate::actions::Catalog,
+    /// The importer function, where imports run in a function of their own.
     pub imports_dispatch: Option<Arc<dyn imports::Dispatch>>,
-    /// Malware scanning (the `scan` group).
-    pub scan: crate::config::Scan,
-    /// The scanner that reads what another scanned (GuardDuty's tags on
-    /// the bucket's objects), with `SLUICE_SCAN=guardduty`; clamd's is
-    /// made here from the settings.
+    /// The scanner reading GuardDuty's tags, with `SLUICE_SCAN=guardduty`
+    /// (clamd's is made here from the settings).
     pub scanner: Option<Arc<dyn crate::scan::Scanner>>,
     /// The key receipts of custody are signed with, and those retired
     /// (none: no receipts here).
-    pub receipt_keys: Option<Arc<dyn crate::receipts::Signer>>,
+    pub receipt_signer: Option<Arc<dyn crate::receipts::Signer>>,
 }
 
 /// The malware gate `scan` asks for: clamd's scanner made from its
@@ -184,27 +160,35 @@ impl fmt::Debug for Sluice {
 impl Sluice {
     /// Wires the components: each is given the shared parts and the
     /// components its flows call.
-    pub fn new(assembly: Assembly) -> Self {
-        let Assembly {
+    pub fn new(
+        config: &Config,
+        endpoints: Endpoints,
+        access: AccessVerifier,
+        parts: Parts,
+    ) -> Self {
+        let Parts {
             keys,
-            access,
             store,
             ledger,
             records,
-            endpoints,
-            transfers,
-            mcp_max_body_bytes,
-            auth_servers,
-            actions,
-            limits,
-            pending_caps,
-            imports,
-            imports_here,
+            catalog,
             imports_dispatch,
-            scan,
             scanner,
-            receipt_keys,
-        } = assembly;
+            receipt_signer: receipt_keys,
+        } = parts;
+        // Each group of settings, whole, to the component that uses it.
+        let transfers = config.transfers.clone();
+        let limits = crate::rate::Limits::new(config.limits.rates);
+        let pending_caps = config.limits.pending_caps;
+        let actions = crate::actions::Actions::new(catalog, config.actions.limits);
+        let imports = config.imports.clone();
+        // A function is frozen once it answers: a fetch in the background
+        // would not run there.
+        let imports_here = !config.lambda;
+        let scan = config.scan.clone();
+        let mcp_max_body_bytes =
+            usize::try_from(config.serve.mcp_max_body_bytes).unwrap_or(usize::MAX);
+        let auth_servers = config.auth.servers.clone();
         let endpoints = Arc::new(endpoints);
         let keys = Arc::new(keys);
         let links = links::Links::new(keys.clone(), endpoints.clone());
