@@ -18,113 +18,13 @@ use governor::{Quota, RateLimiter};
 
 use crate::error::Error;
 
-/// A configured rate: sustained per minute, and the burst allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rate {
-    /// Requests per minute, sustained.
-    pub per_minute: u32,
-    /// Requests at once after a quiet spell.
-    pub burst: u32,
-}
-
-/// Which per-user rate: each has its own buckets, and says what it refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Files issued (uploads requested, small files stored).
-    Issue,
-    /// Download links issued.
-    Links,
-    /// Handles resolved (`POST /resolve`).
-    Resolve,
-    /// Actions run.
-    Actions,
-    /// Starts of one browser page (keyed by the page, not its owner).
-    PageStarts,
-    /// Completions of one upload in parts (keyed by the file): each may
-    /// read the whole joined file, so a link holder cannot make sluice
-    /// read it over and over.
-    Completions,
-    /// Waiting `get_upload_status` calls (each holds a connection or an
-    /// instance while it waits): one over the rate answers at once.
-    Waits,
-    /// Appends (`PATCH`) to one resumable upload (keyed by the file): each
-    /// that writes syncs the disk, so a link holder cannot make sluice
-    /// sync it over and over.
-    Appends,
-}
-
-/// Appends to one resumable upload: a tus client sends one request a chunk
-/// (the page's chunks are the part size, 64 MiB by default) and a few more
-/// to resume; far more is someone else.
-const APPENDS: Rate = Rate {
-    per_minute: 600,
-    burst: 120,
-};
-
-/// Completions of one upload in parts: a line asks again as soon as a
-/// proof that goes on answers (each ask taking up to the proof's budget),
-/// and a person may rerun it a few times; far more is someone else.
-const COMPLETIONS: Rate = Rate {
-    per_minute: 12,
-    burst: 30,
-};
-
-/// Waiting status calls of one user: a model told to wait calls again
-/// once per answer from the person; far more is a loop.
-const WAITS: Rate = Rate {
-    per_minute: 20,
-    burst: 10,
-};
-
-impl Kind {
-    fn refused(self) -> &'static str {
-        match self {
-            Kind::Issue => "too many files requested in a short time: nothing was issued",
-            Kind::Links => "too many download links requested in a short time: none was issued",
-            Kind::Resolve => "too many handles resolved in a short time: nothing was resolved",
-            Kind::Actions => "too many actions run in a short time: this one did not run",
-            Kind::PageStarts => {
-                "This link was used too many times in a short time. Wait a minute, then try again."
-            }
-            Kind::Completions => {
-                "this upload was asked to complete too many times in a short time: nothing was done"
-            }
-            Kind::Waits => "too many waiting status calls in a short time: this one did not wait",
-            Kind::Appends => {
-                "too many requests to this upload in a short time: nothing was written"
-            }
-        }
-    }
-}
-
-/// The configured rates, one per [`Kind`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rates {
-    /// Files issued per user.
-    pub issue: Rate,
-    /// Download links per user.
-    pub links: Rate,
-    /// Handles resolved per caller.
-    pub resolve: Rate,
-    /// Actions run per user.
-    pub actions: Rate,
-    /// Starts per browser page.
-    pub page_starts: Rate,
-    /// Bytes of download links per user per hour (and at once).
-    pub download_bytes_per_hour: u64,
-}
+pub use crate::config::{Kind, Rate, Rates};
 
 /// The buckets of every [`Kind`].
 #[derive(Debug)]
 pub struct Limits {
-    issue: KeyedRate,
-    links: KeyedRate,
-    resolve: KeyedRate,
-    actions: KeyedRate,
-    page_starts: KeyedRate,
-    completions: KeyedRate,
-    waits: KeyedRate,
-    appends: KeyedRate,
+    /// One a kind, in the order of [`Kind::ALL`].
+    buckets: Vec<KeyedRate>,
     download_bytes_per_hour: u64,
 }
 
@@ -132,14 +32,10 @@ impl Limits {
     /// Buckets for `rates`.
     pub fn new(rates: Rates) -> Self {
         Self {
-            issue: KeyedRate::new(rates.issue, Kind::Issue),
-            links: KeyedRate::new(rates.links, Kind::Links),
-            resolve: KeyedRate::new(rates.resolve, Kind::Resolve),
-            actions: KeyedRate::new(rates.actions, Kind::Actions),
-            page_starts: KeyedRate::new(rates.page_starts, Kind::PageStarts),
-            completions: KeyedRate::new(COMPLETIONS, Kind::Completions),
-            waits: KeyedRate::new(WAITS, Kind::Waits),
-            appends: KeyedRate::new(APPENDS, Kind::Appends),
+            buckets: Kind::ALL
+                .iter()
+                .map(|&kind| KeyedRate::new(rates.of(kind), kind))
+                .collect(),
             download_bytes_per_hour: rates.download_bytes_per_hour,
         }
     }
@@ -160,17 +56,7 @@ impl Limits {
     /// files), or says when to come back; `n` over the whole bucket is
     /// refused as more than may ever be taken at once.
     pub fn check_n(&self, kind: Kind, key: &str, n: u32) -> Result<(), Error> {
-        match kind {
-            Kind::Issue => &self.issue,
-            Kind::Links => &self.links,
-            Kind::Resolve => &self.resolve,
-            Kind::Actions => &self.actions,
-            Kind::PageStarts => &self.page_starts,
-            Kind::Completions => &self.completions,
-            Kind::Waits => &self.waits,
-            Kind::Appends => &self.appends,
-        }
-        .check_n(key, n)
+        self.buckets[kind as usize].check_n(key, n)
     }
 }
 

@@ -31,7 +31,7 @@ pub use backends::{AwsConfig, DynamoConfig, Records, S3Config, Store};
 pub use data_dir::DataDir;
 pub use imports::Imports;
 pub use keys::KeySettings;
-pub use limits::UserLimits;
+pub use limits::{Kind, Rate, Rates, UserLimits};
 pub use operations::{Operations, WebhookSource, webhook_secrets};
 pub use scan::{ClamdAddress, Scan, ScanMode, TypeCheck};
 pub use serve::Serve;
