@@ -59,6 +59,8 @@ FIELDS = {
     "custody": "custody.rs",
     "links": "links.rs", "reporter": "custody.rs", "proofs": "proof.rs",
 }
+# The type an `impl` block is of: `impl Gate {`, `impl Trait for Type {`.
+IMPL = re.compile(r"^impl(?:<[^>]*>)?\s+(?:[\w:<>']+\s+for\s+)?(\w+)", re.M)
 CALL = re.compile(
     r"(?:(\bself\s*\.\s*)((?:[a-z_]+(?:\(\))?\s*\.\s*)*)|(\bSelf::|\b[A-Z]\w*::)|(?<![\w.:])(?:super::\w+::)?)(\w+)\("
 )
@@ -96,19 +98,26 @@ def functions(tree):
             if m.group(2) in ACCESSORS:
                 continue
             start = s.index("{", m.end())
-            # A method (in an `impl`, indented) or a free function.
+            # A method (in an `impl`, indented, of the type it names) or a
+            # free function.
             method = m.group(1).strip("\n") != ""
+            impls = IMPL.findall(s, 0, m.start()) if method else []
             fns.setdefault(m.group(2), []).append(
-                (rel, s[start : body_end(s, start) + 1], method)
+                (rel, s[start : body_end(s, start) + 1], method, impls[-1] if impls else None)
             )
     return fns
 
 
-def resolve(fns, name, fields, caller, method):
+def resolve(fns, name, fields, caller, method, on=None):
     """The definition a call of `name` reaches: through `fields` (the
     fields the call goes through, last one first), from `caller`'s file;
-    a method for a call on `self` or `Self::`, else a free function."""
-    found = [(rel, body) for rel, body, m in fns.get(name, []) if m == method]
+    a method for a call on `self` or a type (`on`: of that type's impl),
+    else a free function."""
+    found = [
+        (rel, body)
+        for rel, body, m, owner in fns.get(name, [])
+        if m == method and on in (None, owner)
+    ]
     for field in reversed([f.strip().rstrip("()") for f in fields.split(".") if f.strip()]):
         if field in FIELDS:
             place = FIELDS[field]
@@ -126,8 +135,8 @@ def walk(tree, entry):
     fns = functions(tree)
     seen, path = set(), []
 
-    def visit(name, fields="", caller=None, method=True):
-        rel, body = resolve(fns, name, fields, caller, method)
+    def visit(name, fields="", caller=None, method=True, on=None):
+        rel, body = resolve(fns, name, fields, caller, method, on)
         path.append(rel)
         if (rel, name) in seen:
             return
@@ -139,10 +148,12 @@ def walk(tree, entry):
             # A bare call (`take(…)`) reaches a free function alone; a call
             # on `self`, `Self::` or a type (`Intake::of(…)`) a method alone.
             method = bool(m.group(1) or m.group(3))
-            if not any(d[2] == method for d in fns.get(called, [])):
+            # `Intake::of(…)` reaches `of` in `impl Intake` alone.
+            on = m.group(3)[:-2] if m.group(3) and m.group(3) != "Self::" else None
+            if not any(d[2] == method and on in (None, d[3]) for d in fns.get(called, [])):
                 continue
             if (called, through) != (name, ""):
-                visit(called, through, rel, method)
+                visit(called, through, rel, method, on)
                 path.append(rel)
 
     visit(entry)

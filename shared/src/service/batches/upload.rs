@@ -311,13 +311,14 @@ impl Batches {
                     return Ok(format!("{line}\t-\t0\n"));
                 }
                 let file = record.file;
+                let intake = Intake::of(&*self.store, &self.transfers, &file);
                 let target = self
                     .uploads
-                    .upload_target(&file, expires, Reader::Model)
+                    .upload_target((&file, &intake), expires, Reader::Model)
                     .await?;
                 // How it goes: one resumable stream where sluice receives
                 // the bytes, else its part size in MiB (0: one PUT).
-                let how = match Intake::of(&*self.store, &self.transfers, &file).protocol() {
+                let how = match intake.protocol() {
                     Protocol::Stream => "s".to_owned(),
                     Protocol::Parts(p) => (p.part_size / (1024 * 1024)).to_string(),
                     Protocol::Put => "0".to_owned(),

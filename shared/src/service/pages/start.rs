@@ -89,13 +89,14 @@ impl Pages {
         file: crate::file::FileMeta,
         expires_at: i64,
     ) -> Result<BrowserTarget, Error> {
-        let upload = match self.uploads.begin_upload(&file).await? {
+        let intake = self.uploads.begin_upload(&file).await?;
+        let upload = match &intake {
             // In parts: the same parts as the upload line's, so a page
             // started again (a reload) sends only those not stored yet.
             Intake::Parts(_, plan) => {
                 let upload = self
                     .uploads
-                    .upload_target(&file, expires_at, Reader::Model)
+                    .upload_target((&file, &intake), expires_at, Reader::Model)
                     .await?;
                 return Ok(BrowserTarget {
                     parts: Some(PageParts {
@@ -114,7 +115,7 @@ impl Pages {
             Intake::Stream(_) => {
                 let upload = self
                     .uploads
-                    .upload_target(&file, expires_at, Reader::Page)
+                    .upload_target((&file, &intake), expires_at, Reader::Page)
                     .await?;
                 return Ok(BrowserTarget {
                     stream: Some(PageStream {
@@ -128,7 +129,7 @@ impl Pages {
             }
             Intake::Put(_) => {
                 self.uploads
-                    .upload_target(&file, expires_at, Reader::Page)
+                    .upload_target((&file, &intake), expires_at, Reader::Page)
                     .await?
             }
         };

@@ -90,7 +90,9 @@ impl Uploads {
     ) -> Result<UploadTicket, Error> {
         let (file, handle, expires_at) = self.issue_file(owner, req, FileId::random()).await?;
         let intake = self.begin_upload(&file).await?;
-        let target = self.upload_target(&file, expires_at, Reader::Model).await?;
+        let target = self
+            .upload_target((&file, &intake), expires_at, Reader::Model)
+            .await?;
         // curl sets Content-Length from the file itself: a file of another
         // size then fails the store's check at once, where an explicit header
         // would leave the request waiting for bytes that never come.
@@ -151,6 +153,37 @@ impl Uploads {
             Intake::Put(_) => {}
         }
         Ok(intake)
+    }
+
+    /// Where the bytes of a file go, as the upload and batch lines are told
+    /// (their scripts send a part or a whole file nowhere else): the
+    /// store's origin, or the issuer's own routes.
+    pub(crate) async fn part_origin(&self) -> Result<String, Error> {
+        match self.store.access() {
+            Access::Direct(_) => self
+                .store_origin()
+                .await
+                .ok_or_else(|| Error::bug("a direct store presigns URLs with an origin")),
+            Access::Proxied => Ok(self.endpoints.issuer_base().to_owned()),
+        }
+    }
+
+    /// [`Uploads::part_origin`], for a line that PUTs there through a link
+    /// of the issuer, with what it tries again when it fails
+    /// ([`curl::or_unreachable`]): the link's origin, and the bytes' origin
+    /// when it is another (a store's).
+    pub(crate) async fn line_origins(&self) -> Result<(String, Vec<String>), Error> {
+        let origin = self.part_origin().await?;
+        let probed = self.origins_probed(&origin);
+        Ok((origin, probed))
+    }
+
+    fn origins_probed(&self, origin: &str) -> Vec<String> {
+        let mut origins = vec![curl::ORIGIN_OF_LINK.to_owned()];
+        if curl::origin_of(self.endpoints.issuer_base()) != curl::origin_of(origin) {
+            origins.push(curl::shell_quote(origin));
+        }
+        origins
     }
 
     /// Checks an upload request, admits and records the file as `id`, and
@@ -234,13 +267,12 @@ impl Uploads {
     /// valid past `record_expires`, when the file's record expires.
     pub(crate) async fn upload_target(
         &self,
-        file: &FileMeta,
+        (file, intake): (&FileMeta, &Intake<'_>),
         record_expires: i64,
         reader: Reader,
     ) -> Result<UploadTarget, Error> {
         // A file in parts, or as large in one resumable stream, may take
         // long, and its line resumes: its link lives as long as its record.
-        let intake = Intake::of(&*self.store, &self.transfers, file);
         let long = match intake {
             Intake::Parts(..) => true,
             Intake::Stream(_) => file.size > self.transfers.single_put_max_bytes,

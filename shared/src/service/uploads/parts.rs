@@ -82,37 +82,6 @@ impl Uploads {
         Ok(curl::PARTS_SCRIPT)
     }
 
-    /// Where the bytes of a file go, as the upload and batch lines are told
-    /// (their scripts send a part or a whole file nowhere else): the
-    /// store's origin, or the issuer's own routes.
-    pub(crate) async fn part_origin(&self) -> Result<String, Error> {
-        match self.store.access() {
-            Access::Direct(_) => self
-                .store_origin()
-                .await
-                .ok_or_else(|| Error::bug("a direct store presigns URLs with an origin")),
-            Access::Proxied => Ok(self.endpoints.issuer_base().to_owned()),
-        }
-    }
-
-    /// [`Uploads::part_origin`], for a line that PUTs there through a link
-    /// of the issuer, with what it tries again when it fails
-    /// ([`curl::or_unreachable`]): the link's origin, and the bytes' origin
-    /// when it is another (a store's).
-    pub(crate) async fn line_origins(&self) -> Result<(String, Vec<String>), Error> {
-        let origin = self.part_origin().await?;
-        let probed = self.origins_probed(&origin);
-        Ok((origin, probed))
-    }
-
-    fn origins_probed(&self, origin: &str) -> Vec<String> {
-        let mut origins = vec![curl::ORIGIN_OF_LINK.to_owned()];
-        if curl::origin_of(self.endpoints.issuer_base()) != curl::origin_of(origin) {
-            origins.push(curl::shell_quote(origin));
-        }
-        origins
-    }
-
     /// The parts of `token`'s file stored so far: all of them once they
     /// are joined (S3 lists no parts of a completed upload), so a rerun of
     /// the line goes straight to the completion.

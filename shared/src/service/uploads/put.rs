@@ -15,6 +15,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::file::{FileId, FileMeta};
+use crate::service::intake::Intake;
 use crate::sha::Sha256;
 use crate::store::{Access, ByteStream, idle_timeout};
 use crate::time::now_unix;
@@ -111,9 +112,10 @@ impl Uploads {
     /// for the batch script to check and use.
     pub async fn put_target(&self, token: &str) -> Result<String, Error> {
         let upload = self.upload_of(token).await?;
+        let intake = Intake::of(&*self.store, &self.transfers, &upload.file);
         let target = self
             .upload_target(
-                &upload.file,
+                (&upload.file, &intake),
                 upload.expires_at,
                 crate::service::uploads::issue::Reader::Page,
             )
