@@ -104,11 +104,7 @@ fn a_download_link_redirects_once_to_a_short_lived_pinned_get() {
     let (server, _server_dir) = start(&emulators, "redirect", &[]);
     let token = token(&emulators, "alice");
     let ticket = server.upload(&token, "a.pdf", b"%PDF");
-    let link =
-        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let link = server.download_url(&token, ticket["handle"].as_str().unwrap());
     let first = request("GET", &link, &[], None);
     assert_eq!(first.status, 307);
     let location = first.header("location").unwrap();
@@ -241,25 +237,16 @@ fn two_replicas_share_one_bucket_and_one_table() {
     let handle = ticket["handle"].as_str().unwrap();
 
     // A handle minted on A resolves on B.
-    let link_from_b = b.download_ticket(&token, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link_from_b = b.download_url(&token, handle);
     assert!(link_from_b.starts_with(&b.base));
     // A link issued by A is redeemed on B; spent there, it is refused on A.
-    let link = a.download_ticket(&token, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = a.download_url(&token, handle);
     let on_b = link.replacen(&a.base, &b.base, 1);
     assert_eq!(request("GET", &on_b, &[], None).status, 307);
     assert_eq!(request("GET", &link, &[], None).status, 404);
 
     // 64 concurrent GETs of one link spread over A and B: exactly one 307.
-    let link = a.download_ticket(&token, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = a.download_url(&token, handle);
     let urls = [link.clone(), link.replacen(&a.base, &b.base, 1)];
     let statuses = concurrently(64, move |i| request("GET", &urls[i % 2], &[], None).status);
     assert_eq!(
@@ -361,10 +348,7 @@ fn forty_rounds_of_64_concurrent_redemptions_on_a_busy_machine_have_one_winner_e
         })
         .collect();
     for round in 0..40 {
-        let link = a.download_ticket(&token, handle)["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let link = a.download_url(&token, handle);
         let urls = [link.clone(), link.replacen(&a.base, &b.base, 1)];
         let statuses = concurrently(64, move |i| raw_get_status(&urls[i % 2]));
         let winners = statuses.iter().filter(|s| **s == 307).count();

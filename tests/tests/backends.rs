@@ -111,10 +111,7 @@ fn s3_bytes_with_sqlite_records_round_trip_on_one_machine() {
     }
     // A download link is single-use through the SQLite ledger.
     let (_, _, handle, _) = &handles[0];
-    let link = server.download_ticket(&token, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = server.download_url(&token, handle);
     let first = request("GET", &link, &[], None);
     assert_eq!(first.status, 307);
     assert!(

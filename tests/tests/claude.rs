@@ -486,9 +486,6 @@ fn claude_code_shows_the_upload_page_itself_and_the_model_gets_the_handle() {
         .unwrap_or_else(|| panic!("no handle: {said}"))
         .to_owned();
     drop(terminal);
-    let link = server.download_ticket(&token, &handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = server.download_url(&token, &handle);
     assert_eq!(crate::util::request("GET", &link, &[], None).body, data);
 }

@@ -14,10 +14,7 @@ fn of_32_concurrent_gets_of_one_link_exactly_one_succeeds() {
     let token = server.token("alice", &[]);
     let data = bytes(64 * 1024, 1);
     let ticket = server.upload(&token, "a.bin", &data);
-    let url = server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let url = server.download_url(&token, ticket["handle"].as_str().unwrap());
     let statuses = concurrently(32, move |_| request("GET", &url, &[], None).status);
     assert_eq!(count(&statuses, 200), 1, "{statuses:?}");
     // The others: 404 (spent), or 503 for those refused one of the user's

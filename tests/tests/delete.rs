@@ -94,10 +94,7 @@ fn a_deleted_file_is_gone_with_its_bytes_handle_and_links() {
     let ticket = server.upload(&alice, "a.txt", b"hello, world");
     let handle = ticket["handle"].as_str().unwrap();
     let file_id = ticket["file_id"].as_str().unwrap();
-    let link = server.download_ticket(&alice, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = server.download_url(&alice, handle);
     assert_eq!(stored_objects(dir.path()).len(), 1);
     // Another user can neither delete it by handle nor find it by id.
     let refused = call_tool(&server.base, &bob, "delete_file", json!({ "file": handle }));
@@ -225,10 +222,7 @@ fn a_delete_wins_over_a_download_under_way() {
     let data = bytes(32 * MIB, 8);
     let ticket = server.upload(&alice, "big.bin", &data);
     let handle = ticket["handle"].as_str().unwrap();
-    let link = server.download_ticket(&alice, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = server.download_url(&alice, handle);
     let path = link.strip_prefix(&server.base).unwrap();
     let addr = server.base.trim_start_matches("http://");
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
@@ -323,10 +317,7 @@ mod on_s3 {
         let ticket = a.upload(&alice, "shared.bin", &bytes(4096, 3));
         let handle = ticket["handle"].as_str().unwrap();
         let file_id = ticket["file_id"].as_str().unwrap();
-        let link = a.download_ticket(&alice, handle)["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let link = a.download_url(&alice, handle);
         assert!(!files_named(emulators.s3_dir(), file_id).is_empty());
         let first = tool_ok(&call_tool(
             &b.base,

@@ -10,10 +10,7 @@ fn uploaded(server: &Server, name: &str, data: &[u8]) -> (String, String) {
     let token = server.token("alice", &[]);
     let ticket = server.upload(&token, name, data);
     let handle = ticket["handle"].as_str().unwrap().to_owned();
-    let url = server.download_ticket(&token, &handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let url = server.download_url(&token, &handle);
     (handle, url)
 }
 
@@ -188,12 +185,7 @@ fn a_download_never_read_is_cut_off_and_frees_its_slot() {
         .as_str()
         .unwrap()
         .to_owned();
-    let link = || {
-        server.download_ticket(&token, &handle)["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let link = || server.download_url(&token, &handle);
     let stalled_url = link();
     let path = stalled_url.strip_prefix(&server.base).unwrap();
     // Sent, and never read.

@@ -170,10 +170,7 @@ fn s3_down_at_redemption_is_503_and_the_link_is_not_spent() {
     let data = bytes(300 * 1024, 8);
     let ticket = server.upload(&token, "a.bin", &data);
     let handle = ticket["handle"].as_str().unwrap();
-    let link = server.download_ticket(&token, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = server.download_url(&token, handle);
 
     emulators.kill_s3();
     let down = request("GET", &link, &[], None);

@@ -167,18 +167,13 @@ fn without_a_configured_public_url_the_api_gateway_domain_is_used() {
 #[test]
 fn the_lambda_build_links_one_crypto_library_and_no_sqlite() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(&root)
-        .args("tree --locked -e normal --prefix none".split(' '))
-        .args("-p sluice-mcp -p sluice-issuer -p sluice-resolver".split(' '))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let tree = crate::util::stdout_of(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .current_dir(&root)
+            .args("tree --locked -e normal --prefix none".split(' '))
+            .args("-p sluice-mcp -p sluice-issuer -p sluice-resolver".split(' ')),
     );
-    let tree = String::from_utf8(out.stdout).unwrap();
+    let tree = String::from_utf8(tree).unwrap();
     let crates: std::collections::BTreeSet<&str> = tree
         .lines()
         .filter_map(|line| line.split_whitespace().next())

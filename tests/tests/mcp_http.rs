@@ -65,10 +65,7 @@ fn a_missing_or_foreign_token_gets_a_challenge_naming_the_metadata() {
         let token = server.token("alice", &[]);
         let ticket = server.upload(&token, "a.txt", b"a");
         let handle = ticket["handle"].as_str().unwrap().to_owned();
-        let url = server.download_ticket(&token, &handle)["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let url = server.download_url(&token, &handle);
         (handle, url.rsplit('/').next().unwrap().to_owned())
     };
     for token in [

@@ -65,10 +65,7 @@ fn each_counter_matches_what_was_done_and_each_change_has_its_audit_line() {
     server.refused_upload(&alice, "b.bin", &bytes(1000, 1));
     // One download, and its link presented again.
     let handle = a["handle"].as_str().unwrap();
-    let link = server.download_ticket(&alice, handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = server.download_url(&alice, handle);
     assert_eq!(request("GET", &link, &[], None).body, b"hello");
     assert_ne!(request("GET", &link, &[], None).status, 200);
     // Tool calls: one listing, one refusal, one delete.

@@ -10,10 +10,7 @@ fn setup(server: &Server) -> (String, String, String) {
     let token = server.token("alice", &[]);
     let ticket = server.upload(&token, "a.txt", b"hello");
     let handle = ticket["handle"].as_str().unwrap().to_owned();
-    let url = server.download_ticket(&token, &handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let url = server.download_url(&token, &handle);
     (token, handle, url)
 }
 

@@ -9,12 +9,7 @@ fn two_links(server: &Server) -> (String, String) {
     let token = server.token("alice", &[]);
     let ticket = server.upload(&token, "a.bin", &bytes(2048, 3));
     let handle = ticket["handle"].as_str().unwrap();
-    let link = |_| {
-        server.download_ticket(&token, handle)["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    };
+    let link = |_| server.download_url(&token, handle);
     (link(0), link(1))
 }
 

@@ -146,6 +146,15 @@ impl Server {
         assert_eq!(reply.status, 200, "{}", reply.text());
         reply.json()
     }
+
+    /// The single-use download link of the file `handle` names, for `token`'s
+    /// caller ([`Server::download_ticket`]'s `download.url`).
+    pub fn download_url(&self, token: &str, handle: &str) -> String {
+        self.download_ticket(token, handle)["download"]["url"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
 }
 
 /// A bearer token for `user` with `scopes` in `data_dir`.
@@ -234,6 +243,14 @@ pub fn out_text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// Runs `command` to its end, asserting it succeeded (its status and
+/// output the message if not): what it printed.
+pub fn stdout_of(command: &mut Command) -> Vec<u8> {
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", out_text(&out));
+    out.stdout
 }
 
 /// An HTTP reply.

@@ -149,21 +149,30 @@ fn every_check(checks: &[String]) {
     }
 }
 
-#[test]
-fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
+/// The page's requests of a resumable upload are of 5 MiB, and a file
+/// over 4 MiB goes in parts where the store takes them.
+const IN_PARTS_OF_5_MIB: &[(&str, &str)] = &[
+    ("SLUICE_PART_BYTES", "5242880"),
+    ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
+];
+
+/// A local server whose widget runs at a sandbox origin of its own (on a
+/// free port), with `env` besides: the server, its data directory, the
+/// sandbox's port, and alice's token.
+fn widget_server(env: &[(&str, &str)]) -> (Server, tempfile::TempDir, u16, String) {
     let sandbox = free_port();
     let origin = format!("http://localhost:{sandbox}");
     let dir = tempfile::tempdir().unwrap();
-    // The page's requests of a resumable upload are of 5 MiB.
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_WIDGET_ORIGINS", &origin),
-            ("SLUICE_PART_BYTES", "5242880"),
-            ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
-        ],
-    );
+    let mut all = vec![("SLUICE_WIDGET_ORIGINS", origin.as_str())];
+    all.extend_from_slice(env);
+    let server = Server::start_in(dir.path(), &all);
     let token = server.token("alice", &[]);
+    (server, dir, sandbox, token)
+}
+
+#[test]
+fn a_person_uploads_in_the_widget_and_the_model_downloads_it() {
+    let (server, _dir, sandbox, token) = widget_server(IN_PARTS_OF_5_MIB);
     let mcp = format!("{}/mcp", server.base);
     let fetched = picked_and_downloaded(
         &mcp,
@@ -359,17 +368,8 @@ fn the_widget_resource_names_claude_s_domain_by_default() {
 /// pieces.
 #[test]
 fn a_person_saves_a_file_from_the_download_view() {
-    let sandbox = free_port();
-    let origin = format!("http://localhost:{sandbox}");
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_WIDGET_ORIGINS", &origin),
-            ("SLUICE_VIEW_EMBED_MAX_BYTES", "1048576"),
-        ],
-    );
-    let token = server.token("alice", &[]);
+    let (server, _dir, sandbox, token) =
+        widget_server(&[("SLUICE_VIEW_EMBED_MAX_BYTES", "1048576")]);
     for (mode, size) in [
         ("embed", 700 * 1024 + 5),
         ("refused", 300 * 1024),
@@ -416,18 +416,7 @@ fn a_person_saves_a_file_from_the_download_view() {
 /// every file's handle from one `get_upload_status`.
 #[test]
 fn a_person_uploads_three_files_in_the_widget() {
-    let sandbox = free_port();
-    let origin = format!("http://localhost:{sandbox}");
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start_in(
-        dir.path(),
-        &[
-            ("SLUICE_WIDGET_ORIGINS", &origin),
-            ("SLUICE_PART_BYTES", "5242880"),
-            ("SLUICE_SINGLE_PUT_MAX_BYTES", "4194304"),
-        ],
-    );
-    let token = server.token("alice", &[]);
+    let (server, _dir, sandbox, token) = widget_server(IN_PARTS_OF_5_MIB);
     let mcp = format!("{}/mcp", server.base);
     let work = tempfile::tempdir().unwrap();
     let (files, list) =

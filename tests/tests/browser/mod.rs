@@ -79,10 +79,7 @@ struct Fetched {
 fn fetch_ready(server: &Server, token: &str, upload_id: &str) -> Fetched {
     let ready = status(server, token, upload_id);
     assert_eq!(ready["state"], "ready", "{ready}");
-    let link = server.download_ticket(token, ready["handle"].as_str().unwrap())["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = server.download_url(token, ready["handle"].as_str().unwrap());
     let got = request("GET", &link, &[], None);
     let redirected = got.status == 307;
     let body = match got.header("location") {
@@ -487,11 +484,7 @@ pub(crate) fn all_picked(
     for ((path, data), got) in files.iter().zip(picked) {
         let name = path.file_name().unwrap().to_str().unwrap();
         assert_eq!(got["filename"], name);
-        let link =
-            server.download_ticket(token, got["handle"].as_str().unwrap())["download"]["url"]
-                .as_str()
-                .unwrap()
-                .to_owned();
+        let link = server.download_url(token, got["handle"].as_str().unwrap());
         assert!(
             request("GET", &link, &[], None).body == *data,
             "{name} byte for byte"

@@ -53,10 +53,7 @@ fn stalled_uploads_leave_every_other_route_answering() {
         Some(&data),
     );
     assert_eq!(put.status, 200, "{}", put.text());
-    let link = server.download_ticket(&token, &handle)["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = server.download_url(&token, &handle);
     let got = request("GET", &link, &[], None);
     assert_eq!(got.status, 200);
     assert_eq!(got.body, bytes(5000, 1));
@@ -303,11 +300,7 @@ fn a_download_refused_a_slot_keeps_its_link() {
     let token = server.token("alice", &["files:read", "files:write"]);
     let data = bytes(3 * 1024 * 1024, 8);
     let ticket = server.upload(&token, "big.bin", &data);
-    let link =
-        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let link = server.download_url(&token, ticket["handle"].as_str().unwrap());
     let path = put_link(dir.path(), 1000, sluice::Sha256::of(b"x"));
     let stalled = stalled_request(&server.base, &put_head(&path, 1000), b"x");
     std::thread::sleep(Duration::from_millis(300));
@@ -328,11 +321,7 @@ fn a_spent_link_is_refused_before_its_object_is_read() {
     let (server, dir) = Server::start();
     let token = server.token("alice", &["files:read", "files:write"]);
     let ticket = server.upload(&token, "a.bin", &bytes(2000, 7));
-    let link =
-        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let link = server.download_url(&token, ticket["handle"].as_str().unwrap());
     assert_eq!(request("GET", &link, &[], None).status, 200);
     let object = stored_objects(dir.path()).pop().unwrap();
     crate::util::stall_reads_of(&object);
@@ -425,11 +414,7 @@ fn a_locked_ledger_answers_503_and_spends_nothing() {
     let (server, dir) = Server::start();
     let token = server.token("alice", &["files:read", "files:write"]);
     let ticket = server.upload(&token, "a.bin", &bytes(3000, 8));
-    let link =
-        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let link = server.download_url(&token, ticket["handle"].as_str().unwrap());
     let ledger = dir.path().join("ledger.sqlite3");
     let mut holder = std::process::Command::new("python3")
         .arg("-c")
@@ -475,11 +460,7 @@ fn dynamodb_down_during_a_redemption_answers_503() {
     let (server, _dir) = crate::util::aws_server(&emulators, "outage", &[]);
     let token = crate::util::aws_token(&emulators, "alice", &[]);
     let ticket = server.upload(&token, "a.bin", &bytes(2000, 9));
-    let link =
-        server.download_ticket(&token, ticket["handle"].as_str().unwrap())["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+    let link = server.download_url(&token, ticket["handle"].as_str().unwrap());
     emulators.stop_dynamodb();
     let got = request("GET", &link, &[], None);
     assert_eq!(got.status, 503, "{}", got.text());

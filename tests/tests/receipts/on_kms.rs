@@ -80,18 +80,13 @@ impl Relay {
 
 /// `count` new KMS signing keys on the KMS at `endpoint`: their ARNs.
 pub(crate) fn kms_keys(endpoint: &str, count: usize) -> Vec<String> {
-    let out = Command::new(root().join(".venv/bin/python"))
-        .arg(root().join("tests/clients/kms_keys.py"))
-        .arg(endpoint)
-        .arg(count.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let keys = crate::util::stdout_of(
+        Command::new(root().join(".venv/bin/python"))
+            .arg(root().join("tests/clients/kms_keys.py"))
+            .arg(endpoint)
+            .arg(count.to_string()),
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_slice(&keys).unwrap()
 }
 
 #[test]

@@ -27,6 +27,24 @@ fn caller(owner: &str, scopes: &[Scope]) -> Caller {
     }
 }
 
+/// Issues an upload of `data` (as `notes.txt`) for `owner`.
+async fn issued(
+    sluice: &sluice::Sluice,
+    owner: &str,
+    data: &[u8],
+) -> sluice::service::uploads::issue::UploadTicket {
+    sluice
+        .uploads()
+        .issue_upload(owner, request(data))
+        .await
+        .unwrap()
+}
+
+/// `owner`'s file `id`, which is theirs.
+async fn found(sluice: &sluice::Sluice, owner: &str, id: &sluice::FileId) -> sluice::FileMeta {
+    sluice.files().find_file(owner, id).await.unwrap()
+}
+
 /// Stores `data` inline as `name` for `owner`, its digest given right.
 async fn small(
     sluice: &sluice::Sluice,
@@ -50,18 +68,8 @@ async fn small(
 #[tokio::test]
 async fn a_file_is_missing_until_its_bytes_arrive_then_ready() {
     let local = Local::new();
-    let ticket = local
-        .sluice
-        .uploads()
-        .issue_upload("alice", request(b"abc"))
-        .await
-        .unwrap();
-    let file = local
-        .sluice
-        .files()
-        .find_file("alice", &ticket.file_id)
-        .await
-        .unwrap();
+    let ticket = issued(&local.sluice, "alice", b"abc").await;
+    let file = found(&local.sluice, "alice", &ticket.file_id).await;
     assert_eq!(
         local.sluice.files().stored(&file).await.unwrap(),
         Stored::Missing
@@ -75,12 +83,7 @@ async fn a_file_is_missing_until_its_bytes_arrive_then_ready() {
         Err(Error::NotUploaded)
     ));
     let small = small(&local.sluice, "alice", "b.txt", b"abc").await;
-    let stored = local
-        .sluice
-        .files()
-        .find_file("alice", &small.file_id)
-        .await
-        .unwrap();
+    let stored = found(&local.sluice, "alice", &small.file_id).await;
     assert!(matches!(
         local.sluice.files().stored(&stored).await.unwrap(),
         Stored::Ready(_)
@@ -94,12 +97,7 @@ async fn a_file_is_missing_until_its_bytes_arrive_then_ready() {
 #[tokio::test]
 async fn file_ids_and_handles_never_cross_owners() {
     let local = Local::new();
-    let ticket = local
-        .sluice
-        .uploads()
-        .issue_upload("alice", request(b"x"))
-        .await
-        .unwrap();
+    let ticket = issued(&local.sluice, "alice", b"x").await;
     assert!(matches!(
         local
             .sluice
@@ -169,12 +167,7 @@ async fn a_wrong_digest_on_the_inline_fallback_stores_nothing() {
 async fn the_pending_caps_refuse_with_a_time_to_come_back() {
     let local = Local::with(&[("SLUICE_MAX_PENDING_FILES", "2")]);
     for _ in 0..2 {
-        local
-            .sluice
-            .uploads()
-            .issue_upload("alice", request(b"y"))
-            .await
-            .unwrap();
+        issued(&local.sluice, "alice", b"y").await;
     }
     match local
         .sluice
@@ -239,12 +232,7 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
             other => panic!("exactly one start is issued: {other:?}"),
         };
         assert!(matches!(lost, Error::PageConflict(_)), "{lost:?}");
-        let recorded = local
-            .sluice
-            .files()
-            .find_file("alice", &won.file_id)
-            .await
-            .unwrap();
+        let recorded = found(&local.sluice, "alice", &won.file_id).await;
         let signed = won.upload.url.clone();
         assert!(!signed.is_empty());
         let again = local
@@ -298,12 +286,7 @@ async fn a_records_only_look_reads_no_store() {
         )
         .await
         .unwrap();
-    let file = local
-        .sluice
-        .files()
-        .find_file("alice", &started.file_id)
-        .await
-        .unwrap();
+    let file = found(&local.sluice, "alice", &started.file_id).await;
     let path = local
         .dir
         .path()
@@ -375,12 +358,7 @@ async fn the_line_the_service_returns_stores_through_the_served_socket() {
         .await
         .unwrap();
     assert!(out.status.success(), "{}", crate::util::out_text(&out));
-    let file = served
-        .sluice
-        .files()
-        .find_file("alice", &ticket.file_id)
-        .await
-        .unwrap();
+    let file = found(&served.sluice, "alice", &ticket.file_id).await;
     assert!(
         matches!(
             served.sluice.files().stored(&file).await.unwrap(),

@@ -469,16 +469,7 @@ fn the_deploy_environments_and_teardown_fit_the_template() {
         );
     }
     let script = crate::mcp_clients::root().join("infra/teardown.sh");
-    let out = std::process::Command::new("bash")
-        .arg("-n")
-        .arg(&script)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::util::stdout_of(std::process::Command::new("bash").arg("-n").arg(&script));
 }
 
 /// At `trace` the Lambda runtime and the HTTP libraries log raw events,

@@ -187,10 +187,7 @@ fn every_event_arrives_signed_once_through_a_receiver_outage_and_a_restart() {
     // Ready, downloaded, deleted.
     let a = sluice.upload(&alice, "a.txt", b"hello");
     let a_id = a["file_id"].as_str().unwrap().to_owned();
-    let link = sluice.download_ticket(&alice, a["handle"].as_str().unwrap())["download"]["url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let link = sluice.download_url(&alice, a["handle"].as_str().unwrap());
     assert_eq!(request("GET", &link, &[], None).status, 200);
     tool_ok(&call_tool(
         &sluice.base,
@@ -337,10 +334,7 @@ fn a_slow_or_refusing_receiver_never_holds_a_transfer_and_4xx_stops_retries() {
     for i in 0..10 {
         let data = bytes(64 * 1024, i);
         let t = sluice.upload(&alice, &format!("f{i}.bin"), &data);
-        let link = sluice.download_ticket(&alice, t["handle"].as_str().unwrap())["download"]["url"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let link = sluice.download_url(&alice, t["handle"].as_str().unwrap());
         assert!(request("GET", &link, &[], None).body == data);
     }
     let answered = logged(&slow_log)
