@@ -40,23 +40,25 @@ async fn stream_into<W: Write + Send + 'static>(
 ) -> WriteResult<W> {
     // The file and the verifier travel to each short blocking write and
     // back; the body is read here, in async code, between writes. Frames
-    // are batched as they came (no copy) until a batch holds CHUNK bytes.
+    // are copied into the batch as they come (the connection's read buffer
+    // is then free again, and reused in place) until it holds CHUNK bytes;
+    // the batch goes to the write and comes back to be filled again (two
+    // buffers a transfer, nothing allocated in one thread and freed in
+    // another).
     let mut state = Some((file, verifier));
-    let mut pending: Option<tokio::task::JoinHandle<WriteResult<W>>> = None;
-    let mut batch: Vec<Bytes> = Vec::new();
-    let mut batched = 0usize;
+    let mut pending: Option<tokio::task::JoinHandle<Written<W>>> = None;
+    let (mut batch, mut spare) = (Vec::with_capacity(CHUNK), Some(Vec::with_capacity(CHUNK)));
     let mut ended = false;
     let mut body_error = None;
     // The body keeps being read while a write runs, up to QUEUED bytes
     // ahead of the disk, so a stall in writeback does not stop the
     // network at once.
     loop {
-        if pending.is_none() && (batched >= CHUNK || (ended && batched > 0)) {
+        if pending.is_none() && (batch.len() >= CHUNK || (ended && !batch.is_empty())) {
             let (file, verifier) = state.take().expect("no write is in flight");
-            let chunks = std::mem::take(&mut batch);
-            batched = 0;
+            let full = std::mem::replace(&mut batch, spare.take().unwrap_or_default());
             pending = Some(tokio::task::spawn_blocking(move || {
-                write_chunks(file, verifier, chunks)
+                write_batch(file, verifier, full)
             }));
         }
         if ended && pending.is_none() {
@@ -65,18 +67,17 @@ async fn stream_into<W: Write + Send + 'static>(
         tokio::select! {
             written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
                 pending = None;
-                state = Some(written.map_err(join_error)??);
+                let (file, verifier, mut used) = written.map_err(join_error)??;
+                used.clear();
+                state = Some((file, verifier));
+                spare = Some(used);
             }
-            next = body.next(), if !ended && batched < QUEUED => match next {
-                Some(Ok(chunk)) => {
-                    batched += chunk.len();
-                    batch.push(chunk);
-                }
+            next = body.next(), if !ended && batch.len() < QUEUED => match next {
+                Some(Ok(chunk)) => batch.extend_from_slice(&chunk),
                 Some(Err(e)) => {
                     body_error = Some(e);
                     ended = true;
                     batch.clear();
-                    batched = 0;
                 }
                 None => ended = true,
             },
@@ -89,17 +90,20 @@ async fn stream_into<W: Write + Send + 'static>(
     Ok(state.expect("the last write returned the file"))
 }
 
-/// Hashes and writes a batch of chunks (one short blocking task).
-fn write_chunks<W: Write>(
+/// What a write hands back: the file and the verifier, and the batch's
+/// buffer to fill again.
+type Written<W> = Result<(std::io::BufWriter<W>, Verifier, Vec<u8>), StoreError>;
+
+/// Hashes and writes a batch (one short blocking task), handing its
+/// buffer back.
+fn write_batch<W: Write>(
     mut file: std::io::BufWriter<W>,
     mut verifier: Verifier,
-    chunks: Vec<Bytes>,
-) -> WriteResult<W> {
-    for chunk in chunks {
-        verifier.update(&chunk)?;
-        file.write_all(&chunk)?;
-    }
-    Ok((file, verifier))
+    batch: Vec<u8>,
+) -> Written<W> {
+    verifier.update(&batch)?;
+    file.write_all(&batch)?;
+    Ok((file, verifier, batch))
 }
 
 /// Reads one chunk (a short blocking task); an empty chunk is the end.

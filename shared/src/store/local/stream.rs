@@ -20,7 +20,6 @@ use std::fs::File;
 use std::io::{self, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
 use futures_util::StreamExt as _;
 
 use super::counted::{CHECKPOINT_FILE, STREAM_FILE, standing};
@@ -119,12 +118,12 @@ impl Open {
         })
     }
 
-    /// Hashes and writes `chunks`, checkpointing every
-    /// [`STREAM_CHECKPOINT`] bytes.
-    fn write(&mut self, chunks: Vec<Bytes>) -> Result<(), StoreError> {
-        for chunk in chunks {
-            self.hash.update(&chunk);
-            self.file.write_all(&chunk)?;
+    /// Hashes and writes `data`, a [`CHUNK`] at a time, checkpointing
+    /// every [`STREAM_CHECKPOINT`] bytes.
+    fn write(&mut self, data: &[u8]) -> Result<(), StoreError> {
+        for chunk in data.chunks(CHUNK) {
+            self.hash.update(chunk);
+            self.file.write_all(chunk)?;
             self.at += chunk.len() as u64;
             if self.at - self.kept >= STREAM_CHECKPOINT {
                 self.checkpoint()?;
@@ -272,9 +271,9 @@ impl Writer {
     }
 
     /// Writes `chunks` (see [`Open::write`]).
-    fn write(mut self, chunks: Vec<Bytes>) -> Result<Self, StoreError> {
-        self.open().write(chunks)?;
-        Ok(self)
+    fn write(mut self, batch: Vec<u8>) -> Result<(Self, Vec<u8>), StoreError> {
+        self.open().write(&batch)?;
+        Ok((self, batch))
     }
 
     /// The append ended as `ending` says: the stream finished, kept at a
@@ -455,19 +454,26 @@ async fn pump(
     offset: u64,
     size: u64,
 ) -> Result<(Writer, Ending), StoreError> {
+    type Written = Result<(Writer, Vec<u8>), StoreError>;
     let mut state = Some(writer);
-    let mut pending: Option<tokio::task::JoinHandle<Result<Writer, StoreError>>> = None;
-    let (mut batch, mut batched) = (Vec::new(), 0usize);
+    let mut pending: Option<tokio::task::JoinHandle<Written>> = None;
+    // Two buffers a transfer, each filled here and handed to the write and
+    // back: a frame is copied out as it arrives (so the connection's read
+    // buffer is free again at once, and reused in place), and nothing is
+    // allocated in one thread to be freed in another.
+    let (mut batch, mut spare) = (Vec::with_capacity(CHUNK), Some(Vec::with_capacity(CHUNK)));
     let mut received = offset;
     let (mut ended, mut past_end, mut doomed) = (false, false, false);
     let mut broke = None;
     loop {
-        if pending.is_none() && !past_end && !doomed && (batched >= CHUNK || (ended && batched > 0))
+        if pending.is_none()
+            && !past_end
+            && !doomed
+            && (batch.len() >= CHUNK || (ended && !batch.is_empty()))
         {
             let writer = state.take().expect("no write is in flight");
-            let chunks = std::mem::take(&mut batch);
-            batched = 0;
-            pending = Some(tokio::task::spawn_blocking(move || writer.write(chunks)));
+            let full = std::mem::replace(&mut batch, spare.take().unwrap_or_default());
+            pending = Some(tokio::task::spawn_blocking(move || writer.write(full)));
         }
         if (ended || past_end || doomed) && pending.is_none() {
             break;
@@ -475,17 +481,19 @@ async fn pump(
         tokio::select! {
             written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
                 pending = None;
-                state = Some(written.map_err(join_error)??);
+                let (writer, mut used) = written.map_err(join_error)??;
+                used.clear();
+                state = Some(writer);
+                spare = Some(used);
             }
             () = claim.doomed(), if !doomed => doomed = true,
-            next = body.next(), if !ended && !past_end && !doomed && batched < QUEUED => match next {
+            next = body.next(), if !ended && !past_end && !doomed && batch.len() < QUEUED => match next {
                 // Nothing of this chunk is written, nor anything after
                 // the last checkpoint.
                 Some(Ok(chunk)) if received + chunk.len() as u64 > size => past_end = true,
                 Some(Ok(chunk)) => {
                     received += chunk.len() as u64;
-                    batched += chunk.len();
-                    batch.push(chunk);
+                    batch.extend_from_slice(&chunk);
                 }
                 // What arrived before the body broke off is kept.
                 Some(Err(e)) => {
