@@ -24,7 +24,7 @@ use crate::records::RecordStore;
 #[derive(Clone, Debug)]
 pub struct Custody {
     store: Arc<dyn crate::store::ObjectStore>,
-    records: Arc<dyn crate::records::RecordStore>,
+    records: Arc<dyn RecordStore>,
     transfers: Arc<crate::config::Transfers>,
     reporter: Reporter,
 }
@@ -39,6 +39,11 @@ impl Custody {
             transfers: backends.transfers.clone(),
             reporter,
         }
+    }
+
+    /// What reports the changes the records do not make themselves.
+    pub(crate) fn reporter(&self) -> &Reporter {
+        &self.reporter
     }
 
     /// Refuses `file`, whose bytes `by` refused (`scan-…`, `type-…`, once

@@ -207,13 +207,7 @@ impl Sluice {
         let custody = custody::Custody::new(&backends, reporter.clone());
         let type_check = scan.type_check;
         let gate = gate::Gate::new(&backends, custody.clone(), scans(scan, scanner), type_check);
-        let files = Files::new(
-            &backends,
-            proofs.clone(),
-            links.clone(),
-            reporter.clone(),
-            (gate, custody),
-        );
+        let files = Files::new(&backends, proofs.clone(), links.clone(), gate, custody);
         let limits = Limits::new(&backends, files.clone(), limits, pending_caps);
         let uploads = Uploads::new(
             &backends,

@@ -267,12 +267,12 @@ impl Proofs {
             tracing::warn!(file_id = %file.id, "the store gives no entity tag: the object cannot be proven");
             return Ok(Vouched::NotTheFile);
         };
-        let mut held = match self.hold_proof(file, self.budget()).await {
+        let budget = self.budget();
+        let mut held = match self.hold_proof(file, budget).await {
             Ok(held) => held,
             Err(crate::store::StoreError::Busy(_)) => return Ok(Vouched::Verifying),
             Err(e) => return Err(e.into()),
         };
-        let budget = self.budget();
         let proved = self.prove(&mut held, etag, PROOF_SLICE, budget).await;
         held.release(self).await;
         match proved {

@@ -100,7 +100,6 @@ pub struct Files {
     records: Arc<dyn crate::records::RecordStore>,
     proofs: super::proof::Proofs,
     links: Links,
-    reporter: Reporter,
     /// The malware gate ([`super::gate`]).
     gate: Gate,
     custody: Custody,
@@ -114,15 +113,14 @@ impl Files {
         backends: &Backends,
         proofs: super::proof::Proofs,
         links: Links,
-        reporter: Reporter,
-        (gate, custody): (Gate, Custody),
+        gate: Gate,
+        custody: Custody,
     ) -> Self {
         Self {
             store: backends.store.clone(),
             records: backends.records.clone(),
             proofs,
             links,
-            reporter,
             gate,
             custody,
         }
@@ -148,7 +146,7 @@ impl Files {
 
     /// What reports the changes the records do not make themselves.
     pub(crate) fn reporter(&self) -> &Reporter {
-        &self.reporter
+        self.custody.reporter()
     }
 
     /// The record of the file a link names (written once when the file
