@@ -10,8 +10,8 @@ use std::path::Path;
 use serde_json::json;
 use sluice::Sha256;
 
+use crate::cargo_lambda_watch::{Reached, Stack, check_discovery, token};
 use crate::util::{call_tool, out_text, request, sh, tool_ok};
-use crate::watch::{Reached, Stack, check_discovery, token};
 
 const MIB: usize = 1024 * 1024;
 

@@ -6,7 +6,7 @@
 //! renaming of `WWW-Authenticate` to `x-amzn-remapped-www-authenticate`
 //! (documented for REST APIs, reported for HTTP APIs) and, optionally, the
 //! template's response mapping that restores it. (`cargo lambda watch` is
-//! not emulated: `tests/tests/watch/` runs the real one.)
+//! not emulated: `tests/tests/cargo_lambda_watch/` runs the real one.)
 
 use std::collections::HashMap;
 use std::io::{BufReader, Write as _};

@@ -94,7 +94,7 @@ mod tus;
 // the upload link's one PUT: exact size and digest, first success wins, quota
 mod upload;
 // `cargo lambda watch` for real, as docs/aws.md runs it
-mod watch;
+mod cargo_lambda_watch;
 // webhooks verified by the Standard Webhooks library; events on a bus
 mod webhooks;
 // the in-chat widget (MCP Apps) in a host built on ext-apps, in Chromium

@@ -17,7 +17,7 @@ use super::*;
 
 /// A stream record of the change from `old` to `new` (`by_ttl`: the
 /// DynamoDB service removed it), as Lambda passes it.
-pub(super) fn change(seq: u64, old: Option<&Item>, new: Option<&Item>, by_ttl: bool) -> Value {
+pub(crate) fn change(seq: u64, old: Option<&Item>, new: Option<&Item>, by_ttl: bool) -> Value {
     let image = |i: Option<&Item>| {
         i.map(|i| serde_json::to_value(serde_dynamo::Item::from(i.clone())).unwrap())
             .unwrap_or(json!({}))

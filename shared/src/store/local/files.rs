@@ -7,13 +7,11 @@ use std::path::Path;
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt as _;
 
+use super::pump::{self, Flow, Written};
 use super::slots::Slot;
-use super::{CHUNK, QUEUED, READ_CHUNK};
+use super::{CHUNK, READ_CHUNK};
 use crate::sha::{Sha256, Verifier};
 use crate::store::{ByteStream, StoreError};
-
-/// What a write hands back: the file and the verifier, for the next.
-type WriteResult<W> = Result<(std::io::BufWriter<W>, Verifier), StoreError>;
 
 /// Streams `body` into `file`, which must come out exactly `size` bytes of
 /// digest `sha256`; hands the file back, written but not synced.
@@ -24,86 +22,29 @@ pub(super) async fn write_verified<W: Write + Send + 'static>(
     body: ByteStream,
 ) -> Result<W, StoreError> {
     let buffered = std::io::BufWriter::with_capacity(CHUNK, file);
-    let (file, verifier) = stream_into(buffered, Verifier::new(size, sha256), body).await?;
+    let sink = (buffered, Verifier::new(size, sha256));
+    let write: pump::Write<_> = write_batch;
+    let ((file, verifier), flow) =
+        pump::pump(sink, write, body, |_| true, std::future::pending()).await?;
+    if let Flow::Ended(Some(e)) = flow {
+        // A temporary file is removed when it drops.
+        return Err(StoreError::Body(e));
+    }
     verifier.finish()?;
     file.into_inner()
         .map_err(|e| StoreError::Io(e.into_error()))
 }
 
-/// Streams `body` into `file` through `verifier`, and hands both back once
-/// the body ended (the caller finishes the verifier). Chunks are hashed and
-/// written by short blocking tasks.
-async fn stream_into<W: Write + Send + 'static>(
-    file: std::io::BufWriter<W>,
-    verifier: Verifier,
-    mut body: ByteStream,
-) -> WriteResult<W> {
-    // The file and the verifier travel to each short blocking write and
-    // back; the body is read here, in async code, between writes. Frames
-    // are copied into the batch as they come (the connection's read buffer
-    // is then free again, and reused in place) until it holds CHUNK bytes;
-    // the batch goes to the write and comes back to be filled again (two
-    // buffers a transfer, nothing allocated in one thread and freed in
-    // another).
-    let mut state = Some((file, verifier));
-    let mut pending: Option<tokio::task::JoinHandle<Written<W>>> = None;
-    let (mut batch, mut spare) = (Vec::with_capacity(CHUNK), Some(Vec::with_capacity(CHUNK)));
-    let mut ended = false;
-    let mut body_error = None;
-    // The body keeps being read while a write runs, up to QUEUED bytes
-    // ahead of the disk, so a stall in writeback does not stop the
-    // network at once.
-    loop {
-        if pending.is_none() && (batch.len() >= CHUNK || (ended && !batch.is_empty())) {
-            let (file, verifier) = state.take().expect("no write is in flight");
-            let full = std::mem::replace(&mut batch, spare.take().unwrap_or_default());
-            pending = Some(tokio::task::spawn_blocking(move || {
-                write_batch(file, verifier, full)
-            }));
-        }
-        if ended && pending.is_none() {
-            break;
-        }
-        tokio::select! {
-            written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
-                pending = None;
-                let (file, verifier, mut used) = written.map_err(join_error)??;
-                used.clear();
-                state = Some((file, verifier));
-                spare = Some(used);
-            }
-            next = body.next(), if !ended && batch.len() < QUEUED => match next {
-                Some(Ok(chunk)) => batch.extend_from_slice(&chunk),
-                Some(Err(e)) => {
-                    body_error = Some(e);
-                    ended = true;
-                    batch.clear();
-                }
-                None => ended = true,
-            },
-        }
-    }
-    if let Some(e) = body_error {
-        // A temporary file is removed when `state` drops.
-        return Err(StoreError::Body(e));
-    }
-    Ok(state.expect("the last write returned the file"))
-}
-
-/// What a write hands back: the file and the verifier, and the batch's
-/// buffer to fill again.
-type Written<W> = Result<(std::io::BufWriter<W>, Verifier, Vec<u8>), StoreError>;
+/// What a whole PUT's batches are written to: the file, and the verifier
+/// of what it must come out as.
+type Sink<W> = (std::io::BufWriter<W>, Verifier);
 
 /// Hashes and writes a batch (one short blocking task), handing its
 /// buffer back.
-fn write_batch<W: Write>(
-    mut file: std::io::BufWriter<W>,
-    mut verifier: Verifier,
-    batch: Vec<u8>,
-) -> Written<W> {
+fn write_batch<W: Write>((mut file, mut verifier): Sink<W>, batch: Vec<u8>) -> Written<Sink<W>> {
     verifier.update(&batch)?;
     file.write_all(&batch)?;
-    Ok((file, verifier, batch))
+    Ok(((file, verifier), batch))
 }
 
 /// Reads one chunk (a short blocking task); an empty chunk is the end.

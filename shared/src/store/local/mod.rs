@@ -30,6 +30,7 @@ use crate::sha::Sha256;
 
 mod counted;
 mod files;
+mod pump;
 mod slots;
 mod stream;
 mod sweep;

@@ -20,12 +20,11 @@ use std::fs::File;
 use std::io::{self, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 
-use futures_util::StreamExt as _;
-
 use super::counted::{CHECKPOINT_FILE, STREAM_FILE, standing};
 use super::files::{join_error, refuse_if_there};
+use super::pump::{self, Flow};
 use super::slots::{Claim, UploadGuard};
-use super::{CHUNK, LocalStore, QUEUED};
+use super::{CHUNK, LocalStore};
 use crate::file::ObjectKey;
 use crate::sha::{Midstate, Mismatch, Sha256};
 use crate::store::{Appended, Busy, ByteStream, STREAM_CHECKPOINT, StoreError, StreamStore};
@@ -442,75 +441,31 @@ impl StreamStore for LocalStore {
 }
 
 /// One append's body, from `offset` of an upload of `size` bytes, written
-/// through `writer` as a whole PUT is written (`files::stream_into`): the
-/// body is read here, up to QUEUED bytes ahead of the disk, and each batch
-/// of CHUNK bytes hashed and written by one short blocking task. A delete
-/// (the claim doomed) ends it at once. The writer comes back with how the
-/// body ended.
+/// through `writer` as a whole PUT is written (`pump::pump`). A frame past
+/// the upload's length stops it, and a delete (the claim doomed) at once.
+/// The writer comes back with how the body ended.
 async fn pump(
     writer: Writer,
     claim: &Claim,
-    mut body: ByteStream,
+    body: ByteStream,
     offset: u64,
     size: u64,
 ) -> Result<(Writer, Ending), StoreError> {
-    type Written = Result<(Writer, Vec<u8>), StoreError>;
-    let mut state = Some(writer);
-    let mut pending: Option<tokio::task::JoinHandle<Written>> = None;
-    // Two buffers a transfer, each filled here and handed to the write and
-    // back: a frame is copied out as it arrives (so the connection's read
-    // buffer is free again at once, and reused in place), and nothing is
-    // allocated in one thread to be freed in another.
-    let (mut batch, mut spare) = (Vec::with_capacity(CHUNK), Some(Vec::with_capacity(CHUNK)));
     let mut received = offset;
-    let (mut ended, mut past_end, mut doomed) = (false, false, false);
-    let mut broke = None;
-    loop {
-        if pending.is_none()
-            && !past_end
-            && !doomed
-            && (batch.len() >= CHUNK || (ended && !batch.is_empty()))
-        {
-            let writer = state.take().expect("no write is in flight");
-            let full = std::mem::replace(&mut batch, spare.take().unwrap_or_default());
-            pending = Some(tokio::task::spawn_blocking(move || writer.write(full)));
-        }
-        if (ended || past_end || doomed) && pending.is_none() {
-            break;
-        }
-        tokio::select! {
-            written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
-                pending = None;
-                let (writer, mut used) = written.map_err(join_error)??;
-                used.clear();
-                state = Some(writer);
-                spare = Some(used);
-            }
-            () = claim.doomed(), if !doomed => doomed = true,
-            next = body.next(), if !ended && !past_end && !doomed && batch.len() < QUEUED => match next {
-                // Nothing of this chunk is written, nor anything after
-                // the last checkpoint.
-                Some(Ok(chunk)) if received + chunk.len() as u64 > size => past_end = true,
-                Some(Ok(chunk)) => {
-                    received += chunk.len() as u64;
-                    batch.extend_from_slice(&chunk);
-                }
-                // What arrived before the body broke off is kept.
-                Some(Err(e)) => {
-                    broke = Some(e);
-                    ended = true;
-                }
-                None => ended = true,
-            },
-        }
-    }
-    let writer = state.expect("the last write returned the stream");
-    let ending = if doomed || claim.is_doomed() {
-        Ending::Doomed
-    } else if past_end {
-        Ending::PastEnd
-    } else {
-        Ending::Ended { broke }
+    let mut past_end = false;
+    // Nothing of a frame past the end is written, nor anything after the
+    // last checkpoint.
+    let admit = |chunk: &[u8]| {
+        received += chunk.len() as u64;
+        past_end = received > size;
+        !past_end
+    };
+    let (writer, flow) = pump::pump(writer, Writer::write, body, admit, claim.doomed()).await?;
+    let ending = match flow {
+        _ if claim.is_doomed() => Ending::Doomed,
+        Flow::Stopped if past_end => Ending::PastEnd,
+        Flow::Stopped => Ending::Doomed,
+        Flow::Ended(broke) => Ending::Ended { broke },
     };
     Ok((writer, ending))
 }

@@ -8,6 +8,7 @@
 //! the returned lines, a spent link), the page URL, and Claude Code's
 //! `claude mcp add` line connecting.
 
+mod events;
 mod importer;
 mod readme;
 

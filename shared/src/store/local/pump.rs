@@ -1,0 +1,93 @@
+//! A body into the local store, batch by batch: the one write loop a whole
+//! PUT (`files::write_verified`) and a stream's append (`stream::pump`)
+//! share.
+//!
+//! The body is read here, in async code, up to QUEUED bytes ahead of the
+//! disk, so a stall in writeback does not stop the network at once; each
+//! batch of CHUNK bytes is hashed and written by one short blocking task,
+//! one at a time. Frames are copied into the batch as they come (the
+//! connection's read buffer is then free again, and reused in place); the
+//! batch goes to the write and comes back to be filled again: two buffers a
+//! transfer, nothing allocated in one thread and freed in another.
+
+use std::future::Future;
+use std::io;
+
+use futures_util::StreamExt as _;
+
+use super::files::join_error;
+use super::{CHUNK, QUEUED};
+use crate::store::{ByteStream, StoreError};
+
+/// What a batch's write does on its blocking thread: takes the sink and the
+/// batch, and hands both back (the batch to be filled again).
+pub(super) type Write<S> = fn(S, Vec<u8>) -> Written<S>;
+
+/// The sink and the batch, handed back by a write.
+pub(super) type Written<S> = Result<(S, Vec<u8>), StoreError>;
+
+/// How the body's pumping ended.
+pub(super) enum Flow {
+    /// The body ended (`Some`: it broke off); all it brought is written.
+    Ended(Option<io::Error>),
+    /// Stopped before its end: a frame refused by `admit`, or `stop` came.
+    /// Nothing from the last write on is written.
+    Stopped,
+}
+
+/// Pumps `body` through `write` into `sink`, and hands the sink back with
+/// how the body ended. Each frame is offered to `admit` first (false: stop
+/// here); `stop` ending stops it too, at once.
+pub(super) async fn pump<S: Send + 'static>(
+    sink: S,
+    write: Write<S>,
+    mut body: ByteStream,
+    mut admit: impl FnMut(&[u8]) -> bool,
+    stop: impl Future<Output = ()>,
+) -> Result<(S, Flow), StoreError> {
+    let mut state = Some(sink);
+    let mut pending: Option<tokio::task::JoinHandle<Written<S>>> = None;
+    let (mut batch, mut spare) = (Vec::with_capacity(CHUNK), Some(Vec::with_capacity(CHUNK)));
+    let (mut ended, mut stopped) = (false, false);
+    let mut broke = None;
+    tokio::pin!(stop);
+    loop {
+        if pending.is_none() && !stopped && (batch.len() >= CHUNK || (ended && !batch.is_empty())) {
+            let sink = state.take().expect("no write is in flight");
+            let full = std::mem::replace(&mut batch, spare.take().unwrap_or_default());
+            pending = Some(tokio::task::spawn_blocking(move || write(sink, full)));
+        }
+        if (ended || stopped) && pending.is_none() {
+            break;
+        }
+        tokio::select! {
+            written = async { pending.as_mut().expect("guarded").await }, if pending.is_some() => {
+                pending = None;
+                let (sink, mut used) = written.map_err(join_error)??;
+                used.clear();
+                state = Some(sink);
+                spare = Some(used);
+            }
+            () = &mut stop, if !stopped => stopped = true,
+            next = body.next(), if !ended && !stopped && batch.len() < QUEUED => match next {
+                Some(Ok(chunk)) if !admit(&chunk) => stopped = true,
+                Some(Ok(chunk)) => batch.extend_from_slice(&chunk),
+                // What arrived before the body broke off is written.
+                Some(Err(e)) => {
+                    broke = Some(e);
+                    ended = true;
+                }
+                None => ended = true,
+            },
+        }
+    }
+    let sink = state.expect("the last write returned the sink");
+    Ok((
+        sink,
+        if stopped {
+            Flow::Stopped
+        } else {
+            Flow::Ended(broke)
+        },
+    ))
+}
