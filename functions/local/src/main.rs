@@ -5,7 +5,9 @@
 /// consolidation among it), and under the soak's mixed load its RSS kept
 /// growing (47 to 91 MiB in five minutes with two arenas; 24 to 50 with the
 /// mmap threshold fixed too, which needed the process to start itself again
-/// with both set). BENCHMARKS.md, "MCP" and "Soak", has the figures.
+/// with both set). It is built to commit memory on demand
+/// (`.cargo/config.toml`), so what a transfer used goes back. BENCHMARKS.md,
+/// "MCP", "Soak" and "A transfer costs no memory", has the figures.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

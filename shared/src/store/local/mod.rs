@@ -45,9 +45,6 @@ use files::{join_error, read_stream, refuse_if_there, write_verified};
 /// constant (about two chunks).
 const CHUNK: usize = 256 * 1024;
 
-/// How far the body is read ahead of the disk during an upload.
-const QUEUED: usize = 8 * CHUNK;
-
 /// Chunk size for reads: each is one short blocking task, so larger chunks
 /// than for writes (whose size the network sets) keep those tasks few; a
 /// download holds at most two (one read ahead).

@@ -4,6 +4,7 @@ use bytes::Bytes;
 use futures_util::StreamExt as _;
 
 use super::counted::walk;
+use super::pump::BATCH;
 use super::sweep::remove_each;
 use super::*;
 use crate::file::{FileId, FileMeta};
@@ -424,8 +425,9 @@ async fn written(store: &LocalStore, key: &ObjectKey, bytes: u64) {
 }
 
 /// An append under way: a stream of 4 MiB kept at its checkpoint of 1000
-/// bytes, then a second append whose first 256 KiB are written, its body
-/// still open (send on the sender, or drop it, to end it).
+/// bytes, then a second append whose first batch is written (a batch is
+/// written once full), its body still open (send on the sender, or drop
+/// it, to end it).
 struct UnderWay {
     key: ObjectKey,
     size: u64,
@@ -441,12 +443,13 @@ async fn append_under_way(store: &LocalStore) -> UnderWay {
         .await
         .unwrap();
     let (tx, body) = fed();
-    tx.send(Ok(Bytes::from(vec![1u8; 600 * 1024]))).unwrap();
+    tx.send(Ok(Bytes::from(vec![1u8; BATCH + 88 * 1024])))
+        .unwrap();
     let appending = {
         let (store, key) = (store.clone(), key.clone());
         tokio::spawn(async move { streamed(&store).append(&key, size, sha, 1000, body).await })
     };
-    written(store, &key, 1000 + 256 * 1024).await;
+    written(store, &key, 1000 + BATCH as u64).await;
     UnderWay {
         key,
         size,
@@ -578,5 +581,70 @@ async fn an_empty_append_writes_no_checkpoint() {
         std::fs::metadata(&at).unwrap().ino(),
         before,
         "no checkpoint written"
+    );
+}
+
+/// Frames of every size against the batch's (one byte, one short of it,
+/// over two batches at once, a few bytes): a whole PUT and a stream's
+/// append each store exactly the body, in order (its size and digest are
+/// the pin), and a frame past an append's length still keeps nothing of it.
+#[tokio::test]
+async fn frames_of_any_size_are_cut_into_batches_and_kept_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalStore::open(dir.path(), 1 << 30, 8).unwrap();
+    let sizes = [1, BATCH - 1, 2 * BATCH + 3, 17, BATCH, 5];
+    let total: usize = sizes.iter().sum();
+    let data: Vec<u8> = (0..total as u32).map(|i| (i % 253) as u8).collect();
+    let mut frames = Vec::new();
+    let mut at = 0;
+    for n in sizes {
+        frames.push(data[at..at + n].to_vec());
+        at += n;
+    }
+    let (size, sha) = (total as u64, Sha256::of(&data));
+
+    let whole = meta("alice", 1).object_key();
+    store
+        .put(&whole, size, sha, body_of(frames.clone(), None))
+        .await
+        .unwrap();
+    let mut swapped = frames.clone();
+    swapped.swap(1, 3);
+    let refused = store
+        .put(
+            &meta("alice", 2).object_key(),
+            size,
+            sha,
+            body_of(swapped, None),
+        )
+        .await;
+    assert!(
+        refused.is_err(),
+        "the same bytes out of order are not the file"
+    );
+
+    let s = streamed(&store);
+    let key = meta("alice", 3).object_key();
+    let appended = s
+        .append(&key, size, sha, 0, body_of(frames.clone(), None))
+        .await
+        .unwrap();
+    assert_eq!(
+        appended,
+        crate::store::Appended {
+            offset: size,
+            complete: true
+        }
+    );
+
+    let short = meta("alice", 4).object_key();
+    let mut past = frames;
+    past.push(vec![9; 3]);
+    let cut = s.append(&short, size, sha, 0, body_of(past, None)).await;
+    assert!(cut.is_err(), "a body past the length is refused: {cut:?}");
+    assert_eq!(
+        s.offset(&short, size).await.unwrap(),
+        0,
+        "nothing of it kept"
     );
 }
