@@ -7,9 +7,9 @@ use std::path::Path;
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt as _;
 
+use super::READ_CHUNK;
 use super::pump::{self, Flow, Written};
 use super::slots::Slot;
-use super::{CHUNK, READ_CHUNK};
 use crate::sha::{Sha256, Verifier};
 use crate::store::{ByteStream, StoreError};
 
@@ -21,8 +21,8 @@ pub(super) async fn write_verified<W: Write + Send + 'static>(
     sha256: Sha256,
     body: ByteStream,
 ) -> Result<W, StoreError> {
-    let buffered = std::io::BufWriter::with_capacity(CHUNK, file);
-    let sink = (buffered, Verifier::new(size, sha256));
+    // Each write is a whole batch, so the file is written unbuffered.
+    let sink = (file, Verifier::new(size, sha256));
     let write: pump::Write<_> = write_batch;
     let ((file, verifier), flow) =
         pump::pump(sink, write, body, |_| true, std::future::pending()).await?;
@@ -31,13 +31,12 @@ pub(super) async fn write_verified<W: Write + Send + 'static>(
         return Err(StoreError::Body(e));
     }
     verifier.finish()?;
-    file.into_inner()
-        .map_err(|e| StoreError::Io(e.into_error()))
+    Ok(file)
 }
 
 /// What a whole PUT's batches are written to: the file, and the verifier
 /// of what it must come out as.
-type Sink<W> = (std::io::BufWriter<W>, Verifier);
+type Sink<W> = (W, Verifier);
 
 /// Hashes and writes a batch (one short blocking task), handing its
 /// buffer back.

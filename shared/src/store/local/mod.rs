@@ -1,6 +1,6 @@
 //! Objects in a directory: `<root>/objects/<key>`, written through `<root>/tmp`.
 //!
-//! A body is gathered into chunks of [`CHUNK`] bytes, each hashed and written
+//! A body is gathered into batches (`pump.rs`), each hashed and written
 //! to a temporary file by one short blocking task, then synced and linked into
 //! place with a no-clobber rename: a partial or unverified object is never
 //! visible and the first complete upload wins, across processes. No thread
@@ -40,9 +40,9 @@ mod tests;
 use counted::dir_size;
 use files::{join_error, read_stream, refuse_if_there, write_verified};
 
-/// Chunk size for reads and writes: large enough to keep syscalls and
-/// blocking tasks few, small enough that memory per transfer stays a small
-/// constant (about two chunks).
+/// Chunk size for writes: what a stream hashes and writes at a time
+/// between its checkpoints, and a quarter of an upload's batch
+/// (`pump::BATCH`; a transfer holds two batches).
 const CHUNK: usize = 256 * 1024;
 
 /// Chunk size for reads: each is one short blocking task, so larger chunks

@@ -15,18 +15,17 @@
 use std::future::Future;
 use std::io;
 
+use bytes::Bytes;
 use futures_util::StreamExt as _;
 
-use super::files::join_error;
-use bytes::Bytes;
-
 use super::CHUNK;
+use super::files::join_error;
+use crate::store::{ByteStream, StoreError};
 
 /// What one blocking write takes: four chunks. Smaller batches cost the
 /// line's rate (256 KiB: 0.85× of this, in turns with
 /// `sluice-bench --only peer`); a transfer holds two.
 pub(super) const BATCH: usize = 4 * CHUNK;
-use crate::store::{ByteStream, StoreError};
 
 /// What a batch's write does on its blocking thread: takes the sink and the
 /// batch, and hands both back (the batch to be filled again).
@@ -54,9 +53,11 @@ pub(super) async fn pump<S: Send + 'static>(
     mut admit: impl FnMut(&[u8]) -> bool,
     stop: impl Future<Output = ()>,
 ) -> Result<(S, Flow), StoreError> {
-    let mut state = Some(sink);
+    // The sink and the spare buffer while no write is in flight (a write
+    // takes both and hands both back); the batch being filled.
+    let mut idle = Some((sink, Vec::with_capacity(BATCH)));
     let mut pending: Option<tokio::task::JoinHandle<Written<S>>> = None;
-    let (mut batch, mut spare) = (Vec::with_capacity(BATCH), Some(Vec::with_capacity(BATCH)));
+    let mut batch = Vec::with_capacity(BATCH);
     // What did not fit of the last frame, for the next batch.
     let mut rest = Bytes::new();
     let (mut ended, mut stopped) = (false, false);
@@ -64,8 +65,8 @@ pub(super) async fn pump<S: Send + 'static>(
     tokio::pin!(stop);
     loop {
         if pending.is_none() && !stopped && (batch.len() >= BATCH || (ended && !batch.is_empty())) {
-            let sink = state.take().expect("no write is in flight");
-            let full = std::mem::replace(&mut batch, spare.take().unwrap_or_default());
+            let (sink, spare) = idle.take().expect("no write is in flight");
+            let full = std::mem::replace(&mut batch, spare);
             pending = Some(tokio::task::spawn_blocking(move || write(sink, full)));
             fill(&mut batch, &mut rest);
         }
@@ -77,8 +78,7 @@ pub(super) async fn pump<S: Send + 'static>(
                 pending = None;
                 let (sink, mut used) = written.map_err(join_error)??;
                 used.clear();
-                state = Some(sink);
-                spare = Some(used);
+                idle = Some((sink, used));
             }
             () = &mut stop, if !stopped => stopped = true,
             next = body.next(), if !ended && !stopped && rest.is_empty() && batch.len() < BATCH => match next {
@@ -96,15 +96,13 @@ pub(super) async fn pump<S: Send + 'static>(
             },
         }
     }
-    let sink = state.expect("the last write returned the sink");
-    Ok((
-        sink,
-        if stopped {
-            Flow::Stopped
-        } else {
-            Flow::Ended(broke)
-        },
-    ))
+    let (sink, _) = idle.expect("the last write returned the sink");
+    let flow = if stopped {
+        Flow::Stopped
+    } else {
+        Flow::Ended(broke)
+    };
+    Ok((sink, flow))
 }
 
 /// Moves what fits of `rest` into `batch` (up to BATCH bytes).

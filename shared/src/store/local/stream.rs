@@ -269,7 +269,7 @@ impl Writer {
             .expect("a writer holds its stream until settled")
     }
 
-    /// Writes `chunks` (see [`Open::write`]).
+    /// Writes `batch` (see [`Open::write`]) and hands it back.
     fn write(mut self, batch: Vec<u8>) -> Result<(Self, Vec<u8>), StoreError> {
         self.open().write(&batch)?;
         Ok((self, batch))
