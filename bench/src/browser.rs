@@ -36,7 +36,11 @@ fn page_url(sluice: &Sluice) -> anyhow::Result<String> {
 
 /// One upload through the page: its timings and the browser's memory.
 /// With `sink`, the same browser then PUTs the file there too (`sinkMs`).
-fn through_page(sluice: &Sluice, file: &Path, sink: Option<&str>) -> anyhow::Result<Value> {
+pub(crate) fn through_page(
+    sluice: &Sluice,
+    file: &Path,
+    sink: Option<&str>,
+) -> anyhow::Result<Value> {
     let root = sluice_testkit::root();
     let mut node = Command::new("node");
     node.arg(root.join("tests/clients/bench-browser.mjs"))
@@ -60,7 +64,7 @@ fn through_page(sluice: &Sluice, file: &Path, sink: Option<&str>) -> anyhow::Res
 
 /// The sandbox origin's port for the widget's runs: sluice is told it at
 /// start (`SLUICE_WIDGET_ORIGINS`).
-fn sandbox_port() -> anyhow::Result<u16> {
+pub(crate) fn sandbox_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -69,7 +73,7 @@ fn sandbox_port() -> anyhow::Result<u16> {
 /// One upload through the widget, in the test MCP Apps host
 /// (`tests/clients/apps-host.mjs`: the official host bridge, the widget in
 /// a sandboxed iframe on another origin): the widget's own timings.
-fn through_widget(sluice: &Sluice, file: &Path, port: u16) -> anyhow::Result<Value> {
+pub(crate) fn through_widget(sluice: &Sluice, file: &Path, port: u16) -> anyhow::Result<Value> {
     let root = sluice_testkit::root();
     let shots = tempfile::tempdir()?;
     Command::new("sync").status()?;
@@ -141,7 +145,7 @@ fn hashers(file: &Path) -> anyhow::Result<Value> {
 /// The last commit whose page hashed with our own JavaScript SHA-256.
 const OLD_HASHER_COMMIT: &str = "28a87a4";
 
-fn seconds(v: &Value, key: &str) -> anyhow::Result<f64> {
+pub(crate) fn seconds(v: &Value, key: &str) -> anyhow::Result<f64> {
     Ok(v[key].as_f64().with_context(|| format!("{key} in {v}"))? / 1000.0)
 }
 

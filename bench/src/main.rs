@@ -17,6 +17,7 @@ mod ops;
 mod out;
 mod parts;
 mod peer;
+mod pick;
 mod receipts;
 mod refs;
 mod scale;
@@ -43,7 +44,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
     /// Run one section only.
-    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "batch", "ops", "import", "scan", "out", "receipts", "traces"])]
+    #[arg(long, value_parser = ["data", "actions", "mcp", "backends", "browser", "scale", "lambda", "hash", "parts", "parts-vs-put", "resume", "peer", "pick", "batch", "ops", "import", "scan", "out", "receipts", "traces"])]
     only: Option<String>,
     /// Size of the file uploaded in parts, in MiB (over 5 GiB: more than
     /// one PUT to S3 can take).
@@ -171,6 +172,9 @@ fn main() -> anyhow::Result<()> {
     }
     if wants("browser") {
         report.push_str(&browser::run()?);
+    }
+    if wants("pick") {
+        report.push_str(&pick::run(args.runs.min(3))?);
     }
     if wants("scale") {
         let rt = tokio::runtime::Builder::new_multi_thread()

@@ -95,6 +95,22 @@ pub enum Error {
     /// A browser page already used for another file, in words for the person.
     #[error("{0}")]
     PageConflict(&'static str),
+    /// A page's start without the file's digest, where the store cannot
+    /// take it with the last bytes (it takes no stream).
+    #[error(
+        "this link takes the file's sha256 before its bytes: hash the file, then start again; nothing was issued"
+    )]
+    DigestFirst,
+    /// The last bytes of an upload whose digest is to come, sent without it.
+    #[error(
+        "this upload's sha256 is declared with its last bytes (a Repr-Digest: sha-256=:…: header on the request that sends them), and this request has none; nothing was written"
+    )]
+    DigestToCome,
+    /// A digest declared for an upload that declared another before.
+    #[error(
+        "this upload declared another sha256 before ({0}); nothing was written: its bytes are checked against the first"
+    )]
+    DigestDeclared(crate::sha::Sha256),
     /// An upload link that expired while its upload was still arriving.
     #[error("the upload link expired before the upload finished; nothing was stored")]
     UploadExpired,
@@ -247,6 +263,9 @@ impl Error {
             Error::ZipNotBuilt(_) => "zip_not_built",
             Error::PageRefused(_) => "page_refused",
             Error::PageConflict(_) => "page_conflict",
+            Error::DigestFirst => "digest_first",
+            Error::DigestToCome => "digest_to_come",
+            Error::DigestDeclared(_) => "digest_declared",
             Error::UploadExpired => "upload_expired",
             Error::AlreadyUploaded => "already_uploaded",
             Error::UploadInProgress => "upload_in_progress",

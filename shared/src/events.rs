@@ -69,7 +69,10 @@ pub struct EventData {
     pub filename: String,
     /// Its declared size in bytes.
     pub size: u64,
-    /// Its declared SHA-256.
+    /// Its declared SHA-256; absent for a file whose digest never came (a
+    /// person's page that sent while it hashed, deleted or expired before
+    /// its last bytes).
+    #[serde(default = "to_come", skip_serializing_if = "Sha256::is_to_come")]
     pub sha256: Sha256,
     /// Its media type.
     pub content_type: String,
@@ -85,6 +88,11 @@ pub struct EventData {
     /// are signed ([`crate::receipts`]).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub receipt: Option<String>,
+}
+
+/// What an event without a digest reads as.
+fn to_come() -> Sha256 {
+    Sha256::TO_COME
 }
 
 impl EventData {

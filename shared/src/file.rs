@@ -167,6 +167,13 @@ pub struct FileMeta {
 }
 
 impl FileMeta {
+    /// The digest the file pins; `None` while it is to come: a person's
+    /// page started sending before it had hashed the file, and declares
+    /// the digest with the last bytes ([`Sha256::TO_COME`]).
+    pub fn digest(&self) -> Option<Sha256> {
+        (!self.sha256.is_to_come()).then_some(self.sha256)
+    }
+
     /// The name the bytes are stored and downloaded under.
     pub fn safe_name(&self) -> String {
         filename::safe_name(&self.filename)

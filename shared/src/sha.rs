@@ -32,6 +32,28 @@ pub enum DigestError {
 }
 
 impl Sha256 {
+    /// What a file issued with its digest to come holds in its place until
+    /// the digest is declared with its last bytes (a person's page that
+    /// hashes while it sends: [`crate::file::FileMeta::digest`]): the
+    /// SHA-256 of [`Sha256::TO_COME_OF`], a mark no one sends by chance (a
+    /// placeholder such as 64 zeros stays a digest like any other). A
+    /// client declaring it is refused wherever a digest is declared, so the
+    /// one file it cannot take is those 58 bytes themselves.
+    pub const TO_COME: Self = Self([
+        0x35, 0xcd, 0x4d, 0x47, 0xef, 0xa7, 0x3b, 0x19, 0x95, 0x19, 0xe0, 0x33, 0xaa, 0x89, 0xb1,
+        0xff, 0x9e, 0x06, 0x6c, 0x0b, 0xff, 0x50, 0x38, 0x72, 0xa9, 0xb6, 0x8c, 0x7a, 0x53, 0x09,
+        0x92, 0xc6,
+    ]);
+
+    /// The bytes whose digest is [`Sha256::TO_COME`].
+    pub const TO_COME_OF: &'static [u8] =
+        b"sluice: this file's digest is declared with its last bytes";
+
+    /// Whether this is [`Sha256::TO_COME`], not a digest.
+    pub fn is_to_come(&self) -> bool {
+        *self == Self::TO_COME
+    }
+
     /// The digest of `data`.
     pub fn of(data: &[u8]) -> Self {
         let mut h = Hasher::new();
@@ -478,6 +500,13 @@ impl HoldBack {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mark_of_a_digest_to_come_is_the_digest_of_its_words() {
+        assert_eq!(Sha256::of(Sha256::TO_COME_OF), Sha256::TO_COME);
+        assert!(Sha256::TO_COME.is_to_come());
+        assert!(!Sha256::from_bytes([0; 32]).is_to_come());
+    }
 
     #[test]
     fn a_midstate_kept_and_taken_up_again_hashes_as_sha256() {

@@ -214,6 +214,14 @@ try {
   check(focusedDone === "done", "focus moves to the result");
   checks.push("widget upload done");
   timings = await frame.evaluate(() => window.sluiceTimings);
+  // For the benchmarks: the widget's own hasher on the file alone, nothing sent.
+  timings.hashAloneMs = await frame.evaluate(async () => {
+    const file = document.getElementById("file").files[0];
+    if (!file) return null;
+    const started = performance.now();
+    await sha256Read(file, () => {});
+    return performance.now() - started;
+  });
 
   const log = await page.evaluate(() => window.hostLog);
   const message = log.find((m) => m.method === "ui/message");

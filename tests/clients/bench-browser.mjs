@@ -4,7 +4,10 @@
 // its memory before the file was picked. With `--sink URL` (a server that
 // reads and discards a PUT body), the same browser then PUTs the same file
 // there by a bare XHR: what this browser can upload at all on this machine,
-// whatever the server does. Prints one JSON line.
+// whatever the server does (or, given sluice's own upload link, what it
+// takes to PUT into a server that hashes and writes as the page's upload
+// does). Then the page's own hasher on the file alone (`hashAloneMs`).
+// Prints one JSON line.
 //
 //   node bench-browser.mjs --page URL --file PATH [--sink URL]
 
@@ -45,6 +48,15 @@ function browserRssKib(rootPid) {
 
 const launch = launchChromium;
 
+// In a page of sluice's (page or widget): the picked file hashed by the
+// form's own `sha256Read`, nothing sent; the milliseconds it took.
+async function hashAlone() {
+  const file = document.getElementById("file").files[0];
+  const started = performance.now();
+  await sha256Read(file, () => {});
+  return performance.now() - started;
+}
+
 // One XHR PUT of the picked file to `url`, in a browser of its own (each
 // upload in this script is its browser's first) and from a blank page of
 // that origin (so no CORS preflight): the milliseconds it took.
@@ -59,7 +71,7 @@ async function bareUpload(url, file) {
       const xhr = new XMLHttpRequest();
       xhr.open("PUT", url);
       const started = performance.now();
-      xhr.onload = () => (xhr.status === 200 ? resolve(performance.now() - started) : reject(new Error(`${xhr.status}`)));
+      xhr.onload = () => (xhr.status >= 200 && xhr.status < 300 ? resolve(performance.now() - started) : reject(new Error(`${xhr.status}`)));
       xhr.onerror = () => reject(new Error("network"));
       xhr.send(document.getElementById("file").files[0]);
     }), url);
@@ -81,6 +93,8 @@ try {
   await page.locator("#done").waitFor({ state: "visible", timeout: 600000 });
   clearInterval(sampler);
   result = { ...(await page.evaluate(() => window.sluiceTimings)), rssBeforeKib: before, rssPeakKib: peak };
+  // Hashing alone, after: the page's own hasher on the same file, nothing sent.
+  result.hashAloneMs = await page.evaluate(hashAlone);
 } finally {
   await browser.close();
 }

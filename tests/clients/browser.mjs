@@ -13,7 +13,10 @@
 // multiple pick, as on the Claude mobile app: one file, then the next),
 // busy (the server refuses the first transfer "not now": the page says it
 // waits, writes its words to SHOTS/PREFIX"busy.signal" so the test can free
-// the server, and goes on by itself).
+// the server, and goes on by itself), reload (the page is reloaded while
+// its upload's second request is held, the file picked again: the upload
+// goes on from where the server stands, and the request that sends the
+// last bytes declares the file's digest in Repr-Digest).
 
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -68,6 +71,37 @@ try {
       // The PUT fails as a dropped connection would.
       await page.route(/\/u\//, (route) => route.abort("connectionreset"));
     }
+    // Every PATCH of the upload link: where it started, and what it declared.
+    const patches = [];
+    page.on("request", (r) => {
+      if (r.method() === "PATCH") {
+        patches.push({ offset: Number(r.headers()["upload-offset"]), digest: r.headers()["repr-digest"] || null });
+      }
+    });
+    if (args.mode === "reload") {
+      // The first request goes; the second is held until the page is reloaded.
+      let sent = 0;
+      const held = new Promise((resolve) => {
+        page.route(/\/u\//, (route) => {
+          if (route.request().method() !== "PATCH") return route.continue();
+          sent += 1;
+          if (sent === 1) return route.continue();
+          resolve();
+          return undefined;
+        });
+      });
+      await page.setInputFiles("#file", args.file);
+      await held;
+      await page.unroute(/\/u\//);
+      const before = patches.length;
+      await page.reload();
+      await page.setInputFiles("#file", args.file);
+      await finish();
+      const after = patches.slice(before);
+      check(after.length > 0 && after[0].offset > 0, `after the reload the upload goes on from where it stood: ${JSON.stringify(after)}`);
+      check(after.filter((p) => p.digest).length === 1 && after[after.length - 1].digest, `only the last request declares the digest: ${JSON.stringify(after)}`);
+      checks.push("a reload goes on from where the upload stood");
+    }
 
     if (args.mode === "keyboard") {
       await page.keyboard.press("Tab");
@@ -98,11 +132,13 @@ try {
         }
       }
       checks.push("one file at a time");
-    } else {
+    } else if (args.mode !== "reload") {
       await page.setInputFiles("#file", args.file);
     }
 
-    if (args.mode === "used") {
+    if (args.mode === "reload") {
+      // done above
+    } else if (args.mode === "used") {
       await page.locator("#error").waitFor({ state: "visible", timeout: 60000 });
       const text = await page.locator("#error").innerText();
       check(/already uploaded/i.test(text) && /new link/i.test(text), `a used page refuses: ${text}`);
@@ -171,6 +207,11 @@ try {
       check(focused === "done", "focus moves to the result, for screen readers and keyboards");
       await shot(page, "done");
       checks.push("upload done");
+    }
+    if (patches.length > 0) {
+      const last = patches[patches.length - 1].digest || "";
+      check(/^sha-256=:[A-Za-z0-9+/]{43}=:$/.test(last), `the request with the last bytes declares the digest: ${last}`);
+      checks.push("the last bytes declare the digest");
     }
   }
   const thirdParty = external.filter((u) => !u.includes("127.0.0.1"));

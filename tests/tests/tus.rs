@@ -9,7 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::util::{
-    Reply, Server, bytes, out_text, request, response_status, sh, stalled_request, stored_objects,
+    Reply, Server, bytes, call_tool, out_text, post_json, request, response_status, sh,
+    stalled_request, stored_objects, tool_ok,
 };
 
 const TUS: (&str, &str) = ("Tus-Resumable", "1.0.0");
@@ -41,6 +42,52 @@ fn patch(link: &str, at: u64, body: &[u8]) -> Reply {
         &[TUS, OCTETS, ("Upload-Offset", &at)],
         Some(body),
     )
+}
+
+/// A `PATCH` that declares the file's digest (`Repr-Digest`, as it is sent).
+fn patch_declaring(link: &str, at: u64, body: &[u8], digest: &str) -> Reply {
+    let at = at.to_string();
+    request(
+        "PATCH",
+        link,
+        &[TUS, OCTETS, ("Upload-Offset", &at), ("Repr-Digest", digest)],
+        Some(body),
+    )
+}
+
+/// `Repr-Digest`'s member for the SHA-256 of `data`.
+fn repr_digest(data: &[u8]) -> String {
+    format!("sha-256=:{}:", sluice::Sha256::of(data).to_base64())
+}
+
+/// A page's file started as the page starts it, before it has hashed the
+/// file (no `sha256`): its upload link, and the page's `upload_id`.
+fn started_to_come(server: &Server, token: &str, data: &[u8]) -> (String, String) {
+    let page = tool_ok(&call_tool(
+        &server.base,
+        token,
+        "request_browser_upload",
+        serde_json::json!({"filename": "scan.pdf"}),
+    ));
+    let start_url = format!("{}/start", page["page_url"].as_str().unwrap());
+    let start = |name: &str| {
+        post_json(
+            &start_url,
+            None,
+            &serde_json::json!({"filename": name, "size": data.len()}),
+        )
+    };
+    let first = start("scan.pdf");
+    assert_eq!(first.status, 200, "{}", first.text());
+    let link = first.json()["stream"]["link"].as_str().unwrap().to_owned();
+    // Started again (a reload): the same file by its name and size; a file
+    // of another name is another file.
+    let again = start("scan.pdf");
+    assert_eq!(again.status, 200, "{}", again.text());
+    assert_eq!(again.json()["file_id"], first.json()["file_id"]);
+    let other = start("other.pdf");
+    assert_eq!(other.status, 409, "{}", other.text());
+    (link, page["upload_id"].as_str().unwrap().to_owned())
 }
 
 /// Whether a writer holds the lock of an upload's stream under
@@ -536,4 +583,94 @@ fn curl_limited(dir: &Path, rate: &str) {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A person's page starts sending before it has hashed the file, and
+/// declares the digest with the last bytes: until then the file lists no
+/// digest; bytes that may be the last are refused without one (or with one
+/// that is not a SHA-256), nothing written; with it the file is ready,
+/// pinned to the digest declared.
+#[test]
+fn a_page_declares_the_digest_with_the_last_bytes() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let data = bytes(10_000, 5);
+    let (link, upload_id) = started_to_come(&server, &token, &data);
+    let listed = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "list_files",
+        serde_json::json!({}),
+    ));
+    let file = &listed["files"][0];
+    assert_eq!(file["state"], "pending", "{listed}");
+    assert!(file.get("sha256").is_none(), "no digest yet: {listed}");
+
+    assert_eq!(patch(&link, 0, &data[..4000]).status, 204);
+    let last = patch(&link, 4000, &data[4000..]);
+    assert_eq!(last.status, 400, "{}", last.text());
+    assert!(
+        last.text().contains("declared with its last bytes"),
+        "{}",
+        last.text()
+    );
+    for bad in ["sha-256=:bm90IGEgZGlnZXN0:", "sha-256=abc", "md5=:AAAA:"] {
+        let refused = patch_declaring(&link, 4000, &data[4000..], bad);
+        assert_eq!(refused.status, 400, "{bad}: {}", refused.text());
+    }
+    assert_eq!(offset(&link), 4000, "nothing was written");
+
+    let done = patch_declaring(&link, 4000, &data[4000..], &repr_digest(&data));
+    assert_eq!(done.status, 204, "{}", done.text());
+    assert_eq!(offset(&link), 10_000);
+    let status = tool_ok(&call_tool(
+        &server.base,
+        &token,
+        "get_upload_status",
+        serde_json::json!({"upload_id": upload_id}),
+    ));
+    assert_eq!(status["state"], "ready", "{status}");
+    assert_eq!(status["sha256"], sluice::Sha256::of(&data).to_hex());
+    let objects = stored_objects(&server.data_dir);
+    assert_eq!(std::fs::read(&objects[0]).unwrap(), data);
+}
+
+/// A digest declared stands: another on a later request is refused with
+/// nothing written, and bytes that are not the file declared are refused
+/// at their last byte and freed, as for a file pinned when it was asked for.
+#[test]
+fn a_digest_declared_stands_and_other_bytes_are_refused() {
+    let (server, _dir) = Server::start();
+    let token = server.token("alice", &[]);
+    let data = bytes(10_000, 6);
+    let (link, _) = started_to_come(&server, &token, &data);
+    let other = bytes(10_000, 8);
+    // Declared early, with the first bytes: allowed.
+    let first = patch_declaring(&link, 0, &data[..4000], &repr_digest(&other));
+    assert_eq!(first.status, 204, "{}", first.text());
+    let again = patch_declaring(&link, 4000, &data[4000..], &repr_digest(&data));
+    assert_eq!(again.status, 409, "{}", again.text());
+    assert!(
+        again.text().contains("declared another sha256 before"),
+        "{}",
+        again.text()
+    );
+    assert_eq!(offset(&link), 4000, "nothing was written");
+    let last = patch(&link, 4000, &data[4000..]);
+    assert_eq!(last.status, 400, "{}", last.text());
+    assert!(
+        last.text().contains("not the file declared"),
+        "{}",
+        last.text()
+    );
+    assert!(stored_objects(&server.data_dir).is_empty());
+    assert_eq!(staged_bytes(&server.data_dir), 0, "the bytes were freed");
+
+    // A file pinned when it was asked for takes its own digest declared
+    // again, and refuses another.
+    let link = link_for(&server, &data);
+    let refused = patch_declaring(&link, 0, &data, &repr_digest(&other));
+    assert_eq!(refused.status, 409, "{}", refused.text());
+    let same = patch_declaring(&link, 0, &data, &repr_digest(&data));
+    assert_eq!(same.status, 204, "{}", same.text());
 }

@@ -7,6 +7,11 @@
 //! creation step. This translates tus's headers and status codes to and
 //! from the service; every decision is the service's.
 //!
+//! A file whose digest is to come (a person's page that sends while it
+//! hashes) declares it in `Repr-Digest` (RFC 9530: the digest of the whole
+//! representation, here the file; `sha-256` the only algorithm read) on a
+//! `PATCH`, at the latest the one that sends its last bytes.
+//!
 //! Not offered: `checksum` (a per-request `Upload-Checksum`). Every byte
 //! is already proven against the file's pinned SHA-256 at the last byte;
 //! a second digest of each request would double the hashing of every byte
@@ -40,10 +45,12 @@ pub const TUS_EXTENSION: HeaderName = HeaderName::from_static("tus-extension");
 pub const UPLOAD_OFFSET: HeaderName = HeaderName::from_static("upload-offset");
 pub const UPLOAD_LENGTH: HeaderName = HeaderName::from_static("upload-length");
 pub const UPLOAD_EXPIRES: HeaderName = HeaderName::from_static("upload-expires");
+pub const REPR_DIGEST: HeaderName = HeaderName::from_static("repr-digest");
 
 /// The headers a widget on another origin sends to the link, and those it
 /// reads from the answers (none of them is CORS-safelisted).
-pub const REQUEST_HEADERS: [HeaderName; 3] = [TUS_RESUMABLE, UPLOAD_OFFSET, UPLOAD_LENGTH];
+pub const REQUEST_HEADERS: [HeaderName; 4] =
+    [TUS_RESUMABLE, UPLOAD_OFFSET, UPLOAD_LENGTH, REPR_DIGEST];
 pub const ANSWER_HEADERS: [HeaderName; 6] = [
     TUS_RESUMABLE,
     TUS_VERSION,
@@ -114,10 +121,20 @@ pub async fn patch(
         Ok(len) => len,
         Err(e) => return tus_error(e.into_response()),
     };
+    let digest = match headers.get(REPR_DIGEST).map(repr_sha256) {
+        None => None,
+        Some(Some(d)) => Some(d),
+        Some(None) => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "Repr-Digest declares the file's SHA-256 as sha-256=:<its base64>:; nothing was written".into(),
+            );
+        }
+    };
     let stream = body.into_data_stream().map_err(io::Error::other).boxed();
     match sluice
         .uploads()
-        .append_upload(&token, offset, declared, stream)
+        .append_upload(&token, offset, declared, digest, stream)
         .await
     {
         Ok(at) => standing(StatusCode::NO_CONTENT, at),
@@ -161,6 +178,23 @@ pub async fn options(max_size: u64, request: Request, next: Next) -> Response {
 fn plain_number(v: &str) -> Option<u64> {
     (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         .then(|| v.parse().ok())
+        .flatten()
+}
+
+/// The `sha-256` member of a `Repr-Digest` (a structured-field dictionary
+/// of byte sequences, `sha-256=:<base64>:`, other algorithms beside it
+/// skipped); `None` for a header without one, or one that is not 32 bytes.
+fn repr_sha256(v: &HeaderValue) -> Option<sluice::Sha256> {
+    let v = v.to_str().ok()?;
+    let (_, value) = v
+        .split(',')
+        .filter_map(|member| member.trim().split_once('='))
+        .find(|(key, _)| *key == "sha-256")?;
+    // Its parameters, if any, say nothing here.
+    let value = value.split(';').next()?.trim();
+    let b64 = value.strip_prefix(':')?.strip_suffix(':')?;
+    (b64.len() == 44)
+        .then(|| sluice::Sha256::parse(b64).ok())
         .flatten()
 }
 
@@ -209,4 +243,30 @@ fn tus_error(mut answer: Response) -> Response {
         .headers_mut()
         .insert(TUS_RESUMABLE, HeaderValue::from_static(VERSION));
     answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repr_digest_gives_its_sha256_member_and_nothing_else() {
+        let sha = sluice::Sha256::of(b"the file");
+        let b64 = sha.to_base64();
+        let read = |v: &str| repr_sha256(&HeaderValue::from_str(v).unwrap());
+        assert_eq!(read(&format!("sha-256=:{b64}:")), Some(sha));
+        assert_eq!(
+            read(&format!("sha-512=:AAAA:, sha-256=:{b64}:;p=1")),
+            Some(sha)
+        );
+        for refused in [
+            "sha-512=:AAAA:".to_owned(),
+            format!("sha-256={b64}"),
+            format!("sha-256=:{}:", sha.to_hex()),
+            "sha-256=:AAAA:".to_owned(),
+            String::new(),
+        ] {
+            assert_eq!(read(&refused), None, "{refused}");
+        }
+    }
 }

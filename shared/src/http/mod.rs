@@ -98,7 +98,9 @@ pub fn status_of(e: &Error) -> StatusCode {
         | Error::NotAnUploadId
         | Error::ForeignCursor
         | Error::PartsNotTheFile(_)
-        | Error::NotTheFile(_) => StatusCode::BAD_REQUEST,
+        | Error::NotTheFile(_)
+        | Error::DigestToCome => StatusCode::BAD_REQUEST,
+        Error::DigestFirst => StatusCode::PRECONDITION_REQUIRED,
         Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Error::OtherUsersHandle | Error::PageRefused(_) | Error::NotGranted(_) => {
             StatusCode::FORBIDDEN
@@ -111,6 +113,7 @@ pub fn status_of(e: &Error) -> StatusCode {
         | Error::ScanRejected(_)
         | Error::StoredMismatch
         | Error::PageConflict(_)
+        | Error::DigestDeclared(_)
         | Error::AlreadyUploaded
         | Error::UploadInProgress
         | Error::OffsetConflict(_)

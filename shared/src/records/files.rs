@@ -58,6 +58,19 @@ pub trait FileRecords: Send + Sync {
     /// it, until it would have expired; `None` if it was not deleted.
     async fn deleted(&self, id: &FileId) -> Result<Option<FileRecord>, RecordError>;
 
+    /// Declares `sha256` the digest of file `id` of `owner`, issued with
+    /// its digest to come ([`crate::Sha256::TO_COME`]: a person's page that
+    /// hashes while it sends): written once, in one conditional write, and
+    /// the record then pins it as any other does. The record as it stands
+    /// after: the digest declared now, or the one declared before (the
+    /// caller compares); `None` if `owner` has no record `id`.
+    async fn declare(
+        &self,
+        owner: &str,
+        id: &FileId,
+        sha256: Sha256,
+    ) -> Result<Option<FileRecord>, RecordError>;
+
     /// Marks file `id` of `owner` as uploaded.
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), RecordError>;
 

@@ -64,6 +64,15 @@ impl<'a> Intake<'a> {
         }
     }
 
+    /// Whether a file's digest may be declared with its last bytes on
+    /// `store`, instead of when it is issued: only where sluice receives
+    /// the bytes as one stream, hashing each as it arrives. A presigned
+    /// PUT's checksum is signed before the bytes go, and parts are proven
+    /// whole against the digest the file was issued with.
+    pub fn digest_may_come_last(store: &dyn ObjectStore) -> bool {
+        store.stream().is_some()
+    }
+
     /// What it speaks, without the capability.
     pub fn protocol(&self) -> Protocol {
         match self {

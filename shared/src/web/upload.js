@@ -46,6 +46,7 @@ async function patiently(attempt, onWait) {
 }
 
 const hex = (bytes) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
+const base64OfHex = (digits) => btoa(String.fromCharCode(...digits.match(/../g).map((pair) => parseInt(pair, 16))));
 
 // `blob`'s SHA-256 (hex), and its bytes where they were read whole for it
 // (`bytes`: null for a file hashed in slices), so that its parts can be
@@ -300,13 +301,34 @@ function sluiceForm(how) {
   // out after its Retry-After, as every request of this form is
   // (`patiently`), and the upload then goes on from where it stood. Any
   // other refusal (the bytes not the file) is final.
-  async function putStream(stream, file, started, showProgress) {
+  async function putStream(stream, file, started, showProgress, hashing) {
+    // With the file's digest to come (`hashing`, the hash under way beside
+    // the upload), tus-js-client reads the file through `source`: each
+    // request's bytes are the file's own slice (Chromium streams a slice;
+    // a body from memory is copied whole and goes slower), and the one
+    // that sends the last bytes waits for the hash, whose digest goes with
+    // it (`Repr-Digest`, RFC 9530), for the server to check what arrived.
+    let digest = null;
+    const source = {
+      size: file.size,
+      slice: async (start, end) => {
+        end = Math.min(end, file.size);
+        if (hashing && end === file.size) digest = (await hashing).sha256;
+        return { value: file.slice(start, end), done: false };
+      },
+      close: () => {},
+    };
+    const reading = hashing ? { fileReader: { openFile: async () => source } } : {};
     const attempt = () => new Promise((resolve, reject) => {
       const upload = new tus.Upload(file, {
+        ...reading,
         uploadUrl: stream.link,
         chunkSize: stream.chunk_size,
         retryDelays: [0, 1000, 3000, 5000],
         storeFingerprintForResuming: false,
+        onBeforeRequest: (req) => {
+          if (digest && req.getMethod() === "PATCH") req.setHeader("Repr-Digest", `sha-256=:${base64OfHex(digest)}:`);
+        },
         onShouldRetry: (err) => {
           const status = err.originalResponse ? err.originalResponse.getStatus() : 0;
           return status === 0 || status === 409 || status === 423;
@@ -421,8 +443,14 @@ function sluiceForm(how) {
   }
 
   // One file of the pick (`item`: the file and its number on the page):
-  // hashed, started, sent; its sha256, or a thrown failure (`Stop` when the
-  // link allows no retry).
+  // started, sent, hashed; its sha256, or a thrown failure (`Stop` when the
+  // link allows no retry). The hash starts at once, beside the start and
+  // the upload: where the link takes the digest with the last bytes (sluice
+  // receives them as one stream), nothing waits for it but those bytes;
+  // elsewhere (parts, or one PUT straight to a store, whose checksum is
+  // signed first) the server says so (428), and the file starts again once
+  // hashed. After a reload the file is hashed whole again, beside sending
+  // what is left: one more read of the file, no more bytes sent.
   async function send(item, showProgress) {
     const { file, n } = item;
     const max = how.maxSize();
@@ -431,17 +459,34 @@ function sluiceForm(how) {
     }
     const startUrl = how.startUrl(n);
     if (!startUrl) throw new Stop("The upload is not ready yet: wait a moment, then try again.", {});
-    phase(`Checking ${file.name}…`);
-    let started = performance.now();
-    const read = await sha256Read(file, (done) => showProgress(done, started));
-    const sha256 = read.sha256;
+    phase(`Starting ${file.name}…`);
+    const picked = performance.now();
+    let started = picked;
+    let checking = false;
     // Timings, for the benchmarks (nothing leaves the page).
-    window.sluiceTimings = { hashMs: performance.now() - started };
-    const start = await patiently(() => fetch(startUrl, {
+    window.sluiceTimings = {};
+    const hashing = sha256Read(file, (done) => {
+      if (checking) showProgress(done, started);
+    }).then((read) => {
+      window.sluiceTimings.hashMs = performance.now() - picked;
+      return read;
+    });
+    // Told where it is awaited (a file that cannot be read).
+    hashing.catch(() => {});
+    const begin = (sha256) => patiently(() => fetch(startUrl, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ filename: file.name, size: file.size, sha256, content_type: file.type || undefined }),
     }), waiting(file));
+    let start = await begin(undefined);
+    let read = null;
+    if (start.status === 428) {
+      phase(`Checking ${file.name}…`);
+      checking = true;
+      read = await hashing;
+      checking = false;
+      start = await begin(read.sha256);
+    }
     if (!start.ok) {
       // 403: the link expired or is not valid; 409: it was used; 413: too
       // large (another file may do).
@@ -453,12 +498,15 @@ function sluiceForm(how) {
     started = performance.now();
     showProgress(0, started);
     if (target.stream) {
-      read.bytes = null;
-      await putStream(target.stream, file, started, showProgress);
+      // The file's bytes, where they were read whole for its hash, are
+      // not needed for a stream: let go once hashed.
+      if (read) read.bytes = null;
+      else hashing.then((r) => { r.bytes = null; }, () => {});
+      await putStream(target.stream, file, started, showProgress, read ? null : hashing);
     } else if (target.parts) {
-      await putParts(target.parts, file, read, started, showProgress);
+      await putParts(target.parts, file, read || (await hashing), started, showProgress);
     } else {
-      read.bytes = null;
+      if (read) read.bytes = null;
       const sendFile = () => put(target.upload, file, (bytes) => showProgress(bytes, started));
       const xhr = await patiently(sendFile, waiting(file));
       if (xhr.status < 200 || xhr.status >= 300) {
@@ -473,6 +521,8 @@ function sluiceForm(how) {
       }
     }
     window.sluiceTimings.uploadMs = performance.now() - started;
+    window.sluiceTimings.totalMs = performance.now() - picked;
+    const sha256 = (read || (await hashing)).sha256;
     return sha256;
   }
 

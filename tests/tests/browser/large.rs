@@ -59,17 +59,19 @@ fn parts_page(env: &[(&str, &str)], seed: u64) -> PartsPage {
 
 /// A large file goes from the page as one resumable (tus) upload to the
 /// upload link, in requests of the part size, by the vendored tus-js-client
-/// in Chromium: proven at its last byte, byte for byte, nothing staged
-/// left behind.
+/// in Chromium, started before the page has hashed it: the request with
+/// its last bytes declares its digest, and it is proven at its last byte,
+/// byte for byte, nothing staged left behind.
 #[test]
 fn a_large_file_goes_from_the_page_as_one_resumable_upload() {
     let page = parts_page(&[], 17);
-    // What the page is told when it starts (a start is repeatable with the
-    // same file): the upload link, as a tus upload, in 5 MiB requests.
+    // What the page is told when it starts, without the file's digest (a
+    // start is repeatable with the same file): the upload link, as a tus
+    // upload, in 5 MiB requests.
     let start = crate::util::post_json(
         &format!("{}/start", page.page_url),
         None,
-        &json!({"filename": "big.bin", "size": page.data.len(), "sha256": sluice::Sha256::of(&page.data)}),
+        &json!({"filename": "big.bin", "size": page.data.len()}),
     );
     assert_eq!(start.status, 200, "{}", start.text());
     let answer = start.json();
@@ -78,7 +80,11 @@ fn a_large_file_goes_from_the_page_as_one_resumable_upload() {
     assert_eq!(stream["chunk_size"], 5 * 1024 * 1024, "{answer}");
     assert!(answer.get("parts").is_none(), "{answer}");
     let checks = page.browse("upload", "stream-");
-    for expected in ["upload done", "no third-party requests, no CSP violation"] {
+    for expected in [
+        "upload done",
+        "the last bytes declare the digest",
+        "no third-party requests, no CSP violation",
+    ] {
         assert!(
             checks.iter().any(|c| c == expected),
             "{expected} missing: {checks:?}"
@@ -87,6 +93,28 @@ fn a_large_file_goes_from_the_page_as_one_resumable_upload() {
     page.assert_stored();
     // Nothing staged is left behind: the stream became the object.
     assert!(sluice_testkit::files_under(&page.dir.path().join("objects/parts")).is_empty());
+}
+
+/// A page reloaded in the middle of its upload (its second request held,
+/// so the reload cuts it) goes on from where the upload stands once the
+/// file is picked again: the same file by its name and size, the bytes
+/// kept not sent again, the file hashed again beside sending the rest, and
+/// the digest declared with the last bytes; byte for byte.
+#[test]
+fn a_reloaded_page_goes_on_from_where_its_upload_stands() {
+    let page = parts_page(&[], 23);
+    let checks = page.browse("reload", "reload-");
+    for expected in [
+        "a reload goes on from where the upload stood",
+        "upload done",
+        "the last bytes declare the digest",
+    ] {
+        assert!(
+            checks.iter().any(|c| c == expected),
+            "{expected} missing: {checks:?}"
+        );
+    }
+    page.assert_stored();
 }
 
 /// A server that answers "not now" does not fail the page: with its one

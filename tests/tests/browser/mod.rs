@@ -377,6 +377,17 @@ fn the_page_uploads_straight_to_s3() {
     let file = work.path().join("scan.pdf");
     let data = bytes(3 * 1024 * 1024, 15);
     std::fs::write(&file, &data).unwrap();
+    // A start before the page has hashed the file is told to hash first
+    // (428): S3 takes no digest with the last bytes. Nothing is issued.
+    let early = crate::util::post_json(
+        &format!("{page_url}/start"),
+        None,
+        &json!({"filename": "scan.pdf", "size": data.len()}),
+    );
+    assert_eq!(early.status, 428, "{}", early.text());
+    assert!(early.text().contains("hash the file"), "{}", early.text());
+    let listed = tool_ok(&call_tool(&server.base, &token, "list_files", json!({})));
+    assert_eq!(listed["files"], json!([]), "{listed}");
     let checks = browse(page_url, &file, "upload", "s3-", 900);
     assert!(checks.iter().any(|c| c == "upload done"), "{checks:?}");
     let fetched = fetch_ready(&server, &token, page["upload_id"].as_str().unwrap());

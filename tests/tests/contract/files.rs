@@ -170,6 +170,55 @@ pub(super) async fn found(records: &dyn RecordStore) {
     );
 }
 
+/// A digest to come is declared once: the first stands, found by its
+/// digest once ready; a file issued with its digest keeps it; another
+/// owner's or a missing record is not there.
+pub(super) async fn declared(records: &dyn RecordStore) {
+    let now = sluice::time::now_unix();
+    let mut to_come = record("ivan", now * 1000 + 20, now + 3600);
+    to_come.file.sha256 = Sha256::TO_COME;
+    records.put(&to_come).await.unwrap();
+    let id = to_come.file.id.clone();
+    let (first, second) = (Sha256::of(b"first"), Sha256::of(b"second"));
+    assert_eq!(records.declare("judy", &id, first).await.unwrap(), None);
+    let declared = records.declare("ivan", &id, first).await.unwrap().unwrap();
+    assert_eq!(declared.file.sha256, first);
+    assert_eq!(
+        declared,
+        FileRecord {
+            file: sluice::FileMeta {
+                sha256: first,
+                ..to_come.file.clone()
+            },
+            ..to_come.clone()
+        },
+        "nothing else of the record changes"
+    );
+    let again = records.declare("ivan", &id, second).await.unwrap().unwrap();
+    assert_eq!(again.file.sha256, first, "the first declared stands");
+    records.mark_ready("ivan", &id).await.unwrap();
+    let found = records
+        .find_ready("ivan", to_come.file.size, first, now)
+        .await
+        .unwrap();
+    assert_eq!(found.map(|r| r.file.id), Some(id));
+    let pinned = record("ivan", now * 1000 + 21, now + 3600);
+    records.put(&pinned).await.unwrap();
+    let kept = records
+        .declare("ivan", &pinned.file.id, second)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.file.sha256, pinned.file.sha256);
+    assert_eq!(
+        records
+            .declare("ivan", &sluice::FileId::random(), first)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
 /// Deleting leaves a tombstone.
 pub(super) async fn deleted(records: &dyn RecordStore) {
     let now = sluice::time::now_unix();

@@ -76,6 +76,7 @@ async fn records_contract(records: &dyn RecordStore) {
     usage::counted(records, &listed).await;
     files::found(records).await;
     files::deleted(records).await;
+    files::declared(records).await;
     files::scan_notes(records).await;
     batches::contract(records).await;
     imports::contract(records).await;

@@ -213,7 +213,7 @@ async fn two_starts_of_one_page_at_once_issue_one_file() {
         let start = |data: &[u8]| BrowserStart {
             filename: "scan.pdf".into(),
             size: data.len() as u64,
-            sha256: sluice::Sha256::of(data),
+            sha256: Some(sluice::Sha256::of(data)),
             content_type: None,
         };
         let (a, b) = tokio::join!(
@@ -280,7 +280,7 @@ async fn a_records_only_look_reads_no_store() {
             BrowserStart {
                 filename: "scan.pdf".into(),
                 size: data.len() as u64,
-                sha256: sluice::Sha256::of(data),
+                sha256: Some(sluice::Sha256::of(data)),
                 content_type: None,
             },
         )

@@ -133,7 +133,7 @@ async fn a_browser_page_has_a_start_rate_of_its_own() {
     let start = |name: &str| BrowserStart {
         filename: name.into(),
         size: 4,
-        sha256: sluice::Sha256::of(b"scan"),
+        sha256: Some(sluice::Sha256::of(b"scan")),
         content_type: None,
     };
     let first = page(());

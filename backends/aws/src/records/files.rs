@@ -170,6 +170,41 @@ impl FileRecords for DynamoRecords {
             .and_then(|json| FileRecord::from_json(json, false, None)))
     }
 
+    async fn declare(
+        &self,
+        owner: &str,
+        id: &FileId,
+        sha256: sluice::Sha256,
+    ) -> Result<Option<FileRecord>, RecordError> {
+        let Some(mut record) = self.get(owner, id).await? else {
+            return Ok(None);
+        };
+        if !record.file.sha256.is_to_come() {
+            return Ok(Some(record));
+        }
+        let was = record.to_json();
+        record.file.sha256 = sha256;
+        // Only the record as read (its digest still to come): a digest
+        // declared meanwhile stands, and is read again.
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key(KEY, s(&key(id.as_str())))
+            .update_expression("SET #rec = :rec, #d = :d")
+            .condition_expression("#rec = :was")
+            .expression_attribute_names("#rec", RECORD)
+            .expression_attribute_names("#d", DIGEST)
+            .expression_attribute_values(":rec", s(&record.to_json()))
+            .expression_attribute_values(
+                ":d",
+                s(&digest(&owner_hash(owner), &sha256, record.file.size)),
+            )
+            .expression_attribute_values(":was", s(&was));
+        condition_held(update.send().await).map_err(store_error)?;
+        self.get(owner, id).await
+    }
+
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), RecordError> {
         // Not marked: not there (expired), or another owner's.
         self.mark(key(id.as_str()), &owner_hash(owner))

@@ -133,6 +133,29 @@ impl FileRecords for SqliteRecords {
         Ok(found.and_then(|json| FileRecord::from_json(&json, false, None)))
     }
 
+    async fn declare(
+        &self,
+        owner: &str,
+        id: &FileId,
+        sha256: Sha256,
+    ) -> Result<Option<FileRecord>, RecordError> {
+        let (hash, seq, file_id) = (owner_hash(owner), id.sequence(), id.to_string());
+        let (to_come, hex) = (Sha256::TO_COME.to_hex(), sha256.to_hex());
+        self.db
+            .write(move |c| {
+                // Only a digest still to come: one declared stands.
+                c.prepare_cached(
+                    "UPDATE files SET record = json_set(record, '$.sha256', ?4)
+                     WHERE seq = ?1 AND file_id = ?2 AND owner = ?3
+                       AND json_extract(record, '$.sha256') = ?5",
+                )?
+                .execute(params![seq, file_id, hash, hex, to_come])
+                .map(drop)
+            })
+            .await?;
+        self.get(owner, id).await
+    }
+
     async fn mark_ready(&self, owner: &str, id: &FileId) -> Result<(), RecordError> {
         let (owner, seq, id) = (owner_hash(owner), id.sequence(), id.to_string());
         let events = self.events;

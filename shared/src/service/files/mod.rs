@@ -62,8 +62,10 @@ pub struct FileListing {
     pub filename: String,
     /// Size in bytes.
     pub size: u64,
-    /// Lowercase hex sha256.
-    pub sha256: Sha256,
+    /// Lowercase hex sha256; absent while a person's page still sends the
+    /// file, to declare it with its last bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<Sha256>,
     /// The media type.
     pub content_type: String,
     /// `pending` until the bytes arrive, then `ready` (`verifying` between,
@@ -201,6 +203,34 @@ impl Files {
         Ok(record.file)
     }
 
+    /// `file` with `sha256` declared its digest, where it was to come (a
+    /// person's page that sends while it hashes): written once to its
+    /// record, which then pins it as any other does. A digest declared
+    /// before stands: another is refused ([`Error::DigestDeclared`]), and
+    /// so is one for a file issued with its digest ([`FileMeta::digest`]).
+    pub(crate) async fn declare(&self, file: FileMeta, sha256: Sha256) -> Result<FileMeta, Error> {
+        if sha256.is_to_come() {
+            return Err(Error::Invalid(
+                "this sha256 is sluice's mark of a digest still to come, not a file's: give the file's own".into(),
+            ));
+        }
+        let kept = match file.digest() {
+            Some(kept) => kept,
+            None => {
+                let record = self
+                    .records
+                    .declare(&file.owner, &file.id, sha256)
+                    .await?
+                    .ok_or(Error::NotFound)?;
+                record.file.sha256
+            }
+        };
+        if kept != sha256 {
+            return Err(Error::DigestDeclared(kept));
+        }
+        Ok(FileMeta { sha256, ..file })
+    }
+
     /// What `record` alone says of its scan (a status read from the
     /// records): `Scanning` while its bytes wait for a verdict, `Rejected`
     /// after one that refused; `None` with scanning off, before its bytes
@@ -324,7 +354,8 @@ impl Files {
             .refresh(page.records)
             .await?
             .into_iter()
-            .map(|(r, state)| FileListing {
+            .map(|(r, state)| (r.file.digest(), r, state))
+            .map(|(digest, r, state)| FileListing {
                 reason: (state == FileState::Rejected)
                     .then(|| r.refusal())
                     .flatten(),
@@ -332,7 +363,7 @@ impl Files {
                 file_id: r.file.id.to_string(),
                 filename: r.file.filename,
                 size: r.file.size,
-                sha256: r.file.sha256,
+                sha256: digest,
                 content_type: r.file.content_type,
                 state,
                 created_at: rfc3339(r.created_ms / 1000),

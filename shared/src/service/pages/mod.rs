@@ -76,7 +76,9 @@ pub struct BrowserUpload {
     pub handle: Option<String>,
 }
 
-/// What the page sends once it has hashed the file.
+/// What the page sends to start a file: at once where the file's digest
+/// may come with its last bytes (the store takes a stream), else once it
+/// has hashed the file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrowserStart {
@@ -84,8 +86,10 @@ pub struct BrowserStart {
     pub filename: String,
     /// Its size.
     pub size: u64,
-    /// Its SHA-256, computed in the browser.
-    pub sha256: Sha256,
+    /// Its SHA-256, computed in the browser; absent when the page starts
+    /// before hashing, to declare it with the last bytes.
+    #[serde(default)]
+    pub sha256: Option<Sha256>,
     /// Its media type, as the browser knows it.
     #[serde(default)]
     pub content_type: Option<String>,

@@ -30,15 +30,27 @@ impl Pages {
                 start.size, page.max_size
             )));
         }
+        // A start without the digest, where it may come with the last
+        // bytes: the page sends while it hashes. An empty file's is known.
+        let sha256 = match start.sha256 {
+            Some(d) => d,
+            None if start.size == 0 => Sha256::of(b""),
+            None if self.uploads.digest_may_come_last() => Sha256::TO_COME,
+            None => return Err(Error::DigestFirst),
+        };
         let req = UploadRequest {
             filename: start.filename,
             size: start.size,
-            sha256: start.sha256,
+            sha256,
             content_type: page.content_type.clone().or(start.content_type),
         };
         // Everything checked first; then the page's own rate, so whoever
         // holds its URL cannot drain its owner's issuing rate with starts.
-        self.uploads.checked(&req)?;
+        if sha256.is_to_come() {
+            self.uploads.form(&req)?;
+        } else {
+            self.uploads.checked(&req)?;
+        }
         self.limits.check_rate(Kind::PageStarts, file_id.as_str())?;
         let (file, expires_at) = self.page_file(page, req, file_id).await?;
         self.target(file, expires_at).await
@@ -52,14 +64,10 @@ impl Pages {
         req: UploadRequest,
         file_id: crate::file::FileId,
     ) -> Result<(crate::file::FileMeta, i64), Error> {
-        let (size, sha256) = (req.size, req.sha256);
+        let again = (req.size, req.filename.clone(), req.sha256);
         match self.records.get(&page.owner, &file_id).await? {
-            Some(record) => self.page_file_again(record, size, sha256).await,
-            None => match self
-                .uploads
-                .issue_file(&page.owner, req, file_id.clone())
-                .await
-            {
+            Some(record) => self.page_file_again(record, again).await,
+            None => match self.issue(page, req, file_id.clone()).await {
                 Ok((file, _, expires_at)) => Ok((file, expires_at)),
                 // Another start of this page recorded its file first:
                 // the record is written once, so that one stands.
@@ -73,10 +81,27 @@ impl Pages {
                         .ok_or(Error::PageConflict(
                             "this page's file was deleted; ask for a new page",
                         ))?;
-                    self.page_file_again(record, size, sha256).await
+                    self.page_file_again(record, again).await
                 }
                 Err(e) => Err(e),
             },
+        }
+    }
+
+    /// The page's file `file_id` issued for `req`: its digest declared, or
+    /// to come with its last bytes.
+    async fn issue(
+        &self,
+        page: &PageToken,
+        req: UploadRequest,
+        file_id: crate::file::FileId,
+    ) -> Result<(crate::file::FileMeta, String, i64), Error> {
+        if req.sha256.is_to_come() {
+            self.uploads
+                .issue_file_to_come(&page.owner, req, file_id)
+                .await
+        } else {
+            self.uploads.issue_file(&page.owner, req, file_id).await
         }
     }
 
@@ -142,14 +167,16 @@ impl Pages {
     }
 
     /// The file a page already issued, for another start of the page: the
-    /// same file may try again (a network failure mid-upload); another may not.
+    /// same file may try again (a network failure mid-upload, a reload);
+    /// another may not. The same: the same size and digest; where either
+    /// digest is still to come, the same size and name (a reload of a page
+    /// that sends while it hashes). A digest given where the record's is to
+    /// come is declared now, so the upload's last bytes are checked against it.
     async fn page_file_again(
         &self,
         record: crate::records::FileRecord,
-        size: u64,
-        sha256: Sha256,
+        (size, filename, sha256): (u64, String, Sha256),
     ) -> Result<(crate::file::FileMeta, i64), Error> {
-        let same = record.file.size == size && record.file.sha256 == sha256;
         let record = self.files.settle(record).await?;
         if record.ready {
             return Err(Error::PageConflict(
@@ -157,11 +184,31 @@ impl Pages {
                  and ask for a new link to upload another.",
             ));
         }
+        let same = record.file.size == size
+            && match (
+                record.file.digest(),
+                (!sha256.is_to_come()).then_some(sha256),
+            ) {
+                (Some(kept), Some(given)) => kept == given,
+                _ => record.file.filename == filename.trim(),
+            };
         if !same {
             return Err(Error::PageConflict(
                 "This link is in use for another file. Go back to the conversation and \
                  ask for a new link.",
             ));
+        }
+        if record.file.sha256.is_to_come() && !sha256.is_to_come() {
+            let file = match self.files.declare(record.file, sha256).await {
+                Err(Error::DigestDeclared(_)) => {
+                    return Err(Error::PageConflict(
+                        "This link is in use for another file. Go back to the conversation and \
+                         ask for a new link.",
+                    ));
+                }
+                declared => declared?,
+            };
+            return Ok((file, record.expires_at));
         }
         Ok((record.file, record.expires_at))
     }

@@ -197,6 +197,20 @@ impl Uploads {
         self.issue_file_as(owner, req, id, Counted::Yes).await
     }
 
+    /// [`Uploads::issue_file`] for a person's page that sends the file
+    /// before it has hashed it (where the store takes a stream): the file
+    /// pinned to its name, size and media type now, its digest to come
+    /// with its last bytes ([`crate::Sha256::TO_COME`] in `req`).
+    pub(crate) async fn issue_file_to_come(
+        &self,
+        owner: &str,
+        req: UploadRequest,
+        id: FileId,
+    ) -> Result<(FileMeta, String, i64), Error> {
+        let form = self.form(&req)?;
+        self.admit_file(owner, &req, form, id, Counted::Yes).await
+    }
+
     /// [`Uploads::issue_file`], counted against the owner's rate and pending
     /// caps or not.
     pub(crate) async fn issue_file_as(
@@ -208,7 +222,20 @@ impl Uploads {
     ) -> Result<(FileMeta, String, i64), Error> {
         // Everything checked first: a refused request takes nothing from
         // the caller's rate.
-        let (filename, content_type) = self.checked(&req)?;
+        let form = self.checked(&req)?;
+        self.admit_file(owner, &req, form, id, counted).await
+    }
+
+    /// The file of `req` (its name and media type as kept: `form`) as
+    /// `id`, admitted and recorded; its handle, and the record's expiry.
+    async fn admit_file(
+        &self,
+        owner: &str,
+        req: &UploadRequest,
+        (filename, content_type): (String, String),
+        id: FileId,
+        counted: Counted,
+    ) -> Result<(FileMeta, String, i64), Error> {
         let file = FileMeta {
             id,
             owner: owner.to_owned(),
@@ -225,8 +252,18 @@ impl Uploads {
     }
 
     /// The checks of an upload request that need nothing stored: its name,
-    /// size and media type; the name and the media type as kept.
+    /// size, digest and media type; the name and the media type as kept.
     pub(crate) fn checked(&self, req: &UploadRequest) -> Result<(String, String), Error> {
+        if req.sha256.is_to_come() {
+            return Err(Error::Invalid(
+                "this sha256 is sluice's mark of a digest still to come, not a file's: give the file's own".into(),
+            ));
+        }
+        self.form(req)
+    }
+
+    /// [`Uploads::checked`] but the digest, which may be to come.
+    pub(crate) fn form(&self, req: &UploadRequest) -> Result<(String, String), Error> {
         let filename = req.filename.trim();
         if filename.is_empty() {
             return Err(Error::Invalid("filename must not be empty".into()));

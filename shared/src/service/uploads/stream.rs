@@ -1,11 +1,15 @@
 //! A resumable upload where sluice receives the bytes (a store that
 //! streams, [`crate::store::StreamStore`]): the upload link is the tus 1.0
 //! upload URL of a file `request_upload` created already, pinned to its
-//! size and SHA-256. In this order: `HEAD` asks where it stands
+//! size and SHA-256 (a person's page that sends while it hashes pins the
+//! size, and declares the SHA-256 with its last bytes: `Repr-Digest`,
+//! written once to the record). In this order: `HEAD` asks where it stands
 //! ([`Uploads::upload_offset`]) → `PATCH` appends from there
 //! ([`Uploads::append_upload`]): verify the link → refuse a store that does
 //! not stream, an offset that is not where it stands, a declared length
-//! past the file, before any byte is read → stream the body into the store,
+//! past the file, the last bytes of a file whose digest is to come sent
+//! without it, before any byte is read → a digest declared is recorded
+//! (once: another is refused) → stream the body into the store,
 //! which hashes each byte once and checkpoints the hash state with the bytes
 //! → at the last byte, the pinned digest: the file is ready at once (no
 //! completion request); any other digest: the bytes are freed,
@@ -39,6 +43,12 @@ impl Uploads {
         // A store without streams (S3) takes bytes at its presigned URLs:
         // the link is not a tus upload there.
         self.store.stream().ok_or(Error::NotFound)
+    }
+
+    /// Whether a file's digest may come with its last bytes here
+    /// ([`crate::service::intake::Intake::digest_may_come_last`]).
+    pub(crate) fn digest_may_come_last(&self) -> bool {
+        crate::service::intake::Intake::digest_may_come_last(&*self.store)
     }
 
     /// Stores `file`, whose link speaks a stream, now if it is empty: there
@@ -76,14 +86,17 @@ impl Uploads {
     }
 
     /// Appends `body` (of `declared` bytes, where the request said) at
-    /// `offset` to the upload of link `token`; where the upload stands
-    /// then. The last byte makes the file ready, or frees the bytes when
-    /// they are not the file pinned.
+    /// `offset` to the upload of link `token`, with the file's digest where
+    /// the request declares it (`digest`: a file whose digest is to come
+    /// declares it at the latest with its last bytes); where the upload
+    /// stands then. The last byte makes the file ready, or frees the bytes
+    /// when they are not the file pinned.
     pub async fn append_upload(
         &self,
         token: &str,
         offset: u64,
         declared: Option<u64>,
+        digest: Option<crate::Sha256>,
         body: ByteStream,
     ) -> Result<StreamAt, Error> {
         let streams = self.streams()?;
@@ -108,6 +121,17 @@ impl Uploads {
                 file.size
             )));
         }
+        let file = match digest {
+            Some(sha256) => self.files.declare(file, sha256).await?,
+            // Bytes that may be the last, with nothing to check them by:
+            // refused before any is read.
+            None if file.digest().is_none()
+                && declared.is_none_or(|len| offset.saturating_add(len) >= file.size) =>
+            {
+                return Err(Error::DigestToCome);
+            }
+            None => file,
+        };
         let body = idle_timeout(body, self.transfers.body_idle_timeout);
         let body = self.arrivals.count_from(&file.id, offset, body);
         let key = file.object_key();

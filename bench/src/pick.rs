@@ -1,0 +1,96 @@
+//! From pick to ready: a 1 GiB file through the page and the widget, which
+//! start sending at once and hash beside it, against the longer of what
+//! each does alone in the same browser: the bare `PUT` of the file into
+//! sluice's own upload link (a server that hashes and writes every byte, as
+//! the page's upload does) and the form's own hasher on the file, nothing
+//! sent. Rounds interleaved, medians.
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use crate::browser::{sandbox_port, seconds, through_page, through_widget};
+use crate::harness::median;
+use crate::kit::{Sluice, make_file, post, start_sluice_with};
+
+/// A fresh upload link of sluice's for `file`, as `request_upload` gives
+/// it: what the browser's bare `PUT` goes to.
+fn upload_link(
+    sluice: &Sluice,
+    name: &str,
+    size: u64,
+    sha: &sluice::Sha256,
+) -> anyhow::Result<String> {
+    let ticket = post(
+        &format!("{}/uploads", sluice.base),
+        &sluice.token,
+        &json!({"filename": name, "size": size, "sha256": sha}),
+    )?;
+    Ok(ticket["upload"]["url"].as_str().context("url")?.to_owned())
+}
+
+/// One form's rounds: pick to ready, its hasher alone, and (the page's
+/// runs only) the bare PUT.
+#[derive(Default)]
+struct Form {
+    total: Vec<f64>,
+    hash_alone: Vec<f64>,
+}
+
+pub fn run(runs: usize) -> anyhow::Result<String> {
+    let work = tempfile::tempdir()?;
+    let port = sandbox_port()?;
+    let origin = format!("http://localhost:{port}");
+    let sluice = start_sluice_with(work.path(), &[("SLUICE_WIDGET_ORIGINS", &origin)])?;
+    let mib = 1u64 << 20;
+    let size = 1024 * mib;
+    let file = work.path().join("pick-1g.bin");
+    eprintln!("pick: writing a 1 GiB file…");
+    let sha = make_file(&file, size)?;
+    let (mut page, mut widget, mut bare) = (Form::default(), Form::default(), Vec::new());
+    for round in 1..=runs {
+        eprintln!("pick: round {round} of {runs}…");
+        let sink = upload_link(&sluice, &format!("bare-{round}.bin"), size, &sha)?;
+        let v = through_page(&sluice, &file, Some(&sink))?;
+        page.total.push(seconds(&v, "totalMs")?);
+        page.hash_alone.push(seconds(&v, "hashAloneMs")?);
+        bare.push(seconds(&v, "sinkMs")?);
+        let w = through_widget(&sluice, &file, port)?;
+        widget.total.push(seconds(&w, "totalMs")?);
+        widget.hash_alone.push(seconds(&w, "hashAloneMs")?);
+    }
+    drop(sluice);
+    Ok(report(page, widget, bare, runs))
+}
+
+fn report(page: Form, widget: Form, bare: Vec<f64>, runs: usize) -> String {
+    let bare = median(bare);
+    let mut out = String::from(
+        "\n## From pick to ready: a 1 GiB file through the page and the widget (local mode, issue 70)\n\n",
+    );
+    out.push_str(&format!(
+        "`target/fast/sluice-bench --only pick --runs {runs}`: Debian's Chromium driven by \
+         playwright-core; each round the page (`tests/clients/bench-browser.mjs`) and the widget \
+         (in the MCP Apps host, `tests/clients/apps-host.mjs`) upload the same 1 GiB file, timed \
+         by the form itself from the pick to ready (`totalMs`: its start, the upload, and the \
+         digest declared with the last bytes); then the form's own hasher on the file alone \
+         (`hashAloneMs`, nothing sent), and the same Chromium's bare `PUT` of the file into a \
+         fresh upload link of sluice's (which hashes and writes every byte, as the page's upload \
+         does). Medians of {runs} rounds.\n\n"
+    ));
+    out.push_str(
+        "| form | pick to ready s | its hasher alone s | bare PUT s | pick to ready / the longer | rate / bare PUT |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for (name, form) in [("page", page), ("widget", widget)] {
+        let (total, alone) = (median(form.total), median(form.hash_alone));
+        let longer = alone.max(bare);
+        out.push_str(&format!(
+            "| {name} | {total:.2} | {alone:.2} | {bare:.2} | **{:.2}** (target ≤ 1.15: {}) | **{:.2}** (target ≥ 0.9: {}) |\n",
+            total / longer,
+            if total / longer <= 1.15 { "met" } else { "missed" },
+            bare / total,
+            if bare / total >= 0.9 { "met" } else { "missed" },
+        ));
+    }
+    out
+}
