@@ -371,8 +371,9 @@ pub fn run() -> anyhow::Result<String> {
          ceiling (the bare PUT above), so above 512 MiB hashing, not the upload, bounds the page; \
          WebCrypto, used up to 512 MiB and for each part, is {:.1}× faster still.\n\n\
          Locally (where sluice receives the bytes) the page and the widget send a file as one \
-         resumable tus upload, by the vendored tus-js-client {}: after the file's hash (WebCrypto up \
-         to 512 MiB), a `HEAD` for where the upload stands, then `PATCH` requests of the part size \
+         resumable tus upload, by the vendored tus-js-client {}, started at once, the file hashed \
+         beside it (WebCrypto up to 512 MiB) and its digest declared with the last bytes \
+         (`--only pick` times that from pick to ready): a `HEAD` for where the upload stands, then `PATCH` requests of the part size \
          (64 MiB: this 256 MiB file in four), each byte hashed once by sluice as it arrives; so the \
          page reaches {:.2}× the bare PUT (the parts it sent before reached 0.68× in this table). \
          The widget reaches {:.2}× the page in the same rounds{}.\n",

@@ -106,9 +106,10 @@ pub enum Error {
         "this upload's sha256 is declared with its last bytes (a Repr-Digest: sha-256=:…: header on the request that sends them), and this request has none; nothing was written"
     )]
     DigestToCome,
-    /// A digest declared for an upload that declared another before.
+    /// A digest declared for an upload that has another: declared before,
+    /// or pinned when the file was asked for.
     #[error(
-        "this upload declared another sha256 before ({0}); nothing was written: its bytes are checked against the first"
+        "this upload's sha256 is {0}, declared before, and this request declares another; nothing was written: its bytes are checked against the first"
     )]
     DigestDeclared(crate::sha::Sha256),
     /// An upload link that expired while its upload was still arriving.

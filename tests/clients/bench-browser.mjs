@@ -64,7 +64,9 @@ async function bareUpload(url, file) {
   const browser = await launch();
   try {
     const page = await (await browser.newContext()).newPage();
-    await page.goto(new URL("/", url).href);
+    // A page of that origin: its root, or (sluice, whose root answers no
+    // page) one of the form's assets.
+    await page.goto(new URL(new URL(url).pathname.startsWith("/u/") ? "/browser/assets/upload.css" : "/", url).href);
     await page.setContent('<input type="file" id="file">');
     await page.setInputFiles("#file", file);
     return await page.evaluate((url) => new Promise((resolve, reject) => {

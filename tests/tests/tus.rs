@@ -595,6 +595,18 @@ fn a_page_declares_the_digest_with_the_last_bytes() {
     let (server, _dir) = Server::start();
     let token = server.token("alice", &[]);
     let data = bytes(10_000, 5);
+    // The mark of a digest to come is no digest a client may declare.
+    let marked = post_json(
+        &format!("{}/uploads", server.base),
+        Some(&token),
+        &serde_json::json!({"filename": "f.bin", "size": 58, "sha256": sluice::Sha256::TO_COME}),
+    );
+    assert_eq!(marked.status, 400, "{}", marked.text());
+    assert!(
+        marked.text().contains("mark of a digest still to come"),
+        "{}",
+        marked.text()
+    );
     let (link, upload_id) = started_to_come(&server, &token, &data);
     let listed = tool_ok(&call_tool(
         &server.base,
@@ -651,7 +663,9 @@ fn a_digest_declared_stands_and_other_bytes_are_refused() {
     let again = patch_declaring(&link, 4000, &data[4000..], &repr_digest(&data));
     assert_eq!(again.status, 409, "{}", again.text());
     assert!(
-        again.text().contains("declared another sha256 before"),
+        again
+            .text()
+            .contains("declared before, and this request declares another"),
         "{}",
         again.text()
     );

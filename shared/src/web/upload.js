@@ -14,6 +14,9 @@
 // cannot hash a stream.
 const WHOLE_HASH_MAX = 512 * 1024 * 1024;
 const CHUNK = 8 * 1024 * 1024;
+// What of a file sent while it is hashed waits for its hash: the last bytes,
+// whose request declares the digest.
+const TAIL = 1024 * 1024;
 // Parts of a large file sent at once (BENCHMARKS.md, "Browser upload page":
 // four beat three once the parts are hashed one after another).
 const PARTS_IN_FLIGHT = 4;
@@ -308,12 +311,20 @@ function sluiceForm(how) {
     // a body from memory is copied whole and goes slower), and the one
     // that sends the last bytes waits for the hash, whose digest goes with
     // it (`Repr-Digest`, RFC 9530), for the server to check what arrived.
+    // A request that would end the file while the hash goes on sends all
+    // but its last TAIL bytes, so what waits for the hash is one small
+    // request, not a whole chunk.
     let digest = null;
+    let hashed = null;
+    if (hashing) hashing.then((read) => { hashed = read; }, () => {});
     const source = {
       size: file.size,
       slice: async (start, end) => {
         end = Math.min(end, file.size);
-        if (hashing && end === file.size) digest = (await hashing).sha256;
+        if (hashing && end === file.size) {
+          if (!hashed && start < file.size - TAIL) end = file.size - TAIL;
+          else digest = (await hashing).sha256;
+        }
         return { value: file.slice(start, end), done: false };
       },
       close: () => {},
