@@ -100,12 +100,12 @@ test:
 test-installs:
 	$(MAKE) --no-print-directory -j4 clients
 
-# The test build; the functions as `cargo lambda watch` builds them; the
-# emulators' provisioning as `infra/dev-emulators.sh` runs it.
+# The test build; the functions as `cargo lambda watch` builds them, and in
+# the same build (the workspace's features, so nothing twice) the emulators'
+# provisioning as `infra/dev-emulators.sh` runs it.
 test-builds:
 	$(CARGO) test --workspace --no-run
-	$(CARGO) build --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver --bin sluice-events --bin sluice-importer
-	$(CARGO) build -p sluice-testkit --bin sluice-provision
+	$(CARGO) build --bin sluice-mcp --bin sluice-issuer --bin sluice-resolver --bin sluice-events --bin sluice-importer --bin sluice-provision
 
 # The second and third clippy check the functions as `sam build` builds
 # them: without the `local` feature the rest of the workspace turns on, and

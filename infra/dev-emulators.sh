@@ -30,5 +30,7 @@ for port in "$s3_port" "$ddb_port"; do
 done
 # The bucket, and the table exactly as template.yaml declares it (its two
 # indexes of file records included): the one definition the tests use too.
-cargo run -q -p sluice-testkit --bin sluice-provision
+# Without `-p`: built with the features the whole workspace unifies, as
+# `cargo lambda watch` and `make test` build, so nothing is compiled twice.
+cargo run -q --bin sluice-provision
 echo "emulators ready: s3 $SLUICE_S3_ENDPOINT_URL, dynamodb $SLUICE_DYNAMODB_ENDPOINT_URL"
