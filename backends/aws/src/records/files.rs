@@ -182,24 +182,22 @@ impl FileRecords for DynamoRecords {
         if !record.file.sha256.is_to_come() {
             return Ok(Some(record));
         }
-        let was = record.to_json();
+        let owner_key = owner_hash(owner);
+        let was = digest(&owner_key, &record.file.sha256, record.file.size);
         record.file.sha256 = sha256;
-        // Only the record as read (its digest still to come): a digest
-        // declared meanwhile stands, and is read again.
+        // Only while its digest is still to come (the digest attribute
+        // says so): one declared meanwhile stands, and is read again.
         let update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key(KEY, s(&key(id.as_str())))
             .update_expression("SET #rec = :rec, #d = :d")
-            .condition_expression("#rec = :was")
+            .condition_expression("#d = :was")
             .expression_attribute_names("#rec", RECORD)
             .expression_attribute_names("#d", DIGEST)
             .expression_attribute_values(":rec", s(&record.to_json()))
-            .expression_attribute_values(
-                ":d",
-                s(&digest(&owner_hash(owner), &sha256, record.file.size)),
-            )
+            .expression_attribute_values(":d", s(&digest(&owner_key, &sha256, record.file.size)))
             .expression_attribute_values(":was", s(&was));
         condition_held(update.send().await).map_err(store_error)?;
         self.get(owner, id).await
