@@ -260,13 +260,11 @@ fn without_the_challenge_header_clients_discover_from_the_well_known_paths() {
         &["--skip-step-up"],
     );
     let checks = crate::util::client_checks("oauth.mjs", &out);
-    for expected in [
-        "SDK OAuth: 401, discovery, registration, PKCE authorization, ES256 token for the MCP URL",
-        "upload and download with the returned curl lines",
-    ] {
-        assert!(
-            checks.iter().any(|c| c == expected),
-            "{expected}: {checks:?}"
-        );
-    }
+    crate::util::assert_checks(
+        &checks,
+        &[
+            "SDK OAuth: 401, discovery, registration, PKCE authorization, ES256 token for the MCP URL",
+            "upload and download with the returned curl lines",
+        ],
+    );
 }

@@ -627,6 +627,15 @@ pub fn spawn_listening(mut command: Command) -> (Child, u16, Arc<Mutex<Vec<Strin
     (child, port, printed)
 }
 
+/// Asserts that a client's `checks` (from [`client_checks`]) include each
+/// of `expected`.
+#[track_caller]
+pub fn assert_checks(checks: &[String], expected: &[&str]) {
+    for e in expected {
+        assert!(checks.iter().any(|c| c == e), "{e:?} missing: {checks:?}");
+    }
+}
+
 /// The checks a client script reported in its JSON summary line; the
 /// script must have succeeded.
 pub fn client_checks(script: &str, out: &Output) -> Vec<String> {

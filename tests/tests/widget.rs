@@ -132,21 +132,19 @@ fn picked_and_downloaded(
 }
 
 fn every_check(checks: &[String]) {
-    for expected in [
-        "initialize: the extension announced and answered",
-        "tools/list: _meta.ui.resourceUri and ui/resourceUri",
-        "resources/read: text/html;profile=mcp-app, CSP origins, domain",
-        "widget rendered in the sandbox, ready",
-        "widget upload done",
-        "the host was told: ui/update-model-context and ui/message",
-        "no file bytes through MCP or the host",
-        "CSP exact: an undeclared origin is blocked",
-    ] {
-        assert!(
-            checks.iter().any(|c| c == expected),
-            "{expected} missing: {checks:?}"
-        );
-    }
+    crate::util::assert_checks(
+        checks,
+        &[
+            "initialize: the extension announced and answered",
+            "tools/list: _meta.ui.resourceUri and ui/resourceUri",
+            "resources/read: text/html;profile=mcp-app, CSP origins, domain",
+            "widget rendered in the sandbox, ready",
+            "widget upload done",
+            "the host was told: ui/update-model-context and ui/message",
+            "no file bytes through MCP or the host",
+            "CSP exact: an undeclared origin is blocked",
+        ],
+    );
 }
 
 /// The page's requests of a resumable upload are of 5 MiB, and a file

@@ -80,16 +80,14 @@ fn a_large_file_goes_from_the_page_as_one_resumable_upload() {
     assert_eq!(stream["chunk_size"], 5 * 1024 * 1024, "{answer}");
     assert!(answer.get("parts").is_none(), "{answer}");
     let checks = page.browse("upload", "stream-");
-    for expected in [
-        "upload done",
-        "the last bytes declare the digest",
-        "no third-party requests, no CSP violation",
-    ] {
-        assert!(
-            checks.iter().any(|c| c == expected),
-            "{expected} missing: {checks:?}"
-        );
-    }
+    crate::util::assert_checks(
+        &checks,
+        &[
+            "upload done",
+            "the last bytes declare the digest",
+            "no third-party requests, no CSP violation",
+        ],
+    );
     page.assert_stored();
     // Nothing staged is left behind: the stream became the object.
     assert!(sluice_testkit::files_under(&page.dir.path().join("objects/parts")).is_empty());
@@ -104,16 +102,14 @@ fn a_large_file_goes_from_the_page_as_one_resumable_upload() {
 fn a_reloaded_page_goes_on_from_where_its_upload_stands() {
     let page = parts_page(&[], 23);
     let checks = page.browse("reload", "reload-");
-    for expected in [
-        "a reload goes on from where the upload stood",
-        "upload done",
-        "the last bytes declare the digest",
-    ] {
-        assert!(
-            checks.iter().any(|c| c == expected),
-            "{expected} missing: {checks:?}"
-        );
-    }
+    crate::util::assert_checks(
+        &checks,
+        &[
+            "a reload goes on from where the upload stood",
+            "upload done",
+            "the last bytes declare the digest",
+        ],
+    );
     page.assert_stored();
 }
 
@@ -153,12 +149,7 @@ fn the_page_waits_out_a_busy_server_and_goes_on_by_itself() {
         said.contains("again in 5 s"),
         "the server's Retry-After: {said}"
     );
-    for expected in ["a busy server waited out", "upload done"] {
-        assert!(
-            checks.iter().any(|c| c == expected),
-            "{expected} missing: {checks:?}"
-        );
-    }
+    crate::util::assert_checks(&checks, &["a busy server waited out", "upload done"]);
     page.assert_stored();
 }
 
