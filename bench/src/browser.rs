@@ -19,7 +19,7 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
 use crate::harness::median;
-use crate::kit::{Sluice, make_file, post, start_refs, start_sluice_with, timed_curl};
+use crate::kit::{Sluice, make_file, start_refs, start_sluice_with, timed_curl};
 
 fn page_url(sluice: &Sluice) -> anyhow::Result<String> {
     let (result, _) = crate::actions::call_tool(
@@ -62,12 +62,16 @@ pub(crate) fn through_page(
     Ok(serde_json::from_slice(&out.stdout)?)
 }
 
-/// The sandbox origin's port for the widget's runs: sluice is told it at
-/// start (`SLUICE_WIDGET_ORIGINS`).
-pub(crate) fn sandbox_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+/// A local sluice in `data_dir` for the page's and the widget's runs, and
+/// the port of the widget's sandbox origin, which it is told at start
+/// (`SLUICE_WIDGET_ORIGINS`).
+pub(crate) fn widget_sluice(data_dir: &Path) -> anyhow::Result<(Sluice, u16)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
-        .port())
+        .port();
+    let origin = format!("http://localhost:{port}");
+    let sluice = start_sluice_with(data_dir, &[("SLUICE_WIDGET_ORIGINS", &origin)])?;
+    Ok((sluice, port))
 }
 
 /// One upload through the widget, in the test MCP Apps host
@@ -191,16 +195,8 @@ fn rounds(
             String::from_utf8_lossy(&out.stdout).starts_with(&sha.to_hex()),
             "sha256sum agrees"
         );
-        let ticket = post(
-            &format!("{}/uploads", sluice.base),
-            &sluice.token,
-            &json!({"filename": format!("curl-{round}.bin"), "size": size, "sha256": sha}),
-        )?;
-        r.curl.push(timed_curl(&[
-            "-T",
-            path,
-            ticket["upload"]["url"].as_str().context("url")?,
-        ])?);
+        let link = sluice.upload_link(&format!("curl-{round}.bin"), size, sha)?;
+        r.curl.push(timed_curl(&["-T", path, &link])?);
         r.curl_sink.push(timed_curl(&["-T", path, sink])?);
         let v = through_page(sluice, file, Some(sink))?;
         r.hash.push(seconds(&v, "hashMs")?);
@@ -215,9 +211,7 @@ fn rounds(
 
 pub fn run() -> anyhow::Result<String> {
     let work = tempfile::tempdir()?;
-    let port = sandbox_port()?;
-    let origin = format!("http://localhost:{port}");
-    let sluice = start_sluice_with(work.path(), &[("SLUICE_WIDGET_ORIGINS", &origin)])?;
+    let (sluice, port) = widget_sluice(work.path())?;
     let mib = 1u64 << 20;
     let size = 256 * mib;
     let file = work.path().join("page-256.bin");

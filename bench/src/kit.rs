@@ -61,6 +61,25 @@ pub(crate) struct Sluice {
 }
 
 impl Sluice {
+    /// A fresh upload link for a file of `size` bytes and digest `sha`
+    /// named `name`, as `POST /uploads` gives it.
+    pub(crate) fn upload_link(
+        &self,
+        name: &str,
+        size: u64,
+        sha: &sluice::Sha256,
+    ) -> anyhow::Result<String> {
+        let ticket = post(
+            &format!("{}/uploads", self.base),
+            &self.token,
+            &serde_json::json!({"filename": name, "size": size, "sha256": sha}),
+        )?;
+        ticket["upload"]["url"]
+            .as_str()
+            .map(str::to_owned)
+            .with_context(|| format!("no upload url in {ticket}"))
+    }
+
     /// A bearer token for `user` (the default scopes).
     pub(crate) fn token_for(&self, user: &str) -> anyhow::Result<String> {
         let mut vars = vec![("SLUICE_DATA_DIR", self.data_dir.as_os_str())];

@@ -5,28 +5,9 @@
 //! the page's upload does) and the form's own hasher on the file, nothing
 //! sent. Rounds interleaved, medians.
 
-use anyhow::Context as _;
-use serde_json::json;
-
-use crate::browser::{sandbox_port, seconds, through_page, through_widget};
+use crate::browser::{seconds, through_page, through_widget, widget_sluice};
 use crate::harness::median;
-use crate::kit::{Sluice, make_file, post, start_sluice_with};
-
-/// A fresh upload link of sluice's for `file`, as `request_upload` gives
-/// it: what the browser's bare `PUT` goes to.
-fn upload_link(
-    sluice: &Sluice,
-    name: &str,
-    size: u64,
-    sha: &sluice::Sha256,
-) -> anyhow::Result<String> {
-    let ticket = post(
-        &format!("{}/uploads", sluice.base),
-        &sluice.token,
-        &json!({"filename": name, "size": size, "sha256": sha}),
-    )?;
-    Ok(ticket["upload"]["url"].as_str().context("url")?.to_owned())
-}
+use crate::kit::make_file;
 
 /// The form's time from the pick to ready: its own `totalMs`, or, for a
 /// build before it hashed beside sending (`SLUICE_BENCH_SERVER`), its hash
@@ -49,9 +30,7 @@ struct Form {
 
 pub fn run(runs: usize) -> anyhow::Result<String> {
     let work = tempfile::tempdir()?;
-    let port = sandbox_port()?;
-    let origin = format!("http://localhost:{port}");
-    let sluice = start_sluice_with(work.path(), &[("SLUICE_WIDGET_ORIGINS", &origin)])?;
+    let (sluice, port) = widget_sluice(work.path())?;
     let mib = 1u64 << 20;
     let size = 1024 * mib;
     let file = work.path().join("pick-1g.bin");
@@ -60,7 +39,7 @@ pub fn run(runs: usize) -> anyhow::Result<String> {
     let (mut page, mut widget, mut bare) = (Form::default(), Form::default(), Vec::new());
     for round in 1..=runs {
         eprintln!("pick: round {round} of {runs}…");
-        let sink = upload_link(&sluice, &format!("bare-{round}.bin"), size, &sha)?;
+        let sink = sluice.upload_link(&format!("bare-{round}.bin"), size, &sha)?;
         let v = through_page(&sluice, &file, Some(&sink))?;
         page.total.push(pick_to_ready(&v)?);
         page.hash_alone.push(seconds(&v, "hashAloneMs")?);

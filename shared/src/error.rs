@@ -295,6 +295,15 @@ impl Error {
         }
     }
 
+    /// A digest declared that is sluice's mark of one still to come
+    /// ([`crate::Sha256::TO_COME`]), refused wherever a client declares one.
+    pub fn the_mark_declared() -> Self {
+        Error::Invalid(
+            "this sha256 is sluice's mark of a digest still to come, not a file's: give the file's own"
+                .into(),
+        )
+    }
+
     /// A refusal of one of an action's fields.
     pub fn field(field: &str, reason: FieldError) -> Self {
         Error::Field {

@@ -171,7 +171,7 @@ impl FileMeta {
     /// page started sending before it had hashed the file, and declares
     /// the digest with the last bytes ([`Sha256::TO_COME`]).
     pub fn digest(&self) -> Option<Sha256> {
-        (!self.sha256.is_to_come()).then_some(self.sha256)
+        self.sha256.declared()
     }
 
     /// The name the bytes are stored and downloaded under.

@@ -54,6 +54,11 @@ impl Sha256 {
         *self == Self::TO_COME
     }
 
+    /// This digest; `None` for [`Sha256::TO_COME`].
+    pub fn declared(self) -> Option<Self> {
+        (!self.is_to_come()).then_some(self)
+    }
+
     /// The digest of `data`.
     pub fn of(data: &[u8]) -> Self {
         let mut h = Hasher::new();

@@ -35,24 +35,20 @@ fn offset(link: &str) -> u64 {
 }
 
 fn patch(link: &str, at: u64, body: &[u8]) -> Reply {
+    patch_with(link, at, body, &[])
+}
+
+/// A `PATCH` of `body` at `at`, with `more` headers.
+fn patch_with(link: &str, at: u64, body: &[u8], more: &[(&str, &str)]) -> Reply {
     let at = at.to_string();
-    request(
-        "PATCH",
-        link,
-        &[TUS, OCTETS, ("Upload-Offset", &at)],
-        Some(body),
-    )
+    let mut headers = vec![TUS, OCTETS, ("Upload-Offset", at.as_str())];
+    headers.extend_from_slice(more);
+    request("PATCH", link, &headers, Some(body))
 }
 
 /// A `PATCH` that declares the file's digest (`Repr-Digest`, as it is sent).
 fn patch_declaring(link: &str, at: u64, body: &[u8], digest: &str) -> Reply {
-    let at = at.to_string();
-    request(
-        "PATCH",
-        link,
-        &[TUS, OCTETS, ("Upload-Offset", &at), ("Repr-Digest", digest)],
-        Some(body),
-    )
+    patch_with(link, at, body, &[("Repr-Digest", digest)])
 }
 
 /// `Repr-Digest`'s member for the SHA-256 of `data`.

@@ -533,8 +533,7 @@ function sluiceForm(how) {
     }
     window.sluiceTimings.uploadMs = performance.now() - started;
     window.sluiceTimings.totalMs = performance.now() - picked;
-    const sha256 = (read || (await hashing)).sha256;
-    return sha256;
+    return (read || (await hashing)).sha256;
   }
 
   // A row of the list of files (a page for several): its name, its own

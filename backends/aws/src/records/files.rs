@@ -199,7 +199,9 @@ impl FileRecords for DynamoRecords {
             .expression_attribute_values(":rec", s(&record.to_json()))
             .expression_attribute_values(":d", s(&digest(&owner_key, &sha256, record.file.size)))
             .expression_attribute_values(":was", s(&was));
-        condition_held(update.send().await).map_err(store_error)?;
+        if condition_held(update.send().await).map_err(store_error)? {
+            return Ok(Some(record));
+        }
         self.get(owner, id).await
     }
 

@@ -210,9 +210,7 @@ impl Files {
     /// so is one for a file issued with its digest ([`FileMeta::digest`]).
     pub(crate) async fn declare(&self, file: FileMeta, sha256: Sha256) -> Result<FileMeta, Error> {
         if sha256.is_to_come() {
-            return Err(Error::Invalid(
-                "this sha256 is sluice's mark of a digest still to come, not a file's: give the file's own".into(),
-            ));
+            return Err(Error::the_mark_declared());
         }
         let kept = match file.digest() {
             Some(kept) => kept,
@@ -354,8 +352,9 @@ impl Files {
             .refresh(page.records)
             .await?
             .into_iter()
-            .map(|(r, state)| (r.file.digest(), r, state))
-            .map(|(digest, r, state)| FileListing {
+            .map(|(r, state)| FileListing {
+                // Read before the fields it reads are moved out.
+                sha256: r.file.digest(),
                 reason: (state == FileState::Rejected)
                     .then(|| r.refusal())
                     .flatten(),
@@ -363,7 +362,6 @@ impl Files {
                 file_id: r.file.id.to_string(),
                 filename: r.file.filename,
                 size: r.file.size,
-                sha256: digest,
                 content_type: r.file.content_type,
                 state,
                 created_at: rfc3339(r.created_ms / 1000),

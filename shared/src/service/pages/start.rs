@@ -5,6 +5,10 @@
 use super::Pages;
 use super::*;
 
+/// A page's start refused for a file other than the one it issued.
+const IN_USE: &str = "This link is in use for another file. Go back to the conversation and \
+     ask for a new link.";
+
 impl Pages {
     /// The signed PUT for the file the person picked on `page` (opened by
     /// [`Pages::page_for_start`]) as its file `n` (0 for the first): the
@@ -184,32 +188,21 @@ impl Pages {
                  and ask for a new link to upload another.",
             ));
         }
+        let given = sha256.declared();
         let same = record.file.size == size
-            && match (
-                record.file.digest(),
-                (!sha256.is_to_come()).then_some(sha256),
-            ) {
+            && match (record.file.digest(), given) {
                 (Some(kept), Some(given)) => kept == given,
                 _ => record.file.filename == filename.trim(),
             };
         if !same {
-            return Err(Error::PageConflict(
-                "This link is in use for another file. Go back to the conversation and \
-                 ask for a new link.",
-            ));
+            return Err(Error::PageConflict(IN_USE));
         }
-        if record.file.sha256.is_to_come() && !sha256.is_to_come() {
-            let file = match self.files.declare(record.file, sha256).await {
-                Err(Error::DigestDeclared(_)) => {
-                    return Err(Error::PageConflict(
-                        "This link is in use for another file. Go back to the conversation and \
-                         ask for a new link.",
-                    ));
-                }
-                declared => declared?,
-            };
-            return Ok((file, record.expires_at));
+        match (record.file.digest(), given) {
+            (None, Some(given)) => match self.files.declare(record.file, given).await {
+                Err(Error::DigestDeclared(_)) => Err(Error::PageConflict(IN_USE)),
+                declared => Ok((declared?, record.expires_at)),
+            },
+            _ => Ok((record.file, record.expires_at)),
         }
-        Ok((record.file, record.expires_at))
     }
 }

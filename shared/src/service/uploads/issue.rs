@@ -255,9 +255,7 @@ impl Uploads {
     /// size, digest and media type; the name and the media type as kept.
     pub(crate) fn checked(&self, req: &UploadRequest) -> Result<(String, String), Error> {
         if req.sha256.is_to_come() {
-            return Err(Error::Invalid(
-                "this sha256 is sluice's mark of a digest still to come, not a file's: give the file's own".into(),
-            ));
+            return Err(Error::the_mark_declared());
         }
         self.form(req)
     }
